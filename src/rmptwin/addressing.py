@@ -1,0 +1,26 @@
+"""Logical names -> IP addresses and ports on the emulated network.
+
+Hosts get 10.0.0.0/8 addresses inside the project's own namespaces only; multicast
+groups get administratively scoped 239.0.0.0/8 addresses derived from their names, so
+every driver and the controller agree without a registry.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+RMP_PORT = 7400        # the global stripe groups and unicast control
+REGION_PORT = 7500     # MoldUDP64 remulticast to customers
+REREQUEST_PORT = 7600  # MoldUDP64 re-requests to retransmit servers
+
+
+def host_ip(index: int) -> str:
+    """The index-th host (0-based, in topology order)."""
+    n = index + 1
+    return f"10.{(n >> 16) & 255}.{(n >> 8) & 255}.{n & 255}"
+
+
+def group_ip(name: str) -> str:
+    """A stable 239.x.y.z address for a logical group name."""
+    h = zlib.crc32(name.encode())
+    return f"239.{(h >> 16) & 255}.{(h >> 8) & 255}.{max(1, h & 255)}"

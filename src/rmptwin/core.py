@@ -1,0 +1,63 @@
+"""The contract every protocol core keeps (RMP roles, venue roles), after aioquic.
+
+A core is a pure state machine: bytes and ``now`` (int nanoseconds, the node's local
+clock) in; datagrams, one timer deadline and events out. It never reads a clock, never
+draws from a global random generator, never touches a socket. The simulator and the
+asyncio runtime are two drivers of the same cores.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, Union
+
+from .events import Event
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """A multicast group by logical name, e.g. ``rmp/0`` or ``region/europe/0``."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Unicast:
+    """One host by name."""
+
+    node: str
+
+
+Dest = Union[Group, Unicast]
+
+
+def rmp_group(stripe: int) -> str:
+    """The global group of a stripe: data, acks/tokens, invitations."""
+    return f"rmp/{stripe}"
+
+
+def region_group(region: str, stripe: int) -> str:
+    """A regional remulticast group (R_T -> customers, R_x), scoped to the region."""
+    return f"region/{region}/{stripe}"
+
+
+def group_region(name: str) -> str | None:
+    """The region a group is scoped to, or None for a global group."""
+    parts = name.split("/")
+    return parts[1] if parts[0] == "region" else None
+
+
+class Core(Protocol):
+    def receive_datagram(self, data: bytes, src: str, now: int) -> None: ...
+
+    def datagrams_to_send(self, now: int) -> list[tuple[bytes, Dest]]: ...
+
+    def get_timer(self) -> int | None: ...
+
+    def handle_timer(self, now: int) -> None: ...
+
+    def next_event(self) -> Event | None: ...
+
+    def groups(self) -> frozenset[str]:
+        """Groups this node is joined to now (membership may change)."""
+        ...
