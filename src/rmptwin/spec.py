@@ -443,8 +443,9 @@ def _validation_message(path: Path, text: str, err: ValidationError) -> str:
     msg = first["msg"].removeprefix("Value error, ")
     if first["type"] == "extra_forbidden":
         msg = "unknown field (check its spelling)"
-    elif first["type"] == "union_tag_invalid":
-        msg = f"unknown value; expected one of: {first['ctx']['expected_tags']}"
+    elif first["type"] in ("union_tag_invalid", "union_tag_not_found"):
+        field += "." + first["ctx"]["discriminator"].strip("'")
+        msg = f"unknown or missing; expected one of: {first['ctx'].get('expected_tags', '')}"
     more = f" (and {err.error_count() - 1} more)" if err.error_count() > 1 else ""
     where = f":{line}" if line else ""
     return f"{path}{where}: {field}: {msg}{more}"
