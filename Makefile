@@ -10,7 +10,7 @@ provision:
 	@bash scripts/provision.sh
 
 run: provision
-	@$(VENV)/bin/rmptwin run-default $(EXPERIMENT)
+	@bash scripts/run-default.sh $(EXPERIMENT)
 
 test: provision
 	@$(PY) -m pytest $(PYTEST_ARGS)
