@@ -87,6 +87,9 @@ class Kind:
     TRADE = "trade"
     HR_STORE = "hr_store"
     SYNC_DONE = "sync_done"
+    ORDER_DONE = "order_done"      # GW got the first completion; detail: {latency_ns, position, trades}
+    VENUE_STATE = "venue_state"    # EV state after position gseq; detail: {state_hash, trade_hash, trades}
+    SEQ_TOO_FAR = "seq_too_far"    # a proposer fell out of the sequencer window (soft failure)
 
 
 @dataclass(frozen=True, slots=True)

@@ -352,6 +352,12 @@ class VenueWorkload(_Model):
     window: int = Field(1024, ge=1, description="sequencer sliding window (positions)")
     start_s: float = Field(0.5, ge=0)
     duration_s: float = Field(5.0, gt=0)
+    tick: int = Field(100, ge=1, description="price tick in ticker units (price x 10,000): 100 = one cent")
+    ev_service_us: float = Field(60.0, ge=0, description="mean EV execution time per request (exponential)")
+    gw_fsync_us: float = Field(100.0, ge=0, description="gateway log fsync latency (group fsync)")
+    hr_commit_us: float = Field(300.0, ge=0, description="history-recorder group-commit latency when durable")
+    lookahead: int = Field(64, ge=1, description="positions an EV may order ahead of what it executed")
+    malformed_fraction: float = Field(0.0, ge=0, le=1, description="share of deliberately bad orders")
 
 
 class Experiment(_Model):

@@ -1,0 +1,40 @@
+"""Run the rmptwin controller app through os-ken's AppManager (os-ken ships no manager binary).
+
+    python controllers/launch.py --port 6653 --wiring STATE/wiring.json --state-dir STATE
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from pathlib import Path
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--port", type=int, default=6653)
+    ap.add_argument("--wiring", required=True)
+    ap.add_argument("--state-dir", required=True)
+    args = ap.parse_args()
+    os.environ["RMPTWIN_WIRING"] = str(Path(args.wiring).resolve())
+    os.environ["RMPTWIN_STATE_DIR"] = str(Path(args.state_dir).resolve())
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+
+    from os_ken import cfg
+    from os_ken.base import app_manager  # noqa: F401 - must precede controller (import cycle)
+    from os_ken.controller import controller  # noqa: F401 - registers the --ofp-* options
+
+    # Loopback only: the controller must never listen on a real interface.
+    cfg.CONF(args=["--ofp-listen-host", "127.0.0.1", "--ofp-tcp-listen-port", str(args.port)],
+             project="os_ken", default_config_files=[])
+    from os_ken.base.app_manager import AppManager
+
+    AppManager.run_apps(["rmptwin_controller"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""Extract: a run directory -> Spark DataFrames (events with parsed detail, drops, counts, hosts)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from ..errors import UserError
+from ..results import read_manifest
+from ..spec import Topology
+from . import schemas
+
+RECEIVER_ROLES = ("primary", "secondary")
+
+
+def parse_events(events: DataFrame) -> DataFrame:
+    """Add the parsed ``detail`` struct ``d`` and the columns most transforms key on:
+    ``stripe`` (detail.stripe, 0 if absent) and ``repair`` (detail.repair, false if absent)."""
+    d = F.from_json(F.col("detail"), schemas.DETAIL)
+    return (
+        events.withColumn("d", d)
+        .withColumn("stripe", F.coalesce(F.col("d.stripe"), F.lit(0)).cast("long"))
+        .withColumn("repair", F.coalesce(F.col("d.repair"), F.lit(False)))
+    )
+
+
+def host_region(topo: Topology, host) -> str:
+    """The region of a host's switch (first by name if several), else its first listed region."""
+    for region in sorted(topo.regions):
+        if host.switch in topo.regions[region]:
+            return region
+    listed = getattr(host, "regions", None) or []
+    return listed[0] if listed else "none"
+
+
+def host_rows(topo: Topology) -> list[tuple]:
+    return [
+        (h.name, h.role, h.switch, host_region(topo, h),
+         None if getattr(h, "stripes", None) is None else [int(s) for s in h.stripes])
+        for h in topo.hosts
+    ]
+
+
+def hosts_frame(spark: SparkSession, topo: Topology) -> DataFrame:
+    return spark.createDataFrame(host_rows(topo), schemas.HOSTS)
+
+
+@dataclass
+class RunData:
+    path: Path
+    manifest: dict
+    topology: Topology
+    events: DataFrame           # parsed (see parse_events)
+    drops: DataFrame | None     # links/drops.parquet, None if the backend wrote none
+    counts: DataFrame | None    # links/counts.parquet
+    hosts: DataFrame
+
+
+def _parquet(spark: SparkSession, path: Path, schema) -> DataFrame | None:
+    if not path.exists():
+        return None
+    return spark.read.schema(schema).parquet(str(path))
+
+
+def load_run(spark: SparkSession, run: str | Path) -> RunData:
+    run = Path(run)
+    if not run.is_dir():
+        raise UserError(f"{run}: no such run directory")
+    manifest = read_manifest(run)
+    if "topology" not in manifest:
+        raise UserError(f"{run}/manifest.json: no resolved topology (was it written by rmptwin?)")
+    topo = Topology.model_validate(manifest["topology"])
+    files = sorted((run / "events").glob("*.parquet"))
+    if not files:
+        raise UserError(f"{run}: no events/*.parquet (is this a run directory?)")
+    events = spark.read.schema(schemas.EVENTS).parquet(*[str(f) for f in files])
+    return RunData(
+        path=run, manifest=manifest, topology=topo, events=parse_events(events),
+        drops=_parquet(spark, run / "links" / "drops.parquet", schemas.DROPS),
+        counts=_parquet(spark, run / "links" / "counts.parquet", schemas.LINK_COUNTS),
+        hosts=hosts_frame(spark, topo),
+    )

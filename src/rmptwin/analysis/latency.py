@@ -1,0 +1,94 @@
+"""Transforms: delivery latency per message and receiver; fairness spread per message."""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from ..events import Kind
+
+
+def sends(events: DataFrame) -> DataFrame:
+    """One row per packet (distinct (src, src_seq) SEND): src, src_seq, stripe, send_ns."""
+    return (
+        events.filter(F.col("kind") == Kind.SEND)
+        .groupBy("src", "src_seq")
+        .agg(F.min("t_ns").alias("send_ns"), F.min("stripe").alias("stripe"))
+    )
+
+
+def sequence_map(events: DataFrame, sent: DataFrame) -> DataFrame:
+    """(stripe, gseq) -> the packet it numbers, from receivers' DELIVER events."""
+    delivered = (
+        events.filter((F.col("kind") == Kind.DELIVER) & (F.col("gseq") >= 0) & (F.col("src") != ""))
+        .select("src", "src_seq", "gseq").distinct()
+    )
+    return (
+        delivered.join(sent, ["src", "src_seq"])
+        .groupBy("stripe", "gseq")
+        .agg(F.min("src").alias("src"), F.min("src_seq").alias("src_seq"), F.min("send_ns").alias("send_ns"))
+    )
+
+
+def delivery_latency(events: DataFrame, hosts: DataFrame) -> DataFrame:
+    """Latency from SEND to each node's first DELIVER (stage 'deliver', R_P/R_S), RELEASE
+    (stage 'release', R_T) and CUST_RECV (stage 'customer'), with the node's region.
+
+    Columns: src src_seq stripe gseq node role region stage send_ns latency_ns.
+    """
+    sent = sends(events)
+    delivered = (
+        events.filter((F.col("kind") == Kind.DELIVER) & (F.col("src") != ""))
+        .groupBy("node", "role", "src", "src_seq")
+        .agg(F.min("t_ns").alias("t_ns"), F.min("gseq").alias("gseq"))
+        .join(sent, ["src", "src_seq"])
+        .withColumn("stage", F.lit("deliver"))
+    )
+    seqmap = sequence_map(events, sent)
+    later = (
+        events.filter(F.col("kind").isin(Kind.RELEASE, Kind.CUST_RECV) & (F.col("gseq") >= 0))
+        .withColumn("stage", F.when(F.col("kind") == Kind.RELEASE, "release").otherwise("customer"))
+        .groupBy("node", "role", "stage", "stripe", "gseq")
+        .agg(F.min("t_ns").alias("t_ns"))
+        .join(seqmap, ["stripe", "gseq"])
+    )
+    cols = ["src", "src_seq", "stripe", "gseq", "node", "role", "stage", "send_ns", "t_ns"]
+    both = delivered.select(*cols).unionByName(later.select(*cols))
+    return (
+        both.join(hosts.select("node", "region"), "node", "left")
+        .withColumn("region", F.coalesce("region", F.lit("none")))
+        .withColumn("latency_ns", F.col("t_ns") - F.col("send_ns"))
+        .select("src", "src_seq", "stripe", "gseq", "node", "role", "region", "stage", "send_ns", "latency_ns")
+    )
+
+
+def latency_by_region(latency: DataFrame) -> DataFrame:
+    """Per stage and region: count, mean, median, p99, max latency (ns)."""
+    q = F.percentile_approx("latency_ns", [0.5, 0.99], 10000)
+    return (
+        latency.groupBy("stage", "region")
+        .agg(F.count("*").alias("n"), F.mean("latency_ns").alias("mean_ns"), q.alias("q"),
+             F.max("latency_ns").alias("max_ns"))
+        .select("stage", "region", "n", "mean_ns", F.col("q")[0].alias("p50_ns"),
+                F.col("q")[1].alias("p99_ns"), "max_ns")
+    )
+
+
+def fairness_spread(events: DataFrame) -> DataFrame:
+    """Per message: latest minus earliest release across R_T (scope 'release') and latest
+    minus earliest reception across customers (scope 'customer'); messages seen by >= 2 nodes.
+
+    Columns: scope stripe gseq nodes first_ns spread_ns.
+    """
+    firsts = (
+        events.filter(F.col("kind").isin(Kind.RELEASE, Kind.CUST_RECV) & (F.col("gseq") >= 0))
+        .withColumn("scope", F.when(F.col("kind") == Kind.RELEASE, "release").otherwise("customer"))
+        .groupBy("scope", "stripe", "gseq", "node")
+        .agg(F.min("t_ns").alias("t_ns"))
+    )
+    return (
+        firsts.groupBy("scope", "stripe", "gseq")
+        .agg(F.count("*").alias("nodes"), F.min("t_ns").alias("first_ns"),
+             (F.max("t_ns") - F.min("t_ns")).alias("spread_ns"))
+        .filter(F.col("nodes") >= 2)
+    )

@@ -1,0 +1,124 @@
+"""Transforms: per receiver first-reception and residual loss, repair latency, and the
+pairwise correlation of first-reception losses between receivers.
+
+A packet is a distinct (src, src_seq) SEND. A receiver (R_P/R_S) expects every packet of
+the stripes it joins. It *first-received* a packet when its RECV has repair false; a
+packet that arrived only by repair is a first-reception loss.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from ..events import Kind
+from .extract import RECEIVER_ROLES
+from .latency import sends
+
+
+def expected(events: DataFrame, hosts: DataFrame) -> DataFrame:
+    """(src, src_seq, stripe, send_ns, node) for every packet and every receiver of its stripe."""
+    receivers = hosts.filter(F.col("host_role").isin(*RECEIVER_ROLES)).select("node", "stripes")
+    cond = F.col("stripes").isNull() | F.expr("array_contains(stripes, stripe)")
+    return sends(events).join(F.broadcast(receivers), cond).drop("stripes")
+
+
+def receptions(events: DataFrame) -> DataFrame:
+    """First RECV per (packet, node): src, src_seq, node, recv_ns, repair."""
+    return (
+        events.filter(F.col("kind") == Kind.RECV)
+        .groupBy("src", "src_seq", "node")
+        .agg(F.min(F.struct("t_ns", "repair")).alias("m"))
+        .select("src", "src_seq", "node", F.col("m.t_ns").alias("recv_ns"), F.col("m.repair").alias("repair"))
+    )
+
+
+def fates(events: DataFrame, hosts: DataFrame) -> DataFrame:
+    """Every expected (packet, receiver) with how it arrived: first (bool), received (bool), delay_ns."""
+    return (
+        expected(events, hosts)
+        .join(receptions(events), ["src", "src_seq", "node"], "left")
+        .withColumn("received", F.col("recv_ns").isNotNull())
+        .withColumn("first", F.col("received") & ~F.col("repair"))
+        .withColumn("delay_ns", F.col("recv_ns") - F.col("send_ns"))
+    )
+
+
+def losses(fate: DataFrame) -> DataFrame:
+    """First-reception loss indicators that are 1: (src, src_seq, stripe, node)."""
+    return fate.filter(~F.col("first")).select("src", "src_seq", "stripe", "node")
+
+
+def receiver_loss(fate: DataFrame) -> DataFrame:
+    """Per receiver: expected, first_received, received, first_loss, residual_loss, repaired,
+    repair_median_ns (send -> arrival of the repair) and repair_extra_median_ns (that minus the
+    receiver's median first-copy latency: how much later than normal a repaired packet arrived)."""
+    med = lambda c: F.percentile_approx(c, 0.5, 10000).cast("double")  # noqa: E731
+    per = fate.groupBy("node").agg(
+        F.count("*").alias("expected"),
+        F.sum(F.col("first").cast("long")).alias("first_received"),
+        F.sum(F.col("received").cast("long")).alias("received"),
+        F.sum((F.col("received") & F.col("repair")).cast("long")).alias("repaired"),
+        med(F.when(F.col("first"), F.col("delay_ns"))).alias("first_median_ns"),
+        med(F.when(F.col("received") & F.col("repair"), F.col("delay_ns"))).alias("repair_median_ns"),
+    )
+    return per.select(
+        "node", "expected", "first_received", "received",
+        (1 - F.col("first_received") / F.col("expected")).alias("first_loss"),
+        (1 - F.col("received") / F.col("expected")).alias("residual_loss"),
+        "repaired", "repair_median_ns",
+        (F.col("repair_median_ns") - F.col("first_median_ns")).alias("repair_extra_median_ns"),
+    )
+
+
+def loss_correlation(fate: DataFrame) -> DataFrame:
+    """Pearson correlation of first-reception loss indicators for every ordered receiver pair,
+    over the packets both expect: (n*n_ab - n_a*n_b) / sqrt(n_a(n-n_a) n_b(n-n_b)); null when a
+    receiver lost all or none of them.
+
+    Columns: a b packets loss_a loss_b loss_both correlation.
+    """
+    per_stripe = fate.groupBy("node", "stripe").agg(
+        F.count("*").alias("n"), F.sum((~F.col("first")).cast("long")).alias("lost")
+    )
+    a = per_stripe.select(F.col("node").alias("a"), "stripe", "n", F.col("lost").alias("loss_a"))
+    b = per_stripe.select(F.col("node").alias("b"), "stripe", F.col("lost").alias("loss_b"))
+    totals = (
+        a.join(b, "stripe")
+        .groupBy("a", "b")
+        .agg(F.sum("n").alias("packets"), F.sum("loss_a").alias("loss_a"), F.sum("loss_b").alias("loss_b"))
+    )
+    lost = losses(fate)
+    x = lost.select("src", "src_seq", F.col("node").alias("a"))
+    y = lost.select("src", "src_seq", F.col("node").alias("b"))
+    both = x.join(y, ["src", "src_seq"]).groupBy("a", "b").agg(F.count("*").alias("loss_both"))
+    n, na, nb = F.col("packets"), F.col("loss_a"), F.col("loss_b")
+    nab = F.coalesce(F.col("loss_both"), F.lit(0)).cast("long")
+    den = F.sqrt(na * (n - na) * nb * (n - nb))
+    return (
+        totals.join(both, ["a", "b"], "left")
+        .withColumn("loss_both", nab)
+        .withColumn("correlation", F.when(den > 0, (n * nab - na * nb) / den))
+        .select("a", "b", "packets", "loss_a", "loss_b", "loss_both", "correlation")
+    )
+
+
+def customer_loss(events: DataFrame) -> DataFrame:
+    """Per customer: messages received, how many by repair, gaps detected and their size."""
+    recv = (
+        events.filter(F.col("kind") == Kind.CUST_RECV)
+        .groupBy("node", "stripe", "gseq").agg(F.min(F.struct("t_ns", "repair")).alias("m"))
+        .groupBy("node")
+        .agg(F.count("*").alias("received"), F.sum(F.col("m.repair").cast("long")).alias("repaired"))
+    )
+    gaps = (
+        events.filter(F.col("kind") == Kind.CUST_GAP)
+        .groupBy("node")
+        .agg(F.count("*").alias("gaps"), F.sum(F.coalesce(F.col("d.count"), F.lit(1))).alias("gap_messages"))
+    )
+    return (
+        recv.join(gaps, "node", "full")
+        .fillna(0, ["received", "repaired", "gaps", "gap_messages"])
+        .withColumn("repaired_fraction",
+                    F.when(F.col("received") > 0, F.col("repaired") / F.col("received")))
+    )

@@ -1,0 +1,266 @@
+"""MINC link-loss inference (Cáceres, Duffield, Horowitz, Towsley 1999) on the logical
+multicast tree of hosts: source host -> switches -> receiver hosts (access links count).
+
+For each tree node k, gamma_k = P(some receiver below k first-received the packet). With
+A_k = P(the packet reached k): A_leaf = gamma_leaf, and for an internal node A_k solves
+1 - gamma_k/A_k = prod over children j (1 - gamma_j/A_k). The link into k passes with
+alpha_k = A_k / A_parent(k) (A of the source host = 1); its loss rate is 1 - alpha_k.
+
+A switch with one child in the tree makes its two links inseparable (losses on either look
+the same to every receiver), so such switches are collapsed: the logical link is the chain.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from ..spec import Topology
+from ..tree import multicast_tree
+
+
+@dataclass
+class LogicalTree:
+    root: str                                  # the source host
+    parent: dict[str, str]                     # node -> parent (root absent)
+    children: dict[str, list[str]]
+    hops: dict[str, list[tuple[str, str]]]     # node -> physical hops of the link into it
+    receivers: list[str] = field(default_factory=list)
+
+    def nodes(self) -> list[str]:
+        """Every node but the root, parents before children (DFS, children by name)."""
+        out, todo = [], list(reversed(sorted(self.children.get(self.root, []))))
+        while todo:
+            n = todo.pop()
+            out.append(n)
+            todo.extend(reversed(sorted(self.children.get(n, []))))
+        return out
+
+    def leaves_in_order(self) -> list[str]:
+        return [n for n in self.nodes() if not self.children.get(n)]
+
+    def ancestors(self, node: str) -> list[str]:
+        """``node`` and every node above it, the root excluded."""
+        out = []
+        while node != self.root:
+            out.append(node)
+            node = self.parent[node]
+        return out
+
+    def label(self, node: str) -> str:
+        hops = self.hops[node]
+        return ">".join([hops[0][0]] + [v for _, v in hops])
+
+
+def logical_tree(topo: Topology, source: str, receivers: list[str]) -> LogicalTree:
+    """The tree a source's multicast took to ``receivers`` (host names), chains collapsed."""
+    src = topo.host(source)
+    rhosts = [topo.host(r) for r in receivers]
+    st = multicast_tree(topo, src.switch, {h.switch for h in rhosts})
+    parent: dict[str, str] = {src.switch: source}
+    for p, c in st.edges():
+        parent[c] = p
+    for h in rhosts:
+        if h.switch in parent:
+            parent[h.name] = h.switch
+    children: dict[str, list[str]] = {}
+    for c, p in parent.items():
+        children.setdefault(p, []).append(c)
+    hops = {c: [(p, c)] for c, p in parent.items()}
+    # Collapse every non-root node with exactly one child into its child's link.
+    for node in list(parent):
+        kids = children.get(node, [])
+        if len(kids) == 1:
+            (kid,) = kids
+            up = parent.pop(node)
+            children[up] = [kid if x == node else x for x in children[up]]
+            parent[kid] = up
+            hops[kid] = hops.pop(node) + hops[kid]
+            children.pop(node)
+    reached = [r for r in receivers if r in parent]
+    return LogicalTree(root=source, parent=parent, children={k: sorted(v) for k, v in children.items()},
+                       hops=hops, receivers=reached)
+
+
+# ----------------------------------------------------------------------------- estimator
+
+
+def solve_a(gamma_k: float, gamma_children: list[float], iterations: int = 200) -> float:
+    """A_k from 1 - gamma_k/A = prod_j (1 - gamma_j/A), by bisection on [gamma_k, 1]."""
+    if gamma_k <= 0:
+        return 0.0
+
+    def h(a: float) -> float:
+        prod = 1.0
+        for g in gamma_children:
+            prod *= 1 - g / a
+        return (1 - gamma_k / a) - prod
+
+    lo, hi = gamma_k, 1.0
+    if h(hi) <= 0:  # the data say nothing was lost above the children: clip at 1
+        return 1.0
+    for _ in range(iterations):
+        mid = (lo + hi) / 2
+        if h(mid) > 0:
+            hi = mid
+        else:
+            lo = mid
+    return (lo + hi) / 2
+
+
+def estimate_loss(tree: LogicalTree, gamma: dict[str, float]) -> dict[str, float]:
+    """Estimated loss rate 1 - alpha_k of the link into every node k of the tree."""
+    a: dict[str, float] = {}
+    for node in reversed(tree.nodes()):  # children before parents
+        kids = tree.children.get(node, [])
+        g = gamma.get(node, 0.0)
+        a[node] = g if not kids else solve_a(g, [gamma.get(c, 0.0) for c in kids])
+    out = {}
+    for node in tree.nodes():
+        up = tree.parent[node]
+        a_up = 1.0 if up == tree.root else a[up]
+        out[node] = float("nan") if a_up <= 0 else 1 - a[node] / a_up
+    return out
+
+
+# ----------------------------------------------------------------------------- transforms
+
+ANCESTORS = T.StructType(
+    [T.StructField("src", T.StringType()), T.StructField("stripe", T.LongType()),
+     T.StructField("node", T.StringType()), T.StructField("tnode", T.StringType())]
+)
+
+
+def ancestors_frame(spark: SparkSession, trees: dict[tuple[str, int], LogicalTree]) -> DataFrame:
+    rows = [(src, stripe, r, a) for (src, stripe), t in trees.items() for r in t.receivers for a in t.ancestors(r)]
+    return spark.createDataFrame(rows, ANCESTORS)
+
+
+def gamma(fate: DataFrame, ancestors: DataFrame) -> DataFrame:
+    """Per (src, stripe, tree node): packets, reached (some receiver below first-received it), gamma."""
+    packets = fate.groupBy("src", "stripe").agg(F.countDistinct("src_seq").alias("packets"))
+    got = (
+        fate.filter(F.col("first")).select("src", "src_seq", "stripe", "node")
+        .join(F.broadcast(ancestors), ["src", "stripe", "node"])
+        .select("src", "stripe", "src_seq", "tnode").distinct()
+        .groupBy("src", "stripe", "tnode").agg(F.count("*").alias("reached"))
+    )
+    return got.join(packets, ["src", "stripe"]).withColumn("gamma", F.col("reached") / F.col("packets"))
+
+
+def hop_drops(drops: DataFrame, sent: DataFrame, windows: DataFrame) -> DataFrame:
+    """Distinct first-copy DATA packets dropped per (src, stripe, from_node, to_node).
+
+    A drop counts as the first copy's if it happened within the hop's window after the send
+    (path delay to the hop plus half of dN); later drops of the same packet are repairs.
+    """
+    data = drops.filter(F.upper(F.col("frame")) == "DATA").withColumn(
+        "stripe", F.regexp_extract("group", r"^rmp/(\d+)$", 1)
+    ).filter(F.col("stripe") != "").withColumn("stripe", F.col("stripe").cast("long"))
+    return (
+        data.join(sent.select("src", "src_seq", "send_ns"), ["src", "src_seq"])
+        .join(F.broadcast(windows), ["src", "from_node", "to_node"])
+        .filter(F.col("t_ns") - F.col("send_ns") <= F.col("window_ns"))
+        .groupBy("src", "stripe", "from_node", "to_node")
+        .agg(F.countDistinct("src_seq").alias("dropped"))
+    )
+
+
+def hop_params(topo: Topology, u: str, v: str):
+    names = {h.name for h in topo.hosts}
+    if u in names:
+        return topo.host(u).link
+    if v in names:
+        return topo.host(v).link
+    return topo.link(u, v)
+
+
+def hop_windows(topo: Topology, trees: dict[tuple[str, int], LogicalTree], dn_ms: float) -> list[tuple]:
+    """(src, from_node, to_node, window_ns) for every physical hop of every tree: the path
+    delay (with jitter) from the source to the hop, plus 1 ms, plus dN/2."""
+    out = {}
+    for (src, _), t in trees.items():
+        dist = {t.root: 0.0}
+        for node in t.nodes():
+            for u, v in t.hops[node]:
+                p = hop_params(topo, u, v)
+                out[(src, u, v)] = int((dist[u] + 1.0 + dn_ms / 2) * 1e6)
+                dist[v] = dist[u] + p.delay_ms + p.jitter_ms
+    return [(s, u, v, w) for (s, u, v), w in out.items()]
+
+
+WINDOWS = T.StructType(
+    [T.StructField("src", T.StringType()), T.StructField("from_node", T.StringType()),
+     T.StructField("to_node", T.StringType()), T.StructField("window_ns", T.LongType())]
+)
+
+
+def receivers_of_stripe(topo: Topology, stripe: int) -> list[str]:
+    return [h.name for h in topo.hosts if h.role in ("primary", "secondary")
+            and (h.stripes is None or stripe in h.stripes)]
+
+
+def trees_for(topo: Topology, pairs: list[tuple[str, int]]) -> dict[tuple[str, int], LogicalTree]:
+    names = {h.name for h in topo.hosts}
+    return {(s, k): logical_tree(topo, s, receivers_of_stripe(topo, k)) for s, k in pairs if s in names}
+
+
+def configured_loss(topo: Topology, hops: list[tuple[str, int]]) -> float:
+    keep = 1.0
+    for u, v in hops:
+        keep *= 1 - hop_params(topo, u, v).loss.mean
+    return 1 - keep
+
+
+def minc_links(spark: SparkSession, topo: Topology, fate: DataFrame, sent: DataFrame,
+               drops: DataFrame | None, counts: DataFrame | None, dn_ms: float) -> list[dict]:
+    """One row per logical link of every (source, stripe) tree: MINC estimate, configured
+    loss, and ground truth (distinct first copies dropped on the link / copies that reached it)."""
+    pairs = [(r["src"], int(r["stripe"])) for r in fate.select("src", "stripe").distinct().collect()]
+    trees = {k: t for k, t in trees_for(topo, sorted(pairs)).items() if t.receivers}
+    if not trees:
+        return []
+    g_rows = gamma(fate, ancestors_frame(spark, trees)).collect()
+    gam: dict[tuple[str, int], dict[str, float]] = {}
+    npk: dict[tuple[str, int], int] = {}
+    for r in g_rows:
+        gam.setdefault((r["src"], r["stripe"]), {})[r["tnode"]] = r["gamma"]
+        npk[(r["src"], r["stripe"])] = r["packets"]
+    dropped: dict[tuple, int] | None = None
+    rates: dict[tuple[str, str], float] | None = None
+    if drops is not None:
+        windows = spark.createDataFrame(hop_windows(topo, trees, dn_ms), WINDOWS)
+        dropped = {(r["src"], r["stripe"], r["from_node"], r["to_node"]): r["dropped"]
+                   for r in hop_drops(drops, sent, windows).collect()}
+    elif counts is not None:
+        agg = (counts.filter(F.upper(F.col("frame")) == "DATA").groupBy("from_node", "to_node")
+               .agg(F.sum("packets").alias("p"), F.sum("dropped").alias("d")).collect())
+        rates = {(r["from_node"], r["to_node"]): (r["d"] / r["p"] if r["p"] else 0.0) for r in agg}
+    rows = []
+    for (src, stripe), t in sorted(trees.items()):
+        est = estimate_loss(t, gam.get((src, stripe), {}))
+        n = npk.get((src, stripe), 0)
+        reached = {t.root: float(n)}
+        for node in t.nodes():
+            lost = 0
+            truth = None
+            if dropped is not None:
+                lost = sum(dropped.get((src, stripe, u, v), 0) for u, v in t.hops[node])
+                reached[node] = reached[t.parent[node]] - lost
+                up = reached[t.parent[node]]
+                truth = lost / up if up > 0 else None
+            elif rates is not None:
+                keep = 1.0
+                for u, v in t.hops[node]:
+                    keep *= 1 - rates.get((u, v), 0.0)
+                truth = 1 - keep
+            rows.append({
+                "src": src, "stripe": stripe, "link": t.label(node), "parent": t.parent[node],
+                "child": node, "depth": len(t.ancestors(node)), "packets": n,
+                "gamma": gam.get((src, stripe), {}).get(node, 0.0), "estimate": est[node],
+                "configured": configured_loss(topo, t.hops[node]), "truth": truth,
+            })
+    return rows

@@ -1,0 +1,172 @@
+"""The report's plots (matplotlib, Agg), one function each: metrics dict in, PNG file out.
+A plot with no data still renders, saying so, so the report never links a missing file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+
+def _save(fig, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
+def _empty(ax, what: str) -> None:
+    ax.text(0.5, 0.5, f"no {what} in this run", ha="center", va="center", transform=ax.transAxes)
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def latency_cdf(m: dict, path: Path) -> Path:
+    stages = [s for s in ("deliver", "release", "customer") if any(r["stage"] == s for r in m["latency_cdf"])]
+    fig, axes = plt.subplots(1, max(1, len(stages)), figsize=(4.2 * max(1, len(stages)), 3.4), squeeze=False)
+    if not stages:
+        _empty(axes[0][0], "deliveries")
+    for ax, stage in zip(axes[0], stages):
+        for r in m["latency_cdf"]:
+            if r["stage"] == stage and r["q"]:
+                ax.plot(np.array(r["q"]) / 1e6, np.linspace(0, 1, len(r["q"])), label=r["region"])
+        ax.set_title(f"latency to {stage}")
+        ax.set_xlabel("ms after send")
+        ax.set_ylabel("fraction of messages")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def fairness_series(m: dict, path: Path) -> Path:
+    fig, ax = plt.subplots(figsize=(8, 3.4))
+    rows = m["fairness_series"]
+    if not rows:
+        _empty(ax, "messages released at two or more places")
+    for scope in sorted({r["scope"] for r in rows}):
+        pts = [r for r in rows if r["scope"] == scope]
+        t = [r["bin_ns"] / 1e9 for r in pts]
+        ax.plot(t, [r["p50_ns"] / 1e6 for r in pts], label=f"{scope} median")
+        ax.plot(t, [r["max_ns"] / 1e6 for r in pts], "--", label=f"{scope} max")
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("spread (ms)")
+    ax.set_title("fairness: latest minus earliest per message")
+    ax.grid(alpha=0.3)
+    if rows:
+        ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def correlation_matrix(m: dict, path: Path) -> Path:
+    rows = m["correlation"]
+    names = list(m.get("tree_order") or [])
+    names += sorted({r["a"] for r in rows} - set(names))
+    names = [n for n in names if any(r["a"] == n for r in rows)]
+    fig, ax = plt.subplots(figsize=(5.5, 4.8))
+    if not names:
+        _empty(ax, "receiver losses")
+        return _save(fig, path)
+    ix = {n: i for i, n in enumerate(names)}
+    mat = np.full((len(names), len(names)), np.nan)
+    for r in rows:
+        if r["a"] in ix and r["b"] in ix and r["correlation"] is not None:
+            mat[ix[r["a"]], ix[r["b"]]] = r["correlation"]
+    im = ax.imshow(mat, vmin=-1, vmax=1, cmap="RdBu_r")
+    ax.set_xticks(range(len(names)), names, rotation=90, fontsize=7)
+    ax.set_yticks(range(len(names)), names, fontsize=7)
+    ax.set_title("first-reception loss correlation\n(receivers in multicast-tree order)")
+    fig.colorbar(im, ax=ax, shrink=0.8)
+    return _save(fig, path)
+
+
+def minc_vs_truth(m: dict, path: Path) -> Path:
+    rows = m["minc"]
+    pairs = sorted({(r["src"], r["stripe"]) for r in rows})
+    fig, ax = plt.subplots(figsize=(max(6, 0.5 * len(rows) + 2), 3.8))
+    if not pairs:
+        _empty(ax, "multicast trees")
+        return _save(fig, path)
+    first = [r for r in rows if (r["src"], r["stripe"]) == pairs[0]]
+    x = np.arange(len(first))
+    val = lambda k: [100 * (r[k] if r[k] is not None else np.nan) for r in first]  # noqa: E731
+    ax.bar(x - 0.27, val("estimate"), 0.27, label="MINC estimate")
+    ax.bar(x, val("truth"), 0.27, label="ground truth (drops)")
+    ax.bar(x + 0.27, val("configured"), 0.27, label="configured")
+    ax.set_xticks(x, [r["link"] for r in first], rotation=60, ha="right", fontsize=7)
+    ax.set_ylabel("loss rate (%)")
+    ax.set_title(f"MINC link-loss inference, source {pairs[0][0]} stripe {pairs[0][1]}")
+    ax.legend(fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    return _save(fig, path)
+
+
+def nacks_per_loss(m: dict, path: Path) -> Path:
+    rows = m["nacks_by_losers"]
+    fig, ax = plt.subplots(figsize=(6, 3.4))
+    if not rows:
+        _empty(ax, "first-reception losses")
+        return _save(fig, path)
+    x = [r["receivers_lost"] for r in rows]
+    ax.plot(x, [r["mean_nacks"] for r in rows], "o-", label="mean NACKs")
+    ax.plot(x, [r["max_nacks"] for r in rows], "s--", label="max NACKs")
+    ax.plot(x, x, ":", color="grey", label="one NACK per loser")
+    ax.set_xlabel("receivers that lost the packet")
+    ax.set_ylabel("NACKs for the packet")
+    ax.set_title("NACK implosion")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    return _save(fig, path)
+
+
+def throughput_timeline(m: dict, path: Path) -> Path:
+    dims = ["source", "stripe", "region"]
+    fig, axes = plt.subplots(len(dims), 1, figsize=(8, 7), sharex=True)
+    for ax, dim in zip(axes, dims):
+        rows = [r for r in m["throughput"] if r["dimension"] == dim]
+        if not rows:
+            _empty(ax, f"{dim} throughput")
+            continue
+        for key in sorted({r["key"] for r in rows}):
+            pts = [r for r in rows if r["key"] == key]
+            ax.plot([r["bin_ns"] / 1e9 for r in pts], [r["rate_per_s"] for r in pts], label=str(key))
+        ax.set_ylabel("msg/s")
+        ax.set_title(f"throughput per {dim}", fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, ncol=4)
+    axes[-1].set_xlabel("time (s)")
+    return _save(fig, path)
+
+
+def receiver_loss(m: dict, path: Path) -> Path:
+    rows = m["receiver_loss"]
+    fig, ax = plt.subplots(figsize=(max(5, 0.45 * len(rows) + 2), 3.4))
+    if not rows:
+        _empty(ax, "receivers")
+        return _save(fig, path)
+    x = np.arange(len(rows))
+    ax.bar(x - 0.2, [100 * r["first_loss"] for r in rows], 0.4, label="first-reception loss")
+    ax.bar(x + 0.2, [100 * r["residual_loss"] for r in rows], 0.4, label="residual loss (after repair)")
+    ax.set_xticks(x, [r["node"] for r in rows], rotation=90, fontsize=7)
+    ax.set_ylabel("%")
+    ax.legend(fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    return _save(fig, path)
+
+
+PLOTS = {
+    "latency_cdf.png": latency_cdf,
+    "fairness.png": fairness_series,
+    "correlation.png": correlation_matrix,
+    "minc.png": minc_vs_truth,
+    "nacks.png": nacks_per_loss,
+    "throughput.png": throughput_timeline,
+    "receiver_loss.png": receiver_loss,
+}
+
+
+def render_all(m: dict, out: Path) -> list[Path]:
+    return [fn(m, out / name) for name, fn in PLOTS.items()]

@@ -1,0 +1,105 @@
+"""report.html: one self-contained page per run (PNG plots beside it, relative links, no server)."""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+
+from . import plots
+
+CSS = """body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}
+table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}
+th{background:#eee;text-align:left}td.n{text-align:right;font-variant-numeric:tabular-nums}
+img{max-width:100%;border:1px solid #ddd;margin:.5em 0}h2{border-bottom:1px solid #ccc}
+.caption{color:#555;font-size:13px;margin-bottom:1.5em}"""
+
+CAPTIONS = {
+    "latency_cdf.png": "Latency from the source's send to each receiver's delivery, each R_T's release and each "
+                       "customer's reception, per region.",
+    "fairness.png": "Fairness spread per message over time: latest minus earliest release across R_T, and "
+                    "across customers.",
+    "correlation.png": "Pairwise correlation of first-reception losses; receivers ordered by position in the "
+                       "multicast tree, so shared upstream links show as blocks.",
+    "minc.png": "MINC link-loss estimate from the receivers' joint losses, beside the ground truth (packets "
+                "dropped on the link / packets that reached it) and the configured loss.",
+    "nacks.png": "NACKs sent per lost packet against how many receivers lost it (implosion if it grows with "
+                 "the number of losers).",
+    "throughput.png": "Messages per second over time per source, per stripe, and received per region.",
+    "receiver_loss.png": "Per receiver: loss at first reception and residual loss after repair.",
+}
+
+
+def fmt(v) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return html.escape(str(v))
+
+
+def table(rows: list[dict], cols: list[str] | None = None, limit: int = 60) -> str:
+    if not rows:
+        return "<p><em>none</em></p>"
+    cols = cols or list(rows[0])
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
+    body = "".join(
+        "<tr>" + "".join(
+            f"<td class='n'>{fmt(r.get(c))}</td>" if isinstance(r.get(c), (int, float)) else f"<td>{fmt(r.get(c))}</td>"
+            for c in cols) + "</tr>"
+        for r in rows[:limit])
+    more = f"<p>({len(rows) - limit} more rows in the parquet files)</p>" if len(rows) > limit else ""
+    return f"<table><tr>{head}</tr>{body}</table>{more}"
+
+
+def kv_table(d: dict) -> str:
+    return table([{"name": k, "value": v if not isinstance(v, (dict, list)) else json.dumps(v)} for k, v in d.items()])
+
+
+def render(m: dict, out: Path) -> Path:
+    """Write the plots and report.html into ``out``; returns the report's path."""
+    out.mkdir(parents=True, exist_ok=True)
+    plots.render_all(m, out)
+    man = m.get("manifest") or {}
+    exp = man.get("experiment") or {}
+    title = html.escape(exp.get("name", Path(m.get("run", "run")).name))
+    params = {"seed": man.get("seed"), "backend": man.get("backend"), "created": man.get("created_utc"),
+              "git commit": man.get("git_commit"), "experiment file": man.get("experiment_file"),
+              "duration_s": exp.get("duration_s")}
+    parts = [
+        f"<!doctype html><html><head><meta charset='utf-8'><title>rmptwin: {title}</title>",
+        f"<style>{CSS}</style></head><body>",
+        f"<h1>rmptwin analysis: {title}</h1>",
+        f"<p>{html.escape(exp.get('description', ''))}</p>",
+        f"<p>Run directory: <code>{html.escape(str(m.get('run', '')))}</code>; "
+        f"{m.get('events_total', 0)} events analysed in {fmt(m.get('analysis_seconds'))} s.</p>",
+        "<h2>Experiment</h2>", kv_table(params),
+        "<h3>Protocol</h3>", kv_table(exp.get("protocol") or {}),
+        "<h3>Workload</h3>", kv_table(exp.get("workload") or {}),
+        "<h3>Faults</h3>", table(exp.get("faults") or []),
+        "<h2>Headline</h2>", kv_table(m.get("headline") or {}),
+        "<h2>Plots</h2>",
+    ]
+    for name in plots.PLOTS:
+        parts.append(f"<h3>{html.escape(name[:-4].replace('_', ' '))}</h3><img src='{name}' alt='{name}'>"
+                     f"<div class='caption'>{html.escape(CAPTIONS.get(name, ''))}</div>")
+    parts += [
+        "<h2>Latency per region (ns)</h2>", table(m.get("latency", [])),
+        "<h2>Fairness spread (ns)</h2>", table(m.get("fairness", [])),
+        "<h2>Receivers: loss and repair</h2>", table(m.get("receiver_loss", [])),
+        "<h2>Customers</h2>", table(m.get("customer_loss", [])),
+        "<h2>MINC link-loss inference</h2>",
+        table(m.get("minc", []), ["src", "stripe", "link", "packets", "gamma", "estimate", "truth", "configured"]),
+        "<h2>Control messages per data message</h2>", table(m.get("control", [])),
+        "<h2>NACKs</h2>", kv_table(m.get("nacks") or {}), table(m.get("nacks_by_losers", [])),
+        "<h2>Token rotation (ns)</h2>", table(m.get("token", [])),
+        "<h2>Reformation outages (ns)</h2>", table(m.get("reformation", [])),
+        "<h3>Crashes</h3>", table(m.get("crashes", [])),
+        "<h3>Longest delivery silence per receiver (ns)</h3>", table(m.get("delivery_gaps", [])),
+        "<h2>Event counts</h2>", kv_table(m.get("events") or {}),
+        "<p>Tables: <code>analysis/*.parquet</code>; all figures: <code>analysis/metrics.json</code>.</p>",
+        "</body></html>",
+    ]
+    path = out / "report.html"
+    path.write_text("\n".join(parts))
+    return path

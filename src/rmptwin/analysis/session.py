@@ -1,0 +1,44 @@
+"""One SparkSession for the analysis: embedded local mode by default, any master on request."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+from ..errors import UserError
+
+DEFAULT_MASTER = "local[2]"
+
+
+def spark_session(master: str | None = None, app_name: str = "rmptwin-analysis"):
+    """A quiet SparkSession: no UI, few shuffle partitions, UTC, WARN-level logs.
+
+    ``master`` None means embedded ``local[2]``; ``spark://host:7077`` (or any master URL)
+    runs the same jobs on a cluster.
+    """
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        raise UserError("Spark needs Java: install openjdk-17-jre-headless (scripts/provision.sh does)")
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise UserError("pyspark is not installed: run `make provision` (or pip install pyspark)") from None
+    os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
+    builder = (
+        SparkSession.builder.master(master or DEFAULT_MASTER)
+        .appName(app_name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.default.parallelism", "4")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.sql.adaptive.enabled", "true")
+        .config("spark.driver.memory", "4g")
+        .config("spark.driver.extraJavaOptions", "-Dlog4j2.level=ERROR")
+    )
+    try:
+        spark = builder.getOrCreate()
+    except Exception as e:  # py4j/JVM start failures
+        raise UserError(f"cannot start Spark ({master or DEFAULT_MASTER}): {str(e).splitlines()[0]}") from None
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark

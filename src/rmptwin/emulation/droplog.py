@@ -1,0 +1,115 @@
+"""Ground truth from the user-space relays: dropped frames -> ``events.DROP_SCHEMA`` rows,
+per-direction totals -> ``events.LINK_COUNT_SCHEMA`` rows.
+
+A relay stores each dropped Ethernet frame's first bytes; naming happens here, after the
+run, so the relay's hot loop never parses packets. The UDP payload is named with the
+simulator's ``sim.frames.describe`` (RMP frames, MoldUDP64), so both backends label
+drops alike.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+
+from ..events import DROP_SCHEMA, LINK_COUNT_SCHEMA
+from .relay import DROP_RECORD, REASONS
+
+
+@dataclass(frozen=True)
+class DroppedFrame:
+    t_ns: int
+    link: str
+    from_node: str
+    to_node: str
+    reason: str
+    src_ip: str
+    dst_ip: str
+    dst_port: int
+    payload: bytes   # UDP payload prefix, b"" when the frame is not IPv4/UDP
+
+
+def _describe(payload: bytes) -> tuple[str, str, int, int]:
+    try:
+        from ..sim.frames import describe
+    except ImportError:
+        return ("OTHER", "", -1, -1)
+    try:
+        return describe(payload)
+    except Exception:  # noqa: BLE001 - naming is best effort
+        return ("OTHER", "", -1, -1)
+
+
+def parse_frame(frame: bytes) -> tuple[str, str, int, bytes]:
+    """(src ip, dst ip, udp dst port, udp payload) of an Ethernet frame, or empties."""
+    if len(frame) < 34:
+        return "", "", -1, b""
+    eth_type = struct.unpack_from("!H", frame, 12)[0]
+    off = 14
+    if eth_type == 0x8100 and len(frame) >= 38:
+        eth_type = struct.unpack_from("!H", frame, 16)[0]
+        off = 18
+    if eth_type != 0x0800:
+        return "", "", -1, b""
+    ihl = (frame[off] & 0x0F) * 4
+    proto = frame[off + 9]
+    src = socket.inet_ntoa(frame[off + 12: off + 16])
+    dst = socket.inet_ntoa(frame[off + 16: off + 20])
+    if proto != 17 or len(frame) < off + ihl + 8:
+        return src, dst, -1, b""
+    dport = struct.unpack_from("!H", frame, off + ihl + 2)[0]
+    return src, dst, dport, frame[off + ihl + 8:]
+
+
+def read_drop_file(path: Path, link: str, a: str, b: str) -> list[DroppedFrame]:
+    data = path.read_bytes() if path.exists() else b""
+    out, pos = [], 0
+    while pos + DROP_RECORD.size <= len(data):
+        t_ns, d, reason, caplen = DROP_RECORD.unpack_from(data, pos)
+        pos += DROP_RECORD.size
+        frame = data[pos: pos + caplen]
+        pos += caplen
+        src, dst, dport, payload = parse_frame(frame)
+        frm, to = (a, b) if d == 0 else (b, a)
+        out.append(DroppedFrame(t_ns, link, frm, to, REASONS[reason], src, dst, dport, payload))
+    return out
+
+
+def drops_table(frames: list[DroppedFrame], ip_names: dict[str, str], group_names: dict[str, str]) -> pa.Table:
+    cols: dict[str, list] = {f.name: [] for f in DROP_SCHEMA}
+    for fr in sorted(frames, key=lambda f: (f.t_ns, f.link)):
+        kind, src, src_seq, gseq = _describe(fr.payload) if fr.payload else ("OTHER", "", -1, -1)
+        cols["t_ns"].append(fr.t_ns)
+        cols["link"].append(fr.link)
+        cols["from_node"].append(fr.from_node)
+        cols["to_node"].append(fr.to_node)
+        cols["frame"].append(kind)
+        cols["src"].append(src or ip_names.get(fr.src_ip, ""))
+        cols["src_seq"].append(src_seq)
+        cols["gseq"].append(gseq)
+        cols["group"].append(group_names.get(fr.dst_ip, fr.dst_ip if fr.dst_ip.startswith("239.") else ""))
+        cols["reason"].append(fr.reason)
+    return pa.Table.from_pydict(cols, schema=DROP_SCHEMA)
+
+
+def counts_table(paths: list[Path]) -> pa.Table:
+    cols: dict[str, list] = {f.name: [] for f in LINK_COUNT_SCHEMA}
+    for p in sorted(paths):
+        try:
+            c = json.loads(p.read_text())
+        except (OSError, ValueError):
+            continue
+        for d, (frm, to) in (("ab", (c["a"], c["b"])), ("ba", (c["b"], c["a"]))):
+            s = c["directions"][d]
+            cols["link"].append(c["link"])
+            cols["from_node"].append(frm)
+            cols["to_node"].append(to)
+            cols["frame"].append("ALL")
+            cols["packets"].append(int(s["packets"]))
+            cols["dropped"].append(int(sum(s[r] for r in REASONS)))
+    return pa.Table.from_pydict(cols, schema=LINK_COUNT_SCHEMA)

@@ -1,0 +1,189 @@
+"""What this machine offers the emulation, detected at start and printed by `rmptwin env`.
+
+Detection is by trying the real thing in a throwaway network namespace (netem) or asking
+the kernel (openvswitch module), never by guessing from the distribution: the sandbox
+kernel lacks both, an ordinary Debian VM has both.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ..errors import UserError
+
+IMPAIR_BACKENDS = ("netem", "relay")
+
+
+def _run(cmd: list[str], timeout: float = 10.0) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+def is_root() -> bool:
+    # RMPTWIN_ASSUME_NOT_ROOT lets the CLI test exercise the not-root message where no
+    # unprivileged user can read the repository; it can only make the check stricter.
+    return os.geteuid() == 0 and not os.environ.get("RMPTWIN_ASSUME_NOT_ROOT")
+
+
+def require_root(what: str = "the emulated network") -> None:
+    if not is_root():
+        raise UserError(f"{what} needs root (Open vSwitch, Mininet, network namespaces); run it as root or with sudo")
+
+
+def has_netem() -> bool:
+    """True when a netem qdisc can be attached (tried on lo of a new network namespace)."""
+    if not shutil.which("tc") or not shutil.which("unshare") or os.geteuid() != 0:
+        return False
+    try:
+        r = _run(["unshare", "-n", "sh", "-c", "ip link set lo up && tc qdisc add dev lo root netem delay 1ms"])
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return r.returncode == 0
+
+
+def has_ovs_kernel_module() -> bool:
+    if Path("/sys/module/openvswitch").exists():
+        return True
+    if os.geteuid() != 0 or not shutil.which("modprobe"):
+        return False
+    try:
+        return _run(["modprobe", "-q", "openvswitch"]).returncode == 0 and Path("/sys/module/openvswitch").exists()
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def docker_state() -> str:
+    """'running', 'stopped' (engine installed, daemon not up) or 'missing'."""
+    if not shutil.which("docker") or not shutil.which("dockerd"):
+        return "missing"
+    try:
+        r = _run(["docker", "info", "--format", "{{.ServerVersion}}"], timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return "stopped"
+    return "running" if r.returncode == 0 and r.stdout.strip() else "stopped"
+
+
+def java_version() -> str | None:
+    if not shutil.which("java"):
+        return None
+    try:
+        r = _run(["java", "-version"])
+    except (OSError, subprocess.SubprocessError):
+        return None
+    first = (r.stderr or r.stdout).splitlines()
+    return first[0].strip() if first else "unknown"
+
+
+@dataclass(frozen=True)
+class MachineEnv:
+    root: bool
+    netem: bool
+    ovs_installed: bool
+    ovs_kernel_datapath: bool
+    mininet: bool
+    docker: str
+    java: str | None
+
+    @property
+    def datapath(self) -> str:
+        """Mininet OVSSwitch datapath: 'kernel' where the module exists, else 'user'."""
+        return "kernel" if self.ovs_kernel_datapath else "user"
+
+    @property
+    def impair_backend(self) -> str:
+        return "netem" if self.netem else "relay"
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d.update(datapath=self.datapath, impair_backend=self.impair_backend)
+        return d
+
+
+def detect() -> MachineEnv:
+    try:
+        import mininet.net  # noqa: F401
+
+        mininet_ok = True
+    except ImportError:
+        mininet_ok = False
+    return MachineEnv(
+        root=is_root(),
+        netem=has_netem(),
+        ovs_installed=bool(shutil.which("ovs-vsctl")),
+        ovs_kernel_datapath=has_ovs_kernel_module(),
+        mininet=mininet_ok,
+        docker=docker_state(),
+        java=java_version(),
+    )
+
+
+def choose_impair(requested: str, env: MachineEnv | None = None) -> str:
+    """'auto' -> netem where it exists, else the user-space relay; explicit choices are checked."""
+    if requested == "auto":
+        return (env or detect()).impair_backend
+    if requested not in IMPAIR_BACKENDS:
+        raise UserError(f"unknown impairment backend {requested!r}; choose auto, {', '.join(IMPAIR_BACKENDS)}")
+    if requested == "netem" and not (env.netem if env else has_netem()):
+        raise UserError("netem was requested but this kernel has no sch_netem; use --impair relay (or auto)")
+    return requested
+
+
+# ----------------------------------------------------------------------------- daemons
+
+
+def ovs_running() -> bool:
+    try:
+        return _run(["ovs-vsctl", "--timeout=3", "show"], timeout=5).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def ensure_ovs() -> None:
+    """Start Open vSwitch (ovsdb-server + ovs-vswitchd) when it is not running."""
+    if not shutil.which("ovs-vsctl"):
+        raise UserError("Open vSwitch is not installed; run `make provision` (apt package openvswitch-switch)")
+    if ovs_running():
+        return
+    ctl = "/usr/share/openvswitch/scripts/ovs-ctl"
+    if not Path(ctl).exists():
+        raise UserError(f"{ctl} is missing; reinstall openvswitch-switch")
+    # ovs-ctl warns that it cannot raise ulimit or load the kernel module; both are harmless
+    # with the userspace datapath, so only the outcome is checked.
+    r = _run([ctl, "start", "--system-id=random"], timeout=60)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        if ovs_running():
+            return
+        time.sleep(0.2)
+    raise UserError(f"Open vSwitch did not start: {(r.stderr or r.stdout).strip().splitlines()[-1:]}")
+
+
+DOCKERD_LOG = Path("/var/log/rmptwin-dockerd.log")
+
+
+def ensure_dockerd() -> None:
+    """Start the Docker engine without its own networking (Mininet wires containers)."""
+    state = docker_state()
+    if state == "running":
+        return
+    if state == "missing":
+        raise UserError("no Docker engine (docker/dockerd not found); install docker.io or use --nodes ns")
+    if not is_root():
+        raise UserError("starting the Docker engine needs root; run as root or use --nodes ns")
+    log = open(DOCKERD_LOG, "ab")
+    # --bridge=none --iptables=false: containers get no Docker network and the host's
+    # firewall is untouched; the daemon outlives this process by design (like OVS).
+    subprocess.Popen(
+        ["dockerd", "--bridge=none", "--iptables=false",],
+        stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if docker_state() == "running":
+            return
+        time.sleep(0.5)
+    raise UserError(f"the Docker engine did not start within 60 s; see {DOCKERD_LOG}")

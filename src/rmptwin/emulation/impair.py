@@ -1,0 +1,194 @@
+"""Link impairment backends: netem (Mininet's TCLink) and the user-space relay.
+
+Both expose the same operations on a built link: change loss, delay, jitter, take it
+down or up. ``RelayLink`` runs ``relay.py`` in the link's own namespace between two
+veths; ``NetemLink`` rewrites the netem qdisc of both interfaces with ``tc``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import UserError
+from ..spec import Bernoulli, GilbertElliott, LinkParams
+
+
+def is_impaired(p: LinkParams) -> bool:
+    loss_mean = p.loss.mean if hasattr(p.loss, "mean") else 0.0
+    return bool(p.delay_ms or p.jitter_ms or loss_mean or p.bandwidth_mbps or p.queue_packets)
+
+
+def disable_tx_offload(node, intf: str) -> None:
+    # Frames relayed through AF_PACKET keep the partial checksum a veth leaves for
+    # offload; without this the receiver silently drops relayed UDP.
+    node.cmd(f"ethtool -K {intf} tx off >/dev/null 2>&1")
+
+
+@dataclass
+class RelayLink:
+    """A link whose two directions pass through a relay process in namespace ``node``."""
+
+    name: str
+    a: str
+    b: str
+    node: object          # Mininet Node (a namespace of its own)
+    a_intf: str
+    b_intf: str
+    params: LinkParams
+    dir: Path
+    seed: int
+    t0_ns: int
+    proc: subprocess.Popen | None = None
+
+    @property
+    def control_path(self) -> Path:
+        return self.dir / f"{self.name}.sock"
+
+    @property
+    def drop_path(self) -> Path:
+        return self.dir / f"{self.name}.drops"
+
+    @property
+    def counts_path(self) -> Path:
+        return self.dir / f"{self.name}.counts.json"
+
+    def start(self) -> None:
+        ready = self.dir / f"{self.name}.ready"
+        ready.unlink(missing_ok=True)
+        cfg = {
+            "link": self.name, "a_node": self.a, "b_node": self.b,
+            "a_intf": self.a_intf, "b_intf": self.b_intf,
+            "params": self.params.model_dump(mode="json"), "seed": self.seed, "t0_ns": self.t0_ns,
+            "control": str(self.control_path), "droplog": str(self.drop_path),
+            "counts": str(self.counts_path), "ready": str(ready),
+        }
+        cfg_path = self.dir / f"{self.name}.json"
+        cfg_path.write_text(json.dumps(cfg, indent=1))
+        log = open(self.dir / f"{self.name}.log", "ab")
+        src = str(Path(__file__).resolve().parents[2])
+        env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
+        self.proc = subprocess.Popen(
+            ["mnexec", "-a", str(self.node.pid), sys.executable, "-m", "rmptwin.emulation.relay", str(cfg_path)],
+            stdout=log, stderr=log, stdin=subprocess.DEVNULL, env=env, start_new_session=True,
+        )
+
+    def wait_ready(self, timeout: float = 20.0) -> None:
+        ready = self.dir / f"{self.name}.ready"
+        deadline = time.monotonic() + timeout
+        while not ready.exists():
+            if self.proc is not None and self.proc.poll() is not None:
+                tail = (self.dir / f"{self.name}.log").read_text()[-300:].strip().splitlines()
+                raise UserError(f"link {self.name}: impairment relay exited: {tail[-1] if tail else '?'}")
+            if time.monotonic() > deadline:
+                raise UserError(f"link {self.name}: impairment relay did not start within {timeout:.0f} s")
+            time.sleep(0.02)
+
+    def command(self, msg: dict) -> dict:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(5.0)
+            s.connect(str(self.control_path))
+            s.sendall(json.dumps(msg).encode() + b"\n")
+            data = b""
+            while not data.endswith(b"\n"):
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+        reply = json.loads(data)
+        if not reply.get("ok"):
+            raise UserError(f"link {self.name}: {reply.get('error')}")
+        return reply
+
+    def set(self, **changes) -> None:
+        if "loss" in changes and hasattr(changes["loss"], "model_dump"):
+            changes["loss"] = changes["loss"].model_dump(mode="json")
+        self.command({"op": "set", **changes})
+
+    def stats(self) -> dict:
+        return self.command({"op": "stats"})["stats"]
+
+    def flush(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                self.command({"op": "flush"})
+            except (OSError, ValueError):
+                pass
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+        self.proc = None
+
+
+def _netem_args(p: LinkParams) -> str:
+    parts = []
+    if p.delay_ms or p.jitter_ms:
+        # LinkParams' jitter is uniform in [0, j] added to the delay without reordering;
+        # netem's is +-j around the delay, so centre it.
+        parts.append(f"delay {p.delay_ms + p.jitter_ms / 2:.3f}ms")
+        if p.jitter_ms:
+            parts.append(f"{p.jitter_ms / 2:.3f}ms")
+    loss = p.loss
+    if isinstance(loss, GilbertElliott):
+        # netem's gemodel p r 1-h 1-k, in percent.
+        parts.append(f"loss gemodel {loss.p_gb * 100:.4f}% {loss.p_bg * 100:.4f}% "
+                     f"{loss.loss_bad * 100:.4f}% {loss.loss_good * 100:.4f}%")
+    elif isinstance(loss, Bernoulli) and loss.p:
+        parts.append(f"loss random {loss.p * 100:.4f}%")
+    if p.bandwidth_mbps:
+        parts.append(f"rate {p.bandwidth_mbps}mbit")
+    parts.append(f"limit {p.queue_limit()}")
+    return " ".join(parts)
+
+
+@dataclass
+class NetemLink:
+    """A TCLink whose netem qdiscs are rewritten in place (kernels with sch_netem)."""
+
+    name: str
+    a: str
+    b: str
+    link: object          # mininet.link.Link
+    params: LinkParams
+    up: bool = True
+
+    def _intfs(self):
+        return (self.link.intf1, self.link.intf2)
+
+    def set(self, **changes) -> None:
+        if "up" in changes:
+            self.up = bool(changes.pop("up"))
+            for intf in self._intfs():
+                intf.ifconfig("up" if self.up else "down")
+        if not changes:
+            return
+        merged = {**self.params.model_dump(), **{k: (v.model_dump() if hasattr(v, "model_dump") else v)
+                                                  for k, v in changes.items()}}
+        self.params = LinkParams.model_validate(merged)
+        for intf in self._intfs():
+            # Replace the whole root qdisc: TCLink's htb/netem chain becomes one netem.
+            intf.node.cmd(f"tc qdisc replace dev {intf.name} root netem {_netem_args(self.params)}")
+
+    def stats(self) -> dict:
+        return {"params": self.params.model_dump(mode="json"), "up": self.up}
+
+    def flush(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass

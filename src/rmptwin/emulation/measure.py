@@ -1,0 +1,112 @@
+"""Drive ``probe`` senders and receivers inside a running network and summarise them."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+from dataclasses import dataclass
+
+PROBE = [sys.executable, "-m", "rmptwin.emulation.probe"]
+
+
+@dataclass
+class ProbeResult:
+    host: str
+    sent: int
+    received: int
+    seqs: list[int]
+    delays_ms: list[float]
+    bytes: int
+    first_ns: int | None
+    last_ns: int | None
+    left_ns: int | None
+    arrivals_ns: list[int]
+
+    @property
+    def loss(self) -> float:
+        return 1.0 - self.received / self.sent if self.sent else 0.0
+
+    @property
+    def median_delay_ms(self) -> float:
+        return statistics.median(self.delays_ms) if self.delays_ms else float("nan")
+
+    @property
+    def throughput_mbps(self) -> float:
+        """Payload rate between the first and last arrival."""
+        if not self.first_ns or not self.last_ns or self.last_ns <= self.first_ns or self.received < 2:
+            return 0.0
+        per = self.bytes / self.received
+        return (self.received - 1) * per * 8 / ((self.last_ns - self.first_ns) / 1e9) / 1e6
+
+    def summary(self) -> dict:
+        return {"host": self.host, "sent": self.sent, "received": self.received, "loss": round(self.loss, 4),
+                "median_delay_ms": round(self.median_delay_ms, 3), "throughput_mbps": round(self.throughput_mbps, 3)}
+
+
+def _start_receiver(host, port: int, group: str | None, raw: bool, duration: float, idle: float,
+                    leave_after: float | None, join: bool = True) -> subprocess.Popen:
+    cmd = PROBE + ["recv", "--port", str(port), "--duration", str(duration), "--idle", str(idle)]
+    if group:
+        cmd += ["--group", group, "--intf-ip", host.ip]
+    if raw or not join:
+        cmd += ["--raw", "--intf", host.intf]
+    if not join:
+        cmd += ["--no-join"]
+    if leave_after is not None:
+        cmd += ["--leave-after", str(leave_after)]
+    p = host.popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = p.stdout.readline()
+    if not line.strip().startswith("{"):
+        p.kill()
+        raise RuntimeError(f"probe receiver on {host.name} failed: {line}{p.stderr.read()[-500:]}")
+    return p
+
+
+def run_probe(sender, receivers: list, dst: str, *, count: int, rate: float, size: int = 64, port: int = 9000,
+              group: str | None = None, raw: bool = False, idle: float = 1.0, settle: float = 0.0,
+              leave_after: dict[str, float] | None = None, duration: float | None = None,
+              watchers: list | None = None, start_seq: int = 0) -> dict[str, ProbeResult]:
+    """Start receivers, send ``count`` datagrams at ``rate`` from ``sender`` to ``dst``, collect.
+
+    Receivers join ``group``; ``watchers`` capture it at their interface without joining.
+    ``settle`` seconds pass between the receivers joining and the first datagram (time for
+    IGMP reports to reach the controller and trees to be installed). ``leave_after``:
+    host -> seconds after its start at which it leaves the group.
+    """
+    import time
+
+    leave_after = leave_after or {}
+    send_s = count / rate if rate else 1.0
+    duration = duration or settle + send_s + idle + 3.0
+    procs = {}
+    for r in receivers:
+        la = leave_after.get(r.name)
+        procs[r.name] = _start_receiver(r, port, group, raw, duration, idle if la is None else duration, la)
+    for r in watchers or []:
+        procs[r.name] = _start_receiver(r, port, group, True, duration, duration, None, join=False)
+    try:
+        if settle:
+            time.sleep(settle)
+        cmd = PROBE + ["send", "--dst", dst, "--port", str(port), "--count", str(count), "--rate", str(rate),
+                       "--size", str(size), "--start-seq", str(start_seq)]
+        if group:
+            cmd += ["--intf-ip", sender.ip]
+        sp = sender.popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        out, err = sp.communicate(timeout=send_s * 3 + 30)
+        if sp.returncode != 0:
+            raise RuntimeError(f"probe sender on {sender.name} failed: {err[-500:]}")
+        sent = json.loads(out.strip().splitlines()[-1])["sent"]
+        results = {}
+        for name, p in procs.items():
+            out, err = p.communicate(timeout=duration + 30)
+            lines = [ln for ln in out.strip().splitlines() if ln.startswith("{")]
+            d = json.loads(lines[-1])
+            results[name] = ProbeResult(name, sent, d["received"], d["seqs"], [x / 1e6 for x in d["delays_ns"]],
+                                        d["bytes"], d["first_ns"], d["last_ns"], d["left_ns"], d["arrivals_ns"])
+        return results
+    finally:
+        for p in procs.values():
+            if p.poll() is None:
+                p.kill()

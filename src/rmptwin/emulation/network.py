@@ -1,0 +1,454 @@
+"""`EmulatedNetwork`: a spec ``Topology`` as a live Mininet network.
+
+Open vSwitch switches (kernel datapath where the module exists, else userspace), the
+rmptwin controller (os-ken, multicast trees from IGMP), hosts as plain namespaces or
+Docker containers, and every impaired link through netem or the user-space relay.
+
+Names on the machine carry the project's marks so cleanup can find them after a crash:
+switches ``rmp<N>``, relay namespaces ``rlk<N>`` with interfaces ``rlk<N>a``/``rlk<N>b``,
+containers labelled ``rmptwin.net``; ``state_dir/net.json`` lists what was made.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from functools import partial
+from pathlib import Path
+from typing import Callable
+
+import pyarrow as pa
+
+from ..addressing import host_ip
+from ..errors import UserError
+from ..spec import Bernoulli, LinkParams, Topology, load_topology
+from . import env as envmod
+from .droplog import counts_table, drops_table, read_drop_file
+from .flows import DEFAULT_METER_PPS, HostPort, Wiring, known_group_names
+from .impair import NetemLink, RelayLink, disable_tx_offload, is_impaired
+
+REPO = Path(__file__).resolve().parents[3]
+CONTROLLER_LAUNCH = REPO / "controllers" / "launch.py"
+DEFAULT_STATE_DIR = Path("/run/rmptwin/net")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _params(link) -> LinkParams:
+    """The impairment part of a topology link (LinkSpec minus its ends)."""
+    return LinkParams.model_validate(link.model_dump(exclude={"a", "b"}))
+
+
+def host_mac(index: int) -> str:
+    n = index + 1
+    return f"02:00:00:{(n >> 16) & 255:02x}:{(n >> 8) & 255:02x}:{n & 255:02x}"
+
+
+class EmuHost:
+    """A host of the running network: Mininet's node plus its name and address."""
+
+    def __init__(self, node, ip: str, intf: str) -> None:
+        self.node = node
+        self.name = node.name
+        self.ip = ip
+        self.intf = intf
+
+    def cmd(self, *args, **kwargs) -> str:
+        return self.node.cmd(*args, **kwargs)
+
+    def popen(self, *args, **kwargs) -> subprocess.Popen:
+        return self.node.popen(*args, **kwargs)
+
+    @property
+    def pid(self) -> int:
+        return self.node.pid
+
+    def __repr__(self) -> str:
+        return f"EmuHost({self.name}, {self.ip})"
+
+
+class EmulatedNetwork:
+    def __init__(
+        self,
+        topology: Topology | str | Path,
+        nodes: str = "ns",
+        impair: str = "auto",
+        seed: int = 1,
+        state_dir: str | Path | None = None,
+        *,
+        igmp_version: int | dict[str, int] | None = None,
+        meter_pps: int = DEFAULT_METER_PPS,
+        cpus: float | None = None,
+        memory_mb: int | None = None,
+        mounts: list[tuple[str, str, str]] | None = None,
+        progress: Callable[[str], None] | None = None,
+    ) -> None:
+        self.topo = topology if isinstance(topology, Topology) else load_topology(topology)
+        if nodes not in ("ns", "docker"):
+            raise UserError(f"unknown node mode {nodes!r}; choose ns or docker")
+        self.nodes_mode = nodes
+        self.impair_requested = impair
+        self.seed = seed
+        self.state_dir = Path(state_dir) if state_dir else DEFAULT_STATE_DIR
+        self.igmp_version = igmp_version
+        self.meter_pps = meter_pps
+        self.cpus, self.memory_mb, self.mounts = cpus, memory_mb, mounts or []
+        self.progress = progress or (lambda msg: None)
+        self.net = None
+        self.env: envmod.MachineEnv | None = None
+        self.impair: str | None = None
+        self.links: dict[str, RelayLink | NetemLink] = {}
+        self._aliases: dict[str, str] = {}
+        self.hosts: dict[str, EmuHost] = {}
+        self.controller_proc: subprocess.Popen | None = None
+        self.containers: list[str] = []
+        self._link_nodes: list = []
+        self.t0_ns = time.time_ns()
+        self._stopped = False
+        self.sw_name = {s: f"rmp{i + 1}" for i, s in enumerate(self.topo.switches)}
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def __enter__(self) -> "EmulatedNetwork":
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def _record(self, **fields) -> None:
+        path = self.state_dir / "net.json"
+        data = json.loads(path.read_text()) if path.exists() else {}
+        data.update(fields)
+        path.write_text(json.dumps(data, indent=1))
+
+    def start(self) -> None:
+        envmod.require_root()
+        self.env = envmod.detect()
+        if not self.env.mininet:
+            raise UserError("Mininet is not importable; run `make provision` (apt package mininet)")
+        self.impair = envmod.choose_impair(self.impair_requested, self.env)
+        self._claim_state_dir()
+        envmod.ensure_ovs()
+        if self.nodes_mode == "docker":
+            from .image import ensure_image
+
+            envmod.ensure_dockerd()
+            self.image = ensure_image(progress=self.progress)
+        self.progress(f"building {self.topo.name}: {len(self.topo.switches)} switches, "
+                      f"{len(self.topo.hosts)} hosts ({self.nodes_mode}), impairment {self.impair}, "
+                      f"datapath {self.env.datapath}")
+        self._build()
+        self._start_controller()
+        self.progress("starting switches")
+        self.net.start()
+        self._configure_hosts()
+        for link in self.links.values():
+            if isinstance(link, RelayLink):
+                link.start()
+        for link in self.links.values():
+            if isinstance(link, RelayLink):
+                link.wait_ready()
+        self._record(relay_pids=[lk.proc.pid for lk in self.links.values()
+                                 if isinstance(lk, RelayLink) and lk.proc])
+        self._wait_controller()
+        self.progress("network up")
+
+    def _claim_state_dir(self) -> None:
+        from .cleanup import register_state_dir
+
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        register_state_dir(self.state_dir)
+        net_json = self.state_dir / "net.json"
+        if net_json.exists():
+            try:
+                owner = json.loads(net_json.read_text()).get("owner_pid")
+            except ValueError:
+                owner = None
+            if owner and owner != os.getpid() and Path(f"/proc/{owner}").exists():
+                raise UserError(f"a network is already up in {self.state_dir} (pid {owner}); "
+                                f"run `rmptwin net down` first")
+            from .cleanup import cleanup_state_dir
+
+            cleanup_state_dir(self.state_dir)
+        (self.state_dir / "links").mkdir(parents=True, exist_ok=True)
+        for f in (self.state_dir / "links").iterdir():
+            f.unlink()
+        self._record(owner_pid=os.getpid(), topology=self.topo.name, nodes=self.nodes_mode,
+                     switches=sorted(self.sw_name.values()), hosts=[h.name for h in self.topo.hosts],
+                     impair=self.impair, containers=[], started_ns=self.t0_ns)
+
+    def _build(self) -> None:
+        from mininet.link import Link, TCLink
+        from mininet.log import setLogLevel
+        from mininet.net import Mininet
+        from mininet.node import Host, Node, OVSSwitch, RemoteController
+
+        self.port = _free_port()
+        setLogLevel("error")  # Mininet warns about the controller we start just after
+        switch_cls = partial(OVSSwitch, datapath=self.env.datapath, protocols="OpenFlow13", failMode="secure")
+        net = Mininet(topo=None, switch=switch_cls, controller=None, build=False, autoSetMacs=False,
+                      autoStaticArp=False, waitConnected=False)
+        self.net = net
+        net.addController(RemoteController("c0", ip="127.0.0.1", port=self.port))
+        for i, s in enumerate(self.topo.switches):
+            net.addSwitch(self.sw_name[s], dpid=f"{i + 1:016x}")
+        if self.nodes_mode == "docker":
+            from .dockerhost import DockerHost
+
+            host_cls = partial(DockerHost, image=self.image, cpus=self.cpus, memory_mb=self.memory_mb,
+                               mounts=self.mounts, on_container=self._on_container)
+        else:
+            host_cls = Host
+        self.progress("creating hosts")
+        for i, h in enumerate(self.topo.hosts):
+            net.addHost(h.name, cls=host_cls, ip=f"{host_ip(i)}/8", mac=host_mac(i))
+        ports: dict[str, dict[str, int]] = {s: {} for s in self.topo.switches}
+        hostports: dict[str, HostPort] = {}
+        relay_dir = self.state_dir / "links"
+        n_relay = 0
+
+        def relay_between(name, a, b, node_a, node_b, params, port_a=None, port_b=None):
+            """node_a -- [rlkN: relay] -- node_b; returns the two Links."""
+            nonlocal n_relay
+            n_relay += 1
+            lname = f"rlk{n_relay}"
+            lnode = Node(lname, inNamespace=True)
+            self._link_nodes.append(lnode)
+            self._record(link_nodes=[n.name for n in self._link_nodes])
+            # The root-namespace (or switch) end creates each veth pair.
+            la = Link(node_a, lnode, port1=port_a, intfName2=f"{lname}a")
+            lb = Link(node_b, lnode, port1=port_b, intfName2=f"{lname}b") if node_b.inNamespace is False else \
+                Link(lnode, node_b, intfName1=f"{lname}b", port2=port_b)
+            for intf in (f"{lname}a", f"{lname}b"):
+                lnode.cmd(f"ip link set {intf} up")
+                disable_tx_offload(lnode, intf)
+            self.links[name] = RelayLink(name, a, b, lnode, f"{lname}a", f"{lname}b", params, relay_dir,
+                                         self.seed, self.t0_ns)
+            net.links.extend([la, lb])
+            return la, lb
+
+        self.progress("wiring links")
+        for link in self.topo.links:
+            sa, sb = net.get(self.sw_name[link.a]), net.get(self.sw_name[link.b])
+            pa_, pb_ = len(sa.intfs) + 1, len(sb.intfs) + 1
+            if self.impair == "relay":
+                relay_between(link.name, link.a, link.b, sa, sb, _params(link), pa_, pb_)
+            else:
+                lk = net.addLink(sa, sb, port1=pa_, port2=pb_, cls=TCLink, **self._tc_params(link))
+                self.links[link.name] = NetemLink(link.name, link.a, link.b, lk, _params(link))
+            ports[link.a][link.b] = pa_
+            ports[link.b][link.a] = pb_
+            self._aliases[f"{link.b}-{link.a}"] = link.name
+        for i, h in enumerate(self.topo.hosts):
+            sw, node = net.get(self.sw_name[h.switch]), net.get(h.name)
+            port = len(sw.intfs) + 1
+            name = f"{h.name}-{h.switch}"
+            self._aliases[f"{h.switch}-{h.name}"] = name
+            if is_impaired(h.link) and self.impair == "relay":
+                # Host first so the host keeps eth0 at intf index 0.
+                relay_between(name, h.name, h.switch, node, sw, h.link, None, port)
+            elif is_impaired(h.link):
+                lk = net.addLink(node, sw, port2=port, cls=TCLink, **self._tc_params(h.link))
+                self.links[name] = NetemLink(name, h.name, h.switch, lk, h.link)
+            else:
+                net.addLink(sw, node, port1=port)
+            hostports[h.name] = HostPort(h.name, h.switch, port, host_ip(i))
+        self.progress("building")
+        net.build()
+        self._record(host_pids=[net.get(h.name).pid for h in self.topo.hosts],
+                     link_node_pids=[n.pid for n in self._link_nodes])
+        wiring = Wiring(self.topo, {s: i + 1 for i, s in enumerate(self.topo.switches)}, ports, hostports,
+                        known_group_names(self.topo), self.meter_pps)
+        (self.state_dir / "wiring.json").write_text(json.dumps(wiring.to_json(), indent=1))
+        self.wiring = wiring
+
+    @staticmethod
+    def _tc_params(p: LinkParams) -> dict:
+        d: dict = {"max_queue_size": p.queue_limit(), "use_htb": True}
+        if p.delay_ms or p.jitter_ms:
+            d["delay"] = f"{p.delay_ms + p.jitter_ms / 2}ms"
+            if p.jitter_ms:
+                d["jitter"] = f"{p.jitter_ms / 2}ms"
+        if isinstance(p.loss, Bernoulli) and p.loss.p:
+            d["loss"] = p.loss.p * 100
+        if p.bandwidth_mbps:
+            d["bw"] = p.bandwidth_mbps
+        return d
+
+    def _on_container(self, name: str) -> None:
+        self.containers.append(name)
+        self._record(containers=self.containers)
+
+    def _start_controller(self) -> None:
+        self.progress("starting controller")
+        (self.state_dir / "controller.json").unlink(missing_ok=True)
+        log = open(self.state_dir / "controller.log", "ab")
+        src = str(REPO / "src")
+        env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
+        self.controller_proc = subprocess.Popen(
+            [sys.executable, str(CONTROLLER_LAUNCH), "--port", str(self.port),
+             "--wiring", str(self.state_dir / "wiring.json"), "--state-dir", str(self.state_dir)],
+            stdout=log, stderr=log, stdin=subprocess.DEVNULL, env=env, start_new_session=True,
+        )
+        self._record(controller_pid=self.controller_proc.pid, controller_port=self.port)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.controller_proc.poll() is not None:
+                raise UserError(f"the controller exited at start; see {self.state_dir / 'controller.log'}")
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return
+            time.sleep(0.1)
+        raise UserError(f"the controller did not listen within 30 s; see {self.state_dir / 'controller.log'}")
+
+    def controller_state(self) -> dict:
+        try:
+            return json.loads((self.state_dir / "controller.json").read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def _wait_controller(self, timeout: float = 60.0) -> None:
+        want = sorted(self.topo.switches)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.controller_state().get("switches") == want:
+                # Flow mods are sent; a barrier per switch went with them. Give the
+                # userspace datapath a moment to apply them before traffic starts.
+                time.sleep(0.3)
+                return
+            if self.controller_proc.poll() is not None:
+                raise UserError(f"the controller died; see {self.state_dir / 'controller.log'}")
+            time.sleep(0.1)
+        got = self.controller_state().get("switches", [])
+        raise UserError(f"switches not connected to the controller after {timeout:.0f} s "
+                        f"({len(got)}/{len(want)}); see {self.state_dir / 'controller.log'}")
+
+    def _configure_hosts(self) -> None:
+        for i, h in enumerate(self.topo.hosts):
+            node = self.net.get(h.name)
+            intf = node.defaultIntf().name
+            version = self.igmp_version.get(h.name) if isinstance(self.igmp_version, dict) else self.igmp_version
+            cmds = [
+                "sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1",
+                f"ethtool -K {intf} tx off >/dev/null 2>&1",
+                f"ip route replace 224.0.0.0/4 dev {intf}",
+            ]
+            if version:
+                cmds.append(f"for f in /proc/sys/net/ipv4/conf/*/force_igmp_version; do echo {int(version)} > $f; done")
+            node.cmd("; ".join(cmds))
+            self.hosts[h.name] = EmuHost(node, host_ip(i), intf)
+        # Switch-side veths: the userspace datapath reads them with AF_PACKET too.
+        for s in self.sw_name.values():
+            sw = self.net.get(s)
+            for intf in sw.intfList():
+                if intf.name != "lo":
+                    disable_tx_offload(sw, intf.name)
+
+    # ------------------------------------------------------------------ use
+
+    def host(self, name: str) -> EmuHost:
+        try:
+            return self.hosts[name]
+        except KeyError:
+            raise UserError(f"no host {name!r} in topology {self.topo.name}") from None
+
+    def _link(self, link: str):
+        name = self._aliases.get(link, link)
+        if name not in self.links:
+            if self.impair == "netem" and name in {lk.name for lk in self.topo.links} | set(self._aliases.values()):
+                raise UserError(f"link {link} has no impairment installed (netem links are made only where configured)")
+            raise UserError(f"no impaired link {link!r}; links: {', '.join(sorted(self.links))}")
+        return self.links[name]
+
+    def set_loss(self, link: str, model) -> None:
+        if isinstance(model, (int, float)):
+            model = Bernoulli(p=float(model))
+        self._link(link).set(loss=model)
+
+    def set_delay(self, link: str, ms: float, jitter_ms: float | None = None) -> None:
+        changes = {"delay_ms": float(ms)}
+        if jitter_ms is not None:
+            changes["jitter_ms"] = float(jitter_ms)
+        self._link(link).set(**changes)
+
+    def set_link(self, link: str, up: bool) -> None:
+        self._link(link).set(up=bool(up))
+
+    def link_stats(self) -> dict[str, dict]:
+        return {name: lk.stats() for name, lk in self.links.items()}
+
+    def _ip_names(self) -> dict[str, str]:
+        return {host_ip(i): h.name for i, h in enumerate(self.topo.hosts)}
+
+    def drops(self) -> pa.Table:
+        """Ground truth: one ``DROP_SCHEMA`` row per frame a relay dropped so far."""
+        frames = []
+        for lk in self.links.values():
+            if isinstance(lk, RelayLink):
+                lk.flush()
+                frames.extend(read_drop_file(lk.drop_path, lk.name, lk.a, lk.b))
+        return drops_table(frames, self._ip_names(), self.wiring.group_names if hasattr(self, "wiring") else {})
+
+    def dropped_frames(self):
+        """The raw dropped frames (addresses and UDP payload prefixes), for tests and tools."""
+        frames = []
+        for lk in self.links.values():
+            if isinstance(lk, RelayLink):
+                lk.flush()
+                frames.extend(read_drop_file(lk.drop_path, lk.name, lk.a, lk.b))
+        return frames
+
+    def link_counts(self) -> pa.Table:
+        for lk in self.links.values():
+            lk.flush()
+        return counts_table(list((self.state_dir / "links").glob("*.counts.json")))
+
+    # ------------------------------------------------------------------ teardown
+
+    def stop(self) -> None:
+        """Tear everything down; safe to call twice and after a failed start."""
+        if self._stopped:
+            return
+        self._stopped = True
+        errors = []
+        for lk in self.links.values():
+            try:
+                lk.flush()
+                lk.stop()
+            except Exception as e:  # noqa: BLE001 - keep tearing down
+                errors.append(e)
+        if self.net is not None:
+            try:
+                self.net.stop()
+            except Exception as e:  # noqa: BLE001
+                errors.append(e)
+        for node in self._link_nodes:
+            try:
+                node.terminate()
+            except Exception as e:  # noqa: BLE001
+                errors.append(e)
+        if self.controller_proc is not None and self.controller_proc.poll() is None:
+            self.controller_proc.terminate()
+            try:
+                self.controller_proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.controller_proc.kill()
+        from .cleanup import cleanup_state_dir
+
+        if self.state_dir.exists() and (self.state_dir / "net.json").exists():
+            cleanup_state_dir(self.state_dir, own_pid=os.getpid())
+        if errors:
+            raise UserError(f"teardown of {self.topo.name} was incomplete ({errors[0]}); run `rmptwin net down`")

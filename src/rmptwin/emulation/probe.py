@@ -1,0 +1,161 @@
+"""Measurement traffic for the emulated network (selftest, tests, benchmarks).
+
+Runs inside a host's namespace:
+
+    python -m rmptwin.emulation.probe send --dst IP --port P --count N --rate PPS [--size B]
+    python -m rmptwin.emulation.probe recv --port P [--group G --intf I] [--raw] --duration S
+
+Each datagram is a MoldUDP64-shaped header (session ``PROBE``, sequence number, count 1)
+followed by the send time, so the relays' drop log names dropped probes by sequence
+number (``gseq``) like any MoldUDP64 packet. All namespaces share the kernel clock, so
+one-way delay is receive time minus send time. ``recv --raw`` counts what reaches the
+interface (AF_PACKET) rather than what a socket accepts: after an IGMP leave the
+kernel discards the group's frames, but the question is whether the network still
+sends them. The receiver prints one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import struct
+import sys
+import time
+
+HEADER = struct.Struct("!10sQHq")   # MoldUDP64 session, seq, count; then send time ns
+SESSION = b"PROBE     "
+
+
+def send(dst: str, port: int, count: int, rate: float, size: int, intf_ip: str | None, start_seq: int = 0) -> dict:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
+    if intf_ip:
+        s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton(intf_ip))
+    s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 16)
+    pad = b"\0" * max(0, size - HEADER.size)
+    interval = 1e9 / rate if rate > 0 else 0
+    start = time.monotonic_ns()
+    errors = 0
+    for i in range(count):
+        due = start + int(i * interval)
+        now = time.monotonic_ns()
+        if due - now > 200_000:
+            time.sleep((due - now) / 1e9)
+        try:
+            s.sendto(HEADER.pack(SESSION, start_seq + i, 1, time.time_ns()) + pad, (dst, port))
+        except OSError:
+            errors += 1
+    elapsed = (time.monotonic_ns() - start) / 1e9
+    return {"sent": count, "errors": errors, "elapsed_s": elapsed}
+
+
+def _udp_frame(frame: bytes, port: int, group: str | None):
+    """(payload) of an IPv4/UDP frame to ``port`` (and ``group``), else None."""
+    if len(frame) < 42 or frame[12:14] != b"\x08\x00" or frame[23] != 17:
+        return None
+    ihl = (frame[14] & 0x0F) * 4
+    if group is not None and socket.inet_ntoa(frame[30:34]) != group:
+        return None
+    if struct.unpack_from("!H", frame, 14 + ihl + 2)[0] != port:
+        return None
+    return frame[14 + ihl + 8:]
+
+
+def recv(port: int, group: str | None, intf: str | None, intf_ip: str | None, raw: bool, duration: float,
+         idle: float, leave_after: float | None, join: bool = True) -> dict:
+    member = None
+    if group and join:
+        member = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        member.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        member.bind(("", port))
+        mreq = socket.inet_aton(group) + socket.inet_aton(intf_ip or "0.0.0.0")
+        member.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, mreq)
+    if raw:
+        sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
+        sock.bind((intf, 0))
+    elif member is not None:
+        sock = member
+    else:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        sock.bind(("", port))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+    sock.settimeout(0.05)
+    seqs, delays, arrivals = [], [], []
+    t_start = time.time_ns()
+    left_at = None
+    first = last = None
+    nbytes = 0
+    print(json.dumps({"ready": True}), flush=True)
+    while True:
+        now = time.time_ns()
+        if (now - t_start) / 1e9 > duration:
+            break
+        if last is not None and (now - last) / 1e9 > idle and left_at is None and leave_after is None:
+            break
+        if leave_after is not None and left_at is None and (now - t_start) / 1e9 >= leave_after:
+            mreq = socket.inet_aton(group) + socket.inet_aton(intf_ip or "0.0.0.0")
+            member.setsockopt(socket.IPPROTO_IP, socket.IP_DROP_MEMBERSHIP, mreq)
+            left_at = time.time_ns()
+        try:
+            data = sock.recv(65535)
+        except socket.timeout:
+            continue
+        t = time.time_ns()
+        if raw:
+            data = _udp_frame(data, port, group)
+            if data is None:
+                continue
+        if len(data) < HEADER.size or data[:10] != SESSION:
+            continue
+        _, seq, _, sent = HEADER.unpack_from(data)
+        seqs.append(seq)
+        delays.append(t - sent)
+        arrivals.append(t)
+        nbytes += len(data)
+        first = t if first is None else first
+        last = t
+    out = {"received": len(seqs), "seqs": seqs, "delays_ns": delays, "bytes": nbytes,
+           "first_ns": first, "last_ns": last, "left_ns": left_at, "arrivals_ns": arrivals}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="rmptwin.emulation.probe")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("send")
+    s.add_argument("--dst", required=True)
+    s.add_argument("--port", type=int, default=9000)
+    s.add_argument("--count", type=int, default=1000)
+    s.add_argument("--rate", type=float, default=1000.0)
+    s.add_argument("--size", type=int, default=64)
+    s.add_argument("--intf-ip")
+    s.add_argument("--start-seq", type=int, default=0)
+    r = sub.add_parser("recv")
+    r.add_argument("--port", type=int, default=9000)
+    r.add_argument("--group")
+    r.add_argument("--intf")
+    r.add_argument("--intf-ip")
+    r.add_argument("--raw", action="store_true")
+    r.add_argument("--no-join", action="store_true", help="watch the interface for the group without joining")
+    r.add_argument("--duration", type=float, default=10.0)
+    r.add_argument("--idle", type=float, default=1.0, help="stop this long after the last packet")
+    r.add_argument("--leave-after", type=float)
+    r.add_argument("--out")
+    a = ap.parse_args(argv)
+    if a.cmd == "send":
+        result = send(a.dst, a.port, a.count, a.rate, a.size, a.intf_ip, a.start_seq)
+    else:
+        result = recv(a.port, a.group, a.intf, a.intf_ip, a.raw or a.no_join, a.duration, a.idle, a.leave_after,
+                      join=not a.no_join)
+    text = json.dumps(result)
+    if getattr(a, "out", None):
+        with open(a.out, "w") as f:
+            f.write(text)
+    else:
+        print(text, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,260 @@
+"""User-space link impairment: one process per link relays frames between two veths.
+
+Used where the kernel has no sch_netem. The process lives in the link's own network
+namespace holding two interfaces, ``a`` (towards the link's a end) and ``b``. Per
+direction it keeps a FIFO of (release time, frame): frames leave in arrival order, so
+jitter never reorders (as ``LinkParams`` promises), and a FIFO is a heap whose keys are
+already sorted. Loss is drawn per frame from ``rmptwin.lossmodels`` with a seeded
+``random.Random`` per direction, so a run repeats packet for packet; bandwidth is a
+serialisation clock (a token bucket of depth one frame); the queue limit counts every
+frame held, as netem's does.
+
+Every dropped frame is logged (time, direction, reason, first bytes) to a binary file
+that ``droplog`` turns into ``events.DROP_SCHEMA`` rows. A unix stream socket takes
+one JSON command per connection: ``set`` (loss/delay/jitter/bandwidth/up, either
+direction), ``stats``, ``flush``.
+
+Run: ``python -m rmptwin.emulation.relay CONFIG.json`` (inside the link namespace).
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import random
+import select
+import signal
+import socket
+import struct
+import sys
+import time
+
+from ..lossmodels import make_loss
+from ..spec import LinkParams
+
+ETH_P_ALL = 0x0003
+SOL_PACKET = 263
+PACKET_IGNORE_OUTGOING = 23
+CAPTURE = 200                      # bytes of each dropped frame kept for naming it
+DROP_RECORD = struct.Struct("<qBBH")  # t_ns, direction (0 a->b, 1 b->a), reason, caplen
+REASONS = ("loss", "queue", "down")
+LOSS, QUEUE, DOWN = 0, 1, 2
+
+
+class Direction:
+    """One way across the link: its loss process, delay line and counters."""
+
+    def __init__(self, name: str, params: LinkParams, seed: int, link: str) -> None:
+        self.name = name
+        # Independent streams for loss and jitter: changing the jitter must not move
+        # which frames are lost.
+        self.loss_rng = random.Random(f"{seed}:{link}:{name}:loss")
+        self.jitter_rng = random.Random(f"{seed}:{link}:{name}:jitter")
+        self.line: collections.deque = collections.deque()
+        self.tx_free = 0
+        self.last_release = 0
+        self.packets = 0
+        self.dropped = [0, 0, 0]
+        self.up = True
+        self.apply(params)
+
+    def apply(self, params: LinkParams) -> None:
+        self.params = params
+        self.loss = make_loss(params.loss)
+        self.delay_ns = int(params.delay_ms * 1e6)
+        self.jitter_ns = int(params.jitter_ms * 1e6)
+        self.ns_per_byte = 8000.0 / params.bandwidth_mbps if params.bandwidth_mbps else 0.0
+        self.limit = params.queue_limit()
+
+    def admit(self, frame: bytes, now: int) -> int:
+        """Queue ``frame`` for release; returns -1 when queued, else the drop reason."""
+        self.packets += 1
+        if not self.up:
+            return DOWN
+        if self.loss.drop(self.loss_rng):
+            return LOSS
+        if len(self.line) >= self.limit:
+            return QUEUE
+        depart = now
+        if self.ns_per_byte:
+            depart = max(now, self.tx_free) + int(len(frame) * self.ns_per_byte)
+            self.tx_free = depart
+        release = depart + self.delay_ns
+        if self.jitter_ns:
+            release += int(self.jitter_rng.random() * self.jitter_ns)
+        if release < self.last_release:
+            release = self.last_release
+        self.last_release = release
+        self.line.append((release, frame))
+        return -1
+
+
+class Relay:
+    def __init__(self, cfg: dict) -> None:
+        self.cfg = cfg
+        self.link = cfg["link"]
+        params = LinkParams.model_validate(cfg["params"])
+        seed = int(cfg.get("seed", 1))
+        self.dirs = (Direction("ab", params, seed, self.link), Direction("ba", params, seed, self.link))
+        self.socks = (self._packet_socket(cfg["a_intf"]), self._packet_socket(cfg["b_intf"]))
+        # Wall time of the run's t=0, and the monotonic clock's offset from wall time.
+        self.t0 = int(cfg.get("t0_ns", time.time_ns()))
+        self.wall_offset = time.time_ns() - time.monotonic_ns()
+        self.droplog = open(cfg["droplog"], "ab", buffering=1 << 16)
+        self.counts_path = cfg["counts"]
+        self.ctrl = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            os.unlink(cfg["control"])
+        except FileNotFoundError:
+            pass
+        self.ctrl.bind(cfg["control"])
+        self.ctrl.listen(8)
+        self.running = True
+
+    @staticmethod
+    def _packet_socket(ifname: str) -> socket.socket:
+        s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+        try:
+            s.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
+        except OSError:  # pre-4.20 kernel: see _drain's pkttype check
+            pass
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
+        s.bind((ifname, ETH_P_ALL))
+        return s
+
+    def _log_drop(self, now_mono: int, d: int, reason: int, frame: bytes) -> None:
+        cap = frame[:CAPTURE]
+        self.droplog.write(DROP_RECORD.pack(now_mono + self.wall_offset - self.t0, d, reason, len(cap)))
+        self.droplog.write(cap)
+        self.dirs[d].dropped[reason] += 1
+
+    def _drain(self, d: int) -> None:
+        sock, direction = self.socks[d], self.dirs[d]
+        recv = sock.recv
+        now = time.monotonic_ns()
+        for _ in range(256):  # bounded so one busy direction cannot starve the other
+            try:
+                frame = recv(65535, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                return
+            reason = direction.admit(frame, now)
+            if reason >= 0:
+                self._log_drop(now, d, reason, frame)
+
+    def _release(self, now: int) -> int | None:
+        """Send every frame that is due; return the earliest pending release time."""
+        nxt = None
+        for d, direction in enumerate(self.dirs):
+            line = direction.line
+            out = self.socks[1 - d]
+            while line and line[0][0] <= now:
+                frame = line.popleft()[1]
+                try:
+                    out.send(frame)
+                except OSError:  # interface went away or buffer full: a queue drop
+                    self._log_drop(now, d, QUEUE, frame)
+            if line and (nxt is None or line[0][0] < nxt):
+                nxt = line[0][0]
+        return nxt
+
+    def _control(self) -> None:
+        conn, _ = self.ctrl.accept()
+        with conn:
+            conn.settimeout(2.0)
+            data = b""
+            try:
+                while not data.endswith(b"\n"):
+                    chunk = conn.recv(4096)
+                    if not chunk:
+                        break
+                    data += chunk
+                reply = self.command(json.loads(data or b"{}"))
+            except Exception as e:  # noqa: BLE001 - a bad command must not stop the link
+                reply = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+            try:
+                conn.sendall(json.dumps(reply).encode() + b"\n")
+            except OSError:
+                pass
+
+    def command(self, msg: dict) -> dict:
+        op = msg.get("op")
+        if op == "set":
+            which = {"ab": (0,), "ba": (1,), "both": (0, 1)}[msg.get("dir", "both")]
+            for i in which:
+                direction = self.dirs[i]
+                changes = {k: msg[k] for k in ("delay_ms", "jitter_ms", "loss", "bandwidth_mbps",
+                                               "queue_packets") if k in msg}
+                if changes:
+                    merged = {**direction.params.model_dump(), **changes}
+                    direction.apply(LinkParams.model_validate(merged))
+                if "up" in msg:
+                    direction.up = bool(msg["up"])
+            return {"ok": True}
+        if op == "flush":
+            self.flush()
+            return {"ok": True}
+        if op == "stats":
+            return {"ok": True, "stats": self.stats()}
+        return {"ok": False, "error": f"unknown op {op!r}"}
+
+    def stats(self) -> dict:
+        return {
+            d.name: {"packets": d.packets, **{r: d.dropped[i] for i, r in enumerate(REASONS)},
+                     "queued": len(d.line), "params": d.params.model_dump(mode="json"), "up": d.up}
+            for d in self.dirs
+        }
+
+    def flush(self) -> None:
+        self.droplog.flush()
+        tmp = self.counts_path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump({"link": self.link, "a": self.cfg["a_node"], "b": self.cfg["b_node"],
+                       "directions": self.stats()}, f)
+        os.replace(tmp, self.counts_path)
+
+    def run(self) -> None:
+        # select, not epoll: its timeout has microsecond resolution (epoll rounds up to
+        # whole milliseconds, which would add up to 1 ms to every configured delay).
+        socks = list(self.socks)
+        index = {s: i for i, s in enumerate(socks)}
+        watch = socks + [self.ctrl]
+        last_flush = time.monotonic_ns()
+        nxt = None
+        while self.running:
+            now = time.monotonic_ns()
+            timeout = 0.2 if nxt is None else min(0.2, max(0.0, (nxt - now) / 1e9))
+            readable, _, _ = select.select(watch, [], [], timeout)
+            for s in readable:
+                if s is self.ctrl:
+                    self._control()
+                else:
+                    self._drain(index[s])
+            now = time.monotonic_ns()
+            nxt = self._release(now)
+            if now - last_flush > 500_000_000:
+                self.flush()
+                last_flush = now
+        self.flush()
+        self.droplog.close()
+
+
+def main(argv: list[str]) -> int:
+    with open(argv[1]) as f:
+        cfg = json.load(f)
+    relay = Relay(cfg)
+
+    def stop(*_):
+        relay.running = False
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    with open(cfg["ready"], "w") as f:
+        f.write(str(os.getpid()))
+    relay.run()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

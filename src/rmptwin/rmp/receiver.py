@@ -1,0 +1,336 @@
+"""The receive side every R_T shares (seed 2.1 and 5.1), for one stripe.
+
+A receiver tracks t_r (next ack number expected: it has every ack below t_r with its
+messages) and M_{s,r} per source (next message expected to be acknowledged). Source
+messages wait in a store until acknowledged; acks place them in the receive list in gseq
+order (DELIVER). Missing acks and messages are requested (negative acknowledgement) after a
+grace period, again every tau_r; after k_r unanswered requests the server is reported to a
+reformation server and another one is asked. Placed messages are released (RELEASE, and
+handed to the regional remulticaster) at ack timestamp + Delta_A, in gseq order.
+
+Subclasses (ring members, secondaries) add the token logic through the ``on_*`` hooks.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from ..core import Unicast
+from ..events import Event, Kind
+from . import wire
+from .common import CoreBase, Timing
+from .report import Reporter
+
+MAX_RANGE = 128        # most acks or messages one NACK asks for
+
+
+@dataclass
+class _Request:
+    attempts: int = 0
+    rotation: int = 0    # how many servers gave up on so far
+
+
+class StreamReceiver:
+    serves_retransmissions = False
+
+    def __init__(self, core: CoreBase, stripe: int, timing: Timing, reporter: Reporter, remulticaster=None) -> None:
+        self.core = core
+        self.me = core.name
+        self.stripe = stripe
+        self.tm = timing
+        self.reporter = reporter
+        self.remulticaster = remulticaster
+        self.epoch = 1
+        self.fence_t = 0               # acks of older epochs above this were superseded
+        self.acks: dict[int, wire.Ack] = {}
+        self.t_r = 1
+        self.highest_seen = 0
+        self.expect_t = 0              # time-driven: a token we know is overdue
+        self.server: str | None = None  # whom to ask: the sender of the highest ack seen
+        self.msgs: dict[tuple[str, int], bytes] = {}
+        self.ack_of: dict[tuple[str, int], int] = {}
+        self.m_sr: dict[str, int] = {}
+        self.waiting: dict[tuple[str, int], None] = {}   # received, unacknowledged, arrival order
+        self.hint: dict[str, int] = {}                  # source's acked_below
+        self.next_gseq = 1
+        self.last_ts: int | None = None
+        self.requests: dict[str, _Request] = {}
+        self.release_q: deque[tuple[int, int, tuple[str, int], bytes]] = deque()
+        self.delivered = 0
+        self.released = 0
+
+    # ----------------------------------------------------------------- frames in
+    def receive(self, frame: wire.Frame, src: str, now: int, repair: bool = False) -> None:
+        if isinstance(frame, wire.Data):
+            self.on_data(frame, src, now, repair)
+        elif isinstance(frame, wire.Ack):
+            self.on_ack(frame, src, now, repair)
+        elif isinstance(frame, wire.Retx):
+            self.receive(frame.original, src, now, repair=True)
+        elif isinstance(frame, wire.Nack):
+            if self.serves_retransmissions:
+                self.serve(frame, src, now)
+        elif isinstance(frame, wire.NewRing):
+            self.on_new_ring(frame, src, now)
+        else:
+            self.on_other(frame, src, now)
+
+    def on_data(self, d: wire.Data, src: str, now: int, repair: bool) -> None:
+        key = (d.src, d.src_seq)
+        if d.src_seq < self.m_sr.get(d.src, 1) or key in self.msgs:
+            self.on_duplicate_data(d, src, now)
+            return
+        self.msgs[key] = d.payload
+        self.core.emit(Event(Kind.RECV, d.src, d.src_seq, -1, len(d.payload),
+                             {"stripe": self.stripe, "repair": repair}))
+        if key not in self.ack_of:
+            self.waiting[key] = None
+        if d.acked_below > self.hint.get(d.src, 1):
+            self.hint[d.src] = d.acked_below
+        self.advance(now)
+        if self.hint.get(d.src, 1) > self.m_sr.get(d.src, 1) and self.t_r > self.highest_seen:
+            # the source saw acks we lack (seed: M_s > M_s,r -> the ack is missing)
+            self.want("ackof", now)
+        self.on_new_data(key, now)
+
+    def on_ack(self, a: wire.Ack, src: str, now: int, repair: bool) -> None:
+        if a.epoch < self.epoch and a.token > self.fence_t:
+            return                              # the old ring's token site is gone; not ours
+        if a.epoch > self.epoch:
+            self.on_newer_epoch(a.epoch, now)
+        if a.token < self.t_r or a.token in self.acks:
+            self.on_duplicate_ack(a, src, now)
+            return
+        self.acks[a.token] = a
+        for m in a.msgs:
+            self.ack_of[m] = a.token
+            self.waiting.pop(m, None)
+        if a.token > self.highest_seen:
+            self.highest_seen = a.token
+            if a.token_site != self.me:
+                self.server = a.token_site
+            self.on_new_highest(a, now)
+        self.advance(now)
+        if self.t_r <= self.highest_seen and self.t_r not in self.acks:
+            self.want("acks", now)
+
+    # ----------------------------------------------------------------- placement
+    def advance(self, now: int) -> None:
+        progressed = False
+        while self.t_r in self.acks:
+            a = self.acks[self.t_r]
+            if any(m not in self.msgs for m in a.msgs):
+                self.want("msgs", now)
+                break
+            for i, m in enumerate(a.msgs):
+                self.place(m, a.first_gseq + i, a, now)
+            self.next_gseq = a.first_gseq + len(a.msgs)
+            self.last_ts = a.ts_ns
+            self.t_r += 1
+            progressed = True
+            self.on_processed(a, now)
+        if progressed:
+            for req in self.requests.values():
+                req.attempts = 0
+            if self.tm.time_driven and self.t_r > self.highest_seen:
+                self.core.timers.set((self.stripe, "expect"), self.last_ts + self.tm.tau_t + self.tm.dn)
+
+    def place(self, m: tuple[str, int], gseq: int, a: wire.Ack, now: int) -> None:
+        self.waiting.pop(m, None)
+        self.ack_of[m] = a.token
+        s, seq = m
+        if seq + 1 > self.m_sr.get(s, 1):
+            self.m_sr[s] = seq + 1
+        payload = self.msgs[m]
+        self.delivered += 1
+        self.core.emit(Event(Kind.DELIVER, s, seq, gseq, len(payload), {"stripe": self.stripe, "token": a.token}))
+        self.release_q.append((a.ts_ns + self.tm.delta_a, gseq, m, payload))
+        if len(self.release_q) == 1:
+            self.core.timers.set((self.stripe, "release"), max(now, self.release_q[0][0]))
+
+    def release_due(self, now: int) -> None:
+        q = self.release_q
+        while q and q[0][0] <= now:
+            due, gseq, (s, seq), payload = q.popleft()
+            self.released += 1
+            self.core.emit(Event(Kind.RELEASE, s, seq, gseq, len(payload),
+                                 {"stripe": self.stripe, "late_ns": now - due}))
+            if self.remulticaster is not None:
+                self.remulticaster.release(gseq, payload)
+        if q:
+            self.core.timers.set((self.stripe, "release"), max(now, q[0][0]))
+
+    # ----------------------------------------------------------------- requests
+    def want(self, chan: str, now: int, delay: int | None = None) -> None:
+        if chan in self.requests:
+            return
+        self.requests[chan] = _Request()
+        self.core.timers.set((self.stripe, "req", chan), now + (self.tm.dn // 2 if delay is None else delay))
+
+    def missing(self, chan: str) -> list[tuple[int, int, int, str]]:
+        """What ``chan`` still lacks, as NACK (want, lo, hi, src) ranges; [] when complete."""
+        out: list[tuple[int, int, int, str]] = []
+        if chan == "acks":
+            top = max(self.highest_seen, self.expect_t)
+            lo = None
+            for t in range(self.t_r, min(top, self.t_r + MAX_RANGE - 1) + 1):
+                if t not in self.acks and lo is None:
+                    lo = t
+                elif t in self.acks and lo is not None:
+                    out.append((wire.WANT_ACKS, lo, t - 1, ""))
+                    lo = None
+            if lo is not None:
+                out.append((wire.WANT_ACKS, lo, min(top, self.t_r + MAX_RANGE - 1), ""))
+        elif chan == "msgs":
+            lacking: dict[str, list[int]] = {}
+            t = self.t_r
+            while t in self.acks and t < self.t_r + 32:
+                for m in self.acks[t].msgs:
+                    if m not in self.msgs:
+                        lacking.setdefault(m[0], []).append(m[1])
+                t += 1
+            for s, seqs in lacking.items():
+                for lo, hi in _runs(sorted(set(seqs))):
+                    out.append((wire.WANT_MSGS, lo, hi, s))
+        elif chan == "ackof" and self.t_r > self.highest_seen:
+            for s, below in self.hint.items():
+                nxt = self.m_sr.get(s, 1)
+                if below > nxt:
+                    out.append((wire.WANT_ACK_OF, nxt, min(below - 1, nxt + MAX_RANGE - 1), s))
+        return out
+
+    def fire_request(self, chan: str, now: int) -> None:
+        req = self.requests.get(chan)
+        if req is None:
+            return
+        wanted = self.missing(chan)
+        if not wanted:
+            del self.requests[chan]
+            return
+        self.core.timers.set((self.stripe, "req", chan), now + self.tm.tau_r)
+        if not self.may_request(chan):
+            return
+        target = self.request_target(chan, req.rotation)
+        if target is None:
+            return
+        if req.attempts >= self.tm.k_r:
+            self.reporter.report(self.stripe, self.epoch, target, wire.REASON_NO_ANSWER, self.t_r, now)
+            req.attempts = 0
+            req.rotation += 1
+            target = self.request_target(chan, req.rotation) or target
+        req.attempts += 1
+        for want, lo, hi, s in wanted:
+            self.core.send(wire.Nack(self.stripe, self.epoch, self.me, want, lo, hi, s), Unicast(target))
+            self.core.emit(Event(Kind.NACK_SENT, s, lo if want != wire.WANT_ACKS else -1,
+                                 lo if want == wire.WANT_ACKS else -1, 0,
+                                 {"stripe": self.stripe, "want": want, "lo": lo, "hi": hi, "to": target}))
+
+    def serve(self, n: wire.Nack, src: str, now: int) -> None:
+        """Answer an explicit request from what we hold (RETX, unicast to the requester)."""
+        frames: list[wire.Data | wire.Ack] = []
+        if n.want == wire.WANT_ACKS:
+            frames = [self.acks[t] for t in range(n.lo, min(n.hi, n.lo + MAX_RANGE - 1) + 1) if t in self.acks]
+        elif n.want == wire.WANT_MSGS:
+            for seq in range(n.lo, min(n.hi, n.lo + MAX_RANGE - 1) + 1):
+                p = self.msgs.get((n.src, seq))
+                if p is not None:
+                    frames.append(wire.Data(self.stripe, n.src, seq, 0, p))
+        else:
+            seen = set()
+            for seq in range(n.lo, min(n.hi, n.lo + MAX_RANGE - 1) + 1):
+                t = self.ack_of.get((n.src, seq))
+                if t is not None and t not in seen and t in self.acks:
+                    seen.add(t)
+                    frames.append(self.acks[t])
+        for f in frames:
+            self.send_retx(f, self.retx_dest(n.requester))
+
+    def send_retx(self, f: wire.Data | wire.Ack, dest) -> None:
+        self.core.send(wire.Retx(self.stripe, f), dest)
+        if isinstance(f, wire.Data):
+            self.core.emit(Event(Kind.RETX_SENT, f.src, f.src_seq, -1, len(f.payload), {"stripe": self.stripe}))
+        else:
+            self.core.emit(Event(Kind.RETX_SENT, gseq=f.first_gseq, detail={"stripe": self.stripe, "token": f.token}))
+
+    def retx_dest(self, requester: str):
+        return Unicast(requester)
+
+    # ----------------------------------------------------------------- timers
+    def on_timer(self, key: tuple, now: int) -> None:
+        what = key[1]
+        if what == "req":
+            self.fire_request(key[2], now)
+        elif what == "release":
+            self.release_due(now)
+        elif what == "expect":
+            self.on_expect(now)
+
+    def on_expect(self, now: int) -> None:
+        """Time-driven: the token pass after t_r - 1 is dN overdue: ask for it."""
+        if self.t_r > self.highest_seen and self.expected_sender() != self.me:
+            self.expect_t = self.t_r
+            self.want("acks", now, delay=0)
+
+    def fence(self, last_t: int, epoch: int, now: int) -> None:
+        """A new ring starts after ``last_t``: drop held acks of older rings above it."""
+        self.epoch = max(self.epoch, epoch)
+        self.fence_t = last_t
+        for t in [t for t, a in self.acks.items() if t > last_t and a.epoch < epoch]:
+            a = self.acks.pop(t)
+            for m in a.msgs:
+                if self.ack_of.get(m) == t:
+                    del self.ack_of[m]
+                    if m in self.msgs:
+                        self.waiting[m] = None
+        self.highest_seen = max([self.t_r - 1, last_t, *self.acks.keys()])
+        self.expect_t = 0
+        if self.t_r <= last_t:
+            self.want("acks", now, delay=0)
+
+    # ----------------------------------------------------------------- hooks
+    def may_request(self, chan: str) -> bool:
+        return True
+
+    def request_target(self, chan: str, rotation: int) -> str | None:
+        return self.server
+
+    def expected_sender(self) -> str | None:
+        prev = self.acks.get(self.t_r - 1)
+        return prev.next_site if prev else None
+
+    def on_duplicate_data(self, d: wire.Data, src: str, now: int) -> None:
+        pass
+
+    def on_duplicate_ack(self, a: wire.Ack, src: str, now: int) -> None:
+        pass
+
+    def on_new_data(self, key: tuple[str, int], now: int) -> None:
+        pass
+
+    def on_new_highest(self, a: wire.Ack, now: int) -> None:
+        pass
+
+    def on_processed(self, a: wire.Ack, now: int) -> None:
+        pass
+
+    def on_newer_epoch(self, epoch: int, now: int) -> None:
+        pass
+
+    def on_new_ring(self, nr: wire.NewRing, src: str, now: int) -> None:
+        if nr.epoch > self.epoch:
+            self.fence(nr.last_t, nr.epoch, now)
+            self.server = nr.recovery_site
+
+    def on_other(self, frame: wire.Frame, src: str, now: int) -> None:
+        pass
+
+
+def _runs(seqs: list[int]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for s in seqs:
+        if out and out[-1][1] + 1 == s:
+            out[-1] = (out[-1][0], s)
+        else:
+            out.append((s, s))
+    return out

@@ -1,0 +1,149 @@
+"""X_R: a reformation server (seed 4.3).
+
+On a failure report (or a recovered host asking to join) it multicasts INVITEs for the
+next epoch k_r times, tau_r apart; operable members answer with the last ack they hold
+(positive acknowledgement: JOIN_ACK, else they retry). After the invitations it forms the
+new ring from those that answered, in topology order, picks the starting token number by
+policy (ticker: t_r,max + 1; conservative: min over members + 1), appoints a member
+holding t_r,max as token site and recovery site, and multicasts NEW_RING (epoch + 1).
+Several X_R may run: each follows the others' NEW_RING frames on the stripe groups.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..core import Unicast, rmp_group
+from ..events import Event, Kind
+from . import wire
+from .common import CoreBase, Timing
+
+
+def start_token(haves: list[int], policy: str) -> int:
+    """The starting token number of a reformed ring from the members' last held acks."""
+    return (max(haves) if policy == "ticker" else min(haves)) + 1
+
+
+@dataclass
+class _Reform:
+    epoch: int
+    started: int
+    invites_sent: int = 0
+    replies: dict[str, wire.Join] = field(default_factory=dict)
+
+
+@dataclass
+class _StripeState:
+    epoch: int
+    members: list[str]
+    last_ring: wire.NewRing | None = None
+    reform: _Reform | None = None
+    announce_left: int = 0
+
+
+class ReformationCore(CoreBase):
+    def __init__(self, name: str, rings: dict[int, list[str]], primaries: dict[int, list[str]], timing: Timing) -> None:
+        super().__init__(name)
+        self.tm = timing
+        self.primaries = primaries                  # stripe -> its primaries, topology order
+        self.state = {k: _StripeState(1, list(ring)) for k, ring in rings.items()}
+        self.reforms_done = 0
+
+    def groups(self) -> frozenset[str]:
+        return frozenset(rmp_group(k) for k in self.state)
+
+    def receive_datagram(self, data: bytes, src: str, now: int) -> None:
+        try:
+            frame = wire.decode(data)
+        except wire.WireError:
+            self.malformed += 1
+            return
+        st = self.state.get(getattr(frame, "stripe", -1))
+        if st is None:
+            return
+        if isinstance(frame, wire.Report):
+            self.send(wire.ReportAck(frame.stripe, frame.epoch, frame.reporter), Unicast(src))
+            self.emit(Event(Kind.FAILURE_REPORT, detail={
+                "stripe": frame.stripe, "reporter": frame.reporter, "suspect": frame.suspect,
+                "reason": frame.reason, "epoch": frame.epoch, "ring": frame.ring}))
+            if frame.ring:
+                return   # secondary rings route around a silent member themselves
+            if frame.epoch >= st.epoch and st.reform is None:
+                self._start(frame.stripe, now, why=f"report from {frame.reporter}: {frame.suspect}")
+        elif isinstance(frame, wire.Join):
+            self._on_join(frame, src, now)
+        elif isinstance(frame, wire.NewRing) and frame.epoch > st.epoch:
+            # another X_R reformed this stripe: follow it
+            st.epoch, st.members, st.last_ring, st.reform = frame.epoch, list(frame.members), frame, None
+
+    def _on_join(self, j: wire.Join, src: str, now: int) -> None:
+        st = self.state[j.stripe]
+        if st.reform is not None and j.epoch == st.reform.epoch:
+            st.reform.replies[j.member] = j
+            self.send(wire.JoinAck(j.stripe, j.epoch, j.member), Unicast(src))
+        elif st.reform is not None:
+            if j.recovering:   # let a restarted host answer the invitation under way
+                st.reform.replies[j.member] = j
+        elif j.member in st.members and not j.recovering and st.last_ring is not None and j.epoch <= st.epoch:
+            self.send(st.last_ring, Unicast(src))            # it missed NEW_RING
+        elif j.member in self.primaries.get(j.stripe, []) and j.member not in st.members or j.recovering:
+            self._start(j.stripe, now, why=f"{j.member} asks to join")
+
+    def _start(self, stripe: int, now: int, why: str) -> None:
+        st = self.state[stripe]
+        st.reform = _Reform(epoch=st.epoch + 1, started=now)
+        self.emit(Event(Kind.REFORM_START, detail={"stripe": stripe, "epoch": st.reform.epoch, "why": why}))
+        self._invite(stripe, now)
+
+    def _invite(self, stripe: int, now: int) -> None:
+        r = self.state[stripe].reform
+        self.multicast(stripe, wire.Invite(stripe, r.epoch, self.name))
+        r.invites_sent += 1
+        if r.invites_sent < self.tm.k_r:
+            self.timers.set((stripe, "invite"), now + self.tm.tau_r)
+        else:
+            # the last invitee needs a round trip to answer, and a retry if its answer is lost
+            self.timers.set((stripe, "form"), now + self.tm.tau_r + 2 * self.tm.dn)
+
+    def _form(self, stripe: int, now: int) -> None:
+        st = self.state[stripe]
+        r = st.reform
+        order = self.primaries.get(stripe, [])
+        members = [m for m in order if m in r.replies]
+        if not members:
+            r.invites_sent = 0      # nobody answered: keep inviting
+            self._invite(stripe, now)
+            return
+        haves = {m: r.replies[m].have for m in members}
+        last_t = max(haves.values())
+        site = next(m for m in members if haves[m] == last_t)
+        nr = wire.NewRing(
+            stripe, r.epoch, start_token(list(haves.values()), self.tm.start_policy), last_t,
+            r.replies[site].next_gseq, now, site, site, tuple(members),
+        )
+        st.epoch, st.members, st.last_ring, st.reform = r.epoch, members, nr, None
+        st.announce_left = self.tm.k_r
+        self._announce(stripe, now)
+        self.reforms_done += 1
+        self.emit(Event(Kind.REFORM_DONE, detail={
+            "stripe": stripe, "ring": members, "start_t": nr.start_t, "last_t": last_t, "token_site": site,
+            "epoch": nr.epoch, "took_ns": now - r.started}))
+
+    def _announce(self, stripe: int, now: int) -> None:
+        st = self.state[stripe]
+        if st.last_ring is None or st.announce_left <= 0 or st.reform is not None:
+            return
+        self.multicast(stripe, st.last_ring)
+        st.announce_left -= 1
+        if st.announce_left > 0:
+            self.timers.set((stripe, "announce"), now + self.tm.tau_r)
+
+    def on_timer(self, key, now: int) -> None:
+        stripe, what = key
+        st = self.state[stripe]
+        if what == "invite" and st.reform is not None:
+            self._invite(stripe, now)
+        elif what == "form" and st.reform is not None:
+            self._form(stripe, now)
+        elif what == "announce":
+            self._announce(stripe, now)

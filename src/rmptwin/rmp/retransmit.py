@@ -1,0 +1,147 @@
+"""Retransmit servers R_x (seed 4.1, 7.1): guaranteed delivery inside a region.
+
+An R_x joins its regions' remulticast groups for every stripe, caches the MoldUDP64
+messages by (stripe, sequence number) and answers customers' MoldUDP64 re-requests by
+unicast. It fills its own gaps the same way a customer would, by re-requesting from an
+R_T that remulticasts the stripe into one of its regions (topology order; the next one on
+each retry, so a crashed R_T does not stall repairs).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+
+from ..core import Dest, Unicast, region_group
+from ..events import Event, Kind
+from ..spec import LoadedExperiment
+from .customer import FIRST_MOLD_SEQ, MAX_REQUEST, SequenceTracker, remulticasters
+from .moldudp64 import MoldDecodeError, MoldRequest, decode_packet, decode_request, is_request
+from .remulticast import DEFAULT_HISTORY, DEFAULT_MAX_PACKET, MessageHistory, runs, session_name, session_stripe
+
+
+class RetransmitCore:
+    def __init__(self, host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False,
+                 history: int = DEFAULT_HISTORY) -> None:
+        proto = loaded.experiment.protocol
+        self.name = host.name
+        self.regions = list(host.regions)
+        self.stripes = list(range(loaded.experiment.workload.stripes))
+        self.rng = rng
+        self.wait_ns = int(proto.dn_ms * 1e6)
+        self.retry_ns = int(proto.tau_r * 1e6)
+        self.k_r = proto.k_r
+        self._groups = frozenset(region_group(r, k) for r in self.regions for k in self.stripes)
+        start = None if recovering else FIRST_MOLD_SEQ
+        self.tracks = {k: SequenceTracker(self.wait_ns, start) for k in self.stripes}
+        self.caches = {k: MessageHistory(history) for k in self.stripes}
+        self.upstream = {k: remulticasters(loaded, self.regions, k) for k in self.stripes}
+        self._out: list[tuple[bytes, Dest]] = []
+        self._events: deque[Event] = deque()
+        self.malformed = 0
+        self.requests_served = 0
+        self.messages_served = 0
+        self.requests_sent = 0
+        self.given_up = 0
+
+    def groups(self) -> frozenset[str]:
+        return self._groups
+
+    def receive_datagram(self, data: bytes, src: str, now: int) -> None:
+        if is_request(data):
+            self._serve(data, src, now)
+            return
+        try:
+            pkt = decode_packet(data)
+        except MoldDecodeError:
+            self.malformed += 1
+            return
+        stripe = session_stripe(pkt.session)
+        track = self.tracks.get(stripe) if stripe is not None else None
+        if track is None or pkt.end_of_session:
+            self.malformed += track is None
+            return
+        if pkt.is_heartbeat:
+            gaps, jumped = track.heartbeat(pkt.seq, now)
+        else:
+            gaps, jumped = [], []
+            cache = self.caches[stripe]
+            for i, payload in enumerate(pkt.messages):
+                seq = pkt.seq + i
+                cache.put(seq, payload)
+                _, g, j = track.add(seq, None, now)
+                gaps += g
+                jumped += j
+        for first, count in gaps:
+            self._events.append(Event(Kind.CUST_GAP, gseq=first, detail={
+                "first": first, "count": count, "stripe": stripe, "session": pkt.session}))
+        for first, count in jumped:
+            self.given_up += count
+            self._events.append(Event(Kind.CUST_SKIP, gseq=first, detail={
+                "first": first, "count": count, "stripe": stripe, "reason": "too_far_behind"}))
+        track.deliverable()  # the cache holds the data; the tracker only keeps count
+
+    def _serve(self, data: bytes, src: str, now: int) -> None:
+        try:
+            req = decode_request(data)
+        except MoldDecodeError:
+            self.malformed += 1
+            return
+        stripe = session_stripe(req.session)
+        if stripe not in self.caches:
+            self.malformed += 1
+            return
+        track = self.tracks[stripe]
+        if track.top is not None and req.seq + req.count <= track.top + MAX_REQUEST:
+            # The customer saw these numbers exist; if we lack them too, start fetching them.
+            for first, count in track.heartbeat(req.seq + req.count, now)[0]:
+                self._events.append(Event(Kind.CUST_GAP, gseq=first, detail={
+                    "first": first, "count": count, "stripe": stripe, "session": req.session}))
+        packets = self.caches[stripe].answer(req.session, req.seq, req.count, DEFAULT_MAX_PACKET)
+        served = sum(len(p.messages) for p in packets)
+        self.requests_served += 1
+        self.messages_served += served
+        for p in packets:
+            self._out.append((p.encode(), Unicast(src)))
+        self._events.append(Event(Kind.RETX_SENT, gseq=req.seq, detail={
+            "mold": True, "stripe": stripe, "first": req.seq, "asked": req.count, "served": served, "to": src}))
+
+    def datagrams_to_send(self, now: int) -> list[tuple[bytes, Dest]]:
+        out, self._out = self._out, []
+        return out
+
+    def get_timer(self) -> int | None:
+        deadlines = [d for d in (t.timer() for t in self.tracks.values()) if d is not None]
+        return min(deadlines) if deadlines else None
+
+    def handle_timer(self, now: int) -> None:
+        for stripe, track in self.tracks.items():
+            due = track.due(now)
+            if not due:
+                continue
+            upstream = self.upstream[stripe]
+            ask, give_up = [], []
+            for s in due:
+                (give_up if not upstream or track.tries(s) >= self.k_r else ask).append(s)
+            for s in give_up:
+                track.skip(s)
+            self.given_up += len(give_up)
+            for first, count in runs(sorted(give_up)):
+                self._events.append(Event(Kind.CUST_SKIP, gseq=first, detail={
+                    "first": first, "count": count, "stripe": stripe, "reason": "retries_exhausted"}))
+            for s in ask:
+                track.retry_at(s, now + self.retry_ns)
+            for first, count in runs(sorted(ask)):
+                server = upstream[(track.tries(first) - 1) % len(upstream)]
+                while count > 0:
+                    n = min(count, MAX_REQUEST)
+                    self._out.append((MoldRequest(session_name(stripe), first, n).encode(), Unicast(server)))
+                    self.requests_sent += 1
+                    self._events.append(Event(Kind.NACK_SENT, gseq=first, detail={
+                        "mold": True, "stripe": stripe, "first": first, "count": n, "to": server}))
+                    first += n
+                    count -= n
+            track.deliverable()
+
+    def next_event(self) -> Event | None:
+        return self._events.popleft() if self._events else None

@@ -1,0 +1,136 @@
+"""The secondary token ring of one region on one stripe (seed 4.1).
+
+Members: the R_S sharing a ring name, and the R_P they are assigned to (first). The
+secondary token carries a primary token number: a holder passes it only once it holds
+every ack and message up to that number, so a site receiving it can infer what every
+member before it holds, as on the primary ring. Tokens are multicast on the stripe's
+group, so every member sees every pass; a holder that sees no later pass re-sends every
+tau_r and, after k_r tries, reports the silent member and passes around it (the others
+see the skip in the next pass and leave the suspect out too, until it is heard again).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..core import Unicast
+from ..events import Event, Kind
+from . import wire
+from .common import CoreBase, Timing
+from .receiver import StreamReceiver
+from .report import Reporter
+
+
+class SecondaryRing:
+    def __init__(self, core: CoreBase, receiver: StreamReceiver, ring: str, members: list[str],
+                 timing: Timing, reporter: Reporter) -> None:
+        self.core = core
+        self.receiver = receiver
+        self.ring = ring
+        self.members = list(members)
+        self.me = core.name
+        self.idx = self.members.index(self.me)
+        self.tm = timing
+        self.reporter = reporter
+        self.key = (ring, receiver.stripe)
+        self.round_accepted = 0
+        self.holding = False
+        self.waiting_tok: wire.SecToken | None = None
+        self.last_sent: wire.SecToken | None = None
+        self.pass_attempts = 0
+        self.suspects: set[str] = set()
+        self.passes = 0
+        if self.idx == 0 and len(self.members) > 1:
+            self.holding = True
+            core.timers.set(("sec", self.key, "pass"), self.tm.tau_t)
+
+    def _timer(self, what: str, when: int) -> None:
+        self.core.timers.set(("sec", self.key, what), when)
+
+    def next_live(self) -> str | None:
+        n = len(self.members)
+        for step in range(1, n):
+            m = self.members[(self.idx + step) % n]
+            if m not in self.suspects:
+                return m
+        return None
+
+    def on_token(self, tok: wire.SecToken, src: str, now: int) -> None:
+        self.suspects.discard(tok.holder)
+        if tok.holder in self.members and tok.next_holder in self.members:
+            # members the holder skipped were found silent: skip them too
+            n = len(self.members)
+            j = (self.members.index(tok.holder) + 1) % n
+            for _ in range(n):
+                if self.members[j] == tok.next_holder:
+                    break
+                if self.members[j] != self.me:
+                    self.suspects.add(self.members[j])
+                j = (j + 1) % n
+        if self.last_sent is not None and tok.round > self.last_sent.round:
+            self.last_sent = None
+            self.core.timers.cancel(("sec", self.key, "wait"))
+        if tok.next_holder != self.me:
+            return
+        if tok.round > self.round_accepted:
+            if self.waiting_tok is None or tok.round > self.waiting_tok.round:
+                self.waiting_tok = tok
+            self.on_progress(now)
+        elif self.last_sent is not None and tok.round == self.round_accepted:
+            self.core.send(self.last_sent, Unicast(src))   # the previous holder missed our pass
+
+    def on_progress(self, now: int) -> None:
+        tok = self.waiting_tok
+        if tok is not None and self.receiver.t_r - 1 >= tok.token:
+            self.waiting_tok = None
+            self.round_accepted = tok.round
+            self.holding = True
+            self._timer("pass", now + self.tm.tau_t)
+
+    def pass_token(self, now: int) -> None:
+        if not self.holding:
+            return
+        nxt = self.next_live()
+        if nxt is None:
+            self._timer("pass", now + self.tm.tau_t)
+            return
+        r = self.receiver
+        tok = wire.SecToken(r.stripe, r.epoch, self.ring, r.t_r - 1, self.me, nxt, self.round_accepted + 1)
+        self._send(tok, now)
+
+    def _send(self, tok: wire.SecToken, now: int) -> None:
+        self.core.multicast(self.receiver.stripe, tok)
+        self.passes += 1
+        self.core.emit(Event(Kind.SECONDARY_TOKEN, gseq=self.receiver.next_gseq - 1, detail={
+            "stripe": tok.stripe, "ring": self.ring, "token": tok.token, "round": tok.round, "next": tok.next_holder}))
+        self.holding = False
+        self.last_sent = tok
+        self.pass_attempts = 0
+        self._timer("wait", now + self.tm.tau_t + self.tm.tau_r + self.tm.dn)
+
+    def on_wait(self, now: int) -> None:
+        tok = self.last_sent
+        if tok is None:
+            return
+        self.pass_attempts += 1
+        if self.pass_attempts > self.tm.k_r:
+            self.reporter.report(tok.stripe, self.receiver.epoch, tok.next_holder, wire.REASON_SECONDARY,
+                                 tok.token, now, ring=self.ring)
+            self.suspects.add(tok.next_holder)
+            nxt = self.next_live()
+            if nxt is None:
+                self.last_sent = None
+                self.holding = True
+                self.round_accepted = tok.round - 1
+                self._timer("pass", now + self.tm.tau_t)
+                return
+            self._send(replace(tok, next_holder=nxt, token=self.receiver.t_r - 1), now)
+            return
+        self.core.send(tok, Unicast(tok.next_holder))
+        self._timer("wait", now + self.tm.tau_r)
+
+    def on_timer(self, what: str, now: int) -> None:
+        if what == "pass":
+            self.pass_token(now)
+        elif what == "wait":
+            self.on_wait(now)

@@ -1,0 +1,146 @@
+"""S_P: a primary source (seed 2.1, 4.2, 4.3).
+
+``publish`` labels a message (s, M_s) per stripe and multicasts it on the stripe's group.
+The source re-sends it every tau_r until an ack carries it (the first wait also covers one
+token period in time-driven mode, when acks come only every tau_t). After k_r unanswered
+re-sends it reports the token site it last heard of to a reformation server. When a
+reformed ring starts below the ack that carried a message (that ack died with the old
+token site), the message is sent again so the new ring acknowledges it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..core import rmp_group
+from ..events import Event, Kind
+from . import wire
+from .common import CoreBase, Timing
+from .report import Reporter
+
+# acks remembered per stripe to re-send what a reformation dropped
+ACK_MEMORY = 4096
+
+
+@dataclass
+class _Outstanding:
+    payload: bytes
+    attempts: int = 0
+
+
+class _Stripe:
+    def __init__(self, initial_site: str | None) -> None:
+        self.next_seq = 1
+        self.outstanding: dict[int, _Outstanding] = {}
+        self.acked_t: dict[int, int] = {}          # M -> ack token (recent, for reformation)
+        self.acked: set[int] = set()
+        self.acked_below = 1
+        self.epoch = 1
+        self.site = initial_site                   # token site as last heard of
+        self.highest_t = 0
+        self.payloads: dict[int, bytes] = {}       # recent acked payloads, to re-send after reformation
+
+
+class SourceCore(CoreBase):
+    def __init__(self, name: str, stripes: list[int], timing: Timing, reformers: list[str],
+                 initial_sites: dict[int, str | None] | None = None) -> None:
+        super().__init__(name)
+        self.tm = timing
+        self.reporter = Reporter(self, reformers, timing)
+        self.stripes = {k: _Stripe((initial_sites or {}).get(k)) for k in stripes}
+
+    def groups(self) -> frozenset[str]:
+        return frozenset(rmp_group(k) for k in self.stripes)
+
+    # ----------------------------------------------------------------- publishing
+    def publish(self, stripe: int, payload: bytes, now: int) -> int:
+        st = self.stripes.get(stripe)
+        if st is None:
+            raise ValueError(f"source {self.name} does not publish on stripe {stripe}")
+        seq = st.next_seq
+        st.next_seq += 1
+        st.outstanding[seq] = _Outstanding(bytes(payload))
+        self.multicast(stripe, wire.Data(stripe, self.name, seq, st.acked_below, payload), control=False)
+        self.emit(Event(Kind.SEND, self.name, seq, -1, len(payload), {"stripe": stripe}))
+        first_wait = self.tm.tau_r + (self.tm.tau_t if self.tm.time_driven else 0)
+        self.timers.set((stripe, seq), now + first_wait)
+        return seq
+
+    def _resend(self, stripe: int, seq: int, now: int) -> None:
+        st = self.stripes[stripe]
+        out = st.outstanding.get(seq)
+        if out is None:
+            return
+        out.attempts += 1
+        if out.attempts > self.tm.k_r and st.site is not None:
+            # no ack after k_r tries: the token site seems down (seed 4.3)
+            self.reporter.report(stripe, st.epoch, st.site, wire.REASON_NO_ACK, st.highest_t, now)
+        self.multicast(stripe, wire.Data(stripe, self.name, seq, st.acked_below, out.payload))
+        self.emit(Event(Kind.SRC_RETX, self.name, seq, -1, len(out.payload),
+                        {"stripe": stripe, "attempt": out.attempts}))
+        self.timers.set((stripe, seq), now + self.tm.tau_r)
+
+    # ----------------------------------------------------------------- frames in
+    def receive_datagram(self, data: bytes, src: str, now: int) -> None:
+        try:
+            frame = wire.decode(data)
+        except wire.WireError:
+            self.malformed += 1
+            return
+        if isinstance(frame, wire.Retx):
+            frame = frame.original
+        if isinstance(frame, wire.Ack):
+            self._on_ack(frame, now)
+        elif isinstance(frame, wire.NewRing):
+            self._on_new_ring(frame, now)
+        elif isinstance(frame, wire.ReportAck):
+            self.reporter.on_ack(frame, now)
+
+    def _on_ack(self, a: wire.Ack, now: int) -> None:
+        st = self.stripes.get(a.stripe)
+        if st is None or a.epoch < st.epoch and a.token > st.highest_t:
+            return
+        if a.token > st.highest_t:
+            st.highest_t = a.token
+            st.site = a.next_site
+        for i, (s, seq) in enumerate(a.msgs):
+            if s != self.name:
+                continue
+            out = st.outstanding.pop(seq, None)
+            if out is None:
+                continue
+            self.timers.cancel((a.stripe, seq))
+            st.acked_t[seq] = a.token
+            st.payloads[seq] = out.payload
+            st.acked.add(seq)
+            while st.acked_below in st.acked:
+                st.acked.discard(st.acked_below)
+                st.acked_below += 1
+            self.emit(Event(Kind.SRC_ACKED, self.name, seq, a.first_gseq + i, len(out.payload),
+                            {"stripe": a.stripe, "token": a.token}))
+        while len(st.acked_t) > ACK_MEMORY:
+            old = next(iter(st.acked_t))
+            del st.acked_t[old]
+            st.payloads.pop(old, None)
+
+    def _on_new_ring(self, nr: wire.NewRing, now: int) -> None:
+        st = self.stripes.get(nr.stripe)
+        if st is None or nr.epoch <= st.epoch:
+            return
+        st.epoch = nr.epoch
+        st.site = nr.token_site
+        st.highest_t = nr.last_t
+        for seq in [m for m, t in st.acked_t.items() if t > nr.last_t]:
+            # that ack died with the old token site: the new ring must acknowledge it again
+            del st.acked_t[seq]
+            st.outstanding[seq] = _Outstanding(st.payloads.pop(seq))
+            st.acked_below = min(st.acked_below, seq)
+            self._resend(stripe=nr.stripe, seq=seq, now=now)
+        for out in st.outstanding.values():
+            out.attempts = 0
+
+    def on_timer(self, key, now: int) -> None:
+        if key[0] == "report":
+            self.reporter.on_timer(key[1], now)
+        else:
+            self._resend(key[0], key[1], now)

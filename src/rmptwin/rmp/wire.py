@@ -1,0 +1,447 @@
+"""Every RMP frame on the wire, in one module.
+
+Header (5 bytes): magic 0xA5, version 1, type, body length (u16). The magic byte lets an
+R_T tell an RMP frame from a MoldUDP64 packet (whose first byte is an ASCII session
+character). Names are u8-length-prefixed UTF-8; numbers are big-endian.
+
+``decode(data)`` returns one of the frame dataclasses below or raises a ``WireError``
+subclass; it never raises anything else, whatever bytes it is given.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+
+MAGIC = 0xA5
+VERSION = 1
+_HEADER = struct.Struct("!BBBH")
+HEADER_SIZE = _HEADER.size
+MAX_BODY = 0xFFFF
+
+
+class WireError(ValueError):
+    """A datagram is not a well-formed RMP frame."""
+
+
+class TruncatedFrame(WireError):
+    pass
+
+
+class BadMagic(WireError):
+    pass
+
+
+class BadVersion(WireError):
+    pass
+
+
+class UnknownType(WireError):
+    pass
+
+
+class LengthMismatch(WireError):
+    pass
+
+
+class BadText(WireError):
+    pass
+
+
+class BadField(WireError):
+    pass
+
+
+# frame type codes
+DATA, ACK, NULL_TOKEN, NACK, RETX, REPORT, REPORT_ACK, INVITE, JOIN, JOIN_ACK, NEW_RING, SEC_TOKEN = range(1, 13)
+TYPE_NAMES = {
+    DATA: "DATA", ACK: "ACK", NULL_TOKEN: "NULL_TOKEN", NACK: "NACK", RETX: "RETX", REPORT: "REPORT",
+    REPORT_ACK: "REPORT_ACK", INVITE: "INVITE", JOIN: "JOIN", JOIN_ACK: "JOIN_ACK", NEW_RING: "NEW_RING",
+    SEC_TOKEN: "SEC_TOKEN",
+}
+
+# what a NACK asks for
+WANT_ACKS = 1      # acks with token numbers lo..hi
+WANT_MSGS = 2      # source messages (src, lo..hi)
+WANT_ACK_OF = 3    # the acks that acknowledged (src, lo..hi)
+
+# why a failure is reported
+REASON_NO_ACK = 1          # a source got no acknowledgement
+REASON_TOKEN_LOST = 2      # the next site never accepted the token
+REASON_NO_ANSWER = 3       # a retransmission server did not answer
+REASON_MISSING_TOKEN = 4   # time-driven: the scheduled token pass never came
+REASON_SECONDARY = 5       # a secondary ring member stopped passing its token
+REASONS = {REASON_NO_ACK, REASON_TOKEN_LOST, REASON_NO_ANSWER, REASON_MISSING_TOKEN, REASON_SECONDARY}
+
+
+# ----------------------------------------------------------------------------- frames
+
+
+@dataclass(frozen=True, slots=True)
+class Data:
+    """Source message (src, src_seq) on a stripe. ``acked_below``: every M < it has been
+    acknowledged as far as the source knows (lets receivers spot a missed ack)."""
+
+    stripe: int
+    src: str
+    src_seq: int
+    acked_below: int
+    payload: bytes
+    TYPE_NAME = "DATA"
+
+
+@dataclass(frozen=True, slots=True)
+class Ack:
+    """Token pass t: acknowledges ``msgs`` with global sequence numbers first_gseq.., is the
+    ack to the previous site and passes the token to ``next_site``. No messages: a null token."""
+
+    stripe: int
+    epoch: int
+    token: int
+    first_gseq: int
+    ts_ns: int
+    token_site: str
+    next_site: str
+    msgs: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def TYPE_NAME(self) -> str:  # noqa: N802 - read like the class constants of the other frames
+        return "ACK" if self.msgs else "NULL_TOKEN"
+
+    @property
+    def last_gseq(self) -> int:
+        """Last gseq it assigns (first_gseq - 1 for a null token)."""
+        return self.first_gseq + len(self.msgs) - 1
+
+
+@dataclass(frozen=True, slots=True)
+class Nack:
+    stripe: int
+    epoch: int
+    requester: str
+    want: int
+    lo: int
+    hi: int
+    src: str = ""
+    TYPE_NAME = "NACK"
+
+
+@dataclass(frozen=True, slots=True)
+class Retx:
+    """A retransmission: carries the original DATA or ACK/NULL_TOKEN frame."""
+
+    stripe: int
+    original: Data | Ack
+    TYPE_NAME = "RETX"
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    stripe: int
+    epoch: int
+    reporter: str
+    suspect: str
+    reason: int
+    token: int
+    ring: str = ""
+    TYPE_NAME = "REPORT"
+
+
+@dataclass(frozen=True, slots=True)
+class ReportAck:
+    stripe: int
+    epoch: int
+    reporter: str
+    TYPE_NAME = "REPORT_ACK"
+
+
+@dataclass(frozen=True, slots=True)
+class Invite:
+    stripe: int
+    epoch: int          # the epoch of the ring being formed
+    reformer: str
+    TYPE_NAME = "INVITE"
+
+
+@dataclass(frozen=True, slots=True)
+class Join:
+    """Answer to an INVITE (or, with ``recovering``, a request to join). ``have`` is the last
+    acknowledgement the member holds with all its messages (t_r - 1); ``next_gseq`` follows it."""
+
+    stripe: int
+    epoch: int
+    member: str
+    have: int
+    next_gseq: int
+    recovering: bool = False
+    TYPE_NAME = "JOIN"
+
+
+@dataclass(frozen=True, slots=True)
+class JoinAck:
+    stripe: int
+    epoch: int
+    member: str
+    TYPE_NAME = "JOIN_ACK"
+
+
+@dataclass(frozen=True, slots=True)
+class NewRing:
+    """A reformed ring. Members lacking acks up to ``last_t`` get them from ``recovery_site``;
+    the token site sends ack last_t + 1 next. ``start_t`` is the policy's starting number."""
+
+    stripe: int
+    epoch: int
+    start_t: int
+    last_t: int
+    next_gseq: int
+    ts_ns: int
+    token_site: str
+    recovery_site: str
+    members: tuple[str, ...] = field(default_factory=tuple)
+    TYPE_NAME = "NEW_RING"
+
+
+@dataclass(frozen=True, slots=True)
+class SecToken:
+    """Secondary ring token numbered like the primary tokens: the holder has every ack and
+    message up to ``token``."""
+
+    stripe: int
+    epoch: int
+    ring: str
+    token: int
+    holder: str
+    next_holder: str
+    round: int
+    TYPE_NAME = "SEC_TOKEN"
+
+
+Frame = Data | Ack | Nack | Retx | Report | ReportAck | Invite | Join | JoinAck | NewRing | SecToken
+
+
+def type_name(frame: Frame) -> str:
+    return frame.TYPE_NAME
+
+
+# ----------------------------------------------------------------------------- encoding
+
+_H = struct.Struct("!H")
+_I = struct.Struct("!I")
+_Q = struct.Struct("!q")
+_B = struct.Struct("!B")
+
+
+class _Writer:
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+
+    def u8(self, v: int) -> "_Writer":
+        self.parts.append(_B.pack(v))
+        return self
+
+    def u16(self, v: int) -> "_Writer":
+        self.parts.append(_H.pack(v))
+        return self
+
+    def u32(self, v: int) -> "_Writer":
+        self.parts.append(_I.pack(v))
+        return self
+
+    def i64(self, v: int) -> "_Writer":
+        self.parts.append(_Q.pack(v))
+        return self
+
+    def text(self, s: str) -> "_Writer":
+        b = s.encode("utf-8")
+        if len(b) > 255:
+            raise ValueError(f"name too long for the wire: {s[:20]!r}...")
+        self.parts.append(_B.pack(len(b)) + b)
+        return self
+
+    def raw(self, b: bytes) -> "_Writer":
+        self.parts.append(bytes(b))
+        return self
+
+    def body(self) -> bytes:
+        return b"".join(self.parts)
+
+
+def _type_code(frame: Frame) -> int:
+    if isinstance(frame, Ack):
+        return ACK if frame.msgs else NULL_TOKEN
+    return _CODES[type(frame)]
+
+
+def encode(frame: Frame) -> bytes:
+    w = _Writer()
+    if isinstance(frame, Data):
+        w.u16(frame.stripe).text(frame.src).i64(frame.src_seq).i64(frame.acked_below).raw(frame.payload)
+    elif isinstance(frame, Ack):
+        w.u16(frame.stripe).u32(frame.epoch).i64(frame.token).i64(frame.first_gseq).i64(frame.ts_ns)
+        w.text(frame.token_site).text(frame.next_site).u16(len(frame.msgs))
+        for src, seq in frame.msgs:
+            w.text(src).i64(seq)
+    elif isinstance(frame, Nack):
+        w.u16(frame.stripe).u32(frame.epoch).text(frame.requester).u8(frame.want).i64(frame.lo).i64(frame.hi)
+        w.text(frame.src)
+    elif isinstance(frame, Retx):
+        w.u16(frame.stripe).raw(encode(frame.original))
+    elif isinstance(frame, Report):
+        w.u16(frame.stripe).u32(frame.epoch).text(frame.reporter).text(frame.suspect).u8(frame.reason)
+        w.i64(frame.token).text(frame.ring)
+    elif isinstance(frame, ReportAck):
+        w.u16(frame.stripe).u32(frame.epoch).text(frame.reporter)
+    elif isinstance(frame, Invite):
+        w.u16(frame.stripe).u32(frame.epoch).text(frame.reformer)
+    elif isinstance(frame, Join):
+        w.u16(frame.stripe).u32(frame.epoch).text(frame.member).i64(frame.have).i64(frame.next_gseq)
+        w.u8(1 if frame.recovering else 0)
+    elif isinstance(frame, JoinAck):
+        w.u16(frame.stripe).u32(frame.epoch).text(frame.member)
+    elif isinstance(frame, NewRing):
+        w.u16(frame.stripe).u32(frame.epoch).i64(frame.start_t).i64(frame.last_t).i64(frame.next_gseq)
+        w.i64(frame.ts_ns).text(frame.token_site).text(frame.recovery_site).u16(len(frame.members))
+        for m in frame.members:
+            w.text(m)
+    elif isinstance(frame, SecToken):
+        w.u16(frame.stripe).u32(frame.epoch).text(frame.ring).i64(frame.token).text(frame.holder)
+        w.text(frame.next_holder).i64(frame.round)
+    else:
+        raise TypeError(f"not an RMP frame: {type(frame).__name__}")
+    body = w.body()
+    if len(body) > MAX_BODY:
+        raise ValueError(f"{type_name(frame)} frame body of {len(body)} bytes exceeds {MAX_BODY}")
+    return _HEADER.pack(MAGIC, VERSION, _type_code(frame), len(body)) + body
+
+
+# ----------------------------------------------------------------------------- decoding
+
+
+class _Reader:
+    def __init__(self, data: bytes, name: str) -> None:
+        self.data = data
+        self.pos = 0
+        self.name = name
+
+    def _take(self, n: int) -> bytes:
+        if self.pos + n > len(self.data):
+            raise TruncatedFrame(f"{self.name} frame truncated at byte {self.pos} (needs {n} more)")
+        b = self.data[self.pos:self.pos + n]
+        self.pos += n
+        return b
+
+    def u8(self) -> int:
+        return self._take(1)[0]
+
+    def u16(self) -> int:
+        return _H.unpack(self._take(2))[0]
+
+    def u32(self) -> int:
+        return _I.unpack(self._take(4))[0]
+
+    def i64(self) -> int:
+        return _Q.unpack(self._take(8))[0]
+
+    def text(self) -> str:
+        n = self.u8()
+        raw = self._take(n)
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise BadText(f"{self.name} frame has a name that is not UTF-8") from None
+
+    def rest(self) -> bytes:
+        b = self.data[self.pos:]
+        self.pos = len(self.data)
+        return b
+
+    def end(self) -> None:
+        if self.pos != len(self.data):
+            raise LengthMismatch(f"{self.name} frame has {len(self.data) - self.pos} stray bytes")
+
+
+def _decode_body(code: int, r: _Reader, depth: int) -> Frame:
+    if code == DATA:
+        return Data(r.u16(), r.text(), r.i64(), r.i64(), r.rest())
+    if code in (ACK, NULL_TOKEN):
+        stripe, epoch, token, first, ts = r.u16(), r.u32(), r.i64(), r.i64(), r.i64()
+        site, nxt, n = r.text(), r.text(), r.u16()
+        if (n == 0) != (code == NULL_TOKEN):
+            raise BadField("ACK must carry messages and NULL_TOKEN none")
+        msgs = tuple((r.text(), r.i64()) for _ in range(n))
+        r.end()
+        return Ack(stripe, epoch, token, first, ts, site, nxt, msgs)
+    if code == NACK:
+        f = Nack(r.u16(), r.u32(), r.text(), r.u8(), r.i64(), r.i64(), r.text())
+        if f.want not in (WANT_ACKS, WANT_MSGS, WANT_ACK_OF):
+            raise BadField(f"NACK asks for unknown kind {f.want}")
+        if f.hi < f.lo:
+            raise BadField("NACK range is empty (hi < lo)")
+    elif code == RETX:
+        stripe = r.u16()
+        if depth > 0:
+            raise BadField("RETX inside RETX")
+        inner = _decode(r.rest(), depth + 1)
+        if not isinstance(inner, (Data, Ack)):
+            raise BadField(f"RETX carries {type_name(inner)}, expected DATA or ACK")
+        return Retx(stripe, inner)
+    elif code == REPORT:
+        f = Report(r.u16(), r.u32(), r.text(), r.text(), r.u8(), r.i64(), r.text())
+        if f.reason not in REASONS:
+            raise BadField(f"REPORT has unknown reason {f.reason}")
+    elif code == REPORT_ACK:
+        f = ReportAck(r.u16(), r.u32(), r.text())
+    elif code == INVITE:
+        f = Invite(r.u16(), r.u32(), r.text())
+    elif code == JOIN:
+        stripe, epoch, member, have, nxt, flag = r.u16(), r.u32(), r.text(), r.i64(), r.i64(), r.u8()
+        if flag > 1:
+            raise BadField("JOIN recovering flag must be 0 or 1")
+        f = Join(stripe, epoch, member, have, nxt, bool(flag))
+    elif code == JOIN_ACK:
+        f = JoinAck(r.u16(), r.u32(), r.text())
+    elif code == NEW_RING:
+        head = (r.u16(), r.u32(), r.i64(), r.i64(), r.i64(), r.i64(), r.text(), r.text())
+        n = r.u16()
+        f = NewRing(*head, tuple(r.text() for _ in range(n)))
+        if not f.members:
+            raise BadField("NEW_RING has no members")
+    elif code == SEC_TOKEN:
+        f = SecToken(r.u16(), r.u32(), r.text(), r.i64(), r.text(), r.text(), r.i64())
+    else:  # pragma: no cover - the caller checked the code
+        raise UnknownType(f"unknown RMP frame type {code}")
+    r.end()
+    return f
+
+
+def _decode(data: bytes, depth: int) -> Frame:
+    if len(data) < HEADER_SIZE:
+        raise TruncatedFrame(f"RMP frame of {len(data)} bytes is shorter than its {HEADER_SIZE}-byte header")
+    magic, version, code, length = _HEADER.unpack_from(data)
+    if magic != MAGIC:
+        raise BadMagic(f"first byte 0x{magic:02x} is not the RMP magic 0x{MAGIC:02x}")
+    if version != VERSION:
+        raise BadVersion(f"RMP version {version}, expected {VERSION}")
+    if code not in TYPE_NAMES:
+        raise UnknownType(f"unknown RMP frame type {code}")
+    if len(data) - HEADER_SIZE != length:
+        raise LengthMismatch(
+            f"{TYPE_NAMES[code]} frame header says {length} body bytes, datagram has {len(data) - HEADER_SIZE}"
+        )
+    return _decode_body(code, _Reader(bytes(data[HEADER_SIZE:]), TYPE_NAMES[code]), depth)
+
+
+def decode(data: bytes) -> Frame:
+    """One RMP frame from a datagram; raises WireError (a subclass) if malformed."""
+    return _decode(data, 0)
+
+
+def is_rmp(data: bytes) -> bool:
+    return len(data) > 0 and data[0] == MAGIC
+
+
+_CODES = {
+    Data: DATA, Nack: NACK, Retx: RETX, Report: REPORT, ReportAck: REPORT_ACK, Invite: INVITE,
+    Join: JOIN, JoinAck: JOIN_ACK, NewRing: NEW_RING, SecToken: SEC_TOKEN,
+}

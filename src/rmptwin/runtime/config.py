@@ -1,0 +1,42 @@
+"""What a node process needs to know, as one JSON file in the run directory.
+
+The resolved experiment and topology travel inside it (not as paths), so a node in a
+container sees exactly the spec the runner loaded, wherever the YAML files live.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ..spec import Experiment, LoadedExperiment, Topology
+
+
+@dataclass
+class NodeConfig:
+    experiment: dict
+    topology: dict
+    experiment_file: str
+    seed: int
+    hosts: dict[str, str]          # host name -> IP
+    log_dir: str
+    t0_ns: int | None = None       # None: wait for "GO <t0>" on stdin
+
+    @classmethod
+    def for_run(cls, loaded: LoadedExperiment, seed: int, hosts: dict[str, str], log_dir: Path,
+                t0_ns: int | None = None) -> "NodeConfig":
+        m = loaded.to_manifest()
+        return cls(m["experiment"], m["topology"], m["experiment_file"], seed, dict(hosts), str(log_dir), t0_ns)
+
+    def loaded(self) -> LoadedExperiment:
+        return LoadedExperiment(experiment=Experiment.model_validate(self.experiment),
+                                topology=Topology.model_validate(self.topology), path=Path(self.experiment_file))
+
+    def write(self, path: Path) -> Path:
+        path.write_text(json.dumps(asdict(self), indent=1))
+        return path
+
+    @classmethod
+    def read(cls, path: str | Path) -> "NodeConfig":
+        return cls(**json.loads(Path(path).read_text()))

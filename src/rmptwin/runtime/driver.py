@@ -1,0 +1,253 @@
+"""One asyncio driver per role around a sans-IO core (aioquic style), on real UDP sockets.
+
+The driver owns three sockets bound to the well-known ports of ``rmptwin.addressing``:
+RMP_PORT (the stripes' global groups and unicast RMP control), REGION_PORT (MoldUDP64
+remulticast and retransmissions to customers), REREQUEST_PORT (MoldUDP64 re-requests).
+A core's groups are joined on the socket of their port; what a core sends goes to the
+port its bytes belong to: RMP frames start with 0xA5, a MoldUDP64 re-request is a bare
+20-byte header, other MoldUDP64 packets carry an ``RMPT`` session.
+
+Time: ``true`` ns since the run's start (CLOCK_REALTIME minus t0, the same clock for every
+node on this kernel) stamps events; the core sees its own clock (offset and drift from
+``experiment.clocks``), exactly as in the simulator.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import socket
+import struct
+import time
+from typing import Callable
+
+from ..addressing import REGION_PORT, REREQUEST_PORT, RMP_PORT, group_ip
+from ..core import Group, Unicast
+from ..rmp.moldudp64 import is_request
+from ..spec import Clock
+from .eventlog import EventWriter
+
+RMP_MAGIC = 0xA5
+SOCKET_BUFFER = 4 << 20
+MAX_READS_PER_WAKEUP = 256
+
+
+def port_for_group(name: str) -> int:
+    return REGION_PORT if name.startswith("region/") else RMP_PORT
+
+
+def port_for_datagram(data: bytes) -> int:
+    """The port a unicast datagram goes to, from its first bytes."""
+    if data[:1] == bytes([RMP_MAGIC]):
+        return RMP_PORT
+    if is_request(data):
+        return REREQUEST_PORT
+    if data[:4] == b"RMPT":
+        return REGION_PORT
+    return RMP_PORT
+
+
+class LocalClock:
+    """Maps true run time to a node's local clock and back (offset + drift)."""
+
+    def __init__(self, clock: Clock | None) -> None:
+        self.off = round(clock.offset_ms * 1e6) if clock else 0
+        self.k = clock.drift_ppm * 1e-6 if clock else 0.0
+
+    def local(self, t: int) -> int:
+        return t + self.off + (round(t * self.k) if self.k else 0)
+
+    def true(self, local: int) -> int:
+        if not self.k:
+            return local - self.off
+        return round((local - self.off) / (1.0 + self.k))
+
+
+def _udp_socket(ip: str, port: int) -> socket.socket:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    for opt in (socket.SO_RCVBUF, socket.SO_SNDBUF):
+        try:
+            s.setsockopt(socket.SOL_SOCKET, opt, SOCKET_BUFFER)
+        except OSError:
+            pass
+    s.bind(("0.0.0.0", port))
+    s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 32)
+    s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_LOOP, 0)
+    s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton(ip))
+    s.setblocking(False)
+    return s
+
+
+class NodeDriver:
+    """Runs one core on this host's sockets until ``stop()``."""
+
+    def __init__(self, core, name: str, role: str, hosts: dict[str, str], t0_ns: int,
+                 log: EventWriter, clock: Clock | None = None) -> None:
+        self.core = core
+        self.name = name
+        self.role = role
+        self.hosts = hosts
+        self.ip = hosts[name]
+        self.ip_names = {ip: n for n, ip in hosts.items()}
+        self.t0 = t0_ns
+        self.clock = LocalClock(clock)
+        self.log = log
+        self.socks: dict[int, socket.socket] = {}
+        self.joined: set[str] = set()
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_local: int | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.sent = 0
+        self.received = 0
+        self.send_errors = 0
+        self.unknown_src = 0
+
+    # ------------------------------------------------------------------ sockets
+
+    def open(self) -> None:
+        """Bind the ports and join the core's initial groups (before the run starts, so
+        IGMP joins reach the controller before any data flows)."""
+        for port in (RMP_PORT, REGION_PORT, REREQUEST_PORT):
+            self.socks[port] = _udp_socket(self.ip, port)
+        self._sync_groups()
+
+    def _membership(self, name: str, join: bool) -> None:
+        mreq = struct.pack("4s4s", socket.inet_aton(group_ip(name)), socket.inet_aton(self.ip))
+        opt = socket.IP_ADD_MEMBERSHIP if join else socket.IP_DROP_MEMBERSHIP
+        try:
+            self.socks[port_for_group(name)].setsockopt(socket.IPPROTO_IP, opt, mreq)
+        except OSError as e:
+            if not (join and e.errno == errno.EADDRINUSE):  # already joined: fine
+                raise
+
+    def _sync_groups(self) -> None:
+        want = set(self.core.groups())
+        if want == self.joined:
+            return
+        for g in sorted(want - self.joined):
+            self._membership(g, True)
+        for g in sorted(self.joined - want):
+            self._membership(g, False)
+        self.joined = want
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        for port, s in self.socks.items():
+            if self.loop is not None:
+                try:
+                    self.loop.remove_reader(s.fileno())
+                except (ValueError, OSError):
+                    pass
+            s.close()
+        self.socks.clear()
+
+    # ------------------------------------------------------------------ time
+
+    def true_now(self) -> int:
+        return time.time_ns() - self.t0
+
+    # ------------------------------------------------------------------ the loop
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Call at true time ~0 inside the running loop."""
+        self.loop = loop
+        for port, s in self.socks.items():
+            loop.add_reader(s.fileno(), self._readable, s)
+        self.after(self.true_now())
+
+    def _readable(self, sock: socket.socket) -> None:
+        core = self.core
+        for _ in range(MAX_READS_PER_WAKEUP):
+            try:
+                data, (ip, _port) = sock.recvfrom(65535)
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError:
+                break  # e.g. ICMP port unreachable reported on this socket
+            src = self.ip_names.get(ip)
+            if src is None or src == self.name:
+                self.unknown_src += src is None
+                continue
+            self.received += 1
+            t = self.true_now()
+            core.receive_datagram(data, src, self.clock.local(t))
+            self.after(t)
+
+    def _fire(self) -> None:
+        self._timer = None
+        fired, self._timer_local = self._timer_local, None
+        t = self.true_now()
+        self.core.handle_timer(self.clock.local(t))
+        self.after(t, fired)
+
+    def after(self, t: int, fired: int | None = None) -> None:
+        """Collect what the core produced after a call at true time ``t``."""
+        core = self.core
+        self._sync_groups()
+        for data, dest in core.datagrams_to_send(self.clock.local(t)):
+            self._send(data, dest)
+        ev = core.next_event()
+        while ev is not None:
+            self.log.add(t, self.name, self.role, ev)
+            ev = core.next_event()
+        deadline = core.get_timer()
+        if deadline is not None and deadline == fired:
+            deadline = None  # re-arming the deadline just handled would spin
+        if deadline != self._timer_local:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            self._timer_local = deadline
+            if deadline is not None and self.loop is not None:
+                delay = max(0, self.clock.true(deadline) - self.true_now()) / 1e9
+                self._timer = self.loop.call_later(delay, self._fire)
+
+    def _send(self, data: bytes, dest) -> None:
+        if isinstance(dest, Group):
+            port = port_for_group(dest.name)
+            addr = (group_ip(dest.name), port)
+        elif isinstance(dest, Unicast):
+            ip = self.hosts.get(dest.node)
+            if ip is None:
+                self.send_errors += 1
+                return
+            port = port_for_datagram(data)
+            addr = (ip, port)
+        else:
+            self.send_errors += 1
+            return
+        try:
+            self.socks[port].sendto(data, addr)
+            self.sent += 1
+        except (BlockingIOError, InterruptedError):
+            self.send_errors += 1  # a full socket buffer drops like a full queue
+        except OSError:
+            self.send_errors += 1  # unreachable peer (e.g. crashed): UDP loses it
+
+    def schedule_publications(self, pubs: list, end: Callable[[], None] | None = None) -> None:
+        """Feed ``workload.Publish`` items (this source's) to ``core.publish`` at their times."""
+        it = iter(pubs)
+        loop = self.loop
+
+        def fire(p) -> None:
+            t = self.true_now()
+            self.core.publish(p.stripe, p.payload, self.clock.local(t))
+            self.after(t)
+            nxt(t)
+
+        def nxt(t: int) -> None:
+            # Publish every item already due in this wakeup, then sleep until the next one.
+            for p in it:
+                if p.t_ns <= t:
+                    self.core.publish(p.stripe, p.payload, self.clock.local(t))
+                    continue
+                self.after(t)
+                loop.call_later((p.t_ns - self.true_now()) / 1e9, fire, p)
+                return
+            self.after(t)
+            if end is not None:
+                end()
+
+        nxt(self.true_now())

@@ -1,0 +1,120 @@
+"""One node of an emulated run: ``python -m rmptwin.runtime.node CONFIG NAME [--recovering N]``.
+
+Started by the runner inside the node's own host (container or namespace). It builds the
+host's core through ``rmptwin.roles.build_core`` (the same per-host RNG as the simulator),
+binds its sockets and joins its groups, prints ``READY``, then waits for ``GO <t0_ns>`` on
+stdin (a recovering node is given t0 in the config and starts at once). It runs until
+t0 + the experiment's duration, logging events to ``<log_dir>/<name>.<incarnation>.jsonl``,
+then prints ``DONE <counters>`` and exits. SIGTERM ends it early with the log flushed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+from ..errors import UserError
+from .config import NodeConfig
+
+FLUSH_EVERY_S = 0.2
+
+
+def _say(msg: str) -> None:
+    sys.stdout.write(msg + "\n")
+    sys.stdout.flush()
+
+
+async def _run(cfg: NodeConfig, name: str, incarnation: int) -> dict:
+    from ..roles import build_core
+    from ..workload import schedule
+    from .driver import NodeDriver
+    from .eventlog import EventWriter
+
+    loaded = cfg.loaded()
+    host = loaded.topology.host(name)
+    recovering = incarnation > 0
+    tag = f"recover{incarnation}" if recovering else "start"
+    rng = random.Random(f"{cfg.seed}:host:{name}:{tag}")
+    core = build_core(host, loaded, rng, recovering=recovering)
+    log = EventWriter(Path(cfg.log_dir) / f"{name}.{incarnation}.jsonl")
+    t0 = cfg.t0_ns
+    driver = NodeDriver(core, name, host.role, cfg.hosts, t0 or 0, log, loaded.experiment.clocks.get(name))
+    driver.open()
+    loop = asyncio.get_running_loop()
+    go: asyncio.Future = loop.create_future()
+    stop: asyncio.Future = loop.create_future()
+
+    def settle(fut: asyncio.Future, value) -> None:
+        if not fut.done():
+            fut.set_result(value)
+
+    def control() -> None:
+        """The runner's line protocol on stdin (see runtime.runner)."""
+        for line in sys.stdin:
+            cmd = line.split()
+            if cmd[:1] == ["GO"] and len(cmd) == 2 and cmd[1].isdigit():
+                loop.call_soon_threadsafe(settle, go, int(cmd[1]))
+            elif cmd == ["CRASH"]:
+                os._exit(137)  # a crash: no flush, no goodbye
+            elif cmd == ["STOP"]:
+                loop.call_soon_threadsafe(settle, stop, "stop")
+        loop.call_soon_threadsafe(settle, go, None)
+        loop.call_soon_threadsafe(settle, stop, "eof")
+
+    threading.Thread(target=control, daemon=True).start()
+    _say("READY")
+    if t0 is None:
+        t0 = await go
+        if t0 is None:
+            raise UserError(f"node {name}: stdin closed before 'GO <t0_ns>'")
+        driver.t0 = t0
+    end_ns = round(loaded.experiment.duration_s * 1e9)
+    # Start at true time 0 exactly (or at once when recovering mid-run).
+    await asyncio.sleep(max(0.0, (t0 - time.time_ns()) / 1e9))
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, settle, stop, "signal")
+    driver.start(loop)
+    if host.role == "source":
+        now = driver.true_now()
+        pubs = [p for p in schedule(loaded, cfg.seed) if p.source == name and p.t_ns >= now]
+        driver.schedule_publications(pubs)
+
+    def flush() -> None:
+        log.flush()
+        if not stop.done():
+            loop.call_later(FLUSH_EVERY_S, flush)
+    flush()
+    loop.call_later(max(0.0, (end_ns - driver.true_now()) / 1e9), settle, stop, "end")
+    reason = await stop
+    driver.close()
+    log.close()
+    return {"reason": reason, "sent": driver.sent, "received": driver.received, "events": log.count,
+            "send_errors": driver.send_errors, "malformed": getattr(core, "malformed", 0)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="rmptwin.runtime.node")
+    ap.add_argument("config")
+    ap.add_argument("name")
+    ap.add_argument("--incarnation", type=int, default=0, help="0: first start; n > 0: n-th recovery")
+    args = ap.parse_args(argv)
+    try:
+        cfg = NodeConfig.read(args.config)
+        counters = asyncio.run(_run(cfg, args.name, args.incarnation))
+    except UserError as e:
+        sys.stderr.write(f"rmptwin node {args.name}: {e}\n")
+        return 2
+    _say("DONE " + json.dumps(counters, separators=(",", ":")))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,298 @@
+"""`rmptwin run`: an experiment on the emulated network, every role its own process.
+
+Brings the network up (``EmulatedNetwork``: Mininet + OVS + the controller, Docker or
+namespace hosts; or the flat bridge network), starts ``rmptwin.runtime.node`` in every
+host, waits until all have bound their sockets and joined their groups, starts the packet
+captures, releases everyone at the same instant t0, applies the fault schedule while a
+progress bar runs, then collects and merges the node logs and tears everything down.
+The run directory has the same layout and summary.json keys as `rmptwin sim`, plus pcaps/.
+
+Node control is a line protocol on the node's stdin (works the same through mnexec and
+through a container): ``GO <t0_ns>`` starts it, ``CRASH`` makes it exit at once without
+flushing (a crash fault), ``STOP`` ends it cleanly; EOF (the runner died) stops it too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import pyarrow as pa
+
+from ..errors import UserError
+from ..events import DROP_SCHEMA, LINK_COUNT_SCHEMA, Event, Kind
+from ..spec import LoadedExperiment
+from .config import NodeConfig
+from .eventlog import EventWriter, merge_logs
+
+REPO = Path(__file__).resolve().parents[3]
+SETTLE_S = 1.5           # between the last READY and t0: IGMP joins reach the controller, flows land
+READY_TIMEOUT_S = 180.0  # dozens of Python processes importing on two cores
+CAPTURE_PORTS = "udp"    # everything UDP: RMP, remulticast and re-requests
+
+
+@dataclass
+class NodeProc:
+    name: str
+    role: str
+    incarnation: int
+    proc: subprocess.Popen
+    lines: "queue.Queue[str]" = field(default_factory=queue.Queue)
+    done: dict | None = None
+
+    def send(self, line: str) -> None:
+        try:
+            self.proc.stdin.write((line + "\n").encode())
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            pass
+
+
+def _pump(np: NodeProc) -> None:
+    for raw in iter(np.proc.stdout.readline, b""):
+        line = raw.decode(errors="replace").strip()
+        if line.startswith("DONE "):
+            try:
+                np.done = json.loads(line[5:])
+            except ValueError:
+                np.done = {}
+        np.lines.put(line)
+    np.lines.put("EOF")
+
+
+def _wait_line(np: NodeProc, want: str, deadline: float, err_path: Path) -> None:
+    while True:
+        try:
+            line = np.lines.get(timeout=max(0.01, deadline - time.monotonic()))
+        except queue.Empty:
+            raise UserError(f"node {np.name} did not start within {READY_TIMEOUT_S:.0f} s; see {err_path}") from None
+        if line == want:
+            return
+        if line == "EOF":
+            tail = err_path.read_text(errors="replace").strip().splitlines()[-1:] if err_path.exists() else []
+            raise UserError(f"node {np.name} exited at start ({tail[0] if tail else 'no message'}); see {err_path}")
+
+
+class Run:
+    """One emulated run; ``execute()`` does everything and returns the summary."""
+
+    def __init__(self, loaded: LoadedExperiment, seed: int, run_dir: Path, nodes: str = "docker",
+                 impair: str = "auto", capture: list[str] | None = None,
+                 progress: Callable[[float, str], None] | None = None, settle_s: float = SETTLE_S) -> None:
+        self.loaded = loaded
+        self.exp = loaded.experiment
+        self.seed = seed
+        self.run_dir = run_dir.resolve()
+        self.nodes_mode = nodes
+        self.impair = impair
+        self.capture = capture if capture is not None else default_capture(loaded)
+        self.progress = progress or (lambda frac, msg: None)
+        self.settle_s = settle_s
+        self.procs: dict[str, NodeProc] = {}
+        self.captures: list[subprocess.Popen] = []
+        self.node_dir = self.run_dir / "nodes"
+        self.t0: int | None = None
+        self.net = None
+        self.faults_applied: list[dict] = []
+
+    # ------------------------------------------------------------------ network
+
+    def _network(self):
+        if self.nodes_mode == "flat":
+            from .flatnet import FlatNetwork
+
+            bad = [f for f in self.exp.faults if f.action in ("link_down", "link_up", "loss")]
+            if bad:
+                raise UserError(f"fault '{bad[0].action}' needs link impairment; run with --nodes ns or docker")
+            return FlatNetwork(self.loaded.topology, tag=str(os.getpid() % 100000))
+        from ..emulation.network import EmulatedNetwork
+
+        mounts = [(str(REPO), str(REPO), "ro"), (str(self.run_dir), str(self.run_dir), "rw")]
+        return EmulatedNetwork(self.loaded.topology, nodes=self.nodes_mode, impair=self.impair, seed=self.seed,
+                               mounts=mounts, progress=lambda msg: self.progress(0.0, msg))
+
+    # ------------------------------------------------------------------ nodes
+
+    def _start_node(self, name: str, config: Path, incarnation: int) -> NodeProc:
+        host = self.net.host(name)
+        err = open(self.node_dir / f"{name}.{incarnation}.stderr", "wb")
+        env = {"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "PYTHONUNBUFFERED": "1",
+               "HOME": "/tmp"}
+        cmd = [sys.executable, "-m", "rmptwin.runtime.node", str(config), name, "--incarnation", str(incarnation)]
+        proc = host.popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=env, cwd="/")
+        err.close()
+        np = NodeProc(name, self.loaded.topology.host(name).role, incarnation, proc)
+        threading.Thread(target=_pump, args=(np,), daemon=True).start()
+        return np
+
+    def _start_captures(self) -> None:
+        pcaps = self.run_dir / "pcaps"
+        pcaps.mkdir(exist_ok=True)
+        for name in self.capture:
+            host = self.net.host(name)
+            p = host.popen(["tcpdump", "-i", host.intf, "-U", "-n", "-w", str(pcaps / f"{name}.pcap"), CAPTURE_PORTS],
+                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            self.captures.append(p)
+        time.sleep(0.5 if self.captures else 0)  # tcpdump opens its socket before t0
+
+    def _stop_captures(self) -> None:
+        for p in self.captures:
+            if p.poll() is None:
+                p.terminate()
+        for p in self.captures:
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+    # ------------------------------------------------------------------ faults
+
+    def _fault(self, fault, log: EventWriter) -> None:
+        t = time.time_ns() - self.t0
+        if fault.action == "crash":
+            np = self.procs.get(fault.node)
+            if np is None or np.proc.poll() is not None:
+                return
+            np.send("CRASH")
+            log.add(t, fault.node, np.role, Event(Kind.CRASH))
+        elif fault.action == "recover":
+            old = self.procs.get(fault.node)
+            if old is not None and old.proc.poll() is None:
+                try:
+                    old.proc.wait(timeout=2)
+                except subprocess.TimeoutExpired:
+                    return  # never crashed: nothing to recover
+            inc = (old.incarnation + 1) if old else 1
+            config = NodeConfig.for_run(self.loaded, self.seed, self.hosts, self.node_dir, t0_ns=self.t0)
+            path = config.write(self.node_dir / f"config.{fault.node}.{inc}.json")
+            np = self._start_node(fault.node, path, inc)
+            self.procs[fault.node] = np
+            log.add(t, fault.node, np.role, Event(Kind.RECOVER, detail={"incarnation": inc}))
+        elif fault.action in ("link_down", "link_up"):
+            self.net.set_link(fault.link, fault.action == "link_up")
+        elif fault.action == "loss":
+            self.net.set_loss(fault.link, fault.loss)
+        self.faults_applied.append({"t_ns": t, "action": fault.action, "node": fault.node, "link": fault.link})
+
+    # ------------------------------------------------------------------ run
+
+    def execute(self) -> tuple[pa.Table, pa.Table, pa.Table]:
+        self.node_dir.mkdir(parents=True, exist_ok=True)
+        self.net = self._network()
+        try:
+            self.net.__enter__()
+            return self._run()
+        finally:
+            try:
+                self._teardown_nodes()
+            finally:
+                self.net.__exit__(None, None, None)
+
+    def _run(self) -> tuple[pa.Table, pa.Table, pa.Table]:
+        topo = self.loaded.topology
+        self.hosts = {h.name: self.net.host(h.name).ip for h in topo.hosts}
+        config = NodeConfig.for_run(self.loaded, self.seed, self.hosts, self.node_dir)
+        path = config.write(self.node_dir / "config.json")
+        self.progress(0.0, f"starting {len(topo.hosts)} nodes")
+        for h in topo.hosts:
+            self.procs[h.name] = self._start_node(h.name, path, 0)
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        for i, np in enumerate(self.procs.values()):
+            _wait_line(np, "READY", deadline, self.node_dir / f"{np.name}.0.stderr")
+            self.progress(0.0, f"nodes ready {i + 1}/{len(self.procs)}")
+        self._start_captures()
+        self.t0 = time.time_ns() + int(self.settle_s * 1e9)
+        for np in self.procs.values():
+            np.send(f"GO {self.t0}")
+        log = EventWriter(self.node_dir / "runner.jsonl")
+        duration = self.exp.duration_s
+        faults = sorted(self.exp.faults, key=lambda f: f.at_s)
+        end_ns = self.t0 + round(duration * 1e9)
+        while True:
+            now = time.time_ns()
+            if faults and now >= self.t0 + round(faults[0].at_s * 1e9):
+                self._fault(faults.pop(0), log)
+                continue
+            if now >= end_ns:
+                break
+            self.progress(max(0.0, (now - self.t0) / 1e9) / duration, "running")
+            nxt = min([end_ns] + [self.t0 + round(f.at_s * 1e9) for f in faults[:1]])
+            time.sleep(min(0.1, max(0.0, (nxt - now) / 1e9)))
+        self.progress(1.0, "collecting")
+        # Nodes stop themselves at the end; give them time to flush.
+        limit = time.monotonic() + 30
+        for np in self.procs.values():
+            try:
+                np.proc.wait(timeout=max(0.1, limit - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+        self._stop_captures()
+        log.close()
+        events, bad = merge_logs(list(self.node_dir.glob("*.jsonl")))
+        self.torn_lines = bad
+        drops = self.net.drops()
+        counts = self.net.link_counts() if hasattr(self.net, "link_counts") else LINK_COUNT_SCHEMA.empty_table()
+        return events, drops, counts
+
+    def _teardown_nodes(self) -> None:
+        for np in self.procs.values():
+            if np.proc.poll() is None:
+                np.send("STOP")
+        for np in self.procs.values():
+            try:
+                np.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                np.proc.kill()
+                np.proc.wait()
+        self._stop_captures()
+
+
+def default_capture(loaded: LoadedExperiment) -> list[str]:
+    """Customers and retransmit servers: the MoldUDP64 side of the run."""
+    return [h.name for h in loaded.topology.hosts if h.role in ("customer", "retransmit")]
+
+
+def run_experiment(loaded: LoadedExperiment, seed: int | None = None, out: Path | None = None,
+                   nodes: str = "docker", impair: str = "auto", capture: list[str] | None = None,
+                   progress: Callable[[float, str], None] | None = None) -> tuple[Path, dict]:
+    """Run ``loaded`` on the emulated network; returns (run directory, summary)."""
+    from ..results import new_run_dir, write_manifest, write_summary, write_table
+    from ..summary import summarize
+
+    if nodes not in ("docker", "ns", "flat"):
+        raise UserError(f"unknown node mode {nodes!r}; choose docker, ns or flat")
+    if os.geteuid() != 0:
+        raise UserError("rmptwin run builds an emulated network and needs root; run it as root or with sudo")
+    for name in capture or []:
+        loaded.topology.host(name) if name in {h.name for h in loaded.topology.hosts} else _bad_host(name)
+    seed = loaded.experiment.seed if seed is None else seed
+    run_dir = new_run_dir(loaded.experiment.name, out)
+    wall = time.monotonic()
+    r = Run(loaded, seed, run_dir, nodes=nodes, impair=impair, capture=capture, progress=progress)
+    events, drops, counts = r.execute()
+    write_table(run_dir, "events/events.parquet", events)
+    write_table(run_dir, "links/drops.parquet", drops if drops is not None else DROP_SCHEMA.empty_table())
+    write_table(run_dir, "links/counts.parquet", counts)
+    manifest = {**loaded.to_manifest(), "nodes": nodes, "impair": getattr(r.net, "impair", impair),
+                "faults_applied": r.faults_applied, "t0_unix_ns": r.t0,
+                "pcaps": sorted(p.name for p in (run_dir / "pcaps").glob("*.pcap"))}
+    write_manifest(run_dir, manifest, backend="emulation", seed=seed)
+    summary = summarize(events, loaded)
+    summary["runtime"] = {"wall_s": round(time.monotonic() - wall, 1), "nodes": nodes,
+                          "torn_log_lines": r.torn_lines,
+                          "node_counters": {n: np.done for n, np in r.procs.items()}}
+    write_summary(run_dir, summary)
+    return run_dir, summary
+
+
+def _bad_host(name: str):
+    raise UserError(f"--capture: no host {name!r} in the topology")

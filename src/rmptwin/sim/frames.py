@@ -1,0 +1,77 @@
+"""Name a datagram for the drop log and link counts: frame type, source, M_s, gseq.
+
+The simulator carries opaque bytes; only the ground-truth logs want to know what was
+lost. RMP frames (magic 0xA5) are decoded with ``rmptwin.rmp.wire`` when it is present;
+MoldUDP64 packets are read from their fixed header. Nothing here may raise: a frame we
+cannot name is logged as ``RMP?`` or ``OTHER``.
+"""
+
+from __future__ import annotations
+
+import struct
+
+RMP_MAGIC = 0xA5
+_MOLD = struct.Struct("!10sQH")
+_NONE = ("OTHER", "", -1, -1)
+
+_decode = None
+_decode_loaded = False
+
+
+def _wire_decode():
+    global _decode, _decode_loaded
+    if not _decode_loaded:
+        _decode_loaded = True
+        try:
+            from rmptwin.rmp import wire  # H1's frames; optional until they land
+
+            _decode = getattr(wire, "decode", None)
+        except Exception:  # noqa: BLE001 - a broken optional module must not stop a run
+            _decode = None
+    return _decode
+
+
+def _first_int(obj, names) -> int:
+    for n in names:
+        v = getattr(obj, n, None)
+        if isinstance(v, int) and not isinstance(v, bool):
+            return v
+    return -1
+
+
+def _rmp(data: bytes) -> tuple[str, str, int, int]:
+    decode = _wire_decode()
+    fallback = (f"RMP{data[2]}" if len(data) > 2 else "RMP?", "", -1, -1)
+    if decode is None:
+        return fallback
+    try:
+        frame = decode(data)
+    except Exception:  # noqa: BLE001
+        return fallback
+    inner = getattr(frame, "original", None) or getattr(frame, "frame", None)
+    name = getattr(frame, "TYPE_NAME", None) or getattr(frame, "type_name", None) or type(frame).__name__
+    name = str(name).upper().removesuffix("FRAME") or "RMP?"
+    probe = frame
+    if not hasattr(frame, "src") and inner is not None and not isinstance(inner, (bytes, bytearray)):
+        probe = inner
+    src = getattr(probe, "src", None) or getattr(probe, "source", None) or ""
+    return (
+        name,
+        src if isinstance(src, str) else "",
+        _first_int(probe, ("src_seq", "m_s", "seq")),
+        _first_int(probe, ("gseq", "first_gseq", "t", "token")),
+    )
+
+
+def describe(data: bytes) -> tuple[str, str, int, int]:
+    """(frame, src, src_seq, gseq) of a datagram, best effort and never raising."""
+    if not data:
+        return _NONE
+    if data[0] == RMP_MAGIC:
+        return _rmp(data)
+    if len(data) >= _MOLD.size:
+        session, seq, count = _MOLD.unpack_from(data)
+        if len(data) == _MOLD.size and 0 < count < 0xFFFF:
+            return ("MOLD_REQ", "", -1, seq)
+        return ("MOLD", "", -1, seq)
+    return _NONE

@@ -1,0 +1,300 @@
+"""The simulated network: switches and links of a spec ``Topology``, hosts on access links.
+
+Multicast follows ``tree.multicast_tree`` from the sender's switch to the switches of the
+group's members (scoped groups stay inside their region), so a packet dropped on a link
+is missed by the whole subtree below it: loss is correlated exactly as on a real tree.
+Unicast follows ``tree.unicast_path``. Routing is static (computed from the topology);
+a link that is down drops what is routed over it.
+
+Each link direction has its own propagation delay, uniform jitter that never reorders,
+serialization at its bandwidth behind a drop-tail queue of ``LinkParams.queue_limit()``
+packets, and its own seeded loss process. Every link direction draws from RNGs seeded by
+the run seed and its own name, so adding a link never changes another link's draws.
+
+Ground truth: one drop-log row per packet lost on a link, and per link direction and
+frame type the packets offered and dropped.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from heapq import heappush
+from typing import Callable
+
+import pyarrow as pa
+
+from ..core import Group, Unicast, group_region
+from ..events import DROP_SCHEMA, LINK_COUNT_SCHEMA
+from ..lossmodels import BernoulliLoss, make_loss
+from ..spec import Bernoulli, GilbertElliott, LinkParams, Topology
+from ..tree import multicast_tree, unicast_path
+from .frames import describe
+from .scheduler import Scheduler
+
+# Ethernet (14) + IPv4 (20) + UDP (8): what a datagram costs on the wire beyond its payload.
+HEADER_BYTES = 42
+
+DeliverFn = Callable[[int, bytes, str, int], None]  # (host index, data, sender name, t_ns)
+
+
+class LinkDir:
+    """One direction of a link: the state that delay, queueing and loss need."""
+
+    __slots__ = (
+        "link", "frm", "to", "delay_ns", "jitter_ns", "ns_per_byte", "qlimit", "loss", "loss_rng",
+        "jitter_rng", "up", "backlog", "last_arrival", "counts", "simple",
+    )
+
+    def __init__(self, link: str, frm: str, to: str, params: LinkParams, seed: int) -> None:
+        self.link, self.frm, self.to = link, frm, to
+        self.delay_ns = round(params.delay_ms * 1e6)
+        self.jitter_ns = round(params.jitter_ms * 1e6)
+        # bytes * 8 bits / (Mbit/s) = bytes * 8000 / Mbps ns
+        self.ns_per_byte = 8000.0 / params.bandwidth_mbps if params.bandwidth_mbps else 0.0
+        self.qlimit = params.queue_limit()
+        self.loss_rng = random.Random(f"{seed}:{link}:{frm}>{to}:loss")
+        self.jitter_rng = random.Random(f"{seed}:{link}:{frm}>{to}:jitter")
+        self.up = True
+        self.backlog: deque[int] = deque()  # transmission end times of queued packets
+        self.last_arrival = 0
+        self.counts: dict[str, list[int]] = {}  # frame -> [packets, dropped]
+        self.set_loss(params.loss)
+
+    def set_loss(self, model: Bernoulli | GilbertElliott) -> None:
+        proc = make_loss(model)
+        self.loss = None if isinstance(proc, BernoulliLoss) and proc.p <= 0.0 else proc
+        self._refresh()
+
+    def set_up(self, up: bool) -> None:
+        self.up = up
+        self._refresh()
+
+    def _refresh(self) -> None:
+        # The fan-out fast path handles a link that only delays.
+        self.simple = self.up and self.loss is None and not self.jitter_ns and not self.ns_per_byte
+
+
+class SimNetwork:
+    """Carries datagrams between host indices; ``deliver`` is called at arrival time."""
+
+    def __init__(self, topo: Topology, sched: Scheduler, seed: int, deliver: DeliverFn) -> None:
+        self.topo = topo
+        self.sched = sched
+        self.deliver = deliver
+        self.host_names = [h.name for h in topo.hosts]
+        self.host_index = {n: i for i, n in enumerate(self.host_names)}
+        self.host_switch = [h.switch for h in topo.hosts]
+        self.links: dict[str, tuple[LinkDir, LinkDir]] = {}
+        self.sw_link: dict[tuple[str, str], LinkDir] = {}
+        for lk in topo.links:
+            ab = LinkDir(lk.name, lk.a, lk.b, lk, seed)
+            ba = LinkDir(lk.name, lk.b, lk.a, lk, seed)
+            self.sw_link[(lk.a, lk.b)], self.sw_link[(lk.b, lk.a)] = ab, ba
+            self.links[lk.name] = (ab, ba)
+        self.host_up: list[LinkDir] = []
+        self.host_down: list[LinkDir] = []
+        for h in topo.hosts:
+            name = f"{h.name}-{h.switch}"
+            up = LinkDir(name, h.name, h.switch, h.link, seed)
+            down = LinkDir(name, h.switch, h.name, h.link, seed)
+            self.host_up.append(up)
+            self.host_down.append(down)
+            self.links[name] = (up, down)
+        self.members: dict[str, set[int]] = {}
+        self.joined: list[frozenset[str]] = [frozenset()] * len(topo.hosts)
+        self._mroutes: dict[str, dict[str, tuple | None]] = {}
+        self._uroutes: dict[tuple[str, int], tuple] = {}
+        self.drops: list[tuple] = []
+        self.deliveries = 0
+
+    # ------------------------------------------------------------------ membership and faults
+
+    def set_groups(self, host: int, groups: frozenset[str]) -> None:
+        old = self.joined[host]
+        if groups == old:
+            return
+        for g in old - groups:
+            self.members[g].discard(host)
+            self._mroutes.pop(g, None)
+        for g in groups - old:
+            self.members.setdefault(g, set()).add(host)
+            self._mroutes.pop(g, None)
+        self.joined[host] = frozenset(groups)
+
+    def _dirs(self, link: str) -> tuple[LinkDir, LinkDir]:
+        if link in self.links:
+            return self.links[link]
+        a, _, b = link.partition("-")
+        return self.links[f"{b}-{a}"]
+
+    def set_link_up(self, link: str, up: bool) -> None:
+        for d in self._dirs(link):
+            d.set_up(up)
+
+    def set_loss(self, link: str, model: Bernoulli | GilbertElliott) -> None:
+        for d in self._dirs(link):
+            d.set_loss(model)
+
+    # ------------------------------------------------------------------ routes
+    # A route is a hop: (switch, ((LinkDir, child hop), ...), ((LinkDir, host index), ...)).
+    # A packet is (data, sender index, describe(data), group or "", bytes on the wire,
+    # host index that must not receive it: the multicast sender, else -1).
+
+    def _mroute(self, group: str, root: str) -> tuple | None:
+        per_root = self._mroutes.setdefault(group, {})
+        if root in per_root:
+            return per_root[root]
+        region = group_region(group)
+        by_switch: dict[str, list[int]] = {}
+        for h in sorted(self.members.get(group, ())):
+            by_switch.setdefault(self.host_switch[h], []).append(h)
+        route = None
+        # A scoped group reaches nobody from outside its region (or if the region is unknown).
+        if region is None or root in self.topo.regions.get(region, ()):
+            tree = multicast_tree(self.topo, root, set(by_switch), region)
+            route = self._compile(root, tree.children, by_switch)
+        per_root[root] = route
+        return route
+
+    def _compile(self, switch: str, children: dict, by_switch: dict) -> tuple:
+        kids = tuple((self.sw_link[(switch, c)], self._compile(c, children, by_switch))
+                     for c in children.get(switch, ()))
+        hosts = tuple((self.host_down[h], h) for h in by_switch.get(switch, ()))
+        return (switch, kids, hosts)
+
+    def _uroute(self, src_switch: str, dst: int) -> tuple:
+        key = (src_switch, dst)
+        route = self._uroutes.get(key)
+        if route is None:
+            path = unicast_path(self.topo, src_switch, self.host_switch[dst])
+            route = (path[-1], (), ((self.host_down[dst], dst),))
+            for prev, nxt in zip(reversed(path[:-1]), reversed(path[1:])):
+                route = (prev, ((self.sw_link[(prev, nxt)], route),), ())
+            self._uroutes[key] = route
+        return route
+
+    # ------------------------------------------------------------------ sending
+
+    def send(self, t: int, sender: int, data: bytes, dest: Group | Unicast) -> None:
+        if isinstance(dest, Group):
+            group = dest.name
+            if not self.members.get(group):
+                return
+            route = self._mroute(group, self.host_switch[sender])
+            if route is None:
+                return
+            pkt = (data, sender, describe(data), group, len(data) + HEADER_BYTES, sender)
+        else:
+            dst = self.host_index.get(dest.node)
+            desc = describe(data)
+            if dst is None:
+                self.drops.append((t, "", self.host_names[sender], dest.node, *desc, "", "unknown_host"))
+                return
+            pkt = (data, sender, desc, "", len(data) + HEADER_BYTES, -1)
+            if dst == sender:
+                self._arrive_hosts(t, pkt, [dst])
+                return
+            route = self._uroute(self.host_switch[sender], dst)
+        arr = self._cross(self.host_up[sender], t, pkt)
+        if arr >= 0:
+            s = self.sched
+            heappush(s.heap, (arr, next(s.counter), self._at_switch, pkt, route))
+
+    def _drop(self, ld: LinkDir, t: int, pkt: tuple, reason: str, c: list[int]) -> int:
+        c[1] += 1
+        frame, src, src_seq, gseq = pkt[2]
+        self.drops.append((t, ld.link, ld.frm, ld.to, frame, src, src_seq, gseq, pkt[3], reason))
+        return -1
+
+    def _cross(self, ld: LinkDir, t: int, pkt: tuple) -> int:
+        """Offer ``pkt`` to link direction ``ld`` at ``t``; its arrival time at the far end, or -1."""
+        c = ld.counts.get(pkt[2][0])
+        if c is None:
+            c = ld.counts[pkt[2][0]] = [0, 0]
+        c[0] += 1
+        if not ld.up:
+            return self._drop(ld, t, pkt, "down", c)
+        end = t
+        if ld.ns_per_byte:
+            backlog = ld.backlog
+            while backlog and backlog[0] <= t:
+                backlog.popleft()
+            if len(backlog) >= ld.qlimit:
+                return self._drop(ld, t, pkt, "queue", c)
+            end = (backlog[-1] if backlog else t) + round(pkt[4] * ld.ns_per_byte)
+            backlog.append(end)
+        # Lost on the wire after being transmitted: the transmission still occupied the link.
+        if ld.loss is not None and ld.loss.drop(ld.loss_rng):
+            return self._drop(ld, t, pkt, "loss", c)
+        arr = end + ld.delay_ns
+        if ld.jitter_ns:
+            arr += int(ld.jitter_rng.random() * ld.jitter_ns)
+            if arr < ld.last_arrival:
+                arr = ld.last_arrival
+            ld.last_arrival = arr
+        return arr
+
+    def _at_switch(self, t: int, pkt: tuple, hop: tuple) -> None:
+        s = self.sched
+        heap, counter = s.heap, s.counter
+        cross = self._cross
+        for ld, child in hop[1]:
+            arr = cross(ld, t, pkt)
+            if arr >= 0:
+                heappush(heap, (arr, next(counter), self._at_switch, pkt, child))
+        hosts = hop[2]
+        if not hosts:
+            return
+        # Hosts reached at the same instant share one scheduler entry (large fan-outs).
+        sender = pkt[5]  # a multicast sender does not hear itself
+        frame = pkt[2][0]
+        batch_t, batch = -1, None
+        arrive = self._arrive_hosts
+        for ld, h in hosts:
+            if h == sender:
+                continue
+            if ld.simple:
+                c = ld.counts.get(frame)
+                if c is None:
+                    c = ld.counts[frame] = [0, 0]
+                c[0] += 1
+                arr = t + ld.delay_ns
+            else:
+                arr = cross(ld, t, pkt)
+                if arr < 0:
+                    continue
+            if arr != batch_t:
+                if batch:
+                    heappush(heap, (batch_t, next(counter), arrive, pkt, batch))
+                batch_t, batch = arr, [h]
+            else:
+                batch.append(h)
+        if batch:
+            heappush(heap, (batch_t, next(counter), arrive, pkt, batch))
+
+    def _arrive_hosts(self, t: int, pkt: tuple, hosts: list[int]) -> None:
+        self.deliveries += len(hosts)
+        data = pkt[0]
+        sender = self.host_names[pkt[1]]
+        deliver = self.deliver
+        for h in hosts:
+            deliver(h, data, sender, t)
+
+    # ------------------------------------------------------------------ ground truth
+
+    def drop_table(self) -> pa.Table:
+        cols = list(zip(*self.drops)) if self.drops else [[] for _ in DROP_SCHEMA]
+        return pa.Table.from_arrays([pa.array(list(c), type=f.type) for c, f in zip(cols, DROP_SCHEMA)],
+                                    schema=DROP_SCHEMA)
+
+    def count_table(self) -> pa.Table:
+        rows = []
+        for name in sorted(self.links):
+            for ld in self.links[name]:
+                for frame in sorted(ld.counts):
+                    p, d = ld.counts[frame]
+                    rows.append((name, ld.frm, ld.to, frame, p, d))
+        cols = list(zip(*rows)) if rows else [[] for _ in LINK_COUNT_SCHEMA]
+        return pa.Table.from_arrays([pa.array(list(c), type=f.type) for c, f in zip(cols, LINK_COUNT_SCHEMA)],
+                                    schema=LINK_COUNT_SCHEMA)

@@ -1,0 +1,297 @@
+"""Drive every host's core over the simulated network, in simulated time.
+
+``simulate(loaded, seed)`` builds each host's core through ``rmptwin.roles.build_core``
+(per-host RNG from the run seed and the host name), delivers datagrams when they arrive,
+fires timers, feeds the workload to sources (``core.publish``) and applies the fault
+schedule. After every call into a core it drains ``datagrams_to_send`` and
+``next_event`` and re-reads ``groups()`` and ``get_timer()``. Events are logged at TRUE
+simulated time; each core sees its own clock (``experiment.clocks``: offset and drift),
+and its timer deadlines are converted back to true time.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import pyarrow as pa
+
+from .. import roles
+from ..errors import UserError
+from ..events import EVENT_SCHEMA, Event, Kind
+from ..spec import Clock, LoadedExperiment
+from ..workload import Publish, schedule
+from .network import SimNetwork
+from .scheduler import Scheduler
+
+BuildFn = Callable[..., object]  # (host, loaded, rng, *, recovering=False) -> Core
+
+
+@dataclass
+class SimResult:
+    events: pa.Table
+    drops: pa.Table
+    link_counts: pa.Table
+    summary: dict
+    stats: dict = field(default_factory=dict)  # wall time and counters (not deterministic)
+
+
+class _Node:
+    __slots__ = ("idx", "host", "name", "role", "core", "crashed", "timer_local", "timer_gen",
+                 "groups", "off_ns", "k", "recoveries")
+
+    def __init__(self, idx: int, host, clock: Clock | None) -> None:
+        self.idx, self.host, self.name, self.role = idx, host, host.name, host.role
+        self.core = None
+        self.crashed = False
+        self.timer_local: int | None = None
+        self.timer_gen = 0
+        self.groups: frozenset[str] = frozenset()
+        self.off_ns = round(clock.offset_ms * 1e6) if clock else 0
+        self.k = clock.drift_ppm * 1e-6 if clock else 0.0
+        self.recoveries = 0
+
+    def local(self, t: int) -> int:
+        """The node's clock reading at true time ``t``."""
+        if self.k:
+            return t + self.off_ns + round(t * self.k)
+        return t + self.off_ns
+
+    def true(self, local: int) -> int:
+        """The earliest true time at which the node's clock reads ``local`` or later."""
+        if not self.k:
+            return local - self.off_ns
+        t = math.ceil((local - self.off_ns) / (1.0 + self.k))
+        while self.local(t) < local:
+            t += 1
+        while self.local(t - 1) >= local:
+            t -= 1
+        return t
+
+
+class Simulation:
+    def __init__(self, loaded: LoadedExperiment, seed: int | None = None, build: BuildFn | None = None) -> None:
+        self.loaded = loaded
+        self.exp = loaded.experiment
+        self.seed = self.exp.seed if seed is None else seed
+        self.build = build or roles.build_core
+        self.sched = Scheduler()
+        self.net = SimNetwork(loaded.topology, self.sched, self.seed, self._deliver)
+        self._rows: list[tuple[int, _Node, Event]] = []  # (true time, node, event); tabled at the end
+        self.nodes = [_Node(i, h, self.exp.clocks.get(h.name)) for i, h in enumerate(loaded.topology.hosts)]
+        self.by_name = {n.name: n for n in self.nodes}
+        self.end_ns = round(self.exp.duration_s * 1e9)
+        self._workload: list[Publish] = []
+
+    # ------------------------------------------------------------------ core plumbing
+
+    def _make_core(self, node: _Node, recovering: bool):
+        tag = f"recover{node.recoveries}" if recovering else "start"
+        rng = random.Random(f"{self.seed}:host:{node.name}:{tag}")
+        try:
+            return self.build(node.host, self.loaded, rng, recovering=recovering)
+        except ModuleNotFoundError as e:
+            if e.name and e.name.startswith("rmptwin"):
+                raise UserError(f"host {node.name}: no core for role {node.role!r} yet ({e.name} is missing)") from None
+            raise
+
+    def _after(self, node: _Node, t: int, fired: int | None = None) -> None:
+        """Collect what a core produced after being called at true time ``t``."""
+        core = node.core
+        g = core.groups()
+        if g is not node.groups:
+            node.groups = g
+            self.net.set_groups(node.idx, g)
+        out = core.datagrams_to_send(node.local(t))
+        if out:
+            send = self.net.send
+            for data, dest in out:
+                send(t, node.idx, data, dest)
+        ev = core.next_event()
+        if ev is not None:
+            rows = self._rows
+            while ev is not None:
+                rows.append((t, node, ev))
+                ev = core.next_event()
+        deadline = core.get_timer()
+        if deadline is not None and deadline == fired:
+            deadline = None  # a core that re-arms the deadline it just handled would spin forever
+        if deadline != node.timer_local:
+            node.timer_local = deadline
+            node.timer_gen += 1
+            if deadline is not None:
+                self.sched.at(max(node.true(deadline), t), self._fire, node, node.timer_gen)
+
+    def _fire(self, t: int, node: _Node, gen: int) -> None:
+        if node.crashed or gen != node.timer_gen:
+            return
+        fired, node.timer_local = node.timer_local, None
+        node.core.handle_timer(node.local(t))
+        self._after(node, t, fired)
+
+    def _deliver(self, idx: int, data: bytes, src: str, t: int) -> None:
+        node = self.nodes[idx]
+        if node.crashed:
+            return
+        node.core.receive_datagram(data, src, node.local(t))
+        self._after(node, t)
+
+    # ------------------------------------------------------------------ workload and faults
+
+    def _publish(self, t: int, i: int, _unused) -> None:
+        p = self._workload[i]
+        if i + 1 < len(self._workload):
+            self.sched.at(self._workload[i + 1].t_ns, self._publish, i + 1)
+        node = self.by_name[p.source]
+        if node.crashed:
+            return
+        publish = getattr(node.core, "publish", None)
+        if publish is None:
+            raise UserError(f"host {node.name}: its {node.role} core cannot publish (no publish method)")
+        publish(p.stripe, p.payload, node.local(t))
+        self._after(node, t)
+
+    def _fault(self, t: int, fault, _unused) -> None:
+        if fault.action == "crash":
+            node = self.by_name[fault.node]
+            if node.crashed:
+                return
+            node.crashed = True
+            node.timer_gen += 1
+            node.timer_local = None
+            node.groups = frozenset()
+            self.net.set_groups(node.idx, node.groups)
+            self._rows.append((t, node, Event(Kind.CRASH)))
+        elif fault.action == "recover":
+            node = self.by_name[fault.node]
+            if not node.crashed:
+                return
+            node.recoveries += 1
+            node.core = self._make_core(node, recovering=True)
+            node.crashed = False
+            self._rows.append((t, node, Event(Kind.RECOVER)))
+            self._after(node, t)
+        elif fault.action in ("link_down", "link_up"):
+            self.net.set_link_up(fault.link, fault.action == "link_up")
+        elif fault.action == "loss":
+            self.net.set_loss(fault.link, fault.loss)
+
+    # ------------------------------------------------------------------ run
+
+    def start(self) -> None:
+        for node in self.nodes:
+            node.core = self._make_core(node, recovering=False)
+        # Everyone joins before anyone sends, so nothing sent at t=0 misses a member.
+        for node in self.nodes:
+            node.groups = node.core.groups()
+            self.net.set_groups(node.idx, node.groups)
+        for node in self.nodes:
+            self._after(node, 0)
+        for f in self.exp.faults:
+            self.sched.at(round(f.at_s * 1e9), self._fault, f)
+        self._workload = schedule(self.loaded, self.seed)
+        if self._workload:
+            self.sched.at(self._workload[0].t_ns, self._publish, 0)
+
+    def event_table(self) -> pa.Table:
+        rows = self._rows
+        encode = json.JSONEncoder(separators=(",", ":")).encode
+        cols = [
+            pa.array([r[0] for r in rows], pa.int64()),
+            pa.array([r[1].name for r in rows], pa.string()),
+            pa.array([r[1].role for r in rows], pa.string()),
+            pa.array([r[2].kind for r in rows], pa.string()),
+            pa.array([r[2].src for r in rows], pa.string()),
+            pa.array([r[2].src_seq for r in rows], pa.int64()),
+            pa.array([r[2].gseq for r in rows], pa.int64()),
+            pa.array([r[2].bytes for r in rows], pa.int64()),
+            pa.array([encode(r[2].detail) if r[2].detail else "{}" for r in rows], pa.string()),
+        ]
+        return pa.Table.from_arrays(cols, schema=EVENT_SCHEMA)
+
+    def run(self, progress: Callable[[int], None] | None = None) -> SimResult:
+        from ..summary import summarize
+
+        wall = time.perf_counter()
+        self.start()
+        self.sched.run_until(self.end_ns, tick=progress)
+        wall = time.perf_counter() - wall
+        events = self.event_table()
+        stats = {
+            "wall_s": wall,
+            "scheduler_events": self.sched.processed,
+            "deliveries": self.net.deliveries,
+            "logged_events": len(self._rows),
+            "publications": len(self._workload),
+        }
+        return SimResult(events, self.net.drop_table(), self.net.count_table(),
+                         summarize(events, self.loaded), stats)
+
+
+def simulate(loaded: LoadedExperiment, seed: int | None = None, progress: Callable[[int], None] | None = None,
+             build: BuildFn | None = None) -> SimResult:
+    """Run ``loaded`` in the simulator; ``build`` replaces ``roles.build_core`` (tests, benchmarks)."""
+    return Simulation(loaded, seed, build).run(progress)
+
+
+def run_experiment_cli(path: Path, seed: int | None, out: Path | None, console) -> Path:
+    """`rmptwin sim`: load, simulate with a progress bar, write the run directory, print a summary."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from ..results import new_run_dir, write_manifest, write_summary, write_table
+    from ..spec import load_experiment
+
+    loaded = load_experiment(path)
+    seed = loaded.experiment.seed if seed is None else seed
+    run = new_run_dir(loaded.experiment.name, out)
+    try:
+        with Progress(TextColumn("[bold]simulating[/] {task.description}"), BarColumn(),
+                      TextColumn("{task.completed:.2f}/{task.total:.2f} s simulated"), TimeElapsedColumn(),
+                      console=console, transient=True) as bar:
+            task = bar.add_task(loaded.experiment.name, total=loaded.experiment.duration_s)
+            result = simulate(loaded, seed, progress=lambda t: bar.update(task, completed=t / 1e9))
+    except BaseException:
+        _remove_if_empty(run)
+        raise
+    write_manifest(run, loaded.to_manifest(), backend="sim", seed=seed)
+    write_table(run, "events/events.parquet", result.events)
+    write_table(run, "links/drops.parquet", result.drops)
+    write_table(run, "links/counts.parquet", result.link_counts)
+    write_summary(run, result.summary)
+    print_summary(console, result, run)
+    return run
+
+
+def _remove_if_empty(run: Path) -> None:
+    for sub in ("events", "links"):
+        d = run / sub
+        if d.is_dir() and not any(d.iterdir()):
+            d.rmdir()
+    if run.is_dir() and not any(run.iterdir()):
+        run.rmdir()
+
+
+def print_summary(console, result: SimResult, run: Path) -> None:
+    from rich.table import Table
+
+    s = result.summary
+    table = Table(title="summary", show_header=False)
+    for key in ("receivers", "agreement", "messages_sent", "messages_delivered_min", "messages_lost",
+                "control_per_data", "delivery_latency_ms", "fairness_spread_ms", "reformation_ms", "customers"):
+        val = s.get(key)
+        if isinstance(val, float):
+            val = f"{val:.3f}"
+        elif isinstance(val, dict):
+            val = ", ".join(f"{k}={v:.2f}" if isinstance(v, float) else f"{k}={v}" for k, v in val.items())
+        table.add_row(key, str(val))
+    st = result.stats
+    rate = st["scheduler_events"] / st["wall_s"] if st["wall_s"] > 0 else 0.0
+    table.add_row("simulator", f"{st['scheduler_events']:,} events, {st['deliveries']:,} deliveries "
+                                f"in {st['wall_s']:.1f} s ({rate:,.0f} events/s)")
+    console.print(table)
+    console.print(f"run directory: {run}")

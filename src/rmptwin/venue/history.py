@@ -1,0 +1,113 @@
+"""History recorder (HR): store trade results durably, acknowledge by multicast.
+
+Every EV sends STORE for the positions it processed; the HR keeps positions
+contiguous from 0, ignores any position it already holds (the second EV's copy), and
+commits in groups: whatever arrived while a commit was in flight goes in the next one
+(``commit_ns`` models the fsync). Only after a commit does it multicast HARDENED with
+copies of the requests, so followers can observe what the leader stored and a new EV
+can listen in. It keeps the latest order-book checkpoint and serves checkpoints and
+hardened requests to a recovering EV. The store itself is injected (stores.py).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from ..core import Dest, Group, Unicast
+from ..events import Event, Kind
+from . import wire
+
+HARDENED_PER_FRAME = 18   # keeps a HARDENED frame under one Ethernet MTU
+
+
+class HistoryCore:
+    def __init__(self, store, *, commit_ns: int = 300_000) -> None:
+        self.store = store
+        self.commit_ns = commit_ns
+        self.top = store.top()                     # highest position committed
+        self._waiting: dict[int, tuple] = {}       # position -> (request, trades), not yet contiguous
+        self._commit: tuple[int, list] | None = None
+        self._ckpt_parts: dict[int, dict[int, bytes]] = {}
+        self._out: list[tuple[bytes, Dest]] = []
+        self._events: deque[Event] = deque()
+        self.duplicates = self.malformed = 0
+
+    def receive_datagram(self, data: bytes, src: str, now: int) -> None:
+        try:
+            ftype, f = wire.decode(data)
+        except wire.VenueWireError:
+            self.malformed += 1
+            return
+        if ftype == wire.T_STORE:
+            _, entries = f
+            for n, req, trades in entries:
+                if n <= self.top or n in self._waiting or self._in_commit(n):
+                    self.duplicates += 1
+                    continue
+                self._waiting[n] = (req, trades)
+            self._start_commit(now)
+        elif ftype == wire.T_CKPT_STORE:
+            n, part, parts, chunk = f
+            got = self._ckpt_parts.setdefault(n, {})
+            got[part] = chunk
+            if len(got) == parts:
+                del self._ckpt_parts[n]
+                self.store.put_checkpoint(n, b"".join(got[i] for i in range(parts)))
+                for old in [k for k in self._ckpt_parts if k < n]:
+                    del self._ckpt_parts[old]
+        elif ftype == wire.T_CKPT_REQ:
+            ck = self.store.latest_checkpoint()
+            n, blob = ck if ck is not None else (-1, b"")
+            for fr in wire.ckpt_frames(wire.T_CKPT_PART, n, blob):
+                self._out.append((fr, Unicast(src)))
+        elif ftype == wire.T_HARDENED_REQ:
+            first, last = f
+            last = self.top if last < 0 else min(last, self.top)
+            rows = self.store.hardened(first, last)
+            self._send_hardened([(n, wire.Request.decode_from(b, 0)) for n, b in rows], Unicast(src))
+
+    def _in_commit(self, n: int) -> bool:
+        return self._commit is not None and self._commit[1] and self._commit[1][0][0] <= n <= self._commit[1][-1][0]
+
+    def _start_commit(self, now: int) -> None:
+        if self._commit is not None:
+            return
+        batch, n = [], (self.top + 1)
+        while n in self._waiting:
+            req, trades = self._waiting.pop(n)
+            batch.append((n, req, trades))
+            n += 1
+        if batch:
+            self._commit = (now + self.commit_ns, batch)
+
+    def get_timer(self) -> int | None:
+        return self._commit[0] if self._commit else None
+
+    def handle_timer(self, now: int) -> None:
+        if self._commit is None or now < self._commit[0]:
+            return
+        _, batch = self._commit
+        self._commit = None
+        self.store.store([(n, req.encode_body(), trades) for n, req, trades in batch])
+        self.top = batch[-1][0]
+        for n, req, trades in batch:
+            self._events.append(Event(Kind.HR_STORE, src=f"gw{req.gw}", src_seq=req.gw_seq, gseq=n,
+                                      detail={"trades": len(trades)}))
+        self._send_hardened([(n, req) for n, req, _ in batch], Group(wire.HARDENED_GROUP))
+        self._start_commit(now)
+
+    def _send_hardened(self, entries: list, dest: Dest) -> None:
+        if not entries:
+            self._out.append((wire.hardened_frame(self.top, []), dest))
+        for i in range(0, len(entries), HARDENED_PER_FRAME):
+            self._out.append((wire.hardened_frame(self.top, entries[i:i + HARDENED_PER_FRAME]), dest))
+
+    def datagrams_to_send(self, now: int) -> list[tuple[bytes, Dest]]:
+        out, self._out = self._out, []
+        return out
+
+    def next_event(self) -> Event | None:
+        return self._events.popleft() if self._events else None
+
+    def groups(self) -> frozenset[str]:
+        return frozenset()

@@ -1,0 +1,108 @@
+"""Venue role factories (registered in rmptwin.roles): gateway, venue, sequencer, history, client.
+
+Durable stores outlive the core: a crashed and recovered gateway or HR gets the same
+store back, as a restarted process finds its disk. In the simulator the stores are in
+memory (kept per experiment and host); with ``RMPTWIN_VENUE_STATE_DIR`` set (the
+asyncio runtime, a real process) the gateway log is a file with fsync and the HR a
+SQLite database in WAL mode inside that directory.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+
+from ..errors import UserError
+from ..spec import LoadedExperiment, VenueWorkload
+from .client import ClientCore
+from .gateway import GatewayCore
+from .history import HistoryCore
+from .sequencer import SequencerCore
+from .stores import FileGatewayLog, MemoryGatewayLog, MemoryHistoryStore, SqliteHistoryStore
+from .venue import VenueCore
+
+_DURABLE: dict[tuple[int, str], tuple[LoadedExperiment, object]] = {}
+
+
+def durable_store(loaded: LoadedExperiment, host: str, kind: str):
+    """The store of one host of one experiment (created on first use)."""
+    key = (id(loaded), host)
+    if key not in _DURABLE:
+        state_dir = os.environ.get("RMPTWIN_VENUE_STATE_DIR")
+        if state_dir:
+            Path(state_dir).mkdir(parents=True, exist_ok=True)
+            store = (FileGatewayLog(Path(state_dir) / f"{host}.gwlog") if kind == "gateway"
+                     else SqliteHistoryStore(Path(state_dir) / f"{host}.sqlite"))
+        else:
+            store = MemoryGatewayLog() if kind == "gateway" else MemoryHistoryStore()
+        _DURABLE[key] = (loaded, store)
+    return _DURABLE[key][1]
+
+
+def forget_stores(loaded: LoadedExperiment) -> None:
+    """Drop the stores of a finished experiment (the simulator's end of run)."""
+    for key in [k for k in _DURABLE if k[0] == id(loaded)]:
+        store = _DURABLE.pop(key)[1]
+        if hasattr(store, "close"):
+            store.close()
+
+
+def _venue(loaded: LoadedExperiment) -> VenueWorkload:
+    if loaded.experiment.venue is None:
+        raise UserError(f"{loaded.path}: the topology has venue hosts but the experiment has no 'venue:' section")
+    return loaded.experiment.venue
+
+
+def _names(loaded: LoadedExperiment, role: str) -> list[str]:
+    return [h.name for h in loaded.topology.hosts_with_role(role)]
+
+
+def build_gateway(host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False):
+    v = _venue(loaded)
+    gws = _names(loaded, "gateway")
+    return GatewayCore(gws.index(host.name), _names(loaded, "venue"), v.symbols,
+                       durable_store(loaded, host.name, "gateway"), tick=v.tick,
+                       fsync_ns=int(v.gw_fsync_us * 1000), recovering=recovering)
+
+
+def build_venue(host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False):
+    v = _venue(loaded)
+    seqs, hrs = _names(loaded, "sequencer"), _names(loaded, "history")
+    sequencer = seqs[0] if (seqs and v.sequencer == "cas") else None
+    if v.sequencer == "cas" and not seqs:
+        raise UserError(f"{loaded.path}: venue.sequencer is 'cas' but the topology has no sequencer host")
+    mean_ns = v.ev_service_us * 1000
+
+    def service() -> int:
+        return max(1, int(rng.expovariate(1.0 / mean_ns))) if mean_ns > 0 else 1
+
+    return VenueCore(_names(loaded, "venue").index(host.name), v.symbols, _names(loaded, "gateway"),
+                     sequencer=sequencer, history=hrs[0] if hrs else None, service=service,
+                     durable=v.durable_history, checkpoint_every=v.checkpoint_every, lookahead=v.lookahead,
+                     recovering=recovering)
+
+
+def build_sequencer(host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False):
+    return SequencerCore(_venue(loaded).window)
+
+
+def build_history(host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False):
+    v = _venue(loaded)
+    return HistoryCore(durable_store(loaded, host.name, "history"),
+                       commit_ns=int(v.hr_commit_us * 1000) if v.durable_history else 0)
+
+
+def build_client(host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False):
+    v = _venue(loaded)
+    clients, gws = _names(loaded, "client"), _names(loaded, "gateway")
+    if not gws:
+        raise UserError(f"{loaded.path}: client {host.name} needs a gateway host in the topology")
+    idx = clients.index(host.name)
+    gateway = host.gateway or gws[idx % len(gws)]
+    if gateway not in gws:
+        raise UserError(f"{loaded.path}: client {host.name}: gateway {gateway!r} is not a gateway host")
+    start = int(v.start_s * 1e9)
+    return ClientCore(idx, gateway, v.symbols, v.rate / len(clients), rng, start_ns=start,
+                      stop_ns=start + int(v.duration_s * 1e9), tick=v.tick,
+                      malformed_fraction=v.malformed_fraction)

@@ -1,0 +1,105 @@
+"""The compare-and-swap sequencer: a passive array of positions, a sliding window.
+
+``CasLog`` is the whole algorithm (the seed's section 3 and the XCF list entries of
+section 5): a proposal "my requests k_0..k_m at positions n..n+m" succeeds as a whole
+exactly when n is the first free position; otherwise the caller learns what already
+stands at n, n+1, ... (up to ``REPLY_MAX`` entries) and conforms. Positions below
+``next - window`` are forgotten; a proposer asking for one is too far behind (soft
+failure). Because every venue walks positions in order and a proposal lands only at
+the first free position, the filled positions are always one contiguous prefix: no gap,
+no position written twice. A request already placed (same [gw, gw seq]) is never placed
+again: the index of keys inside the window refuses it.
+
+``SequencerCore`` serves ``CasLog`` over datagrams (the simulator's in-memory
+sequencer); ``etcd_sequencer.EtcdCas`` gives the same answers from an etcd cluster.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from ..core import Dest, Unicast
+from ..events import Event, Kind
+from . import wire
+
+REPLY_MAX = 64
+Key = tuple[int, int]
+
+
+class CasLog:
+    def __init__(self, window: int) -> None:
+        self.window = window
+        self.next = 0
+        self._slots: deque[Key] = deque()     # positions [next - len, next)
+        self._index: dict[Key, int] = {}
+
+    @property
+    def low(self) -> int:
+        return self.next - len(self._slots)
+
+    def get(self, n: int) -> Key | None:
+        if self.low <= n < self.next:
+            return self._slots[n - self.low]
+        return None
+
+    def propose(self, n: int, keys: list[Key]) -> tuple[int, int, list[Key]]:
+        """(status, next, keys now standing at n, n+1, ...)."""
+        if n < self.low:
+            return wire.TOO_FAR, self.next, []
+        if n == self.next and keys:
+            placed = []
+            for k in keys:
+                if k in self._index or k in placed:
+                    continue   # already ordered: a stale or duplicate proposal
+                placed.append(k)
+            for k in placed:
+                self._index[k] = self.next
+                self._slots.append(k)
+                self.next += 1
+            while len(self._slots) > self.window:
+                del self._index[self._slots.popleft()]
+            return wire.WON, self.next, placed
+        if n > self.next:
+            return wire.LOST, self.next, []
+        last = min(self.next, n + max(len(keys), REPLY_MAX))
+        return wire.LOST, self.next, [self._slots[i - self.low] for i in range(n, last)]
+
+
+class SequencerCore:
+    """In-memory sequencer reached by PROPOSE/DECIDE datagrams."""
+
+    def __init__(self, window: int) -> None:
+        self.log = CasLog(window)
+        self._out: list[tuple[bytes, Dest]] = []
+        self._events: deque[Event] = deque()
+        self.malformed = 0
+
+    def receive_datagram(self, data: bytes, src: str, now: int) -> None:
+        try:
+            ftype, fields = wire.decode(data)
+        except wire.VenueWireError:
+            self.malformed += 1
+            return
+        if ftype != wire.T_PROPOSE:
+            return
+        ev, n, keys = fields
+        status, nxt, standing = self.log.propose(n, keys)
+        if status == wire.TOO_FAR:
+            self._events.append(Event(Kind.SEQ_TOO_FAR, src=src, gseq=n, detail={"low": self.log.low}))
+        self._out.append((wire.decide_frame(status, n, nxt, standing), Unicast(src)))
+
+    def datagrams_to_send(self, now: int) -> list[tuple[bytes, Dest]]:
+        out, self._out = self._out, []
+        return out
+
+    def get_timer(self) -> int | None:
+        return None
+
+    def handle_timer(self, now: int) -> None:
+        pass
+
+    def next_event(self) -> Event | None:
+        return self._events.popleft() if self._events else None
+
+    def groups(self) -> frozenset[str]:
+        return frozenset()

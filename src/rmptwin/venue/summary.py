@@ -1,0 +1,172 @@
+"""The venue section of summary.json, from the event table alone.
+
+- ev_agreement: every pair of EVs that executed the same position executed the same
+  request there, produced the same trades there, and logged the same state hash and
+  trade-sequence hash at every common checkpoint position; and every EV alive at the end
+  executed up to the same last position.
+- trades_lost: trades an EV produced (per position, from SEQ_POSITION) that the history
+  recorder did not store (HR_STORE); None without a history recorder.
+- sync_ms: synchronization time of each restarted EV (SYNC_DONE), the largest; sync_ms_all.
+- max_gap / avg_gap: executed-position difference between the two most advanced live EVs,
+  sampled every ``GAP_SAMPLE_MS``; the delays divide the gap by the EV's service rate
+  (the seed's Table 1 divides by the maximum processing rate).
+- latency_ms: gateway send to first completion (ORDER_DONE), p50/p99/mean.
+- live_throughput_ratio: for each EV crash, the other EVs' execution rate from the crash
+  until the crashed EV synchronized, over their rate in as long a window before the crash.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+
+from ..events import Kind
+
+GAP_SAMPLE_MS = 10.0
+
+
+def _pct(values) -> dict:
+    a = np.asarray(list(values), dtype=float)
+    if a.size == 0:
+        return {"p50": None, "p99": None, "mean": None, "n": 0}
+    return {"p50": float(np.percentile(a, 50)), "p99": float(np.percentile(a, 99)),
+            "mean": float(a.mean()), "n": int(a.size)}
+
+
+def _details(series) -> list[dict]:
+    return [json.loads(d) if d and d != "{}" else {} for d in series]
+
+
+def venue_summary(events, loaded) -> dict:
+    df = events.to_pandas() if not isinstance(events, pd.DataFrame) else events
+    venues = [h.name for h in loaded.topology.hosts_with_role("venue")]
+    v = loaded.experiment.venue
+    life = df[df.kind.isin([Kind.CRASH, Kind.RECOVER]) & df.node.isin(venues)].sort_values("t_ns", kind="stable")
+    crashed_at_end = {n for n, g in life.groupby("node") if g.iloc[-1].kind == Kind.CRASH}
+    live = [n for n in venues if n not in crashed_at_end]
+
+    # --- agreement on order, trades and state
+    sp = df[(df.kind == Kind.SEQ_POSITION) & df.node.isin(venues)]
+    order: dict[int, tuple] = {}
+    produced: dict[int, int] = {}
+    agree = True
+    for g, src, q, d in zip(sp.gseq, sp.src, sp.src_seq, sp.detail):
+        if order.setdefault(int(g), (src, int(q))) != (src, int(q)):
+            agree = False
+        produced[int(g)] = max(produced.get(int(g), 0), json.loads(d).get("trades", 0))
+    inverse: dict[tuple, int] = {}
+    for g, key in order.items():
+        if inverse.setdefault(key, g) != g:
+            agree = False   # one request at two positions
+    tr = df[(df.kind == Kind.TRADE) & df.node.isin(venues)]
+    trades_at: dict[tuple[str, int], list] = {}
+    for node, g, q, b, d in zip(tr.node, tr.gseq, tr.src_seq, tr.bytes, tr.detail):
+        trades_at.setdefault((node, int(g)), []).append((int(q), int(b), d))
+    ref_trades: dict[int, list] = {}
+    for (node, g), ts in trades_at.items():
+        if ref_trades.setdefault(g, ts) != ts:
+            agree = False
+    vs = df[(df.kind == Kind.VENUE_STATE) & df.node.isin(venues)]
+    states: dict[int, tuple] = {}
+    for g, d in zip(vs.gseq, _details(vs.detail)):
+        st = (d.get("state_hash"), d.get("trade_hash"))
+        if states.setdefault(int(g), st) != st:
+            agree = False
+    last = {n: int(sp[sp.node == n].gseq.max()) if (sp.node == n).any() else -1 for n in live}
+    if len(set(last.values())) > 1:
+        agree = False
+
+    # --- durability
+    hr = df[df.kind == Kind.HR_STORE]
+    trades_lost = None
+    if loaded.topology.hosts_with_role("history"):
+        stored = {int(g): json.loads(d).get("trades", 0) for g, d in zip(hr.gseq, hr.detail)}
+        trades_lost = int(sum(max(0, c - stored.get(g, 0)) for g, c in produced.items()))
+
+    # --- recovery
+    sync = df[(df.kind == Kind.SYNC_DONE) & df.node.isin(venues)]
+    sync_ms = [d["sync_ns"] / 1e6 for d in _details(sync.detail)]
+
+    # --- leader/follower gap
+    gaps = _gaps(sp, live, df)
+    service_ms = (v.ev_service_us / 1000.0) if v is not None else 0.0
+
+    # --- latency and requests
+    done = df[df.kind == Kind.ORDER_DONE]
+    lat = [d["latency_ns"] / 1e6 for d in _details(done.detail)]
+    accepted = int((df.kind == Kind.ORDER_IN).sum())
+    return {
+        "venues": len(venues),
+        "live_venues": len(live),
+        "ev_agreement": bool(agree),
+        "ev_last_position": last,
+        "requests_accepted": accepted,
+        "requests_rejected": int((df.kind == Kind.ORDER_REJECT).sum()),
+        "requests_completed": int(done.src_seq.size),
+        "requests_ordered": len(order),
+        "trades": int(sum(produced.values())),
+        "trades_lost": trades_lost,
+        "sync_ms": max(sync_ms) if sync_ms else None,
+        "sync_ms_all": sync_ms,
+        "max_gap": int(max(gaps)) if gaps else None,
+        "avg_gap": float(np.mean(gaps)) if gaps else None,
+        "max_gap_delay_ms": float(max(gaps) * service_ms) if gaps else None,
+        "avg_gap_delay_ms": float(np.mean(gaps) * service_ms) if gaps else None,
+        "latency_ms": _pct(lat),
+        "live_throughput_ratio": _throughput_ratios(df, sp, venues, sync),
+    }
+
+
+def _positions_over_time(sp, node) -> tuple[np.ndarray, np.ndarray]:
+    rows = sp[sp.node == node]
+    return rows.t_ns.to_numpy(), rows.gseq.to_numpy()
+
+
+def _gaps(sp, live: list[str], df) -> list[int]:
+    """Sampled |position(a) - position(b)| for the two live EVs, while both are running."""
+    if len(live) < 2:
+        return []
+    a, b = live[:2]
+    ta, pa_ = _positions_over_time(sp, a)
+    tb, pb = _positions_over_time(sp, b)
+    if len(ta) == 0 or len(tb) == 0:
+        return []
+    # only while both are up and synchronized: after the later of their last (re)start + sync
+    start = max(ta[0], tb[0])
+    sync = df[(df.kind == Kind.SYNC_DONE) & df.node.isin([a, b])]
+    if len(sync):
+        start = max(start, int(sync.t_ns.max()))
+    end = min(ta[-1], tb[-1])
+    step = int(GAP_SAMPLE_MS * 1e6)
+    out = []
+    for t in range(int(start), int(end) + 1, step):
+        ia = np.searchsorted(ta, t, side="right") - 1
+        ib = np.searchsorted(tb, t, side="right") - 1
+        if ia >= 0 and ib >= 0:
+            out.append(abs(int(pa_[ia]) - int(pb[ib])))
+    return out
+
+
+def _throughput_ratios(df, sp, venues, sync) -> list[dict]:
+    out = []
+    crashes = df[(df.kind == Kind.CRASH) & df.node.isin(venues)]
+    for node, t in zip(crashes.node, crashes.t_ns):
+        t = int(t)
+        after = sync[(sync.node == node) & (sync.t_ns > t)]
+        end = int(after.t_ns.min()) if len(after) else int(df.t_ns.max())
+        span = end - t
+        if span <= 0:
+            continue
+        for other in venues:
+            if other == node:
+                continue
+            ts = sp[sp.node == other].t_ns.to_numpy()
+            during = np.count_nonzero((ts >= t) & (ts < end))
+            before = np.count_nonzero((ts >= t - span) & (ts < t))
+            if before:
+                out.append({"crashed": node, "live": other, "window_ms": span / 1e6,
+                            "rate_before": before * 1e9 / span, "rate_during": during * 1e9 / span,
+                            "ratio": during / before})
+    return out

@@ -1,0 +1,433 @@
+"""Execution venue (EV), primary-primary: every EV executes every request, in one total order.
+
+Requests arrive from the gateways in this EV's own local order. The EV proposes its
+oldest unordered requests for the first position it does not know; the sequencer's
+answer is either "yours stand" or the entries that already stand there, which the EV
+adopts, moving them ahead of its own (the seed's p/q example). Ordering runs up to
+``lookahead`` positions ahead of execution, so the EV goes at its own speed and the
+fastest EV sets the pace. A sequencer answer TOO_FAR (fell out of the window) is a soft
+failure: the EV drops its state and re-synchronizes like a restarted one.
+
+Execution: one request at a time, each taking a service time drawn from ``service``
+(the modelled CPU cost, driven by a timer); trades go to the HR (STORE) unless the HR
+already acknowledged that position (a follower observes the leader's HARDENED copies
+and skips them); completions go to the request's gateway once the HR holds the result
+(``durable``) or at once. Every ``checkpoint_every`` positions it logs its state hash
+and sends a checkpoint to the HR.
+
+Recovery (a restarted EV, the seed's section 4): ask the HR for the latest checkpoint,
+then for the hardened requests after it, while listening to the live request stream
+and HR acknowledgements; then join the proposals. SYNC_DONE reports the time from start
+until it has executed everything the sequencer had ordered when it first asked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+from collections import OrderedDict, deque
+from typing import Callable
+
+from ..core import Dest, Group, Unicast
+from ..events import Event, Kind
+from . import wire
+from .orderbook import BookError, OrderBook
+from .wire import Request
+
+Key = tuple[int, int]
+_BLOB_LEN = struct.Struct("!I")
+
+
+class ProcessedSet:
+    """Which [gw id, gw seq] were executed: per gateway a watermark plus the few above it."""
+
+    def __init__(self) -> None:
+        self.mark: dict[int, int] = {}      # gw -> every seq <= mark executed
+        self.above: dict[int, set[int]] = {}
+
+    def __contains__(self, key: Key) -> bool:
+        gw, seq = key
+        return seq <= self.mark.get(gw, -1) or seq in self.above.get(gw, ())
+
+    def add(self, key: Key) -> None:
+        gw, seq = key
+        m = self.mark.get(gw, -1)
+        s = self.above.setdefault(gw, set())
+        s.add(seq)
+        while m + 1 in s:
+            m += 1
+            s.discard(m)
+        self.mark[gw] = m
+
+    def to_json(self) -> dict:
+        return {str(g): [m, sorted(self.above.get(g, ()))] for g, m in self.mark.items()}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "ProcessedSet":
+        p = cls()
+        for g, (m, above) in d.items():
+            p.mark[int(g)] = m
+            p.above[int(g)] = set(above)
+        return p
+
+
+def _placeholder(key: Key) -> Request:
+    """A no-op request standing for a duplicate, so the HR's positions stay contiguous."""
+    return Request(key[0], key[1], 0, wire.Order(wire.CANCEL, 0, 0, "", -1, 0, 0))
+
+
+class VenueCore:
+    def __init__(self, ev_id: int, symbols: list[str], gateways: list[str], *, sequencer: str | None,
+                 history: str | None, service: Callable[[], int], durable: bool = True,
+                 checkpoint_every: int = 1000, lookahead: int = 64, batch: int = 32,
+                 retry_ns: int = 20_000_000, recovering: bool = False) -> None:
+        self.ev_id = ev_id
+        self.symbols = list(symbols)
+        self.gateways = gateways          # gw id -> host name
+        self.sequencer = sequencer        # None: order = arrival order (one gateway, no sequencer)
+        self.history = history
+        self.service = service
+        self.durable = durable and history is not None
+        self.checkpoint_every = checkpoint_every
+        self.lookahead = lookahead
+        self.batch = batch
+        self.retry_ns = retry_ns
+        self._out: list[tuple[bytes, Dest]] = []
+        self._events: deque[Event] = deque()
+        self.malformed = self.duplicates = 0
+        self._reset()
+        self.phase = "live"
+        self._start_ns: int | None = None
+        if recovering:
+            self._begin_recovery()
+
+    def _reset(self) -> None:
+        self.books = {s: OrderBook(s) for s in self.symbols}
+        self.next_pos = 0                             # first position not yet executed
+        self.known_top = 0                            # first position whose entry is unknown
+        self.known: dict[int, Key] = {}               # decided, not yet executed
+        self.key_pos: dict[Key, int] = {}
+        self.bodies: dict[Key, Request] = {}          # received, not yet executed
+        self.unordered: OrderedDict[Key, None] = OrderedDict()
+        self.processed = ProcessedSet()
+        self.done_info: dict[Key, tuple[int, int]] = {}   # executed key -> (position, trades), for replays
+        self.trade_hash = bytes(16)     # chained: blake2b(previous + this position's trades)
+        self.trade_count = 0
+        self.hr_top = -1                              # highest position the HR acknowledged
+        self.seq_next = 0                             # the sequencer's next free position, as last heard
+        self._proposal: tuple[int, list[Key], int] | None = None
+        self._busy: tuple[int, int] | None = None     # (position, done at)
+        self._store: list[tuple[int, Request, list]] = []
+        self._await_hr: OrderedDict[int, tuple[Key, int]] = OrderedDict()
+        self._body_wait: dict[Key, int] = {}          # key -> resend deadline
+        self._ckpt_parts: dict[int, bytes] = {}
+        self._early: dict[int, Key] = {}              # HR copies beyond known_top
+        self._sync_target: int | None = None
+        self._recovering = False
+        self._recovery_retry: int | None = None
+
+    # ------------------------------------------------------------------ recovery
+    def _begin_recovery(self) -> None:
+        self._recovering = True
+        self._start_ns = None
+        if self.history:
+            self.phase = "checkpoint"
+            self._out.append((wire.ckpt_req_frame(self.ev_id), Unicast(self.history)))
+            self._recovery_retry = -1   # armed with the first ``now``
+        else:
+            self._go_live()
+
+    def _go_live(self) -> None:
+        self.phase = "live"
+        self._recovery_retry = None
+        if self._recovering:
+            self.seq_next = max(self.seq_next, self.known_top + 1)   # ask the sequencer where it stands
+
+    def _install_checkpoint(self, n: int, blob: bytes, now: int) -> None:
+        if n >= 0:
+            (hlen,) = _BLOB_LEN.unpack_from(blob)
+            meta = json.loads(blob[4:4 + hlen])
+            off = 4 + hlen
+            books = {}
+            for sym, size in meta["books"]:
+                books[sym] = OrderBook.restore(blob[off:off + size])
+                off += size
+            self.books.update(books)
+            self.processed = ProcessedSet.from_json(meta["processed"])
+            self.trade_hash = bytes.fromhex(meta["trade_hash"])
+            self.trade_count = meta["trades"]
+        self.next_pos = self.known_top = n + 1
+        for pos in [p for p in self.known if p <= n]:
+            self.key_pos.pop(self.known.pop(pos), None)
+        for key in [k for k in self.bodies if k in self.processed]:
+            del self.bodies[key]
+            self.unordered.pop(key, None)
+        self.phase = "hardened"
+        self._recovery_retry = now + self.retry_ns
+        self._out.append((wire.range_frame(wire.T_HARDENED_REQ, n + 1, -1), Unicast(self.history)))
+        self._advance_known()
+
+    def _checkpoint_blob(self) -> bytes:
+        snaps = [(s, self.books[s].snapshot()) for s in self.symbols]
+        meta = json.dumps({"books": [(s, len(b)) for s, b in snaps], "processed": self.processed.to_json(),
+                           "trade_hash": self.trade_hash.hex(), "trades": self.trade_count}).encode()
+        return _BLOB_LEN.pack(len(meta)) + meta + b"".join(b for _, b in snaps)
+
+    # ------------------------------------------------------------------ input
+    def receive_datagram(self, data: bytes, src: str, now: int) -> None:
+        if self._start_ns is None and self._recovering:
+            self._start_ns = now
+        if self._recovery_retry == -1:
+            self._recovery_retry = now + self.retry_ns
+        try:
+            ftype, f = wire.decode(data)
+        except wire.VenueWireError:
+            self.malformed += 1
+            return
+        if ftype == wire.T_REQUEST:
+            self._request(f, now)
+        elif ftype == wire.T_DECIDE:
+            self._decide(*f, now)
+        elif ftype == wire.T_HARDENED:
+            self._hardened(*f, now)
+        elif ftype == wire.T_CKPT_PART and self.phase == "checkpoint":
+            n, part, parts, chunk = f
+            self._ckpt_parts[part] = chunk
+            if len(self._ckpt_parts) >= parts:
+                blob = b"".join(self._ckpt_parts[i] for i in range(parts))
+                self._ckpt_parts = {}
+                self._install_checkpoint(n, blob, now)
+        self._pump(now)
+
+    def _request(self, req: Request, now: int) -> None:
+        key = req.key
+        if key in self.processed:
+            self.duplicates += 1
+            info = self.done_info.get(key)
+            if info is not None and self.phase == "live" and (not self.durable or info[0] <= self.hr_top):
+                self._send_complete(key, *info)   # a gateway replay: complete it again
+            return
+        if key in self.bodies:
+            self.duplicates += 1
+            return
+        self.bodies[key] = req
+        self._body_wait.pop(key, None)
+        if key not in self.key_pos:
+            self.unordered[key] = None
+
+    def _learn(self, pos: int, key: Key) -> None:
+        if pos != self.known_top:
+            return
+        self.known[pos] = key
+        self.key_pos[key] = pos
+        self.unordered.pop(key, None)
+        self.known_top = pos + 1
+
+    def _decide(self, status: int, n: int, nxt: int, keys: list[Key], now: int) -> None:
+        self.seq_next = max(self.seq_next, nxt)
+        prop = self._proposal
+        if prop is None or prop[0] != n:
+            return   # the answer to an abandoned retry
+        self._proposal = None
+        if status == wire.TOO_FAR:
+            self._events.append(Event(Kind.SEQ_TOO_FAR, gseq=n, detail={"next": nxt}))
+            self._reset()
+            self._begin_recovery()
+            return
+        for i, k in enumerate(keys):
+            self._learn(n + i, k)
+        if status == wire.WON:
+            for k in prop[1]:
+                if k not in self.key_pos:   # refused as already ordered: will come back as a duplicate
+                    self.unordered.pop(k, None)
+        if self._recovering and self.phase == "live" and self._sync_target is None:
+            self._sync_target = nxt
+
+    def _hardened(self, upto: int, entries: list, now: int) -> None:
+        self.hr_top = max(self.hr_top, upto)
+        for n, req in entries:
+            key = req.key
+            if n < self.next_pos or key in self.processed:
+                continue
+            if key not in self.bodies:
+                self.bodies[key] = req
+                self._body_wait.pop(key, None)
+            if n == self.known_top:
+                self._learn(n, key)
+            elif n > self.known_top:
+                self._early[n] = key
+        self._advance_known()
+        if self.phase == "hardened" and upto < self.known_top:
+            self._go_live()
+            if self.sequencer is None and self._recovering:
+                self._sync_target = upto + 1
+        self._store = [e for e in self._store if e[0] > self.hr_top]
+        while self._await_hr:
+            pos, (key, ntr) = next(iter(self._await_hr.items()))
+            if pos > self.hr_top:
+                break
+            del self._await_hr[pos]
+            self._send_complete(key, pos, ntr)
+
+    def _advance_known(self) -> None:
+        early = self._early
+        while self.known_top in early:
+            self._learn(self.known_top, early.pop(self.known_top))
+        for p in [p for p in early if p < self.known_top]:
+            del early[p]
+
+    # ------------------------------------------------------------------ ordering
+    def _propose(self, now: int) -> None:
+        if self.phase != "live" or self._proposal is not None:
+            return
+        room = self.lookahead - (self.known_top - self.next_pos)
+        if room <= 0:
+            return
+        if self.sequencer is None:
+            for key in list(self.unordered)[:room]:
+                self._learn(self.known_top, key)
+            return
+        keys = list(self.unordered)[:min(room, self.batch)]
+        if not keys and self.seq_next <= self.known_top:
+            return   # nothing to propose and nothing to learn (a read only when others are ahead)
+        self._proposal = (self.known_top, keys, now + self.retry_ns)
+        self._out.append((wire.propose_frame(self.ev_id, self.known_top, keys), Unicast(self.sequencer)))
+
+    # ------------------------------------------------------------------ execution
+    def _pump(self, now: int) -> None:
+        self._propose(now)
+        self._check_sync(now)
+        if self._busy is None and self.phase != "checkpoint":
+            key = self.known.get(self.next_pos)
+            if key is not None:
+                if key in self.bodies or key in self.processed:
+                    self._busy = (self.next_pos, now + self.service())
+                elif key not in self._body_wait:
+                    self._body_wait[key] = now + self.retry_ns
+
+    def _execute(self, now: int) -> None:
+        pos, _ = self._busy
+        self._busy = None
+        key = self.known.pop(pos)
+        self.key_pos.pop(key, None)
+        req = self.bodies.pop(key, None)
+        trades: list = []
+        if key not in self.processed and req is not None:
+            trades = self._apply(req)
+            self.processed.add(key)
+        self.next_pos = pos + 1
+        self.done_info[key] = (pos, len(trades))
+        if len(self.done_info) > 200_000:
+            for k in list(self.done_info)[:100_000]:
+                del self.done_info[k]
+        if trades:
+            self.trade_hash = hashlib.blake2b(
+                self.trade_hash + b";".join(b"%d:%d:%d:%d:%d:%d" % (pos, *t) for t in trades),
+                digest_size=16).digest()
+        for t in trades:
+            self._events.append(Event(Kind.TRADE, src=req.order.symbol, src_seq=t[0], gseq=pos, bytes=t[3],
+                                      detail={"maker": t[1], "price": t[2], "side": t[4]}))
+        self.trade_count += len(trades)
+        self._events.append(Event(Kind.SEQ_POSITION, src=self.gateways[key[0]] if key[0] < len(self.gateways)
+                                  else str(key[0]), src_seq=key[1], gseq=pos, detail={"trades": len(trades)}))
+        if self.history is not None and pos > self.hr_top:
+            self._store.append((pos, req if req is not None else _placeholder(key), trades))
+        if self.durable and pos > self.hr_top:
+            self._await_hr[pos] = (key, len(trades))
+        else:
+            self._send_complete(key, pos, len(trades))
+        if (pos + 1) % self.checkpoint_every == 0:
+            self._events.append(Event(Kind.VENUE_STATE, gseq=pos, detail={
+                "state_hash": self.state_hash(), "trade_hash": self.trade_hash.hex(),
+                "trades": self.trade_count}))
+            if self.history is not None:
+                for fr in wire.ckpt_frames(wire.T_CKPT_STORE, pos, self._checkpoint_blob()):
+                    self._out.append((fr, Unicast(self.history)))
+        self._check_sync(now)
+
+    def _check_sync(self, now: int) -> None:
+        if self._recovering and self._sync_target is not None and self.next_pos >= self._sync_target:
+            start = self._start_ns if self._start_ns is not None else now
+            self._events.append(Event(Kind.SYNC_DONE, gseq=self.next_pos - 1, detail={
+                "sync_ns": now - start, "position": self.next_pos - 1}))
+            self._recovering = False
+            self._sync_target = None
+
+    def _apply(self, req: Request) -> list:
+        o = req.order
+        book = self.books.get(o.symbol)
+        if book is None:
+            return []
+        try:
+            if o.action == wire.NEW:
+                return book.submit(o.oid, o.side, o.qty, o.price or None, o.kind)
+            if o.action == wire.CANCEL:
+                book.cancel(o.oid)
+                return []
+            return book.replace(o.oid, o.qty, o.price)
+        except BookError:
+            return []   # cancel of a filled order, duplicate id: a no-op on every EV alike
+
+    def _send_complete(self, key: Key, pos: int, ntrades: int) -> None:
+        gw = self.gateways[key[0]] if key[0] < len(self.gateways) else None
+        if gw is not None:
+            self._out.append((wire.complete_frame(wire.T_COMPLETE, key[1], pos, ntrades), Unicast(gw)))
+
+    def state_hash(self) -> str:
+        h = hashlib.blake2b(digest_size=16)
+        for s in self.symbols:
+            h.update(self.books[s].state_hash().encode())
+        return h.hexdigest()
+
+    # ------------------------------------------------------------------ timers and output
+    def get_timer(self) -> int | None:
+        ts = []
+        if self._busy is not None:
+            ts.append(self._busy[1])
+        if self._proposal is not None:
+            ts.append(self._proposal[2])
+        if self._body_wait:
+            ts.append(min(self._body_wait.values()))
+        if self._recovery_retry is not None and self._recovery_retry >= 0:
+            ts.append(self._recovery_retry)
+        return min(ts) if ts else None
+
+    def handle_timer(self, now: int) -> None:
+        if self._busy is not None and now >= self._busy[1]:
+            self._execute(now)
+        if self._proposal is not None and now >= self._proposal[2]:
+            n, keys, _ = self._proposal   # the answer was lost: ask again, the same question
+            self._proposal = (n, keys, now + self.retry_ns)
+            self._out.append((wire.propose_frame(self.ev_id, n, keys), Unicast(self.sequencer)))
+        for key, t in list(self._body_wait.items()):
+            if now >= t:
+                self._body_wait[key] = now + self.retry_ns
+                if key[0] < len(self.gateways):
+                    self._out.append((wire.range_frame(wire.T_RESEND_REQ, key[1], key[1]),
+                                      Unicast(self.gateways[key[0]])))
+        if self._recovery_retry is not None and 0 <= self._recovery_retry <= now:
+            self._recovery_retry = now + self.retry_ns   # the HR's answer was lost: ask again
+            if self.phase == "checkpoint":
+                self._ckpt_parts = {}
+                self._out.append((wire.ckpt_req_frame(self.ev_id), Unicast(self.history)))
+            elif self.phase == "hardened":
+                self._out.append((wire.range_frame(wire.T_HARDENED_REQ, self.known_top, -1), Unicast(self.history)))
+        self._pump(now)
+
+    def datagrams_to_send(self, now: int) -> list[tuple[bytes, Dest]]:
+        if self._store:
+            for i in range(0, len(self._store), 16):
+                self._out.append((wire.store_frame(self.ev_id, self._store[i:i + 16]), Unicast(self.history)))
+            self._store = []
+        out, self._out = self._out, []
+        return out
+
+    def next_event(self) -> Event | None:
+        return self._events.popleft() if self._events else None
+
+    def groups(self) -> frozenset[str]:
+        g = {wire.REQUEST_GROUP}
+        if self.history is not None:
+            g.add(wire.HARDENED_GROUP)
+        return frozenset(g)

@@ -1,0 +1,153 @@
+"""Must-show behaviour of the emulated network, on real Mininet + OVS + os-ken, for both
+host kinds (namespaces and Docker containers).
+
+Expected values come from the topology file (net4.yaml), never from the network's own
+bookkeeping; the relays' ground-truth drop log is compared with what receivers saw.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from rmptwin.addressing import group_ip
+from rmptwin.core import region_group, rmp_group
+from rmptwin.emulation.measure import run_probe
+from rmptwin.spec import load_topology
+
+from conftest import METER_PPS, NET4  # tests/emulation is on sys.path (rootdir conftest)
+
+pytestmark = [pytest.mark.root, pytest.mark.emulation]
+TOPO = load_topology(NET4)
+LOSSY = TOPO.link("s1", "s2")
+SLOW = TOPO.link("s1", "s3")
+
+
+def _dropped(net, link: str, lo: int, hi: int) -> set[int]:
+    t = net.drops().to_pylist()
+    return {r["gseq"] for r in t if r["link"] == link and r["frame"] == "MOLD" and lo <= r["gseq"] < hi}
+
+
+def test_loss_and_delay_match_the_configuration(net):
+    h1, h2 = net.host("h1"), net.host("h2")
+    base = 1_000_000
+    r = run_probe(h1, [h2], h2.ip, count=5000, rate=2500, port=9001, start_seq=base)["h2"]
+    assert r.sent >= 4000
+    assert abs(r.loss - LOSSY.loss.p) <= 0.015, r.summary()
+    assert abs(r.median_delay_ms - LOSSY.delay_ms) <= 2.0, r.summary()
+    if net.impair == "relay":
+        # Every datagram the receiver missed is in the ground-truth log, and only those.
+        missing = set(range(base, base + r.sent)) - set(r.seqs)
+        assert _dropped(net, LOSSY.name, base, base + r.sent) == missing
+
+
+def test_bandwidth_matches_the_configuration(net):
+    h1, h4 = net.host("h1"), net.host("h4")
+    size = 1400
+    # 1.5x the link's rate: the link, not the sender, sets the pace.
+    rate = SLOW.bandwidth_mbps * 1e6 * 1.5 / (size * 8)
+    r = run_probe(h1, [h4], h4.ip, count=2000, rate=rate, size=size, port=9002)["h4"]
+    frame = size + 8 + 20 + 14   # the link carries Ethernet frames
+    expected = SLOW.bandwidth_mbps * size / frame
+    assert r.received == r.sent
+    assert abs(r.throughput_mbps - expected) <= 0.10 * expected, r.summary()
+
+
+def test_tree_link_loss_is_shared_by_exactly_the_receivers_below_it(net):
+    h1 = net.host("h1")
+    below = [net.host("h2"), net.host("h3")]          # behind s1-s2
+    elsewhere = [net.host("h4"), net.host("h5")]      # behind s1-s3
+    g = group_ip(rmp_group(5))
+    base = 2_000_000
+    res = run_probe(h1, below + elsewhere, g, group=g, count=2000, rate=METER_PPS / 2, settle=1.5,
+                    port=9005, start_seq=base)
+    sent = res["h2"].sent
+    if net.impair == "relay":
+        dropped = _dropped(net, LOSSY.name, base, base + sent)
+        assert len(dropped) >= 0.02 * sent
+    else:
+        dropped = set(range(base, base + sent)) - set(res["h2"].seqs)
+    for h in below:
+        assert set(range(base, base + sent)) - set(res[h.name].seqs) == dropped, h.name
+    for h in elsewhere:
+        assert res[h.name].received == sent, h.name
+
+
+def test_multicast_reaches_exactly_the_joined_receivers(net):
+    h1 = net.host("h1")
+    joined = [net.host("h2"), net.host("h5")]          # IGMP v2 and v3
+    others = [net.host("h3"), net.host("h4"), net.host("h6")]
+    g = group_ip(rmp_group(6))
+    res = run_probe(h1, joined, g, group=g, raw=True, count=600, rate=300, settle=1.5, port=9006,
+                    watchers=others)
+    sent = res["h2"].sent
+    assert res["h5"].received == sent                   # lossless path
+    assert res["h2"].received >= 0.9 * sent             # behind the 5 % link
+    for h in others:
+        assert res[h.name].received == 0, h.name
+
+
+def test_igmp_leave_prunes_within_one_second(net):
+    h1 = net.host("h1")
+    v2, v3 = net.host("h4"), net.host("h5")             # force_igmp_version 2 and 3
+    stay = net.host("h6")
+    g = group_ip(rmp_group(7))
+    leave = {v2.name: 2.5, v3.name: 3.0}
+    res = run_probe(h1, [v2, v3, stay], g, group=g, raw=True, count=1800, rate=300, settle=1.5, port=9007,
+                    leave_after=leave)
+    for h in (v2, v3):
+        r = res[h.name]
+        assert r.left_ns is not None
+        before = [t for t in r.arrivals_ns if t <= r.left_ns]
+        after = [t for t in r.arrivals_ns if t > r.left_ns]
+        assert before, h.name
+        assert not after or max(after) - r.left_ns <= 1e9, (h.name, (max(after) - r.left_ns) / 1e9)
+    # The sender kept going well past the leaves: the member that stayed saw it all.
+    assert res[stay.name].received == res[stay.name].sent
+
+
+def test_regional_group_stays_in_its_region(net):
+    east = [net.host(n) for n in ("h2", "h3", "h6")]
+    west = [net.host(n) for n in ("h4", "h5")]
+    g = group_ip(region_group("east", 0))
+    res = run_probe(net.host("h1"), east + west, g, group=g, raw=True, count=400, rate=200, settle=1.5,
+                    port=9008)
+    for h in east:
+        assert res[h.name].received >= 0.9 * res[h.name].sent, h.name
+    for h in west:
+        assert res[h.name].received == 0, h.name
+    # A sender outside the region reaches nobody, members included.
+    res = run_probe(west[0], east + west[1:], g, group=g, raw=True, count=200, rate=200, settle=1.5, port=9009)
+    assert all(r.received == 0 for r in res.values())
+
+
+def test_loss_delay_and_link_state_change_mid_run(net):
+    h1, h2 = net.host("h1"), net.host("h2")
+    try:
+        net.set_loss(LOSSY.name, 0.2)
+        r = run_probe(h1, [h2], h2.ip, count=3000, rate=3000, port=9010)["h2"]
+        assert abs(r.loss - 0.2) <= 0.03, r.summary()
+        net.set_loss(LOSSY.name, 0.0)
+        net.set_delay(LOSSY.name, 5.0)
+        r = run_probe(h1, [h2], h2.ip, count=1000, rate=2000, port=9011)["h2"]
+        assert r.received == r.sent
+        assert abs(r.median_delay_ms - 5.0) <= 2.0, r.summary()
+        net.set_link(LOSSY.name, False)
+        r = run_probe(h1, [h2], h2.ip, count=200, rate=1000, port=9012, start_seq=3_000_000)["h2"]
+        assert r.received == 0
+        if net.impair == "relay":
+            down = [d for d in net.drops().to_pylist() if d["reason"] == "down" and d["gseq"] >= 3_000_000]
+            assert len(down) == 200
+    finally:
+        net.set_link(LOSSY.name, True)
+        net.set_delay(LOSSY.name, LOSSY.delay_ms)
+        net.set_loss(LOSSY.name, LOSSY.loss)
+
+
+def test_one_host_cannot_flood_a_group(net):
+    g = group_ip(rmp_group(9))
+    r = run_probe(net.host("h1"), [net.host("h4")], g, group=g, count=6000, rate=3000, settle=1.5,
+                  port=9013)["h4"]
+    span_s = (r.last_ns - r.first_ns) / 1e9
+    # The meter passes METER_PPS plus its burst (a tenth of a second's worth).
+    assert r.received <= METER_PPS * span_s * 1.2 + METER_PPS / 10 + 50, r.summary()
+    assert r.received >= METER_PPS * span_s * 0.8, r.summary()
