@@ -63,7 +63,7 @@ def _mount_optional() -> None:
     import importlib
 
     for module, name in (("rmptwin.emulation.cli", None), ("rmptwin.runtime.cli", None),
-                         ("rmptwin.analysis.cli", None)):
+                         ("rmptwin.analysis.cli", None), ("rmptwin.venue.cli", None)):
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as e:

@@ -8,7 +8,8 @@ Definitions (the same for simulated and emulated runs):
   the same. A receiver that never crashed must hold exactly the reference map; one that
   recovered must match it from its first gseq after recovering on. A gseq mapped to two
   messages, or a message at two gseqs, is a disagreement.
-- messages_sent: distinct (src, src_seq) of SEND.
+- A message is (stripe, src, src_seq): sources number their messages per stripe.
+- messages_sent: distinct messages of SEND.
 - messages_delivered_min: least number of distinct messages delivered by an operable receiver.
 - messages_lost: acknowledged messages (delivered by some receiver, or SRC_ACKED) that
   some operable receiver serving their stripe did not deliver (a recovered receiver only
@@ -82,17 +83,17 @@ def summarize(events: pa.Table, loaded: LoadedExperiment) -> dict:
     # --- deliveries per receiver and stripe
     dl = df[(df.kind == Kind.DELIVER) & df.node.isin(rt_names)]
     dl = dl.assign(stripe=[_stripe(d) for d in dl.detail]) if len(dl) else dl.assign(stripe=pd.Series(dtype=int))
-    maps: dict[tuple[str, int], dict[int, tuple[str, int]]] = {}
+    maps: dict[tuple[str, int], dict[int, tuple[int, str, int]]] = {}
     conflict = False
     for node, stripe, t, gseq, src, sseq in zip(dl.node, dl.stripe, dl.t_ns, dl.gseq, dl.src, dl.src_seq):
         if node in recovered_at and t < recovered_at[node]:
             continue
         m = maps.setdefault((node, stripe), {})
-        msg = (src, int(sseq))
+        msg = (int(stripe), src, int(sseq))
         if m.setdefault(int(gseq), msg) != msg:
             conflict = True
     agreement = not conflict
-    reference: dict[int, dict[int, tuple[str, int]]] = {}
+    reference: dict[int, dict[int, tuple[int, str, int]]] = {}
     for (node, stripe), m in maps.items():
         if node in crashed_at_end:
             continue
@@ -101,7 +102,7 @@ def summarize(events: pa.Table, loaded: LoadedExperiment) -> dict:
             if ref.setdefault(g, msg) != msg:
                 agreement = False
     for stripe, ref in reference.items():
-        inverse: dict[tuple[str, int], int] = {}
+        inverse: dict[tuple[int, str, int], int] = {}
         for g, msg in ref.items():
             if inverse.setdefault(msg, g) != g:
                 agreement = False
@@ -119,19 +120,17 @@ def summarize(events: pa.Table, loaded: LoadedExperiment) -> dict:
 
     # --- messages
     send = df[df.kind == Kind.SEND]
-    sent = set(zip(send.src, send.src_seq.astype(int)))
-    msg_stripe = {(s, int(q)): _stripe(d) for s, q, d in zip(send.src, send.src_seq, send.detail)}
-    msg_gseq: dict[tuple[str, int], int] = {}
+    sent = {(_stripe(d), s, int(q)) for s, q, d in zip(send.src, send.src_seq, send.detail)}
+    msg_gseq: dict[tuple[int, str, int], int] = {}
     for stripe, ref in reference.items():
         for g, msg in ref.items():
             msg_gseq.setdefault(msg, g)
-            msg_stripe.setdefault(msg, stripe)
     for (node, stripe), m in maps.items():
         for g, msg in m.items():
             msg_gseq.setdefault(msg, g)
-            msg_stripe.setdefault(msg, stripe)
     acked_rows = df[df.kind == Kind.SRC_ACKED]
-    acked = set(msg_gseq) | set(zip(acked_rows.src, acked_rows.src_seq.astype(int)))
+    acked = set(msg_gseq) | {(_stripe(d), s, int(q))
+                             for s, q, d in zip(acked_rows.src, acked_rows.src_seq, acked_rows.detail)}
     delivered_by = {h.name: set() for h in operable}
     for (node, stripe), m in maps.items():
         if node in delivered_by:
@@ -140,15 +139,12 @@ def summarize(events: pa.Table, loaded: LoadedExperiment) -> dict:
     for h in operable:
         stripes = _host_stripes(h, n_stripes)
         mine = delivered_by[h.name]
-        lo = None
-        if h.name in recovered_at:
-            gs = [g for (n, _), m in maps.items() if n == h.name for g in m]
-            lo = min(gs) if gs else None
+        first = {st: min(m) for (n, st), m in maps.items() if n == h.name and m}
         for msg in acked:
-            if msg_stripe.get(msg, 0) not in stripes or msg in mine:
+            if msg[0] not in stripes or msg in mine:
                 continue
             if h.name in recovered_at:
-                g = msg_gseq.get(msg)
+                g, lo = msg_gseq.get(msg), first.get(msg[0])
                 if g is None or lo is None or g < lo:
                     continue
             lost.add(msg)
@@ -160,14 +156,15 @@ def summarize(events: pa.Table, loaded: LoadedExperiment) -> dict:
 
     # --- latency and fairness from RELEASE
     send_t = {}
-    for s, q, t in zip(send.src, send.src_seq, send.t_ns):
-        send_t.setdefault((s, int(q)), int(t))
+    for s, q, t, d in zip(send.src, send.src_seq, send.t_ns, send.detail):
+        send_t.setdefault((_stripe(d), s, int(q)), int(t))
     gseq_msg = {(stripe, g): msg for stripe, ref in reference.items() for g, msg in ref.items()}
     rel = df[(df.kind == Kind.RELEASE) & df.node.isin(rt_names)]
     latencies, rel_times = [], {}
     operable_names = {h.name for h in operable}
     for node, t, gseq, src, sseq, d in zip(rel.node, rel.t_ns, rel.gseq, rel.src, rel.src_seq, rel.detail):
-        msg = (src, int(sseq)) if src else gseq_msg.get((_stripe(d), int(gseq)))
+        stripe = _stripe(d)
+        msg = (stripe, src, int(sseq)) if src else gseq_msg.get((stripe, int(gseq)))
         if msg is None:
             continue
         if msg in send_t:

@@ -280,3 +280,15 @@ def test_diff_of_identical_states_is_empty(n):
         pol.set_member(group_ip(rmp_group(0)), h, True)
     for s in TOPO.switches:
         assert diff(pol.switch_state(s), pol.switch_state(s)).empty()
+
+
+def test_igmp_v2_report_to_a_group_with_a_tree_still_reaches_the_controller():
+    # A v2 report is addressed to the group itself; with a tree from this host installed
+    # it must not ride the tree to the members instead of joining the host.
+    w = make_wiring()
+    pol = Policy(w)
+    ip = group_ip(rmp_group(0))
+    pol.set_member(ip, "h3", True)
+    pkt = {"eth_type": ETH_IP, "ip_proto": 2, "ipv4_src": w.hosts["h2"].ip, "ipv4_dst": ip}
+    reached, crossed = forward(w, states_of(pol), "h2", pkt)
+    assert reached == [] and crossed == [("s2", "controller")]

@@ -4,16 +4,10 @@ module's tests and always torn down."""
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-NET4 = HERE / "net4.yaml"
-# IGMP version per host: v2 and v3 hosts in the same network, so joins and leaves of
-# both versions are exercised by the same tests.
-IGMP = {"h1": 3, "h6": 2, "h2": 2, "h3": 3, "h4": 2, "h5": 3}
-METER_PPS = 1000
+from emukit import IGMP, METER_PPS, NET4  # tests/emulation is on sys.path (rootdir conftest)
 
 
 @pytest.fixture(scope="session")
@@ -26,7 +20,7 @@ def node_image():
     return ensure_image()
 
 
-@pytest.fixture(scope="module", params=["ns", "docker"])
+@pytest.fixture(scope="module", params=["ns", pytest.param("docker", marks=pytest.mark.docker)])
 def net(request, tmp_path_factory):
     from rmptwin.emulation.network import EmulatedNetwork
 

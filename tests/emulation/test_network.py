@@ -14,7 +14,7 @@ from rmptwin.core import region_group, rmp_group
 from rmptwin.emulation.measure import run_probe
 from rmptwin.spec import load_topology
 
-from conftest import METER_PPS, NET4  # tests/emulation is on sys.path (rootdir conftest)
+from emukit import METER_PPS, NET4  # tests/emulation is on sys.path (rootdir conftest)
 
 pytestmark = [pytest.mark.root, pytest.mark.emulation]
 TOPO = load_topology(NET4)

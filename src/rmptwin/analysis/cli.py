@@ -16,9 +16,12 @@ def register(app: typer.Typer) -> None:
         master: Optional[str] = typer.Option(None, help="Spark master URL; default embedded local[2]"),
     ) -> None:
         """Analyse runs with PySpark: metrics parquet, metrics.json and report.html in RUN/analysis/."""
+        from .extract import check_run
         from .job import analyze as run_analysis
         from .session import spark_session
 
+        for run in runs:
+            check_run(run)  # fail on a bad path before paying for Spark's start-up
         console = Console()
         spark = spark_session(master)
         try:
@@ -37,6 +40,10 @@ def register(app: typer.Typer) -> None:
         """Two runs' metrics side by side (analyses either run first if it has no metrics yet)."""
         from .compare import compare as do_compare
 
+        from .extract import check_run
+
+        for r in (run_a, run_b):
+            check_run(r)
         console = Console()
         todo = [r for r in (run_a, run_b) if not (r / "analysis" / "metrics.json").exists()]
         if todo:

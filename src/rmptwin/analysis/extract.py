@@ -65,17 +65,27 @@ def _parquet(spark: SparkSession, path: Path, schema) -> DataFrame | None:
     return spark.read.schema(schema).parquet(str(path))
 
 
-def load_run(spark: SparkSession, run: str | Path) -> RunData:
+def check_run(run: str | Path) -> tuple[dict, Topology, list[Path]]:
+    """The manifest, topology and event files of a run directory, or a one-line UserError."""
     run = Path(run)
     if not run.is_dir():
         raise UserError(f"{run}: no such run directory")
     manifest = read_manifest(run)
     if "topology" not in manifest:
         raise UserError(f"{run}/manifest.json: no resolved topology (was it written by rmptwin?)")
-    topo = Topology.model_validate(manifest["topology"])
+    try:
+        topo = Topology.model_validate(manifest["topology"])
+    except Exception as e:  # pydantic ValidationError: the manifest was edited or is from elsewhere
+        raise UserError(f"{run}/manifest.json: topology is not valid ({str(e).splitlines()[0]})") from None
     files = sorted((run / "events").glob("*.parquet"))
     if not files:
         raise UserError(f"{run}: no events/*.parquet (is this a run directory?)")
+    return manifest, topo, files
+
+
+def load_run(spark: SparkSession, run: str | Path) -> RunData:
+    run = Path(run)
+    manifest, topo, files = check_run(run)
     events = spark.read.schema(schemas.EVENTS).parquet(*[str(f) for f in files])
     return RunData(
         path=run, manifest=manifest, topology=topo, events=parse_events(events),

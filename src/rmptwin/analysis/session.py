@@ -23,6 +23,7 @@ def spark_session(master: str | None = None, app_name: str = "rmptwin-analysis")
     except ImportError:
         raise UserError("pyspark is not installed: run `make provision` (or pip install pyspark)") from None
     os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # never bind Spark to a real interface
     builder = (
         SparkSession.builder.master(master or DEFAULT_MASTER)
         .appName(app_name)

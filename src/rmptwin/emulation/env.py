@@ -135,6 +135,17 @@ def choose_impair(requested: str, env: MachineEnv | None = None) -> str:
 # ----------------------------------------------------------------------------- daemons
 
 
+def _boost_ovs() -> None:
+    # The userspace datapath forwards in ovs-vswitchd itself; on a busy machine its wake-up
+    # latency would be added to every configured link delay.
+    try:
+        pid = int(Path("/var/run/openvswitch/ovs-vswitchd.pid").read_text().strip())
+        if os.getpriority(os.PRIO_PROCESS, pid) > -10:
+            os.setpriority(os.PRIO_PROCESS, pid, -10)
+    except (OSError, ValueError):
+        pass
+
+
 def ovs_running() -> bool:
     try:
         return _run(["ovs-vsctl", "--timeout=3", "show"], timeout=5).returncode == 0
@@ -147,6 +158,7 @@ def ensure_ovs() -> None:
     if not shutil.which("ovs-vsctl"):
         raise UserError("Open vSwitch is not installed; run `make provision` (apt package openvswitch-switch)")
     if ovs_running():
+        _boost_ovs()
         return
     ctl = "/usr/share/openvswitch/scripts/ovs-ctl"
     if not Path(ctl).exists():
@@ -157,6 +169,7 @@ def ensure_ovs() -> None:
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
         if ovs_running():
+            _boost_ovs()
             return
         time.sleep(0.2)
     raise UserError(f"Open vSwitch did not start: {(r.stderr or r.stdout).strip().splitlines()[-1:]}")

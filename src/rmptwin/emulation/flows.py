@@ -36,7 +36,9 @@ ETH_IP, ETH_ARP = 0x0800, 0x0806
 IP_PROTO_IGMP = 2
 ARP_GROUP_ID = 1
 FIRST_TREE_GROUP_ID = 1000
-PRIO_MISS, PRIO_MCAST_DROP, PRIO_UNICAST, PRIO_ARP, PRIO_IGMP, PRIO_TREE = 0, 5, 10, 50, 100, 200
+# IGMP above the trees: a v2 report is addressed to the group itself and must reach the
+# controller, not the group's members.
+PRIO_MISS, PRIO_MCAST_DROP, PRIO_UNICAST, PRIO_ARP, PRIO_TREE, PRIO_IGMP = 0, 5, 10, 50, 200, 300
 DEFAULT_METER_PPS = 50_000
 
 

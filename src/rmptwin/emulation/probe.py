@@ -25,6 +25,7 @@ import time
 
 HEADER = struct.Struct("!10sQHq")   # MoldUDP64 session, seq, count; then send time ns
 SESSION = b"PROBE     "
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
 
 
 def send(dst: str, port: int, count: int, rate: float, size: int, intf_ip: str | None, start_seq: int = 0) -> dict:
@@ -80,6 +81,8 @@ def recv(port: int, group: str | None, intf: str | None, intf_ip: str | None, ra
         sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         sock.bind(("", port))
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+    # Kernel receive timestamps: the receiver's own scheduling delay is not the network's.
+    sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
     sock.settimeout(0.05)
     seqs, delays, arrivals = [], [], []
     t_start = time.time_ns()
@@ -98,10 +101,14 @@ def recv(port: int, group: str | None, intf: str | None, intf_ip: str | None, ra
             member.setsockopt(socket.IPPROTO_IP, socket.IP_DROP_MEMBERSHIP, mreq)
             left_at = time.time_ns()
         try:
-            data = sock.recv(65535)
+            data, anc, _, _ = sock.recvmsg(65535, 64)
         except socket.timeout:
             continue
         t = time.time_ns()
+        for level, kind, value in anc:
+            if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(value) >= 16:
+                sec, nsec = struct.unpack_from("@qq", value)
+                t = sec * 1_000_000_000 + nsec
         if raw:
             data = _udp_frame(data, port, group)
             if data is None:

@@ -57,6 +57,7 @@ class RingMember(StreamReceiver):
             self.epoch = 0
             self.frozen = True
             self.joining = 0
+            self.mark_recovering()
             core.timers.set((stripe, "join"), 0)
         elif self.idx == 0:
             self.accept(0, None, 0)
@@ -202,10 +203,11 @@ class RingMember(StreamReceiver):
         first = self.server
         if chan == "acks" and self.expect_t >= self.t_r and self.t_r > self.highest_seen:
             first = self.expected_sender()
-        others = [m for m in self.members if m != self.me]
-        if rotation == 0 and first and first != self.me:
-            return first
-        return others[rotation % len(others)] if others else None
+        if first == self.me:
+            first = None
+        # the server first, then the other members in ring order, round and round
+        candidates = ([first] if first else []) + [m for m in self.members if m not in (self.me, first)]
+        return candidates[rotation % len(candidates)] if candidates else None
 
     # ----------------------------------------------------------------- reformation
     def on_other(self, frame: wire.Frame, src: str, now: int) -> None:

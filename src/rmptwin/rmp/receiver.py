@@ -59,9 +59,19 @@ class StreamReceiver:
         self.release_q: deque[tuple[int, int, tuple[str, int], bytes]] = deque()
         self.delivered = 0
         self.released = 0
+        # A restarted receiver recovers the whole history (agreement) but does not
+        # remulticast what fell due before it came back: customers had it from others.
+        self.release_from: int | None = None
+        self._recovering_start = False
+
+    def mark_recovering(self) -> None:
+        self._recovering_start = True
 
     # ----------------------------------------------------------------- frames in
     def receive(self, frame: wire.Frame, src: str, now: int, repair: bool = False) -> None:
+        if self._recovering_start:
+            self._recovering_start = False
+            self.release_from = now
         if isinstance(frame, wire.Data):
             self.on_data(frame, src, now, repair)
         elif isinstance(frame, wire.Ack):
@@ -153,6 +163,8 @@ class StreamReceiver:
         q = self.release_q
         while q and q[0][0] <= now:
             due, gseq, (s, seq), payload = q.popleft()
+            if self.release_from is not None and due < self.release_from:
+                continue
             self.released += 1
             self.core.emit(Event(Kind.RELEASE, s, seq, gseq, len(payload),
                                  {"stripe": self.stripe, "late_ns": now - due}))

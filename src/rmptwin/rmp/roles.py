@@ -49,6 +49,7 @@ def build_secondary(host, loaded: LoadedExperiment, rng: random.Random, *, recov
         host.name, stripes, _timing(loaded), reformation_servers(loaded), primary=host.primary,
         primaries={k: primary_ring(loaded, k) for k in stripes}, ring=host.ring,
         ring_members={k: secondary_ring(loaded, host.ring, k) for k in stripes}, regions=list(host.regions),
+        recovering=recovering,
     )
 
 

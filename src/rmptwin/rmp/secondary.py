@@ -42,7 +42,7 @@ class SecondaryReceiver(StreamReceiver):
 class SecondaryCore(CoreBase):
     def __init__(self, name: str, stripes: list[int], timing: Timing, reformers: list[str], *, primary: str,
                  primaries: dict[int, list[str]], ring: str, ring_members: dict[int, list[str]],
-                 regions: list[str] = (), heartbeat_ns: int | None = None) -> None:
+                 regions: list[str] = (), heartbeat_ns: int | None = None, recovering: bool = False) -> None:
         super().__init__(name)
         self.reporter = Reporter(self, reformers, timing)
         self.receivers: dict[int, SecondaryReceiver] = {}
@@ -54,6 +54,8 @@ class SecondaryCore(CoreBase):
                 kw = {} if heartbeat_ns is None else {"heartbeat_ns": heartbeat_ns}
                 rm = self.remulticasters[stripe] = Remulticaster(list(regions), stripe, **kw)
             rec = SecondaryReceiver(self, stripe, timing, self.reporter, rm, primary, primaries.get(stripe, []))
+            if recovering:
+                rec.mark_recovering()
             self.receivers[stripe] = rec
             members = ring_members.get(stripe, [])
             if name in members:

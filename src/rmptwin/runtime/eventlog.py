@@ -34,7 +34,7 @@ class EventWriter:
             self.flush()
 
     def flush(self) -> None:
-        if self._pending:
+        if self._pending and not self._f.closed:
             self._f.flush()
             self._pending = 0
 

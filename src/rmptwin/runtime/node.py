@@ -88,8 +88,8 @@ async def _run(cfg: NodeConfig, name: str, incarnation: int) -> dict:
         driver.schedule_publications(pubs)
 
     def flush() -> None:
-        log.flush()
         if not stop.done():
+            log.flush()
             loop.call_later(FLUSH_EVERY_S, flush)
     flush()
     loop.call_later(max(0.0, (end_ns - driver.true_now()) / 1e9), settle, stop, "end")

@@ -35,7 +35,42 @@ from .scheduler import Scheduler
 # Ethernet (14) + IPv4 (20) + UDP (8): what a datagram costs on the wire beyond its payload.
 HEADER_BYTES = 42
 
-DeliverFn = Callable[[int, bytes, str, int], None]  # (host index, data, sender name, t_ns)
+DeliverFn = Callable[[tuple, bytes, str, int], None]  # (host indices, data, sender name, t_ns)
+
+
+class _HostBatch:
+    """Hosts on one switch behind access links that only delay, all by ``delay_ns``.
+
+    Their per-link packet counts are kept once for the batch and flushed into each link
+    when the batch is retired (or the tables are written).
+    """
+
+    __slots__ = ("delay_ns", "hosts", "members", "links", "counts", "_links_by_host")
+
+    def __init__(self, delay_ns: int, hosts: list[int], links: list["LinkDir"]) -> None:
+        self.delay_ns = delay_ns
+        self.hosts = tuple(hosts)
+        self.members = frozenset(hosts)
+        self.links = links
+        self._links_by_host = dict(zip(hosts, links))
+        self.counts: dict[str, int] = {}
+
+    def uncount(self, host: int, frame: str) -> None:
+        """The sender is in the batch: its own access link did not carry this packet."""
+        ld = self._links_by_host[host]
+        c = ld.counts.get(frame)
+        if c is None:
+            c = ld.counts[frame] = [0, 0]
+        c[0] -= 1
+
+    def flush(self) -> None:
+        for frame, n in self.counts.items():
+            for ld in self.links:
+                c = ld.counts.get(frame)
+                if c is None:
+                    c = ld.counts[frame] = [0, 0]
+                c[0] += n
+        self.counts.clear()
 
 
 class LinkDir:
@@ -105,6 +140,7 @@ class SimNetwork:
         self.joined: list[frozenset[str]] = [frozenset()] * len(topo.hosts)
         self._mroutes: dict[str, dict[str, tuple | None]] = {}
         self._uroutes: dict[tuple[str, int], tuple] = {}
+        self._batches: dict[str, list[_HostBatch]] = {}  # route cache key -> its batches' counters
         self.drops: list[tuple] = []
         self.deliveries = 0
 
@@ -116,11 +152,25 @@ class SimNetwork:
             return
         for g in old - groups:
             self.members[g].discard(host)
-            self._mroutes.pop(g, None)
+            self._forget(g)
         for g in groups - old:
             self.members.setdefault(g, set()).add(host)
-            self._mroutes.pop(g, None)
+            self._forget(g)
         self.joined[host] = frozenset(groups)
+
+    def _forget(self, group: str) -> None:
+        if self._mroutes.pop(group, None) is not None:
+            for b in self._batches.pop(group, ()):
+                b.flush()
+
+    def _forget_all(self) -> None:
+        # Link state changed: the fast path's choice of links may no longer hold.
+        for batches in self._batches.values():
+            for b in batches:
+                b.flush()
+        self._batches.clear()
+        self._mroutes.clear()
+        self._uroutes.clear()
 
     def _dirs(self, link: str) -> tuple[LinkDir, LinkDir]:
         if link in self.links:
@@ -131,13 +181,17 @@ class SimNetwork:
     def set_link_up(self, link: str, up: bool) -> None:
         for d in self._dirs(link):
             d.set_up(up)
+        self._forget_all()
 
     def set_loss(self, link: str, model: Bernoulli | GilbertElliott) -> None:
         for d in self._dirs(link):
             d.set_loss(model)
+        self._forget_all()
 
     # ------------------------------------------------------------------ routes
-    # A route is a hop: (switch, ((LinkDir, child hop), ...), ((LinkDir, host index), ...)).
+    # A route is a hop: (switch, ((LinkDir, child hop), ...), (_HostBatch, ...), ((LinkDir, host), ...)).
+    # Batches are the member hosts of that switch whose access link only delays, grouped
+    # by delay: one scheduler entry reaches them all. The other hosts go one by one.
     # A packet is (data, sender index, describe(data), group or "", bytes on the wire,
     # host index that must not receive it: the multicast sender, else -1).
 
@@ -153,24 +207,33 @@ class SimNetwork:
         # A scoped group reaches nobody from outside its region (or if the region is unknown).
         if region is None or root in self.topo.regions.get(region, ()):
             tree = multicast_tree(self.topo, root, set(by_switch), region)
-            route = self._compile(root, tree.children, by_switch)
+            route = self._compile(group, root, tree.children, by_switch)
         per_root[root] = route
         return route
 
-    def _compile(self, switch: str, children: dict, by_switch: dict) -> tuple:
-        kids = tuple((self.sw_link[(switch, c)], self._compile(c, children, by_switch))
+    def _compile(self, key: str, switch: str, children: dict, by_switch: dict) -> tuple:
+        kids = tuple((self.sw_link[(switch, c)], self._compile(key, c, children, by_switch))
                      for c in children.get(switch, ()))
-        hosts = tuple((self.host_down[h], h) for h in by_switch.get(switch, ()))
-        return (switch, kids, hosts)
+        by_delay: dict[int, list[int]] = {}
+        slow = []
+        for h in by_switch.get(switch, ()):
+            ld = self.host_down[h]
+            if ld.simple:
+                by_delay.setdefault(ld.delay_ns, []).append(h)
+            else:
+                slow.append((ld, h))
+        batches = tuple(_HostBatch(d, hs, [self.host_down[h] for h in hs]) for d, hs in sorted(by_delay.items()))
+        self._batches.setdefault(key, []).extend(batches)
+        return (switch, kids, batches, tuple(slow))
 
     def _uroute(self, src_switch: str, dst: int) -> tuple:
         key = (src_switch, dst)
         route = self._uroutes.get(key)
         if route is None:
             path = unicast_path(self.topo, src_switch, self.host_switch[dst])
-            route = (path[-1], (), ((self.host_down[dst], dst),))
+            route = self._compile("", path[-1], {}, {path[-1]: [dst]})
             for prev, nxt in zip(reversed(path[:-1]), reversed(path[1:])):
-                route = (prev, ((self.sw_link[(prev, nxt)], route),), ())
+                route = (prev, ((self.sw_link[(prev, nxt)], route),), (), ())
             self._uroutes[key] = route
         return route
 
@@ -193,7 +256,7 @@ class SimNetwork:
                 return
             pkt = (data, sender, desc, "", len(data) + HEADER_BYTES, -1)
             if dst == sender:
-                self._arrive_hosts(t, pkt, [dst])
+                self._arrive(t, pkt, (dst,))
                 return
             route = self._uroute(self.host_switch[sender], dst)
         arr = self._cross(self.host_up[sender], t, pkt)
@@ -243,43 +306,32 @@ class SimNetwork:
             arr = cross(ld, t, pkt)
             if arr >= 0:
                 heappush(heap, (arr, next(counter), self._at_switch, pkt, child))
-        hosts = hop[2]
-        if not hosts:
-            return
-        # Hosts reached at the same instant share one scheduler entry (large fan-outs).
         sender = pkt[5]  # a multicast sender does not hear itself
         frame = pkt[2][0]
-        batch_t, batch = -1, None
-        arrive = self._arrive_hosts
-        for ld, h in hosts:
-            if h == sender:
-                continue
-            if ld.simple:
-                c = ld.counts.get(frame)
-                if c is None:
-                    c = ld.counts[frame] = [0, 0]
-                c[0] += 1
-                arr = t + ld.delay_ns
-            else:
-                arr = cross(ld, t, pkt)
-                if arr < 0:
+        arrive = self._arrive
+        for b in hop[2]:
+            hosts = b.hosts
+            if sender in b.members:
+                hosts = tuple(h for h in hosts if h != sender)
+                b.uncount(sender, frame)
+                if not hosts:
                     continue
-            if arr != batch_t:
-                if batch:
-                    heappush(heap, (batch_t, next(counter), arrive, pkt, batch))
-                batch_t, batch = arr, [h]
-            else:
-                batch.append(h)
-        if batch:
-            heappush(heap, (batch_t, next(counter), arrive, pkt, batch))
+            b.counts[frame] = b.counts.get(frame, 0) + 1
+            heappush(heap, (t + b.delay_ns, next(counter), arrive, pkt, hosts))
+        for ld, h in hop[3]:
+            if h != sender:
+                arr = cross(ld, t, pkt)
+                if arr >= 0:
+                    heappush(heap, (arr, next(counter), arrive, pkt, (h,)))
 
-    def _arrive_hosts(self, t: int, pkt: tuple, hosts: list[int]) -> None:
+    def _arrive(self, t: int, pkt: tuple, hosts: tuple) -> None:
         self.deliveries += len(hosts)
-        data = pkt[0]
-        sender = self.host_names[pkt[1]]
-        deliver = self.deliver
-        for h in hosts:
-            deliver(h, data, sender, t)
+        self.deliver(hosts, pkt[0], self.host_names[pkt[1]], t)
+
+    def flush_counts(self) -> None:
+        for batches in self._batches.values():
+            for b in batches:
+                b.flush()
 
     # ------------------------------------------------------------------ ground truth
 
@@ -289,6 +341,7 @@ class SimNetwork:
                                     schema=DROP_SCHEMA)
 
     def count_table(self) -> pa.Table:
+        self.flush_counts()
         rows = []
         for name in sorted(self.links):
             for ld in self.links[name]:

@@ -1,0 +1,138 @@
+"""A three-member etcd cluster on loopback, started and stopped by the project.
+
+The fault-tolerant sequencer store of the emulated venues (the seed's coupling facility:
+one logical, reliable CAS memory). Members listen on free 127.0.0.1 ports, keep their
+data in a temporary directory (on /dev/shm when there is one: raft fsyncs then cost
+microseconds, and nothing here must outlive the run), and are always stopped and their
+data removed by ``stop()`` / the ``with`` block. ``kill(i)`` and ``restart(i)`` crash and
+bring back one member, for fault experiments.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+from ..errors import UserError
+
+ETCD = "etcd"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class EtcdCluster:
+    def __init__(self, members: int = 3, *, data_root: str | Path | None = None,
+                 heartbeat_ms: int = 50, election_ms: int = 500) -> None:
+        if shutil.which(ETCD) is None:
+            raise UserError("etcd is not installed (Debian package etcd-server; run scripts/provision.sh)")
+        self.n = members
+        self.heartbeat_ms = heartbeat_ms
+        self.election_ms = election_ms
+        base = data_root or ("/dev/shm" if os.path.isdir("/dev/shm") else None)
+        self.root = Path(tempfile.mkdtemp(prefix="rmptwin-etcd-", dir=base))
+        self.client_ports = [_free_port() for _ in range(members)]
+        self.peer_ports = [_free_port() for _ in range(members)]
+        self.procs: list[subprocess.Popen | None] = [None] * members
+        self.token = f"rmptwin-{os.getpid()}-{self.root.name}"
+
+    @property
+    def endpoints(self) -> list[str]:
+        return [f"http://127.0.0.1:{p}" for p in self.client_ports]
+
+    def _cmd(self, i: int, state: str) -> list[str]:
+        cluster = ",".join(f"m{j}=http://127.0.0.1:{self.peer_ports[j]}" for j in range(self.n))
+        return [
+            ETCD, "--name", f"m{i}", "--data-dir", str(self.root / f"m{i}"),
+            "--listen-client-urls", self.endpoints[i], "--advertise-client-urls", self.endpoints[i],
+            "--listen-peer-urls", f"http://127.0.0.1:{self.peer_ports[i]}",
+            "--initial-advertise-peer-urls", f"http://127.0.0.1:{self.peer_ports[i]}",
+            "--initial-cluster", cluster, "--initial-cluster-state", state,
+            "--initial-cluster-token", self.token,
+            "--heartbeat-interval", str(self.heartbeat_ms), "--election-timeout", str(self.election_ms),
+            "--max-txn-ops", "1024", "--log-level", "warn",
+        ]
+
+    def _spawn(self, i: int, state: str) -> None:
+        log = open(self.root / f"m{i}.log", "ab")
+        try:
+            self.procs[i] = subprocess.Popen(self._cmd(i, state), stdout=log, stderr=subprocess.STDOUT,
+                                             start_new_session=True)
+        finally:
+            log.close()
+
+    def start(self, timeout_s: float = 20.0) -> "EtcdCluster":
+        try:
+            for i in range(self.n):
+                self._spawn(i, "new")
+            self.wait_healthy(timeout_s=timeout_s)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def healthy(self, i: int) -> bool:
+        try:
+            with urllib.request.urlopen(self.endpoints[i] + "/health", timeout=1.0) as r:
+                return json.loads(r.read()).get("health") == "true"
+        except (OSError, ValueError):
+            return False
+
+    def wait_healthy(self, members: list[int] | None = None, timeout_s: float = 20.0) -> None:
+        members = list(range(self.n)) if members is None else members
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            for i in members:
+                p = self.procs[i]
+                if p is not None and p.poll() is not None:
+                    tail = (self.root / f"m{i}.log").read_text(errors="replace").strip().splitlines()[-1:]
+                    raise UserError(f"etcd member m{i} exited ({p.returncode}): {' '.join(tail)[:300]}")
+            if all(self.healthy(i) for i in members):
+                return
+            time.sleep(0.1)
+        raise UserError(f"etcd cluster not healthy after {timeout_s:.0f} s (logs in {self.root})")
+
+    def kill(self, i: int) -> None:
+        """Crash one member (SIGKILL): no goodbye to its peers."""
+        p = self.procs[i]
+        if p is not None and p.poll() is None:
+            p.send_signal(signal.SIGKILL)
+            p.wait(timeout=10)
+        self.procs[i] = None
+
+    def restart(self, i: int, timeout_s: float = 20.0) -> None:
+        """Bring a killed member back with its data directory (it rejoins and catches up)."""
+        if self.procs[i] is None:
+            self._spawn(i, "existing")
+            self.wait_healthy([i], timeout_s=timeout_s)
+
+    def stop(self) -> None:
+        for i, p in enumerate(self.procs):
+            if p is not None and p.poll() is None:
+                p.terminate()
+        for i, p in enumerate(self.procs):
+            if p is not None:
+                try:
+                    p.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait(timeout=10)
+            self.procs[i] = None
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def __enter__(self) -> "EtcdCluster":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

@@ -1,0 +1,194 @@
+"""The CAS sequencer on a real fault-tolerant store: etcd v3 through its JSON gateway.
+
+Same answers as ``sequencer.CasLog``: proposing keys k_0..k_m for positions n..n+m is
+ONE etcd transaction (one round trip)::
+
+    compare: create_revision(seq/n) == 0  and  value(next) == n
+    success: put seq/n..seq/n+m, put next = n+m+1, delete the positions leaving the window
+    failure: get next, get seq/n .. seq/n+63
+
+so a proposal lands only at the first free position (filled positions stay one
+contiguous prefix: no gap, no position written twice) and the loser reads the winners'
+entries in the same round trip. A proposer below ``next - window`` is told TOO_FAR.
+
+Requests go over persistent HTTP/1.1 connections (``http.client``, the standard
+library's urllib transport, kept alive for latency) to one member; on a refused or
+broken connection or an etcd error the client moves to the next member and asks again.
+Asking again is safe: if the first attempt was applied, the retry fails its compare and
+returns the very entries the first attempt wrote, which the caller adopts as its own.
+So one member's crash is invisible to the venues.
+"""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import json
+import time
+from urllib.parse import urlsplit
+
+from ..errors import UserError
+from . import wire
+from .sequencer import REPLY_MAX
+
+Key = tuple[int, int]
+
+
+def _b64(s: str) -> str:
+    return base64.b64encode(s.encode()).decode()
+
+
+def _unb64(s: str) -> str:
+    return base64.b64decode(s).decode()
+
+
+MAX_BATCH = 256   # positions per transaction (the cluster runs with --max-txn-ops 1024)
+
+
+class EtcdError(RuntimeError):
+    """etcd answered with an error (no leader, leader changed, ...): try another member."""
+
+
+class EtcdCas:
+    def __init__(self, endpoints: list[str], *, prefix: str = "rmptwin/seq", window: int = 1024,
+                 timeout_s: float = 2.0, give_up_s: float = 30.0) -> None:
+        self.endpoints = [urlsplit(e) for e in endpoints]
+        self.prefix = prefix.rstrip("/")
+        self.window = window
+        self.timeout_s = timeout_s
+        self.give_up_s = give_up_s
+        self._i = 0
+        self._conn: http.client.HTTPConnection | None = None
+        self.failovers = 0
+        self.round_trips = 0
+
+    # ------------------------------------------------------------------ keys
+    def _next_key(self) -> str:
+        return f"{self.prefix}/next"
+
+    def _pos_key(self, n: int) -> str:
+        return f"{self.prefix}/p/{n:020d}"
+
+    @staticmethod
+    def _num(n: int) -> str:
+        return f"{n:020d}"
+
+    # ------------------------------------------------------------------ transport
+    def _post(self, path: str, body: dict) -> dict:
+        data = json.dumps(body).encode()
+        deadline = time.monotonic() + self.give_up_s
+        last = None
+        while time.monotonic() < deadline:
+            if self._conn is None:
+                ep = self.endpoints[self._i]
+                self._conn = http.client.HTTPConnection(ep.hostname, ep.port, timeout=self.timeout_s)
+            try:
+                self._conn.request("POST", path, body=data, headers={"Content-Type": "application/json"})
+                resp = self._conn.getresponse()
+                payload = json.loads(resp.read() or b"{}")
+                if resp.status == 400:   # a malformed request stays malformed on every member
+                    raise UserError(f"etcd refused a sequencer request: {payload.get('message', payload)}")
+                if resp.status != 200 or "error" in payload:
+                    raise EtcdError(payload.get("error") or payload.get("message") or f"HTTP {resp.status}")
+                self.round_trips += 1
+                return payload
+            except (OSError, http.client.HTTPException, EtcdError, ValueError) as e:
+                last = e
+                conn, self._conn = self._conn, None
+                if conn is not None:
+                    conn.close()
+                self._i = (self._i + 1) % len(self.endpoints)
+                self.failovers += 1
+                time.sleep(0.01)
+        raise UserError(f"etcd sequencer unreachable for {self.give_up_s:.0f} s ({last})")
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    # ------------------------------------------------------------------ operations
+    def init(self) -> None:
+        """Create ``next = 0`` unless it exists (every proposer may call this)."""
+        self._post("/v3/kv/txn", {
+            "compare": [{"key": _b64(self._next_key()), "target": "CREATE", "result": "EQUAL",
+                         "create_revision": "0"}],
+            "success": [{"request_put": {"key": _b64(self._next_key()), "value": _b64(self._num(0))}}],
+        })
+
+    def _reads(self, n: int, count: int) -> list[dict]:
+        return [
+            {"request_range": {"key": _b64(self._next_key())}},
+            {"request_range": {"key": _b64(self._pos_key(n)), "range_end": _b64(self._pos_key(n + count)),
+                               "limit": str(count)}},
+        ]
+
+    def propose(self, n: int, keys: list[Key]) -> tuple[int, int, list[Key]]:
+        """(status, next, keys standing at n, n+1, ...), exactly as ``CasLog.propose``."""
+        if len(keys) > MAX_BATCH:
+            raise UserError(f"a proposal of {len(keys)} positions exceeds the etcd sequencer's {MAX_BATCH}")
+        count = max(len(keys), REPLY_MAX)
+        if keys:
+            end = n + len(keys)
+            success = [{"request_put": {"key": _b64(self._pos_key(n + i)), "value": _b64(f"{g}:{s}")}}
+                       for i, (g, s) in enumerate(keys)]
+            success.append({"request_put": {"key": _b64(self._next_key()), "value": _b64(self._num(end))}})
+            old_hi = end - self.window
+            if old_hi > 0:
+                success.append({"request_delete_range": {
+                    "key": _b64(self._pos_key(max(0, old_hi - len(keys) - 64))),
+                    "range_end": _b64(self._pos_key(old_hi))}})
+            body = {
+                "compare": [
+                    {"key": _b64(self._pos_key(n)), "target": "CREATE", "result": "EQUAL", "create_revision": "0"},
+                    {"key": _b64(self._next_key()), "target": "VALUE", "result": "EQUAL",
+                     "value": _b64(self._num(n))},
+                ],
+                "success": success,
+                "failure": self._reads(n, count),
+            }
+            r = self._post("/v3/kv/txn", body)
+            if r.get("succeeded"):
+                return wire.WON, end, list(keys)
+        else:
+            r = self._post("/v3/kv/txn", {"success": self._reads(n, count)})
+        return self._answer(n, r["responses"])
+
+    def _answer(self, n: int, responses: list[dict]) -> tuple[int, int, list[Key]]:
+        nxt_kvs = responses[0].get("response_range", {}).get("kvs", [])
+        nxt = int(_unb64(nxt_kvs[0]["value"])) if nxt_kvs else 0
+        got = {}
+        for kv in responses[1].get("response_range", {}).get("kvs", []):
+            pos = int(_unb64(kv["key"]).rsplit("/", 1)[1])
+            g, s = _unb64(kv["value"]).split(":")
+            got[pos] = (int(g), int(s))
+        if n < nxt - self.window or (n < nxt and n not in got):
+            return wire.TOO_FAR, nxt, []
+        out = []
+        while n + len(out) in got:
+            out.append(got[n + len(out)])
+        return wire.LOST, nxt, out
+
+    def read_all(self) -> dict[int, Key]:
+        """Every position still stored (tests and checks)."""
+        r = self._post("/v3/kv/range", {"key": _b64(self._pos_key(0)),
+                                        "range_end": _b64(f"{self.prefix}/p0")})
+        out = {}
+        for kv in r.get("kvs", []):
+            pos = int(_unb64(kv["key"]).rsplit("/", 1)[1])
+            g, s = _unb64(kv["value"]).split(":")
+            out[pos] = (int(g), int(s))
+        return out
+
+
+def serve_propose(cas: EtcdCas, data: bytes) -> bytes | None:
+    """Answer one PROPOSE datagram from a venue core with a DECIDE datagram (a driver's adapter)."""
+    try:
+        ftype, f = wire.decode(data)
+    except wire.VenueWireError:
+        return None
+    if ftype != wire.T_PROPOSE:
+        return None
+    _, n, keys = f
+    status, nxt, standing = cas.propose(n, keys)
+    return wire.decide_frame(status, n, nxt, standing)

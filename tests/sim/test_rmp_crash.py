@@ -1,0 +1,112 @@
+"""A token-site crash mid-run: a reformation server rebuilds the ring without it, and the
+survivors still agree and lose nothing that was acknowledged; a recovered host rejoins;
+with the first reformation server down, the next one does the work."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from rmptwin.rmp.scenarios import loaded_experiment, max_path_delay_ms, random_tree
+from rmptwin.sim.runner import simulate
+
+from rmp_checks import assert_agreement_and_no_loss, frame
+
+CRASH_S = 1.0
+
+
+def _scenario(seed: int, mode: str, faults: list[dict], *, reformers: int = 1, max_loss: float = 0.05,
+              start_policy: str = "ticker"):
+    rng = random.Random(seed)
+    topo = random_tree(rng, switches=6, primaries=4, sources=2, reformers=reformers, max_loss=max_loss)
+    protocol = {"token_mode": mode, "dn_ms": max_path_delay_ms(topo) + 5, "k_r": 3, "p_ms": 1,
+                "null_token_ms": 100, "start_policy": start_policy}
+    if mode == "time_driven":
+        protocol["tau_t_ms"] = 60
+    return topo, loaded_experiment(
+        topo, protocol=protocol, seed=seed, duration_s=6.0, faults=faults,
+        workload={"rate_per_source": 50, "start_s": 0.2, "duration_s": 2.5},
+    )
+
+
+def _token_site_at(seed: int, mode: str, t_s: float, **kw) -> str:
+    """Who holds the token at ``t_s`` (the same deterministic run, without the crash)."""
+    _, loaded = _scenario(seed, mode, [], **kw)
+    df = frame(simulate(loaded))
+    acc = df[(df.kind == "token_accept") & (df.t_ns <= t_s * 1e9)]
+    return str(acc.sort_values("t_ns", kind="stable").iloc[-1].node)
+
+
+def _receivers(topo) -> dict[str, list[int]]:
+    return {h.name: [0] for h in topo.hosts if h.role == "primary"}
+
+
+def _reforms(df):
+    done = df[df.kind == "reform_done"].sort_values("t_ns", kind="stable")
+    return [(int(t), node, json.loads(d)) for t, node, d in zip(done.t_ns, done.node, done.detail)]
+
+
+@pytest.mark.parametrize("mode", ["event_driven", "time_driven"])
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_token_site_crash_reforms_without_loss(mode, seed):
+    site = _token_site_at(seed, mode, CRASH_S)
+    topo, loaded = _scenario(seed, mode, [{"at_s": CRASH_S, "action": "crash", "node": site}])
+    result = simulate(loaded)
+    df = frame(result)
+    reforms = _reforms(df)
+    assert reforms, "no reformation after the token site crashed"
+    t_done, _, first = reforms[0]
+    assert t_done > CRASH_S * 1e9
+    assert site not in first["ring"]
+    assert first["token_site"] in first["ring"] and first["epoch"] == 2
+    assert set(first["ring"]) == {h.name for h in topo.hosts if h.role == "primary"} - {site}
+    # every published message, including those in flight at the crash, ends up placed by
+    # every survivor in one agreed order (sources re-send until the new ring acks them)
+    n = assert_agreement_and_no_loss(df, _receivers(topo))
+    assert n == result.summary["messages_sent"]
+    assert result.summary["agreement"] and result.summary["messages_lost"] == 0
+    # the ring kept acknowledging after the reformation
+    acks_after = df[(df.kind == "ack_sent") & (df.t_ns > t_done)]
+    assert len(acks_after) > 0 and site not in set(acks_after.node)
+
+
+@pytest.mark.parametrize("mode", ["event_driven", "time_driven"])
+def test_crashed_site_recovers_and_rejoins(mode):
+    seed = 4
+    site = _token_site_at(seed, mode, CRASH_S)
+    topo, loaded = _scenario(seed, mode, [{"at_s": CRASH_S, "action": "crash", "node": site},
+                                          {"at_s": 2.0, "action": "recover", "node": site}])
+    df = frame(simulate(loaded))
+    reforms = _reforms(df)
+    assert len(reforms) >= 2
+    assert site not in reforms[0][2]["ring"]
+    assert site in reforms[-1][2]["ring"], "the recovered host was not let back into the ring"
+    # the recovered host catches up on the whole history and agrees with everyone
+    assert_agreement_and_no_loss(df, _receivers(topo))
+    later_acks = df[(df.kind.isin(["ack_sent", "null_token"])) & (df.node == site) & (df.t_ns > 2.0e9)]
+    assert len(later_acks) > 0, "the recovered host never held the token again"
+
+
+def test_next_reformation_server_takes_over():
+    seed, mode = 5, "time_driven"
+    site = _token_site_at(seed, mode, CRASH_S, reformers=2)
+    topo, loaded = _scenario(seed, mode, [{"at_s": 0.1, "action": "crash", "node": "xr1"},
+                                          {"at_s": CRASH_S, "action": "crash", "node": site}], reformers=2)
+    df = frame(simulate(loaded))
+    reforms = _reforms(df)
+    assert reforms and {node for _, node, _ in reforms} == {"xr2"}
+    assert site not in reforms[0][2]["ring"]
+    assert_agreement_and_no_loss(df, _receivers(topo))
+
+
+def test_conservative_start_policy():
+    seed, mode = 2, "event_driven"
+    site = _token_site_at(seed, mode, CRASH_S, start_policy="conservative")
+    topo, loaded = _scenario(seed, mode, [{"at_s": CRASH_S, "action": "crash", "node": site}],
+                             start_policy="conservative")
+    df = frame(simulate(loaded))
+    (_, _, first), *_ = _reforms(df)
+    assert first["start_t"] <= first["last_t"] + 1
+    assert_agreement_and_no_loss(df, _receivers(topo))

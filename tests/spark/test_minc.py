@@ -1,0 +1,60 @@
+"""MINC link-loss inference: the estimator's algebra, the logical tree, and accuracy on a
+seeded binary tree of known loss with 20,000 packets."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rmptwin.analysis import extract, latency, loss, minc, synthetic
+from rmptwin.spec import Topology
+
+pytestmark = pytest.mark.spark
+
+
+def test_solve_a_recovers_reach_probability_from_exact_gammas():
+    # A node reached with probability a, leaves below passing with b_j: the exact gammas.
+    for a, bs in [(0.9, [0.95, 0.97]), (0.8, [0.9, 0.99, 0.93]), (0.99, [0.5, 0.6, 0.7, 0.8])]:
+        g_children = [a * b for b in bs]
+        g = a * (1 - np.prod([1 - b for b in bs]))
+        assert minc.solve_a(g, g_children) == pytest.approx(a, abs=1e-9)
+
+
+def test_solve_a_binary_closed_form():
+    g1, g2, g = 0.81, 0.77, 0.86
+    assert minc.solve_a(g, [g1, g2]) == pytest.approx(g1 * g2 / (g1 + g2 - g), abs=1e-9)
+
+
+def test_logical_tree_collapses_single_child_switches():
+    topo = Topology.model_validate({
+        "name": "chain", "switches": ["s1", "s2", "s3", "s4"],
+        "links": [{"a": "s1", "b": "s2"}, {"a": "s2", "b": "s3"}, {"a": "s2", "b": "s4"}],
+        "hosts": [{"name": "h0", "role": "source", "switch": "s1"},
+                  {"name": "r1", "role": "primary", "switch": "s3"},
+                  {"name": "r2", "role": "primary", "switch": "s3"},
+                  {"name": "r3", "role": "primary", "switch": "s4"}]})
+    t = minc.logical_tree(topo, "h0", ["r1", "r2", "r3"])
+    # h0 -> s1 -> s2 has one child each: the first logical link is the chain h0>s1>s2.
+    assert t.children["h0"] == ["s2"] and t.label("s2") == "h0>s1>s2"
+    assert t.children["s2"] == ["r3", "s3"]  # s4 has only r3 below it: s2>s4>r3 is one link
+    assert t.label("r3") == "s2>s4>r3" and t.children["s3"] == ["r1", "r2"]
+    assert t.leaves_in_order() == ["r3", "r1", "r2"]
+    assert set(t.ancestors("r1")) == {"r1", "s3", "s2"}
+
+
+def test_minc_estimates_every_link_within_one_point_of_ground_truth(spark, tmp_path):
+    losses = synthetic.default_losses(seed=11)
+    assert min(losses.values()) >= 0.01 and max(losses.values()) <= 0.10
+    run = synthetic.write_run(tmp_path / "run", packets=20_000, seed=5, losses=losses)
+    truth = synthetic.true_drop_rates(run)  # counted from the drawn fates, independently of Spark
+    rd = extract.load_run(spark, run)
+    fate = loss.fates(rd.events, rd.hosts).cache()
+    rows = minc.minc_links(spark, rd.topology, fate, latency.sends(rd.events), rd.drops, None, 75.0)
+    fate.unpersist()
+    assert len(rows) == 15  # src link, 6 switch links, 8 access links: a binary tree, nothing collapsed
+    for r in rows:
+        link = (r["parent"], r["child"])
+        assert r["packets"] == 20_000
+        assert r["configured"] == pytest.approx(losses[link])
+        assert r["truth"] == pytest.approx(truth[link], abs=1e-12), link
+        assert abs(r["estimate"] - truth[link]) < 0.01, (link, r["estimate"], truth[link])

@@ -1,0 +1,218 @@
+"""Venue cores driven by hand: the seed's p/q total-order example, random local orders,
+the sequencer's window, gateway validation, HR duplicates."""
+
+from __future__ import annotations
+
+import random
+
+from rmptwin.core import Group, Unicast
+from rmptwin.events import Kind
+from rmptwin.venue import wire
+from rmptwin.venue.gateway import GatewayCore
+from rmptwin.venue.history import HistoryCore
+from rmptwin.venue.orderbook import BUY, LIMIT, SELL
+from rmptwin.venue.sequencer import CasLog, SequencerCore
+from rmptwin.venue.stores import MemoryGatewayLog, MemoryHistoryStore
+from rmptwin.venue.venue import VenueCore
+from rmptwin.venue.wire import Order, Request
+
+GWS = ["gw1", "gw2"]
+
+
+def events(core):
+    out = []
+    while (e := core.next_event()) is not None:
+        out.append(e)
+    return out
+
+
+def make_ev(ev_id, **kw):
+    kw.setdefault("sequencer", "seq")
+    return VenueCore(ev_id, ["IBM"], GWS, history=None, service=lambda: 1, durable=False,
+                     checkpoint_every=kw.pop("checkpoint_every", 1000), **kw)
+
+
+def req(gw, seq, side, qty, price):
+    oid = (gw + 1) << 40 | seq
+    return Request(gw, seq, 0, Order(wire.NEW, LIMIT, side, "IBM", oid, qty, price))
+
+
+def settle(ev, now):
+    """Let an EV execute everything it can (service time is 1 ns)."""
+    for _ in range(1000):
+        t = ev.get_timer()
+        if t is None or t > now:
+            return
+        ev.handle_timer(now)
+
+
+def proposals(ev, now):
+    return [d for d, dest in ev.datagrams_to_send(now) if dest == Unicast("seq")]
+
+
+def positions(evs):
+    return [(e.gseq, e.src, e.src_seq) for e in evs if e.kind == Kind.SEQ_POSITION]
+
+
+def test_seed_p_q_example_two_evs_agree_on_the_total_order():
+    """GW1 sends p0..p2, GW2 q0..q2; EV1 sees q0 q1 p0 p1 q2 p2, EV2 sees p0 p1 q0 p2 q1 q2.
+    With the seed's winners (EV1, EV2, EV2, EV2, ...) the total order is q0 p0 p1 p2 q1 q2."""
+    p = [req(0, i, BUY, 100, 1_000_000 - 100 * i) for i in range(3)]
+    q = [req(1, i, SELL, 60, 999_900 + 100 * i) for i in range(3)]
+    ev1, ev2 = make_ev(0, lookahead=1, batch=1), make_ev(1, lookahead=1, batch=1)
+    seq = SequencerCore(window=100)
+    now = 1000
+    for r in (q[0], q[1], p[0], p[1], q[2], p[2]):
+        ev1.receive_datagram(wire.request_frame(r), "gw", now)
+    for r in (p[0], p[1], q[0], p[2], q[1], q[2]):
+        ev2.receive_datagram(wire.request_frame(r), "gw", now)
+    winners = [ev1, ev2, ev2, ev2, ev1, ev2]
+    for winner in winners:
+        now += 1000
+        loser = ev2 if winner is ev1 else ev1
+        for ev, name in ((winner, "ev-w"), (loser, "ev-l")):
+            for d in proposals(ev, now):
+                seq.receive_datagram(d, name, now)
+        for d, dest in seq.datagrams_to_send(now):
+            (winner if dest.node == "ev-w" else loser).receive_datagram(d, "seq", now)
+        now += 1000
+        settle(ev1, now)
+        settle(ev2, now)
+    e1, e2 = events(ev1), events(ev2)
+    order = [(0, "gw2", 0), (1, "gw1", 0), (2, "gw1", 1), (3, "gw1", 2), (4, "gw2", 1), (5, "gw2", 2)]
+    assert positions(e1) == order
+    assert positions(e2) == order
+    assert [e for e in e1 if e.kind == Kind.TRADE] == [e for e in e2 if e.kind == Kind.TRADE]
+    assert any(e.kind == Kind.TRADE for e in e1)     # the example's orders do cross
+    assert ev1.state_hash() == ev2.state_hash()
+
+
+def test_random_local_orders_and_races_give_identical_trades_and_state():
+    rng = random.Random(7)
+    reqs = [req(g, i, rng.randrange(2), rng.randint(1, 5) * 100, 1_000_000 + rng.randint(-5, 5) * 100)
+            for g in range(2) for i in range(150)]
+    evs = [make_ev(i, lookahead=rng.choice([1, 4, 16]), batch=rng.choice([1, 3, 8])) for i in range(3)]
+    seq = SequencerCore(window=10_000)
+    streams = []
+    for _ in evs:   # per gateway FIFO, gateways interleaved differently at each EV
+        a, b = [r for r in reqs if r.gw == 0], [r for r in reqs if r.gw == 1]
+        mixed = []
+        while a or b:
+            src = a if (a and (not b or rng.random() < 0.5)) else b
+            mixed.append(src.pop(0))
+        streams.append(mixed)
+    now = 0
+    logs = [[] for _ in evs]
+    inbox = []
+    while any(streams) or inbox or any(ev.get_timer() is not None for ev in evs) or \
+            any(ev.next_pos < len(reqs) for ev in evs):
+        now += 10
+        i = rng.randrange(len(evs))
+        if streams[i] and rng.random() < 0.6:
+            evs[i].receive_datagram(wire.request_frame(streams[i].pop(0)), "gw", now)
+        for k, ev in enumerate(evs):
+            settle(ev, now)
+            inbox.extend((d, f"ev{k}") for d in proposals(ev, now))
+        rng.shuffle(inbox)
+        keep = []
+        for d, name in inbox:
+            if rng.random() < 0.5:
+                seq.receive_datagram(d, name, now)
+            else:
+                keep.append((d, name))
+        inbox = keep
+        for d, dest in seq.datagrams_to_send(now):
+            evs[int(dest.node[2:])].receive_datagram(d, "seq", now)
+        for k, ev in enumerate(evs):
+            logs[k].extend(events(ev))
+        assert now < 10_000_000, "venues stopped making progress"
+    ref = positions(logs[0])
+    assert len(ref) == len(reqs) and len({(s, q) for _, s, q in ref}) == len(reqs)
+    for log in logs[1:]:
+        assert positions(log) == ref
+        assert [e for e in log if e.kind == Kind.TRADE] == [e for e in logs[0] if e.kind == Kind.TRADE]
+    assert len({ev.state_hash() for ev in evs}) == 1
+
+
+def test_cas_log_window_contiguity_and_too_far_behind():
+    log = CasLog(window=4)
+    assert log.propose(0, [(0, 0), (0, 1)]) == (wire.WON, 2, [(0, 0), (0, 1)])
+    assert log.propose(0, [(1, 0)]) == (wire.LOST, 2, [(0, 0), (0, 1)])   # loser learns the winners
+    assert log.propose(5, [(1, 0)])[0] == wire.LOST and log.get(5) is None  # no holes
+    assert log.propose(2, [(0, 0), (1, 0)]) == (wire.WON, 3, [(1, 0)])       # (0,0) is never placed twice
+    log.propose(3, [(1, i) for i in range(1, 5)])
+    assert log.next == 7 and log.low == 3
+    assert log.propose(1, [(2, 0)])[0] == wire.TOO_FAR
+
+
+def test_follower_out_of_the_window_reports_soft_failure_and_resyncs():
+    seq = SequencerCore(window=2)
+    for i in range(5):
+        seq.log.propose(i, [(0, i)])
+    ev = make_ev(0)
+    ev.receive_datagram(wire.request_frame(req(0, 0, BUY, 1, 1_000_000)), "gw", 10)
+    for d in proposals(ev, 10):
+        seq.receive_datagram(d, "ev", 10)
+    for d, _ in seq.datagrams_to_send(10):
+        ev.receive_datagram(d, "seq", 11)
+    assert Kind.SEQ_TOO_FAR in [e.kind for e in events(ev)]
+    assert Kind.SEQ_TOO_FAR in [e.kind for e in events(seq)]
+
+
+def test_gateway_rejects_malformed_orders_with_a_reason_and_never_numbers_them():
+    log = MemoryGatewayLog()
+    gw = GatewayCore(0, ["ev1", "ev2"], ["IBM"], log, tick=100, fsync_ns=50)
+    bad = [
+        (Order(wire.NEW, LIMIT, BUY, "IBM", 1, -5, 1_000_000), "not positive"),
+        (Order(wire.NEW, LIMIT, BUY, "ZZZZ", 2, 5, 1_000_000), "unknown symbol"),
+        (Order(wire.NEW, LIMIT, SELL, "IBM", 3, 5, 1_000_050), "tick"),
+        (Order(wire.NEW, LIMIT, SELL, "IBM", 4, 0, 1_000_000), "not positive"),
+    ]
+    for i, (o, _) in enumerate(bad):
+        gw.receive_datagram(wire.order_frame(i, 0, o), "cl1", 10)
+    gw.receive_datagram(b"\x01\x01\x00\x00\x00\x05abc", "cl1", 10)   # truncated frame
+    gw.receive_datagram(wire.order_frame(9, 0, Order(wire.NEW, LIMIT, BUY, "IBM", 9, 5, 1_000_000)), "cl1", 10)
+    evs = events(gw)
+    rejects = [e for e in evs if e.kind == Kind.ORDER_REJECT]
+    assert len(rejects) == 5 and gw.rejected == 4 and gw.malformed == 1
+    for e, (_, why) in zip(rejects, bad):
+        assert why in e.detail["reason"]
+    acks = [wire.decode(d)[1] for d, dest in gw.datagrams_to_send(10) if dest == Unicast("cl1")]
+    assert [a[1] for a in acks] == [wire.REJECTED] * 4 and all(a[3] for a in acks)
+    # only the good order is numbered, logged, and (after the fsync) multicast
+    assert list(log.requests) == [0]
+    gw.handle_timer(gw.get_timer())
+    sent = [wire.decode(d)[1] for d, dest in gw.datagrams_to_send(100) if dest == Group(wire.REQUEST_GROUP)]
+    assert [(r.gw, r.gw_seq, r.order.oid) for r in sent] == [(0, 0, 9)]
+
+
+def test_gateway_replays_unfinished_requests_after_restart():
+    log = MemoryGatewayLog()
+    gw = GatewayCore(0, ["ev1"], ["IBM"], log, fsync_ns=10)
+    for i in range(3):
+        gw.receive_datagram(wire.order_frame(i, 0, Order(wire.NEW, LIMIT, BUY, "IBM", i, 5, 1_000_000)), "c", 0)
+    while gw.get_timer() is not None:    # group fsyncs: [0], then [1, 2]
+        gw.handle_timer(gw.get_timer())
+    assert gw.accepted == 3
+    gw.datagrams_to_send(20)
+    gw.receive_datagram(wire.complete_frame(wire.T_COMPLETE, 1, 0, 0), "ev1", 30)
+    assert [e.src_seq for e in events(gw) if e.kind == Kind.ORDER_DONE] == [1]
+    again = GatewayCore(0, ["ev1"], ["IBM"], log, fsync_ns=10, recovering=True)
+    again.handle_timer(again.get_timer())
+    replayed = [wire.decode(d)[1].gw_seq for d, dest in again.datagrams_to_send(30) if dest == Group(wire.REQUEST_GROUP)]
+    assert replayed == [0, 2] and again.next_seq == 3
+
+
+def test_history_ignores_duplicate_positions_and_acknowledges_after_commit():
+    store = MemoryHistoryStore()
+    hr = HistoryCore(store, commit_ns=100)
+    r0, r1 = req(0, 0, BUY, 1, 1_000_000), req(0, 1, SELL, 1, 1_000_000)
+    hr.receive_datagram(wire.store_frame(0, [(0, r0, []), (1, r1, [(2, 1, 1_000_000, 1, SELL)])]), "ev1", 0)
+    hr.receive_datagram(wire.store_frame(1, [(0, r0, []), (1, r1, [(2, 1, 1_000_000, 1, SELL)])]), "ev2", 5)
+    assert hr.datagrams_to_send(5) == []              # nothing acknowledged before the commit
+    hr.handle_timer(100)
+    out = hr.datagrams_to_send(100)
+    assert len(out) == 1 and out[0][1] == Group(wire.HARDENED_GROUP)
+    upto, entries = wire.decode(out[0][0])[1]
+    assert upto == 1 and [(n, r.key) for n, r in entries] == [(0, (0, 0)), (1, (0, 1))]
+    assert hr.duplicates == 2 and store.commits == 1 and store.trade_count() == 1
