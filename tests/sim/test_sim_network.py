@@ -262,3 +262,35 @@ def test_a_crashed_core_hears_nothing_and_a_recovered_one_is_rebuilt():
     assert ((t > 1.0) & (t < 2.0)).sum() == 0 and (t < 1.0).sum() >= 99 and (t > 2.0).sum() >= 99
     assert ev[ev.kind.isin(["crash", "recover"])][["node", "kind"]].values.tolist() == [["r1", "crash"], ["r1", "recover"]]
     assert built == [("src", False), ("r1", False), ("r1", True)]
+
+
+def test_link_counts_add_up_when_the_sender_is_a_member_and_links_differ():
+    topo = line_topo(2, delay_ms=1.0, hosts=[
+        {"name": "src", "role": "source", "switch": "s0"},
+        {"name": "a", "role": "primary", "switch": "s0", "link": {"delay_ms": 1.0}},
+        {"name": "b", "role": "primary", "switch": "s0", "link": {"delay_ms": 1.0}},
+        {"name": "c", "role": "primary", "switch": "s1", "link": {"delay_ms": 2.0, "loss": 0.2}},
+        {"name": "d", "role": "primary", "switch": "s1", "link": {"delay_ms": 1.0}}])
+    exp = loaded(topo, duration_s=1.5, workload={"rate_per_source": 1000, "arrival": "constant",
+                                                  "start_s": 0.0, "duration_s": 1.0})
+
+    def make(h, rec):
+        if h.role == "source":
+            return StubCore(h.name, dest=Group("g"), groups=["g"])
+        return StubCore(h.name, groups=["g"])
+
+    res = simulate(exp, build=builder(make))
+    c = res.link_counts.to_pandas().set_index(["from_node", "to_node"])
+    got = recv_rows(res).groupby("node").size().to_dict()
+    assert "src" not in got and got["a"] == got["b"] == got["d"] == 1000
+    assert c.loc[("src", "s0"), "packets"] == 1000
+    assert ("s0", "src") not in c.index or c.loc[("s0", "src"), "packets"] == 0
+    for to in ("a", "b"):
+        assert c.loc[("s0", to), "packets"] == 1000
+    assert c.loc[("s1", "d"), "packets"] == 1000 and c.loc[("s0", "s1"), "packets"] == 1000
+    assert c.loc[("s1", "c"), "packets"] == 1000 and c.loc[("s1", "c"), "dropped"] == 1000 - got["c"] > 100
+    # Arrival times follow each host's own access delay.
+    rows = recv_rows(res)
+    sends = res.events.to_pandas().query("kind == 'send'").set_index("src_seq").t_ns
+    lag = {n: set((g.t_ns.to_numpy() - sends.loc[g.src_seq].to_numpy()) // 1000) for n, g in rows.groupby("node")}
+    assert lag == {"a": {1000}, "b": {1000}, "c": {3000}, "d": {2000}}

@@ -82,6 +82,10 @@ def _etcd(quick: bool) -> list[dict]:
                      "note": f"3 members on loopback, data on tmpfs, JSON gateway; p99 "
                              f"{sorted(rtts)[int(len(rtts) * 0.99) - 1]:.2f} ms; load avg {load:.1f}"})
         rates = (1000, 5000) if quick else (1000, 5000, 9000)
+        r = run_realtime(cluster.endpoints, rate=1000, duration_s=2.0, durable=False, state_dir="/dev/shm")
+        rows.append({"metric": "venue, 2 EVs + etcd, 1,000/s, HR not awaited", "value": r["p50_ms"], "unit": "ms p50",
+                     "note": f"p99 {r['p99_ms']:.2f} ms; completions sent after execution (no HR fsync wait); "
+                             f"GW log on tmpfs; {r['throughput']:,.0f} req/s completed"})
         for rate in rates:
             r = run_realtime(cluster.endpoints, rate=rate, duration_s=2.0 if quick else 5.0, durable=True)
             top = rate == rates[-1]
@@ -90,7 +94,7 @@ def _etcd(quick: bool) -> list[dict]:
                 "goal": ">= 9,000 req/s, p50 < 1.25 ms" if top else None,
                 "ok": (r["throughput"] >= 9000 and r["p50_ms"] < 1.25) if top else None,
                 "note": f"p50 {r['p50_ms']:.2f} ms, p99 {r['p99_ms']:.2f} ms; {r['completed']:,}/{r['accepted']:,} "
-                        f"completed; {r['etcd_round_trips']:,} etcd txns; EVs agree: {r['agree']}; durable "
+                        f"completed; {r['etcd_round_trips']:,} etcd txns; EVs equal at stop: {r['agree']}; durable "
                         f"GW file + SQLite WAL HR (real fsync); load avg {os.getloadavg()[0]:.1f}"})
     return rows
 

@@ -2,8 +2,8 @@
 
 First what each network recorded in its ``net.json`` (pids, switches, containers),
 then a sweep for the project's marks, which also catches a network killed before it
-could record anything: OVS bridges ``rmp<N>``, root-namespace interfaces of those
-bridges and of relay links (``rlk<N>a``/``b``), relay and controller processes
+could record anything: OVS bridges ``r<k>s<N>``, root-namespace interfaces of those
+bridges and of relay links (``r<k>l<N>a``/``b``), relay and controller processes
 (identified by their command lines, which only this project uses), containers
 labelled ``rmptwin.net``. Nothing else on the machine is touched.
 """
@@ -20,8 +20,9 @@ import time
 from pathlib import Path
 
 REGISTRY = Path("/run/rmptwin/state-dirs")
-BRIDGE_RE = re.compile(r"^rmp\d+$")
-INTF_RE = re.compile(r"^(rmp\d+-eth\d+|rlk\d+[ab])$")
+TAG_DIR = Path("/run/rmptwin/tags")
+BRIDGE_RE = re.compile(r"^r\d+s\d+$")
+INTF_RE = re.compile(r"^(r\d+s\d+-eth\d+|r\d+l\d+[ab])$")
 PROCESS_MARKS = ("rmptwin.emulation.relay", "controllers/launch.py")
 CONTAINER_LABEL = "rmptwin.net"
 
@@ -110,6 +111,8 @@ def cleanup_state_dir(state_dir: Path, own_pid: int | None = None) -> dict:
     }
     for name in ("net.json", "controller.json"):
         (Path(state_dir) / name).unlink(missing_ok=True)
+    if data.get("tag") is not None:
+        (TAG_DIR / str(data["tag"])).unlink(missing_ok=True)
     return done
 
 
@@ -126,7 +129,7 @@ def cleanup_all() -> dict:
     for p in Path("/proc").iterdir():
         if p.name.isdigit():
             cmd = _cmdline(int(p.name))
-            if any(m in cmd for m in PROCESS_MARKS) or re.search(r"mininet:rlk\d+\b", cmd):
+            if any(m in cmd for m in PROCESS_MARKS) or re.search(r"mininet:r\d+l\d+\b", cmd):
                 ours.append(int(p.name))
     totals["processes"] += _kill(ours)
     if shutil.which("docker") and os.path.exists("/var/run/docker.sock"):
@@ -141,4 +144,5 @@ def cleanup_all() -> dict:
         if _run(["ip", "link", "del", intf]).returncode == 0:
             totals["interfaces"] += 1
     REGISTRY.unlink(missing_ok=True)
+    shutil.rmtree(TAG_DIR, ignore_errors=True)
     return totals

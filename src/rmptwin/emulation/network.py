@@ -4,9 +4,10 @@ Open vSwitch switches (kernel datapath where the module exists, else userspace),
 rmptwin controller (os-ken, multicast trees from IGMP), hosts as plain namespaces or
 Docker containers, and every impaired link through netem or the user-space relay.
 
-Names on the machine carry the project's marks so cleanup can find them after a crash:
-switches ``rmp<N>``, relay namespaces ``rlk<N>`` with interfaces ``rlk<N>a``/``rlk<N>b``,
-containers labelled ``rmptwin.net``; ``state_dir/net.json`` lists what was made.
+Names on the machine carry the project's marks so cleanup can find them after a crash,
+and a per-network tag k so several networks can be up at once: switches ``r<k>s<N>``,
+relay namespaces ``r<k>l<N>`` with interfaces ``r<k>l<N>a``/``b``, containers labelled
+``rmptwin.net``; ``state_dir/net.json`` lists what was made.
 """
 
 from __future__ import annotations
@@ -40,6 +41,34 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def claim_tag() -> int:
+    """The smallest network tag no running network uses (a pid file per tag)."""
+    from .cleanup import TAG_DIR
+
+    TAG_DIR.mkdir(parents=True, exist_ok=True)
+    r = subprocess.run(["ovs-vsctl", "--timeout=5", "list-br"], capture_output=True, text=True)
+    bridges = r.stdout.split()
+    for k in range(1, 1000):
+        if any(b.startswith(f"r{k}s") for b in bridges):
+            continue
+        f = TAG_DIR / str(k)
+        try:
+            fd = os.open(f, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            try:
+                pid = int(f.read_text().strip() or 0)
+            except (OSError, ValueError):
+                pid = 0
+            if pid and Path(f"/proc/{pid}").exists():
+                continue
+            f.write_text(str(os.getpid()))   # stale: its network's owner is gone
+            return k
+        with os.fdopen(fd, "w") as out:
+            out.write(str(os.getpid()))
+        return k
+    raise UserError("too many emulated networks are up; run `rmptwin net down`")
 
 
 def _params(link) -> LinkParams:
@@ -94,6 +123,8 @@ class EmulatedNetwork:
         self.topo = topology if isinstance(topology, Topology) else load_topology(topology)
         if nodes not in ("ns", "docker"):
             raise UserError(f"unknown node mode {nodes!r}; choose ns or docker")
+        if impair not in ("auto", *envmod.IMPAIR_BACKENDS):
+            raise UserError(f"unknown impairment backend {impair!r}; choose auto, {', '.join(envmod.IMPAIR_BACKENDS)}")
         self.nodes_mode = nodes
         self.impair_requested = impair
         self.seed = seed
@@ -113,7 +144,8 @@ class EmulatedNetwork:
         self._link_nodes: list = []
         self.t0_ns = time.time_ns()
         self._stopped = False
-        self.sw_name = {s: f"rmp{i + 1}" for i, s in enumerate(self.topo.switches)}
+        self.tag: int | None = None
+        self.sw_name: dict[str, str] = {}
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -140,12 +172,15 @@ class EmulatedNetwork:
         if not self.env.mininet:
             raise UserError("Mininet is not importable; run `make provision` (apt package mininet)")
         self.impair = envmod.choose_impair(self.impair_requested, self.env)
-        self._claim_state_dir()
+        if self.nodes_mode == "docker":
+            envmod.ensure_dockerd()   # before touching anything: a missing engine is one clear line
         envmod.ensure_ovs()
+        self.tag = claim_tag()
+        self.sw_name = {s: f"r{self.tag}s{i + 1}" for i, s in enumerate(self.topo.switches)}
+        self._claim_state_dir()
         if self.nodes_mode == "docker":
             from .image import ensure_image
 
-            envmod.ensure_dockerd()
             self.image = ensure_image(progress=self.progress)
         self.progress(f"building {self.topo.name}: {len(self.topo.switches)} switches, "
                       f"{len(self.topo.hosts)} hosts ({self.nodes_mode}), impairment {self.impair}, "
@@ -188,7 +223,7 @@ class EmulatedNetwork:
             f.unlink()
         self._record(owner_pid=os.getpid(), topology=self.topo.name, nodes=self.nodes_mode,
                      switches=sorted(self.sw_name.values()), hosts=[h.name for h in self.topo.hosts],
-                     impair=self.impair, containers=[], started_ns=self.t0_ns)
+                     impair=self.impair, containers=[], started_ns=self.t0_ns, tag=self.tag)
 
     def _build(self) -> None:
         from mininet.link import Link, TCLink
@@ -221,10 +256,10 @@ class EmulatedNetwork:
         n_relay = 0
 
         def relay_between(name, a, b, node_a, node_b, params, port_a=None, port_b=None):
-            """node_a -- [rlkN: relay] -- node_b; returns the two Links."""
+            """node_a -- [r<k>l<N>: relay] -- node_b; returns the two Links."""
             nonlocal n_relay
             n_relay += 1
-            lname = f"rlk{n_relay}"
+            lname = f"r{self.tag}l{n_relay}"
             lnode = Node(lname, inNamespace=True)
             self._link_nodes.append(lnode)
             self._record(link_nodes=[n.name for n in self._link_nodes])
@@ -341,14 +376,18 @@ class EmulatedNetwork:
             node = self.net.get(h.name)
             intf = node.defaultIntf().name
             version = self.igmp_version.get(h.name) if isinstance(self.igmp_version, dict) else self.igmp_version
-            cmds = [
-                "sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1",
-                f"ethtool -K {intf} tx off >/dev/null 2>&1",
-                f"ip route replace 224.0.0.0/4 dev {intf}",
-            ]
+            node.cmd(f"ethtool -K {intf} tx off >/dev/null 2>&1; ip route replace 224.0.0.0/4 dev {intf}")
+            # Network sysctls are per namespace; a container's /proc/sys is read-only, so
+            # write them from the root mount namespace, entering only the host's netns.
+            sysctls = {"net/ipv6/conf/all/disable_ipv6": 1, "net/ipv6/conf/default/disable_ipv6": 1}
             if version:
-                cmds.append(f"for f in /proc/sys/net/ipv4/conf/*/force_igmp_version; do echo {int(version)} > $f; done")
-            node.cmd("; ".join(cmds))
+                sysctls.update({f"net/ipv4/conf/{c}/force_igmp_version": int(version)
+                                for c in ("all", "default", intf)})
+            script = "; ".join(f"echo {v} > /proc/sys/{k}" for k, v in sysctls.items())
+            r = subprocess.run(["nsenter", f"--net=/proc/{node.pid}/ns/net", "sh", "-c", script],
+                               capture_output=True, text=True)
+            if r.returncode != 0:
+                raise UserError(f"host {h.name}: cannot set sysctls: {r.stderr.strip()}")
             self.hosts[h.name] = EmuHost(node, host_ip(i), intf)
         # Switch-side veths: the userspace datapath reads them with AF_PACKET too.
         for s in self.sw_name.values():

@@ -32,6 +32,7 @@ except ImportError:  # pragma: no cover
 
 class RingMember(StreamReceiver):
     serves_retransmissions = True
+    asks_sources = True
 
     def __init__(self, core: CoreBase, stripe: int, timing: Timing, reporter: Reporter, remulticaster,
                  ring: list[str], reformers: list[str], recovering: bool = False) -> None:
@@ -239,6 +240,8 @@ class RingMember(StreamReceiver):
         self.join_attempts += 1
         if self.join_attempts % (2 * self.tm.k_r) == 0:
             self.reformer_idx = (self.reformer_idx + 1) % len(self.reformers)
+        if self.joining > self.epoch and (self.join_fence is None or self.join_fence[0] != self.joining):
+            self.join_fence = (self.joining, self.t_r - 1)
         j = wire.Join(self.stripe, self.joining, self.me, self.t_r - 1, self.next_gseq, self.recovering)
         self.core.send(j, Unicast(self.reformers[self.reformer_idx]))
         wait = self.tm.k_r * self.tm.tau_r if self.join_acked else self.tm.tau_r

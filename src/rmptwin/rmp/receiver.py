@@ -33,6 +33,7 @@ class _Request:
 
 class StreamReceiver:
     serves_retransmissions = False
+    asks_sources = False       # token candidates fetch holes in the waiting messages from sources
 
     def __init__(self, core: CoreBase, stripe: int, timing: Timing, reporter: Reporter, remulticaster=None) -> None:
         self.core = core
@@ -47,6 +48,7 @@ class StreamReceiver:
         self.t_r = 1
         self.highest_seen = 0
         self.expect_t = 0              # time-driven: a token we know is overdue
+        self.join_fence: tuple[int, int] | None = None   # (epoch joining, last ack reported)
         self.server: str | None = None  # whom to ask: the sender of the highest ack seen
         self.msgs: dict[tuple[str, int], bytes] = {}
         self.ack_of: dict[tuple[str, int], int] = {}
@@ -102,11 +104,17 @@ class StreamReceiver:
         if self.hint.get(d.src, 1) > self.m_sr.get(d.src, 1) and self.t_r > self.highest_seen:
             # the source saw acks we lack (seed: M_s > M_s,r -> the ack is missing)
             self.want("ackof", now)
+        if self.asks_sources and d.src_seq > self.m_sr.get(d.src, 1) and (d.src, d.src_seq - 1) not in self.msgs:
+            # a hole in what waits for acknowledgement: the source still holds it
+            self.want(("srcgap", d.src), now)
         self.on_new_data(key, now)
 
     def on_ack(self, a: wire.Ack, src: str, now: int, repair: bool) -> None:
         if a.epoch < self.epoch and a.token > self.fence_t:
             return                              # the old ring's token site is gone; not ours
+        jf = self.join_fence
+        if jf is not None and a.epoch < jf[0] and a.token > jf[1]:
+            return     # we told a reformation server what we hold: nothing newer of the old ring
         if a.epoch > self.epoch:
             self.on_newer_epoch(a.epoch, now)
         if a.token < self.t_r or a.token in self.acks:
@@ -174,13 +182,13 @@ class StreamReceiver:
             self.core.timers.set((self.stripe, "release"), max(now, q[0][0]))
 
     # ----------------------------------------------------------------- requests
-    def want(self, chan: str, now: int, delay: int | None = None) -> None:
+    def want(self, chan, now: int, delay: int | None = None) -> None:
         if chan in self.requests:
             return
         self.requests[chan] = _Request()
         self.core.timers.set((self.stripe, "req", chan), now + (self.tm.dn // 2 if delay is None else delay))
 
-    def missing(self, chan: str) -> list[tuple[int, int, int, str]]:
+    def missing(self, chan) -> list[tuple[int, int, int, str]]:
         """What ``chan`` still lacks, as NACK (want, lo, hi, src) ranges; [] when complete."""
         out: list[tuple[int, int, int, str]] = []
         if chan == "acks":
@@ -205,6 +213,12 @@ class StreamReceiver:
             for s, seqs in lacking.items():
                 for lo, hi in _runs(sorted(set(seqs))):
                     out.append((wire.WANT_MSGS, lo, hi, s))
+        elif isinstance(chan, tuple) and chan[0] == "srcgap":
+            s = chan[1]
+            top = max((q for (src, q) in self.waiting if src == s), default=0)
+            lo = self.m_sr.get(s, 1)
+            holes = [q for q in range(lo, min(top, lo + MAX_RANGE)) if (s, q) not in self.msgs and (s, q) not in self.ack_of]
+            out = [(wire.WANT_MSGS, a, b, s) for a, b in _runs(holes)]
         elif chan == "ackof" and self.t_r > self.highest_seen:
             for s, below in self.hint.items():
                 nxt = self.m_sr.get(s, 1)
@@ -212,7 +226,7 @@ class StreamReceiver:
                     out.append((wire.WANT_ACK_OF, nxt, min(below - 1, nxt + MAX_RANGE - 1), s))
         return out
 
-    def fire_request(self, chan: str, now: int) -> None:
+    def fire_request(self, chan, now: int) -> None:
         req = self.requests.get(chan)
         if req is None:
             return
@@ -223,11 +237,16 @@ class StreamReceiver:
         self.core.timers.set((self.stripe, "req", chan), now + self.tm.tau_r)
         if not self.may_request(chan):
             return
-        target = self.request_target(chan, req.rotation)
+        to_source = isinstance(chan, tuple)
+        # a hole in a source's messages is asked of the source itself; if it is gone,
+        # nothing acknowledged depends on it, so its silence is never reported
+        target = chan[1] if to_source else self.request_target(chan, req.rotation)
         if target is None:
             return
-        if req.attempts >= self.tm.k_r:
-            self.reporter.report(self.stripe, self.epoch, target, wire.REASON_NO_ANSWER, self.t_r, now)
+        if req.attempts >= self.tm.k_r and not to_source:
+            # a lossy path can starve one server's answers: ask another before crying failure
+            if req.rotation >= 1:
+                self.reporter.report(self.stripe, self.epoch, target, wire.REASON_NO_ANSWER, self.t_r, now)
             req.attempts = 0
             req.rotation += 1
             target = self.request_target(chan, req.rotation) or target
@@ -287,6 +306,7 @@ class StreamReceiver:
     def fence(self, last_t: int, epoch: int, now: int) -> None:
         """A new ring starts after ``last_t``: drop held acks of older rings above it."""
         self.epoch = max(self.epoch, epoch)
+        self.join_fence = None
         self.fence_t = last_t
         for t in [t for t, a in self.acks.items() if t > last_t and a.epoch < epoch]:
             a = self.acks.pop(t)

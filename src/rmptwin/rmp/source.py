@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core import rmp_group
+from ..core import Unicast, rmp_group
 from ..events import Event, Kind
 from . import wire
 from .common import CoreBase, Timing
@@ -38,6 +38,7 @@ class _Stripe:
         self.epoch = 1
         self.site = initial_site                   # token site as last heard of
         self.highest_t = 0
+        self.progress_at = 0                       # when the ring last showed a new ack
         self.payloads: dict[int, bytes] = {}       # recent acked payloads, to re-send after reformation
 
 
@@ -62,8 +63,7 @@ class SourceCore(CoreBase):
         st.outstanding[seq] = _Outstanding(bytes(payload))
         self.multicast(stripe, wire.Data(stripe, self.name, seq, st.acked_below, payload), control=False)
         self.emit(Event(Kind.SEND, self.name, seq, -1, len(payload), {"stripe": stripe}))
-        first_wait = self.tm.tau_r + (self.tm.tau_t if self.tm.time_driven else 0)
-        self.timers.set((stripe, seq), now + first_wait)
+        self.timers.set((stripe, seq), now + self._wait(first=True))
         return seq
 
     def _resend(self, stripe: int, seq: int, now: int) -> None:
@@ -72,13 +72,23 @@ class SourceCore(CoreBase):
         if out is None:
             return
         out.attempts += 1
-        if out.attempts > self.tm.k_r and st.site is not None:
-            # no ack after k_r tries: the token site seems down (seed 4.3)
+        quiet = now - st.progress_at > self.tm.k_r * self._wait(first=False)
+        if out.attempts > self.tm.k_r and st.site is not None and quiet:
+            # no ack after k_r tries and no sign of the ring moving: the token site seems
+            # down (seed 4.3). A ring that still passes acks is only behind, not down.
             self.reporter.report(stripe, st.epoch, st.site, wire.REASON_NO_ACK, st.highest_t, now)
         self.multicast(stripe, wire.Data(stripe, self.name, seq, st.acked_below, out.payload))
         self.emit(Event(Kind.SRC_RETX, self.name, seq, -1, len(out.payload),
                         {"stripe": stripe, "attempt": out.attempts}))
-        self.timers.set((stripe, seq), now + self.tm.tau_r)
+        self.timers.set((stripe, seq), now + self._wait(first=False))
+
+    def _wait(self, first: bool) -> int:
+        """How long to wait for an ack. Time-driven rings ack whatever waits once every tau_t
+        (whichever site holds the token then and has the message), so re-sending sooner only
+        floods the ring; event-driven rings ack on arrival, so tau_r."""
+        if not self.tm.time_driven:
+            return self.tm.tau_r
+        return self.tm.tau_t + self.tm.tau_r if first else max(self.tm.tau_r, self.tm.tau_t + self.tm.dn)
 
     # ----------------------------------------------------------------- frames in
     def receive_datagram(self, data: bytes, src: str, now: int) -> None:
@@ -91,6 +101,8 @@ class SourceCore(CoreBase):
             frame = frame.original
         if isinstance(frame, wire.Ack):
             self._on_ack(frame, now)
+        elif isinstance(frame, wire.Nack):
+            self._serve(frame, src)
         elif isinstance(frame, wire.NewRing):
             self._on_new_ring(frame, now)
         elif isinstance(frame, wire.ReportAck):
@@ -103,6 +115,7 @@ class SourceCore(CoreBase):
         if a.token > st.highest_t:
             st.highest_t = a.token
             st.site = a.next_site
+            st.progress_at = now
         for i, (s, seq) in enumerate(a.msgs):
             if s != self.name:
                 continue
@@ -122,6 +135,19 @@ class SourceCore(CoreBase):
             old = next(iter(st.acked_t))
             del st.acked_t[old]
             st.payloads.pop(old, None)
+
+    def _serve(self, n: wire.Nack, src: str) -> None:
+        """A ring member lacks some of our messages that it needs to acknowledge them."""
+        st = self.stripes.get(n.stripe)
+        if st is None or n.want != wire.WANT_MSGS or n.src != self.name:
+            return
+        for seq in range(n.lo, min(n.hi, n.lo + 128 - 1) + 1):
+            out = st.outstanding.get(seq)
+            payload = out.payload if out is not None else st.payloads.get(seq)
+            if payload is not None:
+                self.send(wire.Retx(n.stripe, wire.Data(n.stripe, self.name, seq, st.acked_below, payload)),
+                          Unicast(src))
+                self.emit(Event(Kind.RETX_SENT, self.name, seq, -1, len(payload), {"stripe": n.stripe}))
 
     def _on_new_ring(self, nr: wire.NewRing, now: int) -> None:
         st = self.stripes.get(nr.stripe)

@@ -2,7 +2,7 @@
 
 Started by the runner inside the node's own host (container or namespace). It builds the
 host's core through ``rmptwin.roles.build_core`` (the same per-host RNG as the simulator),
-binds its sockets and joins its groups, prints ``READY``, then waits for ``GO <t0_ns>`` on
+binds its sockets and joins its groups, prints ``READY <groups as JSON>``, then waits for ``GO <t0_ns>`` on
 stdin (a recovering node is given t0 in the config and starts at once). It runs until
 t0 + the experiment's duration, logging events to ``<log_dir>/<name>.<incarnation>.jsonl``,
 then prints ``DONE <counters>`` and exits. SIGTERM ends it early with the log flushed.
@@ -70,7 +70,7 @@ async def _run(cfg: NodeConfig, name: str, incarnation: int) -> dict:
         loop.call_soon_threadsafe(settle, stop, "eof")
 
     threading.Thread(target=control, daemon=True).start()
-    _say("READY")
+    _say("READY " + json.dumps(sorted(driver.joined)))
     if t0 is None:
         t0 = await go
         if t0 is None:

@@ -27,6 +27,7 @@ from typing import Callable
 
 import pyarrow as pa
 
+from ..addressing import group_ip
 from ..errors import UserError
 from ..events import DROP_SCHEMA, LINK_COUNT_SCHEMA, Event, Kind
 from ..spec import LoadedExperiment
@@ -34,8 +35,9 @@ from .config import NodeConfig
 from .eventlog import EventWriter, merge_logs
 
 REPO = Path(__file__).resolve().parents[3]
-SETTLE_S = 1.5           # between the last READY and t0: IGMP joins reach the controller, flows land
+SETTLE_S = 1.0           # after the controller saw every join: its flow mods land before t0
 READY_TIMEOUT_S = 180.0  # dozens of Python processes importing on two cores
+TREES_TIMEOUT_S = 60.0
 CAPTURE_PORTS = "udp"    # everything UDP: RMP, remulticast and re-requests
 
 
@@ -47,6 +49,7 @@ class NodeProc:
     proc: subprocess.Popen
     lines: "queue.Queue[str]" = field(default_factory=queue.Queue)
     done: dict | None = None
+    groups: list[str] = field(default_factory=list)
 
     def send(self, line: str) -> None:
         try:
@@ -74,7 +77,12 @@ def _wait_line(np: NodeProc, want: str, deadline: float, err_path: Path) -> None
             line = np.lines.get(timeout=max(0.01, deadline - time.monotonic()))
         except queue.Empty:
             raise UserError(f"node {np.name} did not start within {READY_TIMEOUT_S:.0f} s; see {err_path}") from None
-        if line == want:
+        if line == want or line.startswith(want + " "):
+            if line.startswith("READY "):
+                try:
+                    np.groups = json.loads(line[6:])
+                except ValueError:
+                    np.groups = []
             return
         if line == "EOF":
             tail = err_path.read_text(errors="replace").strip().splitlines()[-1:] if err_path.exists() else []
@@ -102,6 +110,7 @@ class Run:
         self.t0: int | None = None
         self.net = None
         self.faults_applied: list[dict] = []
+        self.missing_joins: list[str] = []
 
     # ------------------------------------------------------------------ network
 
@@ -220,6 +229,7 @@ class Run:
         for i, np in enumerate(self.procs.values()):
             _wait_line(np, "READY", deadline, self.node_dir / f"{np.name}.0.stderr")
             self.progress(0.0, f"nodes ready {i + 1}/{len(self.procs)}")
+        self._wait_trees()
         self._start_captures()
         self.t0 = time.time_ns() + int(self.settle_s * 1e9)
         for np in self.procs.values():
@@ -253,6 +263,24 @@ class Run:
         drops = self.net.drops()
         counts = self.net.link_counts() if hasattr(self.net, "link_counts") else LINK_COUNT_SCHEMA.empty_table()
         return events, drops, counts
+
+    def _wait_trees(self, timeout_s: float = TREES_TIMEOUT_S) -> None:
+        """Until the controller has seen every node's IGMP join (its trees then include them)."""
+        state_of = getattr(self.net, "controller_state", None)
+        if state_of is None:
+            return
+        want = {(group_ip(g), np.name) for np in self.procs.values() for g in np.groups}
+        deadline = time.monotonic() + timeout_s
+        missing = want
+        while time.monotonic() < deadline:
+            groups = state_of().get("groups", {})
+            missing = {(ip, n) for ip, n in want if n not in groups.get(ip, {}).get("members", ())}
+            self.progress(0.0, f"multicast trees: {len(want) - len(missing)}/{len(want)} joins")
+            if not missing:
+                return
+            time.sleep(0.2)
+        # Go on: a join whose reports were all lost is repeated by the kernel on the next query.
+        self.missing_joins = sorted(f"{n}:{ip}" for ip, n in missing)
 
     def _teardown_nodes(self) -> None:
         for np in self.procs.values():
@@ -299,7 +327,7 @@ def run_experiment(loaded: LoadedExperiment, seed: int | None = None, out: Path 
     write_manifest(run_dir, manifest, backend="emulation", seed=seed)
     summary = summarize(events, loaded)
     summary["runtime"] = {"wall_s": round(time.monotonic() - wall, 1), "nodes": nodes,
-                          "torn_log_lines": r.torn_lines,
+                          "torn_log_lines": r.torn_lines, "missing_joins": r.missing_joins,
                           "node_counters": {n: np.done for n, np in r.procs.items()}}
     write_summary(run_dir, summary)
     return run_dir, summary

@@ -159,9 +159,9 @@ class SimNetwork:
         self.joined[host] = frozenset(groups)
 
     def _forget(self, group: str) -> None:
-        if self._mroutes.pop(group, None) is not None:
-            for b in self._batches.pop(group, ()):
-                b.flush()
+        self._mroutes.pop(group, None)
+        for b in self._batches.pop(group, ()):
+            b.flush()
 
     def _forget_all(self) -> None:
         # Link state changed: the fast path's choice of links may no longer hold.
@@ -256,7 +256,8 @@ class SimNetwork:
                 return
             pkt = (data, sender, desc, "", len(data) + HEADER_BYTES, -1)
             if dst == sender:
-                self._arrive(t, pkt, (dst,))
+                s = self.sched
+                heappush(s.heap, (t, next(s.counter), self._arrive, pkt, (dst,)))
                 return
             route = self._uroute(self.host_switch[sender], dst)
         arr = self._cross(self.host_up[sender], t, pkt)
@@ -313,9 +314,9 @@ class SimNetwork:
             hosts = b.hosts
             if sender in b.members:
                 hosts = tuple(h for h in hosts if h != sender)
-                b.uncount(sender, frame)
                 if not hosts:
                     continue
+                b.uncount(sender, frame)
             b.counts[frame] = b.counts.get(frame, 0) + 1
             heappush(heap, (t + b.delay_ns, next(counter), arrive, pkt, hosts))
         for ld, h in hop[3]:

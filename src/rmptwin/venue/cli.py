@@ -64,5 +64,18 @@ def latency(experiment: Path = typer.Argument(Path("experiments/venue-latency.ya
     console.print(f"wrote {out}/latency.md, {plot_latency(rows, out / 'latency.png')}")
 
 
+@venue_app.command()
+def timeline(run: Path) -> None:
+    """Plot a venue run's per-EV throughput and EV gap over time into RUN/analysis/venue-timeline.png."""
+    from ..results import read_events, read_manifest
+    from .sweeps import plot_timeline
+
+    manifest = read_manifest(run)
+    venues = [h["name"] for h in manifest["topology"]["hosts"] if h["role"] == "venue"]
+    out = run / "analysis"
+    out.mkdir(parents=True, exist_ok=True)
+    console.print(f"wrote {plot_timeline(read_events(run), venues, out / 'venue-timeline.png')}")
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(venue_app, name="venue")

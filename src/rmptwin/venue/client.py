@@ -9,14 +9,17 @@ off-tick price) to exercise the gateway's validation.
 
 from __future__ import annotations
 
-import random
 from collections import deque
+from typing import TYPE_CHECKING
 
 from ..core import Dest, Unicast
 from ..events import Event
 from . import wire
 from .orderbook import BUY, FOK, IOC, LIMIT, MARKET, SELL
 from .wire import Order
+
+if TYPE_CHECKING:
+    import random
 
 MID_PRICE = 1_000_000      # $100.00 in ticker units (price x 10,000)
 MAX_RESTING = 40           # per client: beyond this, cancel the oldest instead of adding
@@ -89,6 +92,9 @@ class ClientCore:
         return self._next if self._next < self.stop_ns and self.rate > 0 else None
 
     def handle_timer(self, now: int) -> None:
+        due = self.get_timer()
+        if due is not None and now < due:
+            now = due   # fired a little early by a real event loop
         while self._next <= now and self._next < self.stop_ns:
             self._out.append((wire.order_frame(self.seq + 1, now, self.make_order()), Unicast(self.gateway)))
             self._next += max(1, int(self.rng.expovariate(self.rate) * 1e9))

@@ -192,3 +192,40 @@ def serve_propose(cas: EtcdCas, data: bytes) -> bytes | None:
     _, n, keys = f
     status, nxt, standing = cas.propose(n, keys)
     return wire.decide_frame(status, n, nxt, standing)
+
+
+class EtcdProxyCore:
+    """The sequencer host of a real run: answers PROPOSE datagrams from the etcd cluster.
+
+    Core-shaped so the runtime can drive it like any role, but NOT pure: each PROPOSE is
+    one blocking etcd transaction inside ``receive_datagram`` (the sequencer host does
+    nothing else). The simulator uses the pure ``sequencer.SequencerCore`` instead.
+    """
+
+    def __init__(self, cas: EtcdCas) -> None:
+        self.cas = cas
+        self.cas.init()
+        self._out: list = []
+
+    def receive_datagram(self, data: bytes, src: str, now: int) -> None:
+        from ..core import Unicast
+
+        answer = serve_propose(self.cas, data)
+        if answer is not None:
+            self._out.append((answer, Unicast(src)))
+
+    def datagrams_to_send(self, now: int) -> list:
+        out, self._out = self._out, []
+        return out
+
+    def get_timer(self) -> int | None:
+        return None
+
+    def handle_timer(self, now: int) -> None:
+        pass
+
+    def next_event(self):
+        return None
+
+    def groups(self) -> frozenset[str]:
+        return frozenset()

@@ -53,6 +53,8 @@ class GatewayCore:
         self._pending: list[tuple[str, int, Request]] = []      # received, awaiting fsync
         self._fsync: tuple[int, list] | None = None              # (done at, batch in flight)
         self._inflight: dict[int, tuple[str, int, int]] = {}     # gw_seq -> (client, client seq, sent ns)
+        self._resent: dict[int, int] = {}                        # gw_seq -> last (re)send, while in flight
+        self._check_at: int | None = None
         self._out: list[tuple[bytes, Dest]] = []
         self._events: deque[Event] = deque()
         self._replay_at: int | None = None
@@ -102,6 +104,7 @@ class GatewayCore:
 
     def _complete(self, ev: str, gw_seq: int, n: int, trades: int, now: int) -> None:
         info = self._inflight.pop(gw_seq, None)
+        self._resent.pop(gw_seq, None)
         if info is None:
             return   # a second venue's completion, or one for a request finished before a restart
         client, client_seq, sent = info
@@ -114,10 +117,14 @@ class GatewayCore:
 
     # ------------------------------------------------------------------ timers
     def get_timer(self) -> int | None:
-        ts = [t for t in (self._fsync[0] if self._fsync else None, self._replay_at) if t is not None]
+        ts = [t for t in (self._fsync[0] if self._fsync else None, self._replay_at, self._check_at)
+              if t is not None]
         return min(ts) if ts else None
 
     def handle_timer(self, now: int) -> None:
+        due = self.get_timer()
+        if due is not None and now < due:
+            now = due   # fired a little early by a real event loop
         if self._fsync is not None and now >= self._fsync[0]:
             _, batch = self._fsync
             self._fsync = None
@@ -125,17 +132,34 @@ class GatewayCore:
                 self._out.append((wire.order_ack_frame(client_seq, wire.ACCEPTED, req.gw_seq), Unicast(client)))
                 self._out.append((wire.request_frame(req), Group(wire.REQUEST_GROUP)))
                 self._inflight[req.gw_seq] = (client, client_seq, now)
+                self._resent[req.gw_seq] = now
                 self.accepted += 1
             self._start_fsync(now)
+            if self._check_at is None and self._inflight:
+                self._check_at = now + self.replay_ns
         if self._replay_at is not None and now >= self._replay_at:
             self._replay(now)
+        if self._check_at is not None and now >= self._check_at:
+            self._resend_stale(now)
+
+    def _resend_stale(self, now: int) -> None:
+        """A request no venue completed within ``replay_ns`` was lost on the way: send it again."""
+        self._check_at = now + self.replay_ns if self._inflight else None
+        stale = [s for s, t in self._resent.items() if now - t >= self.replay_ns][:256]
+        for seq in stale:
+            body = self.log.get(seq)
+            if body is not None:
+                self._resent[seq] = now
+                self._out.append((wire.frame(wire.T_REQUEST, body), Group(wire.REQUEST_GROUP)))
 
     def _replay(self, now: int) -> None:
         """Resend every durable request that no venue has completed (after a restart)."""
         self._replay_at = None
+        self._check_at = now + self.replay_ns
         for seq, body in self.log.unfinished():
             if seq not in self._inflight:
                 self._inflight[seq] = ("", -1, now)
+                self._resent[seq] = now
             self._out.append((wire.frame(wire.T_REQUEST, body), Group(wire.REQUEST_GROUP)))
 
     # ------------------------------------------------------------------ output

@@ -40,11 +40,15 @@ class HistoryCore:
             return
         if ftype == wire.T_STORE:
             _, entries = f
+            stale = False
             for n, req, trades in entries:
                 if n <= self.top or n in self._waiting or self._in_commit(n):
                     self.duplicates += 1
+                    stale = stale or n <= self.top
                     continue
                 self._waiting[n] = (req, trades)
+            if stale:   # a resend: its sender missed our HARDENED, tell it how far we are
+                self._out.append((wire.hardened_frame(self.top, []), Unicast(src)))
             self._start_commit(now)
         elif ftype == wire.T_CKPT_STORE:
             n, part, parts, chunk = f
@@ -84,8 +88,9 @@ class HistoryCore:
         return self._commit[0] if self._commit else None
 
     def handle_timer(self, now: int) -> None:
-        if self._commit is None or now < self._commit[0]:
+        if self._commit is None:
             return
+        now = max(now, self._commit[0])   # fired a little early by a real event loop
         _, batch = self._commit
         self._commit = None
         self.store.store([(n, req.encode_body(), trades) for n, req, trades in batch])

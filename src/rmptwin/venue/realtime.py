@@ -111,7 +111,7 @@ def run_realtime(endpoints: list[str], *, rate: float, duration_s: float, symbol
     cas = [EtcdCas(endpoints, prefix=prefix, window=100_000) for _ in range(n_ev)]
     cas[0].init()
     rng = random.Random(seed)
-    evs = [VenueCore(i, list(symbols), ["gw1"], sequencer="seq", history="hr1", service=lambda: 1,
+    evs = [VenueCore(i, list(symbols), ["gw1"], sequencer="seq", history="hr1", service=lambda: 0,
                      durable=durable, checkpoint_every=4096, lookahead=512, batch=256,
                      retry_ns=10_000_000_000) for i in range(n_ev)]
     stop = threading.Event()
@@ -126,7 +126,8 @@ def run_realtime(endpoints: list[str], *, rate: float, duration_s: float, symbol
         end = start + int(duration_s * 1e9) + 2_000_000_000
         while True:
             now = time.monotonic_ns()
-            if now > end or (now > start + duration_s * 1e9 and gw.completed >= gw.accepted and not gw._inflight):
+            if now > end or (now > start + duration_s * 1e9 and gw.completed >= gw.accepted
+                             and len({ev.next_pos for ev in evs}) == 1):
                 break
             busy = False
             for name, core in front.items():

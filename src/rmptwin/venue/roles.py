@@ -4,7 +4,8 @@ Durable stores outlive the core: a crashed and recovered gateway or HR gets the 
 store back, as a restarted process finds its disk. In the simulator the stores are in
 memory (kept per experiment and host); with ``RMPTWIN_VENUE_STATE_DIR`` set (the
 asyncio runtime, a real process) the gateway log is a file with fsync and the HR a
-SQLite database in WAL mode inside that directory.
+SQLite database in WAL mode inside that directory; with ``RMPTWIN_ETCD_ENDPOINTS`` set
+the sequencer host forwards proposals to that etcd cluster (``etcd_cluster.EtcdCluster``).
 """
 
 from __future__ import annotations
@@ -70,12 +71,15 @@ def build_venue(host, loaded: LoadedExperiment, rng: random.Random, *, recoverin
     v = _venue(loaded)
     seqs, hrs = _names(loaded, "sequencer"), _names(loaded, "history")
     sequencer = seqs[0] if (seqs and v.sequencer == "cas") else None
+    if v.sequencer == "none" and len(_names(loaded, "gateway")) > 1:
+        raise UserError(f"{loaded.path}: venue.sequencer 'none' is only correct with one gateway "
+                        "(two gateways' requests reach the EVs in different orders); use 'cas'")
     if v.sequencer == "cas" and not seqs:
         raise UserError(f"{loaded.path}: venue.sequencer is 'cas' but the topology has no sequencer host")
     mean_ns = v.ev_service_us * 1000
 
     def service() -> int:
-        return max(1, int(rng.expovariate(1.0 / mean_ns))) if mean_ns > 0 else 1
+        return max(1, int(rng.expovariate(1.0 / mean_ns))) if mean_ns > 0 else 0
 
     return VenueCore(_names(loaded, "venue").index(host.name), v.symbols, _names(loaded, "gateway"),
                      sequencer=sequencer, history=hrs[0] if hrs else None, service=service,
@@ -84,6 +88,14 @@ def build_venue(host, loaded: LoadedExperiment, rng: random.Random, *, recoverin
 
 
 def build_sequencer(host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False):
+    """In memory; or, with ``RMPTWIN_ETCD_ENDPOINTS`` (comma-separated URLs) set by a real run,
+    a proxy to the etcd cluster (which then holds the positions across sequencer-host crashes)."""
+    endpoints = os.environ.get("RMPTWIN_ETCD_ENDPOINTS")
+    if endpoints:
+        from .etcd_sequencer import EtcdCas, EtcdProxyCore
+
+        prefix = f"rmptwin/{loaded.experiment.name}/{os.environ.get('RMPTWIN_RUN_ID', 'run')}"
+        return EtcdProxyCore(EtcdCas(endpoints.split(","), prefix=prefix, window=_venue(loaded).window))
     return SequencerCore(_venue(loaded).window)
 
 

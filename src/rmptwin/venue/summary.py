@@ -1,9 +1,10 @@
 """The venue section of summary.json, from the event table alone.
 
-- ev_agreement: every pair of EVs that executed the same position executed the same
-  request there, produced the same trades there, and logged the same state hash and
-  trade-sequence hash at every common checkpoint position; and every EV alive at the end
-  executed up to the same last position.
+- ev_agreement: ev_consistent, and every EV alive at the end executed up to the same
+  last position. ev_consistent: every pair of EVs that executed the same position
+  executed the same request there, produced the same trades there, and logged the same
+  state hash and trade-sequence hash at every common checkpoint position (a run stopped
+  while EVs were still draining is consistent but not in agreement).
 - trades_lost: trades an EV produced (per position, from SEQ_POSITION) that the history
   recorder did not store (HR_STORE); None without a history recorder.
 - sync_ms: synchronization time of each restarted EV (SYNC_DONE), the largest; sync_ms_all.
@@ -52,9 +53,11 @@ def venue_summary(events, loaded) -> dict:
     order: dict[int, tuple] = {}
     produced: dict[int, int] = {}
     agree = True
+    conflicts = 0
     for g, src, q, d in zip(sp.gseq, sp.src, sp.src_seq, sp.detail):
         if order.setdefault(int(g), (src, int(q))) != (src, int(q)):
             agree = False
+            conflicts += 1
         produced[int(g)] = max(produced.get(int(g), 0), json.loads(d).get("trades", 0))
     inverse: dict[tuple, int] = {}
     for g, key in order.items():
@@ -74,6 +77,7 @@ def venue_summary(events, loaded) -> dict:
         st = (d.get("state_hash"), d.get("trade_hash"))
         if states.setdefault(int(g), st) != st:
             agree = False
+    consistent = agree   # no position, trade or checkpoint differs between EVs
     last = {n: int(sp[sp.node == n].gseq.max()) if (sp.node == n).any() else -1 for n in live}
     if len(set(last.values())) > 1:
         agree = False
@@ -101,6 +105,8 @@ def venue_summary(events, loaded) -> dict:
         "venues": len(venues),
         "live_venues": len(live),
         "ev_agreement": bool(agree),
+        "ev_consistent": bool(consistent),
+        "ev_order_conflicts": conflicts,
         "ev_last_position": last,
         "requests_accepted": accepted,
         "requests_rejected": int((df.kind == Kind.ORDER_REJECT).sum()),

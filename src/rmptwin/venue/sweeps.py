@@ -148,3 +148,51 @@ def plot_gap(rows: list[dict], out: Path) -> Path:
     fig.savefig(out, dpi=120)
     plt.close(fig)
     return out
+
+
+def plot_timeline(events, loaded_venues: list[str], out: Path, bin_ms: float = 100.0) -> Path:
+    """Per-EV executed requests/s over time (the seed's Figure 3) and the EV gap (Figure 6)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from ..events import Kind
+
+    df = events.to_pandas() if hasattr(events, "to_pandas") else events
+    sp = df[(df.kind == Kind.SEQ_POSITION) & df.node.isin(loaded_venues)]
+    if sp.empty:
+        from ..errors import UserError
+
+        raise UserError("no venue executions (seq_position events) in this run")
+    t_end = float(df.t_ns.max()) / 1e9
+    edges = np.arange(0.0, t_end + bin_ms / 1e3, bin_ms / 1e3)
+    fig, (ax, gx) = plt.subplots(2, 1, figsize=(9, 6), sharex=True)
+    for ev in loaded_venues:
+        ts = sp[sp.node == ev].t_ns.to_numpy() / 1e9
+        counts, _ = np.histogram(ts, edges)
+        ax.step(edges[:-1], counts / (bin_ms / 1e3), where="post", label=ev)
+    for kind, style in ((Kind.CRASH, "r--"), (Kind.RECOVER, "g--"), (Kind.SYNC_DONE, "b:")):
+        for node, t in zip(df[df.kind == kind].node, df[df.kind == kind].t_ns):
+            if node in loaded_venues:
+                ax.axvline(t / 1e9, color=style[0], linestyle=style[1:], alpha=0.7)
+                ax.text(t / 1e9, ax.get_ylim()[1] * 0.02, f" {kind} {node}", rotation=90, fontsize=7)
+    ax.set_ylabel("executed requests/s")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    if len(loaded_venues) >= 2:
+        a, b = loaded_venues[:2]
+        ta, pa_ = sp[sp.node == a].t_ns.to_numpy(), sp[sp.node == a].gseq.to_numpy()
+        tb, pb = sp[sp.node == b].t_ns.to_numpy(), sp[sp.node == b].gseq.to_numpy()
+        grid = np.arange(max(ta.min(), tb.min()), min(ta.max(), tb.max()), 10_000_000)
+        ia = np.searchsorted(ta, grid, side="right") - 1
+        ib = np.searchsorted(tb, grid, side="right") - 1
+        gx.plot(grid / 1e9, pa_[ia] - pb[ib], lw=0.8)
+        gx.set_ylabel(f"position {a} - {b}")
+    gx.set_xlabel("time (s)")
+    gx.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out

@@ -118,7 +118,9 @@ class VenueCore:
         self.seq_next = 0                             # the sequencer's next free position, as last heard
         self._proposal: tuple[int, list[Key], int] | None = None
         self._busy: tuple[int, int] | None = None     # (position, done at)
-        self._store: list[tuple[int, Request, list]] = []
+        self._store: list[tuple[int, Request, list]] = []   # to send to the HR
+        self._stored: list[tuple[int, Request, list]] = []  # sent, not yet acknowledged
+        self._store_retry_at: int | None = None
         self._await_hr: OrderedDict[int, tuple[Key, int]] = OrderedDict()
         self._body_wait: dict[Key, int] = {}          # key -> resend deadline
         self._ckpt_parts: dict[int, bytes] = {}
@@ -263,6 +265,10 @@ class VenueCore:
             if self.sequencer is None and self._recovering:
                 self._sync_target = upto + 1
         self._store = [e for e in self._store if e[0] > self.hr_top]
+        if self._stored and self._stored[0][0] <= self.hr_top:
+            self._stored = [e for e in self._stored if e[0] > self.hr_top]
+        if not self._stored:
+            self._store_retry_at = None
         while self._await_hr:
             pos, (key, ntr) = next(iter(self._await_hr.items()))
             if pos > self.hr_top:
@@ -296,15 +302,23 @@ class VenueCore:
 
     # ------------------------------------------------------------------ execution
     def _pump(self, now: int) -> None:
-        self._propose(now)
-        self._check_sync(now)
-        if self._busy is None and self.phase != "checkpoint":
+        for _ in range(100_000):
+            self._propose(now)
+            self._check_sync(now)
+            if self._busy is not None or self.phase == "checkpoint":
+                return
             key = self.known.get(self.next_pos)
-            if key is not None:
-                if key in self.bodies or key in self.processed:
-                    self._busy = (self.next_pos, now + self.service())
-                elif key not in self._body_wait:
+            if key is None:
+                return
+            if key not in self.bodies and key not in self.processed:
+                if key not in self._body_wait:
                     self._body_wait[key] = now + self.retry_ns
+                return
+            cost = self.service()
+            self._busy = (self.next_pos, now + cost)
+            if cost > 0:
+                return
+            self._execute(now)   # no modelled CPU cost (a real run): execute at once
 
     def _execute(self, now: int) -> None:
         pos, _ = self._busy
@@ -391,19 +405,32 @@ class VenueCore:
             ts.append(min(self._body_wait.values()))
         if self._recovery_retry is not None and self._recovery_retry >= 0:
             ts.append(self._recovery_retry)
+        if self._store_retry_at is not None:
+            ts.append(self._store_retry_at)
         return min(ts) if ts else None
 
     def handle_timer(self, now: int) -> None:
+        due = self.get_timer()
+        if due is not None and now < due:
+            now = due   # a real event loop may fire a timer a little early; never stall on that
+        if self._store_retry_at is not None and now >= self._store_retry_at:
+            self._store_retry_at = None
+            self._events.append(Event(Kind.CTRL_SENT, gseq=self.hr_top + 1, detail={"type": "STORE_RETRY"}))
+            # the HR has not acknowledged these yet: a STORE or its HARDENED was lost
+            self._store = [e for e in self._stored if e[0] > self.hr_top] + self._store
         if self._busy is not None and now >= self._busy[1]:
             self._execute(now)
         if self._proposal is not None and now >= self._proposal[2]:
             n, keys, _ = self._proposal   # the answer was lost: ask again, the same question
             self._proposal = (n, keys, now + self.retry_ns)
+            self._events.append(Event(Kind.CTRL_SENT, gseq=n, detail={"type": "PROPOSE_RETRY"}))
             self._out.append((wire.propose_frame(self.ev_id, n, keys), Unicast(self.sequencer)))
         for key, t in list(self._body_wait.items()):
             if now >= t:
                 self._body_wait[key] = now + self.retry_ns
                 if key[0] < len(self.gateways):
+                    self._events.append(Event(Kind.CTRL_SENT, src=self.gateways[key[0]], src_seq=key[1],
+                                              detail={"type": "RESEND_REQ"}))
                     self._out.append((wire.range_frame(wire.T_RESEND_REQ, key[1], key[1]),
                                       Unicast(self.gateways[key[0]])))
         if self._recovery_retry is not None and 0 <= self._recovery_retry <= now:
@@ -419,7 +446,11 @@ class VenueCore:
         if self._store:
             for i in range(0, len(self._store), 16):
                 self._out.append((wire.store_frame(self.ev_id, self._store[i:i + 16]), Unicast(self.history)))
+            sent = {e[0] for e in self._stored}
+            self._stored.extend(e for e in self._store if e[0] not in sent)
             self._store = []
+            if self._store_retry_at is None:
+                self._store_retry_at = now + 5 * self.retry_ns
         out, self._out = self._out, []
         return out
 

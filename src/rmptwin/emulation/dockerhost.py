@@ -1,0 +1,115 @@
+"""Docker containers as Mininet hosts.
+
+The container runs ``sleep infinity`` with no Docker network (``--network none``) and
+only NET_ADMIN/NET_RAW (``--privileged`` fails in this sandbox: runc cannot apply the
+capability set). Mininet's shell for the host is attached to the container's network
+and mount namespaces with ``mnexec -a <container pid>``, so links made by Mininet land
+in the container and commands run on the container's filesystem. The shell and every
+process started with ``popen`` are moved into the container's cgroups, so the engine's
+CPU and memory limits apply to them.
+
+The repository is bind-mounted read-only at its own path: ``<repo>/.venv/bin/python``
+works inside with the project's pinned dependencies.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import uuid
+from pathlib import Path
+
+from mininet.node import Host
+
+from ..errors import UserError
+from .cleanup import CONTAINER_LABEL
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def _docker(*args: str, timeout: float = 60) -> str:
+    r = subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout)
+    if r.returncode != 0:
+        raise UserError(f"docker {args[0]} failed: {(r.stderr or r.stdout).strip().splitlines()[-1:]}")
+    return r.stdout.strip()
+
+
+def join_cgroups(pid: int, of_pid: int) -> None:
+    """Move ``pid`` into every cgroup (v1 or v2) that ``of_pid`` is in."""
+    try:
+        lines = Path(f"/proc/{of_pid}/cgroup").read_text().splitlines()
+    except OSError:
+        return
+    for line in lines:
+        _, ctrls, path = line.split(":", 2)
+        if path == "/":
+            continue
+        dirs = ([Path("/sys/fs/cgroup/unified") / path.lstrip("/"), Path("/sys/fs/cgroup") / path.lstrip("/")]
+                if not ctrls else
+                [Path("/sys/fs/cgroup") / c.removeprefix("name=") / path.lstrip("/") for c in ctrls.split(",")])
+        for d in dirs:
+            try:
+                (d / "cgroup.procs").write_text(str(pid))
+                break
+            except OSError:
+                continue
+
+
+class DockerHost(Host):
+    """A Mininet host whose namespaces are a Docker container's."""
+
+    def __init__(self, name, image: str, cpus: float | None = None, memory_mb: int | None = None,
+                 mounts=(), on_container=None, **params):
+        self.image = image
+        self.cpus = cpus
+        self.memory_mb = memory_mb
+        self.mounts = list(mounts or [])
+        self.on_container = on_container
+        self.container = f"rmptwin-{name}-{uuid.uuid4().hex[:8]}"
+        self.container_pid = None
+        super().__init__(name, **params)
+
+    def _start_container(self) -> None:
+        cmd = ["run", "-d", "--name", self.container, "--hostname", self.name, "--label", f"{CONTAINER_LABEL}=1",
+               "--network", "none", "--cap-add", "NET_ADMIN", "--cap-add", "NET_RAW",
+               "--cap-add", "SYS_NICE"]
+        mounts = list(self.mounts)
+        if not any(Path(dst) == REPO for _, dst, _ in mounts):
+            mounts.insert(0, (str(REPO), str(REPO), "ro"))
+        for src, dst, mode in mounts:
+            cmd += ["-v", f"{src}:{dst}:{mode}"]
+        if self.cpus:
+            cmd += ["--cpus", str(self.cpus)]
+        if self.memory_mb:
+            cmd += ["--memory", f"{int(self.memory_mb)}m"]
+        cmd += [self.image, "sleep", "infinity"]
+        if self.on_container:
+            self.on_container(self.container)
+        _docker(*cmd)
+        self.container_pid = int(_docker("inspect", "-f", "{{.State.Pid}}", self.container))
+        if not self.container_pid:
+            raise UserError(f"container {self.container} for host {self.name} is not running")
+
+    def startShell(self, mnopts=None):
+        self._start_container()
+        # Mininet appends 'n' (new namespaces) for namespaced hosts; here the shell must
+        # join the container's instead, so start it as a "root namespace" node whose
+        # mnexec options attach to the container (-a<pid>).
+        was = self.inNamespace
+        self.inNamespace = False
+        try:
+            super().startShell(mnopts=f"-cda{self.container_pid}")
+        finally:
+            self.inNamespace = was
+        join_cgroups(self.pid, self.container_pid)
+
+    def popen(self, *args, **kwargs):
+        p = super().popen(*args, **kwargs)
+        join_cgroups(p.pid, self.container_pid)
+        return p
+
+    def terminate(self):
+        try:
+            super().terminate()
+        finally:
+            subprocess.run(["docker", "rm", "-f", self.container], capture_output=True, text=True, timeout=60)

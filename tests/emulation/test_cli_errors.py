@@ -1,0 +1,74 @@
+"""Clear one-line errors from the CLI, run as a real subprocess (no tracebacks)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from emukit import NET4  # tests/emulation is on sys.path (rootdir conftest)
+
+RMPTWIN = [sys.executable, "-m", "rmptwin.cli"]
+
+
+def _run(args, env=None, prefix=()):
+    return subprocess.run([*prefix, *RMPTWIN, *args], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **(env or {})})
+
+
+def _one_line(r) -> str:
+    err = r.stderr.strip()
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert "Traceback" not in err and len(err.splitlines()) == 1, err
+    return err
+
+
+def test_bad_topology_is_one_line_naming_file_and_field(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: bad\nswitches: [s1]\nlinks:\n  - {a: s1, b: s9}\n")
+    err = _one_line(_run(["net", "up", str(bad)]))
+    assert str(bad) in err and "s9" in err
+
+
+def test_missing_topology_file_is_one_line(tmp_path):
+    err = _one_line(_run(["net", "selftest", str(tmp_path / "nope.yaml")]))
+    assert "no such file" in err
+
+
+@pytest.mark.root
+def test_not_root_is_one_line():
+    if not shutil.which("setpriv"):
+        pytest.skip("setpriv (util-linux) missing")
+    # A real unprivileged user: nobody can read the repository and its venv here.
+    r = _run(["net", "up", str(NET4)], prefix=["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+                                               "--"], env={"HOME": "/tmp"})
+    err = _one_line(r)
+    assert "needs root" in err
+
+
+@pytest.mark.root
+def test_no_docker_engine_is_one_line(tmp_path):
+    # A PATH with every tool of this machine except the Docker engine.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for d in ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"):
+        if not Path(d).is_dir():
+            continue
+        for f in Path(d).iterdir():
+            if f.name.startswith(("docker", "containerd", "runc")) or (bin_dir / f.name).exists():
+                continue
+            (bin_dir / f.name).symlink_to(f)
+    r = _run(["net", "up", str(NET4), "--nodes", "docker", "--state-dir", str(tmp_path / "state")],
+             env={"PATH": str(bin_dir)})
+    err = _one_line(r)
+    assert "Docker engine" in err
+    assert not (tmp_path / "state").exists()   # nothing was built
+
+
+def test_unknown_node_mode_is_one_line():
+    err = _one_line(_run(["net", "up", str(NET4), "--nodes", "vm"]))
+    assert "node mode" in err
