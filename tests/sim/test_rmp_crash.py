@@ -110,3 +110,41 @@ def test_conservative_start_policy():
     (_, _, first), *_ = _reforms(df)
     assert first["start_t"] <= first["last_t"] + 1
     assert_agreement_and_no_loss(df, _receivers(topo))
+
+
+def test_restarted_source_publishes_under_a_new_label():
+    seed, mode = 3, "time_driven"
+    topo, loaded = _scenario(seed, mode, [{"at_s": 1.0, "action": "crash", "node": "src1"},
+                                          {"at_s": 1.5, "action": "recover", "node": "src1"}])
+    df = frame(simulate(loaded))
+    labels = set(df[df.kind == "send"].src)
+    fresh = {s for s in labels if s.startswith("src1~")}
+    assert "src1" in labels and len(fresh) == 1
+    # nothing published after the restart is mistaken for a duplicate of the old numbering
+    assert_agreement_and_no_loss(df, _receivers(topo), all_acked=False)
+    sent_after = df[(df.kind == "send") & df.src.isin(fresh)]
+    placed = df[(df.kind == "deliver") & df.src.isin(fresh)]
+    assert len(sent_after) > 0 and set(sent_after.src_seq) <= set(placed.src_seq)
+    assert (df.kind == "reform_done").sum() == 0      # a source restart is no ring failure
+
+
+def test_silent_secondary_is_passed_around():
+    rng = random.Random(8)
+    topo = random_tree(rng, switches=4, primaries=2, sources=1, secondaries=4, max_loss=0.0)
+    # secondaries rs1 and rs3 share ring1 (anchored at rp1); crash rs3
+    protocol = {"token_mode": "time_driven", "tau_t_ms": 40, "dn_ms": max_path_delay_ms(topo) + 5, "p_ms": 1}
+    loaded = loaded_experiment(topo, protocol=protocol, seed=8, duration_s=4.0,
+                               faults=[{"at_s": 1.0, "action": "crash", "node": "rs3"}],
+                               workload={"rate_per_source": 50, "start_s": 0.2, "duration_s": 3.0})
+    df = frame(simulate(loaded))
+    reports = [json.loads(d) for d in df[df.kind == "failure_report"].detail]
+    assert any(r["suspect"] == "rs3" and r["ring"] == "ring1" for r in reports)
+    tokens = df[(df.kind == "secondary_token")]
+    ring1 = [(int(t), n, json.loads(d)) for t, n, d in zip(tokens.t_ns, tokens.node, tokens.detail)
+             if json.loads(d)["ring"] == "ring1"]
+    late = [(n, d) for t, n, d in ring1 if t > 2.5e9]
+    assert late and {n for n, _ in late} == {"rp1", "rs1"} and all(d["next"] != "rs3" for _, d in late)
+    # the secondary token numbers follow the primary tokens upward
+    assert [d["token"] for _, _, d in ring1] == sorted(d["token"] for _, _, d in ring1)
+    receivers = {h.name: [0] for h in topo.hosts if h.role in ("primary", "secondary")}
+    assert_agreement_and_no_loss(df, receivers)

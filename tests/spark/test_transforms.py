@@ -105,9 +105,10 @@ def test_loss_correlation_phi_coefficient(spark, events_df):
 
 def test_receivers_expect_only_their_stripes(spark, events_df):
     e = events_df([
-        ev(0, "h0", "source", "send", "h0", 0, stripe=0), ev(10, "h0", "source", "send", "h0", 1, stripe=1),
-        ev(50, "c", "primary", "recv", "h0", 1, repair=False),
-        ev(50, "a", "primary", "recv", "h0", 0, repair=False),
+        # M_s counts per stripe: (h0, stripe 0, 0) and (h0, stripe 1, 0) are two packets.
+        ev(0, "h0", "source", "send", "h0", 0, stripe=0), ev(10, "h0", "source", "send", "h0", 0, stripe=1),
+        ev(50, "c", "primary", "recv", "h0", 0, stripe=1, repair=False),
+        ev(50, "a", "primary", "recv", "h0", 0, stripe=0, repair=False),
     ])
     got = by(loss.receiver_loss(loss.fates(e, hosts(spark, c=[1], b=[0]))).collect(), "node")
     assert {n: (r["expected"], r["first_received"]) for (n,), r in got.items()} == {

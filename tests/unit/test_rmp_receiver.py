@@ -70,10 +70,13 @@ def test_requests_repeat_every_tau_r_then_report_the_server():
     c.receive_datagram(ack(2, [], 1, site="rp3", nxt="rp1"), "rp3", 0)
     tm = c.tm
     fire(c, tm.dn // 2 + tm.k_r * tm.tau_r)     # k_r requests, then the (k_r + 1)-th attempt
+    nacks = [d.node for f, d in sent(c) if isinstance(f, wire.Nack)]
+    assert nacks == ["rp3"] * tm.k_r + ["rp1"]      # rp3 silent: another member is asked
+    fire(c, tm.dn // 2 + 2 * tm.k_r * tm.tau_r)
     out = sent(c)
-    nacks = [d.node for f, d in out if isinstance(f, wire.Nack)]
+    assert [d.node for f, d in out if isinstance(f, wire.Nack)] == ["rp1"] * (tm.k_r - 1) + ["rp3"]
+    # nobody answers k_r requests twice over: the server is reported
     reports = [(f, d) for f, d in out if isinstance(f, wire.Report)]
-    assert nacks == ["rp3"] * tm.k_r + ["rp1"]      # rp3 silent: reported, then another member asked
     assert len(reports) == 1 and reports[0][0].suspect == "rp3" and reports[0][1] == Unicast("xr1")
     assert reports[0][0].reason == wire.REASON_NO_ANSWER
 

@@ -11,7 +11,7 @@ from ..events import Kind
 
 def control_per_data(events: DataFrame) -> DataFrame:
     """Per control type (and 'all'): messages sent and messages per distinct data message."""
-    data = events.filter(F.col("kind") == Kind.SEND).select("src", "src_seq").distinct().agg(
+    data = events.filter(F.col("kind") == Kind.SEND).select("src", "stripe", "src_seq").distinct().agg(
         F.count("*").alias("data"))
     ctrl = events.filter(F.col("kind") == Kind.CTRL_SENT).withColumn(
         "type", F.coalesce(F.col("d.type"), F.lit("?")))
@@ -26,13 +26,13 @@ def control_per_data(events: DataFrame) -> DataFrame:
 
 def nacks_per_lost_packet(events: DataFrame, fate: DataFrame) -> DataFrame:
     """Per packet that some receiver lost at first reception: how many receivers lost it and
-    how many NACKs named it. Columns: src src_seq receivers_lost nacks."""
-    lost = fate.filter(~F.col("first")).groupBy("src", "src_seq").agg(F.count("*").alias("receivers_lost"))
+    how many NACKs named it. Columns: src stripe src_seq receivers_lost nacks."""
+    lost = fate.filter(~F.col("first")).groupBy("src", "stripe", "src_seq").agg(F.count("*").alias("receivers_lost"))
     nacks = (
         events.filter((F.col("kind") == Kind.NACK_SENT) & (F.col("src") != ""))
-        .groupBy("src", "src_seq").agg(F.count("*").alias("nacks"))
+        .groupBy("src", "stripe", "src_seq").agg(F.count("*").alias("nacks"))
     )
-    return lost.join(nacks, ["src", "src_seq"], "left").fillna(0, ["nacks"])
+    return lost.join(nacks, ["src", "stripe", "src_seq"], "left").fillna(0, ["nacks"])
 
 
 def nack_summary(events: DataFrame, fate: DataFrame) -> DataFrame:
@@ -41,7 +41,7 @@ def nack_summary(events: DataFrame, fate: DataFrame) -> DataFrame:
     nacks = events.filter(F.col("kind") == Kind.NACK_SENT).agg(F.count("*").alias("nacks"))
     lost = fate.filter(~F.col("first")).agg(
         F.count("*").alias("loss_events"),
-        F.countDistinct("src", "src_seq").alias("lost_packets"))
+        F.countDistinct("src", "stripe", "src_seq").alias("lost_packets"))
     return nacks.crossJoin(lost).select(
         "nacks", "lost_packets", "loss_events",
         F.when(F.col("lost_packets") > 0, F.col("nacks") / F.col("lost_packets")).alias("nacks_per_lost_packet"),

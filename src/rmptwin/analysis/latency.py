@@ -9,11 +9,12 @@ from ..events import Kind
 
 
 def sends(events: DataFrame) -> DataFrame:
-    """One row per packet (distinct (src, src_seq) SEND): src, src_seq, stripe, send_ns."""
+    """One row per packet (distinct (src, stripe, src_seq) SEND; M_s counts per stripe): src, stripe,
+    src_seq, send_ns."""
     return (
         events.filter(F.col("kind") == Kind.SEND)
-        .groupBy("src", "src_seq")
-        .agg(F.min("t_ns").alias("send_ns"), F.min("stripe").alias("stripe"))
+        .groupBy("src", "stripe", "src_seq")
+        .agg(F.min("t_ns").alias("send_ns"))
     )
 
 
@@ -21,10 +22,10 @@ def sequence_map(events: DataFrame, sent: DataFrame) -> DataFrame:
     """(stripe, gseq) -> the packet it numbers, from receivers' DELIVER events."""
     delivered = (
         events.filter((F.col("kind") == Kind.DELIVER) & (F.col("gseq") >= 0) & (F.col("src") != ""))
-        .select("src", "src_seq", "gseq").distinct()
+        .select("src", "stripe", "src_seq", "gseq").distinct()
     )
     return (
-        delivered.join(sent, ["src", "src_seq"])
+        delivered.join(sent, ["src", "stripe", "src_seq"])
         .groupBy("stripe", "gseq")
         .agg(F.min("src").alias("src"), F.min("src_seq").alias("src_seq"), F.min("send_ns").alias("send_ns"))
     )
@@ -39,9 +40,9 @@ def delivery_latency(events: DataFrame, hosts: DataFrame) -> DataFrame:
     sent = sends(events)
     delivered = (
         events.filter((F.col("kind") == Kind.DELIVER) & (F.col("src") != ""))
-        .groupBy("node", "role", "src", "src_seq")
+        .groupBy("node", "role", "src", "stripe", "src_seq")
         .agg(F.min("t_ns").alias("t_ns"), F.min("gseq").alias("gseq"))
-        .join(sent, ["src", "src_seq"])
+        .join(sent, ["src", "stripe", "src_seq"])
         .withColumn("stage", F.lit("deliver"))
     )
     seqmap = sequence_map(events, sent)

@@ -1,7 +1,7 @@
 """Transforms: per receiver first-reception and residual loss, repair latency, and the
 pairwise correlation of first-reception losses between receivers.
 
-A packet is a distinct (src, src_seq) SEND. A receiver (R_P/R_S) expects every packet of
+A packet is a distinct (src, stripe, src_seq) SEND (M_s counts per stripe). A receiver (R_P/R_S) expects every packet of
 the stripes it joins. It *first-received* a packet when its RECV has repair false; a
 packet that arrived only by repair is a first-reception loss.
 """
@@ -27,9 +27,9 @@ def receptions(events: DataFrame) -> DataFrame:
     """First RECV per (packet, node): src, src_seq, node, recv_ns, repair."""
     return (
         events.filter(F.col("kind") == Kind.RECV)
-        .groupBy("src", "src_seq", "node")
+        .groupBy("src", "stripe", "src_seq", "node")
         .agg(F.min(F.struct("t_ns", "repair")).alias("m"))
-        .select("src", "src_seq", "node", F.col("m.t_ns").alias("recv_ns"), F.col("m.repair").alias("repair"))
+        .select("src", "stripe", "src_seq", "node", F.col("m.t_ns").alias("recv_ns"), F.col("m.repair").alias("repair"))
     )
 
 
@@ -37,7 +37,7 @@ def fates(events: DataFrame, hosts: DataFrame) -> DataFrame:
     """Every expected (packet, receiver) with how it arrived: first (bool), received (bool), delay_ns."""
     return (
         expected(events, hosts)
-        .join(receptions(events), ["src", "src_seq", "node"], "left")
+        .join(receptions(events), ["src", "stripe", "src_seq", "node"], "left")
         .withColumn("received", F.col("recv_ns").isNotNull())
         .withColumn("first", F.col("received") & ~F.col("repair"))
         .withColumn("delay_ns", F.col("recv_ns") - F.col("send_ns"))
@@ -89,9 +89,9 @@ def loss_correlation(fate: DataFrame) -> DataFrame:
         .agg(F.sum("n").alias("packets"), F.sum("loss_a").alias("loss_a"), F.sum("loss_b").alias("loss_b"))
     )
     lost = losses(fate)
-    x = lost.select("src", "src_seq", F.col("node").alias("a"))
-    y = lost.select("src", "src_seq", F.col("node").alias("b"))
-    both = x.join(y, ["src", "src_seq"]).groupBy("a", "b").agg(F.count("*").alias("loss_both"))
+    x = lost.select("src", "stripe", "src_seq", F.col("node").alias("a"))
+    y = lost.select("src", "stripe", "src_seq", F.col("node").alias("b"))
+    both = x.join(y, ["src", "stripe", "src_seq"]).groupBy("a", "b").agg(F.count("*").alias("loss_both"))
     n, na, nb = F.col("packets"), F.col("loss_a"), F.col("loss_b")
     nab = F.coalesce(F.col("loss_both"), F.lit(0)).cast("long")
     den = F.sqrt(na * (n - na) * nb * (n - nb))

@@ -161,7 +161,7 @@ def hop_drops(drops: DataFrame, sent: DataFrame, windows: DataFrame) -> DataFram
         "stripe", F.regexp_extract("group", r"^rmp/(\d+)$", 1)
     ).filter(F.col("stripe") != "").withColumn("stripe", F.col("stripe").cast("long"))
     return (
-        data.join(sent.select("src", "src_seq", "send_ns"), ["src", "src_seq"])
+        data.join(sent.select("src", "stripe", "src_seq", "send_ns"), ["src", "stripe", "src_seq"])
         .join(F.broadcast(windows), ["src", "from_node", "to_node"])
         .filter(F.col("t_ns") - F.col("send_ns") <= F.col("window_ns"))
         .groupBy("src", "stripe", "from_node", "to_node")

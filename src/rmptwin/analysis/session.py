@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 import shutil
+from pathlib import Path
 
 from ..errors import UserError
 
 DEFAULT_MASTER = "local[2]"
+LOG4J = Path(__file__).with_name("log4j2.properties")
 
 
 def spark_session(master: str | None = None, app_name: str = "rmptwin-analysis"):
@@ -35,8 +37,9 @@ def spark_session(master: str | None = None, app_name: str = "rmptwin-analysis")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.sql.adaptive.enabled", "true")
         .config("spark.driver.memory", "4g")
-        .config("spark.driver.extraJavaOptions", "-Dlog4j2.level=ERROR")
     )
+    if LOG4J.exists():
+        builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{LOG4J}")
     try:
         spark = builder.getOrCreate()
     except Exception as e:  # py4j/JVM start failures

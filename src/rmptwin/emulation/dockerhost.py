@@ -59,18 +59,20 @@ class DockerHost(Host):
     """A Mininet host whose namespaces are a Docker container's."""
 
     def __init__(self, name, image: str, cpus: float | None = None, memory_mb: int | None = None,
-                 mounts=(), on_container=None, **params):
+                 mounts=(), on_container=None, state_dir: str = "", **params):
         self.image = image
         self.cpus = cpus
         self.memory_mb = memory_mb
         self.mounts = list(mounts or [])
         self.on_container = on_container
+        self.state_dir = str(state_dir)
         self.container = f"rmptwin-{name}-{uuid.uuid4().hex[:8]}"
         self.container_pid = None
         super().__init__(name, **params)
 
     def _start_container(self) -> None:
         cmd = ["run", "-d", "--name", self.container, "--hostname", self.name, "--label", f"{CONTAINER_LABEL}=1",
+               "--label", f"rmptwin.state={self.state_dir}",
                "--network", "none", "--cap-add", "NET_ADMIN", "--cap-add", "NET_RAW",
                "--cap-add", "SYS_NICE"]
         mounts = list(self.mounts)

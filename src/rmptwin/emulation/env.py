@@ -138,12 +138,16 @@ def choose_impair(requested: str, env: MachineEnv | None = None) -> str:
 def _boost_ovs() -> None:
     # The userspace datapath forwards in ovs-vswitchd itself; on a busy machine its wake-up
     # latency would be added to every configured link delay.
+    # Only where the userspace datapath forwards (no kernel module).
+    if has_ovs_kernel_module():
+        return
     try:
         pid = int(Path("/var/run/openvswitch/ovs-vswitchd.pid").read_text().strip())
-        if os.getpriority(os.PRIO_PROCESS, pid) > -10:
-            os.setpriority(os.PRIO_PROCESS, pid, -10)
     except (OSError, ValueError):
-        pass
+        return
+    from .relay import boost_priority
+
+    boost_priority(pid)
 
 
 def ovs_running() -> bool:

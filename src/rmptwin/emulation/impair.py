@@ -180,8 +180,12 @@ class NetemLink:
         merged = {**self.params.model_dump(), **{k: (v.model_dump() if hasattr(v, "model_dump") else v)
                                                   for k, v in changes.items()}}
         self.params = LinkParams.model_validate(merged)
+        self.apply()
+
+    def apply(self) -> None:
+        """Install the full configuration as one netem qdisc per end (TCLink cannot express
+        Gilbert-Elliott loss or a queue limit without bandwidth)."""
         for intf in self._intfs():
-            # Replace the whole root qdisc: TCLink's htb/netem chain becomes one netem.
             intf.node.cmd(f"tc qdisc replace dev {intf.name} root netem {_netem_args(self.params)}")
 
     def stats(self) -> dict:

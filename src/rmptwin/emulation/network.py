@@ -244,7 +244,8 @@ class EmulatedNetwork:
             from .dockerhost import DockerHost
 
             host_cls = partial(DockerHost, image=self.image, cpus=self.cpus, memory_mb=self.memory_mb,
-                               mounts=self.mounts, on_container=self._on_container)
+                               mounts=self.mounts, on_container=self._on_container,
+                               state_dir=str(self.state_dir.resolve()))
         else:
             host_cls = Host
         self.progress("creating hosts")
@@ -303,6 +304,9 @@ class EmulatedNetwork:
             hostports[h.name] = HostPort(h.name, h.switch, port, host_ip(i))
         self.progress("building")
         net.build()
+        for lk in self.links.values():
+            if isinstance(lk, NetemLink):
+                lk.apply()
         self._record(host_pids=[net.get(h.name).pid for h in self.topo.hosts],
                      link_node_pids=[n.pid for n in self._link_nodes])
         wiring = Wiring(self.topo, {s: i + 1 for i, s in enumerate(self.topo.switches)}, ports, hostports,

@@ -80,7 +80,10 @@ def recv(port: int, group: str | None, intf: str | None, intf_ip: str | None, ra
     else:
         sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         sock.bind(("", port))
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+    try:   # beyond net.core.rmem_max (root only): scheduling gaps must not overflow it
+        sock.setsockopt(socket.SOL_SOCKET, getattr(socket, "SO_RCVBUFFORCE", 33), 16 << 20)
+    except OSError:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 << 20)
     # Kernel receive timestamps: the receiver's own scheduling delay is not the network's.
     sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
     sock.settimeout(0.05)

@@ -38,11 +38,16 @@ def _probe(net: EmulatedNetwork, name: str, switch: str, ip: str, mac: str) -> t
     node = net.net.addHost(name, cls=Host, ip=f"{ip}/8", mac=mac)
     sw = net.net.get(net.sw_name[switch])
     link = net.net.addLink(sw, node)
-    sw.attach(link.intf1)
+    port = sw.ports[link.intf1]
+    # The switch is running: add the port to OVS with the number Mininet gave it.
+    subprocess.run(["ovs-vsctl", "add-port", sw.name, link.intf1.name, "--", "set", "Interface",
+                    link.intf1.name, f"ofport_request={port}"], check=True, capture_output=True, text=True)
+    sw.cmd(f"ip link set {link.intf1.name} up")
+    node.configDefault()    # added after build(): address and MAC are not set yet
     intf = link.intf2.name
     node.cmd(f"sysctl -qw net.ipv6.conf.all.disable_ipv6=1; ethtool -K {intf} tx off >/dev/null 2>&1")
     disable_tx_offload(sw, link.intf1.name)
-    return EmuHost(node, ip, intf), sw.ports[link.intf1]
+    return EmuHost(node, ip, intf), port
 
 
 def _ofctl(net: EmulatedNetwork, switch: str, flow: str) -> None:

@@ -20,7 +20,7 @@ from ..events import Event, Kind
 from . import wire
 from .common import CoreBase, Timing
 from .nack_reduction import request_slot
-from .receiver import MAX_RANGE, StreamReceiver
+from .receiver import MAX_RANGE, StreamReceiver, source_node
 from .report import Reporter
 from .secondary_ring import SecondaryRing
 
@@ -86,24 +86,19 @@ class RingMember(StreamReceiver):
             self.core.timers.set((self.stripe, "null"), now + self.tm.null_token)
 
     def choose_batch(self) -> tuple[tuple[str, int], ...]:
-        """Waiting messages in arrival order, each source's in M_s order without gaps."""
-        out: list[tuple[str, int]] = []
-        chosen: set[tuple[str, int]] = set()
-        nxt: dict[str, int] = {}
-        for _ in range(3):     # a second pass picks up messages that arrived out of order
-            grew = False
-            for m in self.waiting:
-                if len(out) >= self.tm.batch_limit:
-                    return tuple(out)
-                s, seq = m
-                if m not in chosen and seq == nxt.get(s, self.m_sr.get(s, 1)):
-                    out.append(m)
-                    chosen.add(m)
-                    nxt[s] = seq + 1
-                    grew = True
-            if not grew:
-                break
-        return tuple(out)
+        """Waiting messages, each source's from M_s,r on without a gap, in arrival order
+        (a message never goes before its source's earlier one), at most batch_limit."""
+        arrival = {m: i for i, m in enumerate(self.waiting)}
+        sources = {s for s, _ in self.waiting}
+        chosen: list[tuple[int, str, int]] = []
+        for s in sources:
+            seq, key = self.m_sr.get(s, 1), -1
+            while (s, seq) in arrival:
+                key = max(key, arrival[(s, seq)])
+                chosen.append((key, s, seq))
+                seq += 1
+        chosen.sort()
+        return tuple((s, seq) for _, s, seq in chosen[: self.tm.batch_limit])
 
     def send_token(self, now: int) -> None:
         if not self.holding or self.frozen:
@@ -165,10 +160,10 @@ class RingMember(StreamReceiver):
     def on_duplicate_data(self, d: wire.Data, src: str, now: int) -> None:
         # implicit request: a source re-sending an acknowledged message missed the ack
         serving = self.holding or (self.sent_t is not None and self.highest_seen == self.sent_t)
-        if serving and src == d.src:
+        if serving and src == source_node(d.src):
             t = self.ack_of.get((d.src, d.src_seq))
             if t is not None and t < self.t_r and t in self.acks:
-                self.send_retx(self.acks[t], Unicast(d.src))
+                self.send_retx(self.acks[t], Unicast(src))
 
     def on_duplicate_ack(self, a: wire.Ack, src: str, now: int) -> None:
         # implicit request: the previous site re-sending its pass missed the ack that accepted it

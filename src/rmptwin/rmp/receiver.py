@@ -104,7 +104,8 @@ class StreamReceiver:
         if self.hint.get(d.src, 1) > self.m_sr.get(d.src, 1) and self.t_r > self.highest_seen:
             # the source saw acks we lack (seed: M_s > M_s,r -> the ack is missing)
             self.want("ackof", now)
-        if self.asks_sources and d.src_seq > self.m_sr.get(d.src, 1) and (d.src, d.src_seq - 1) not in self.msgs:
+        if self.asks_sources and d.src_seq > max(self.m_sr.get(d.src, 1), self.hint.get(d.src, 1)) \
+                and (d.src, d.src_seq - 1) not in self.msgs:
             # a hole in what waits for acknowledgement: the source still holds it
             self.want(("srcgap", d.src), now)
         self.on_new_data(key, now)
@@ -216,7 +217,7 @@ class StreamReceiver:
         elif isinstance(chan, tuple) and chan[0] == "srcgap":
             s = chan[1]
             top = max((q for (src, q) in self.waiting if src == s), default=0)
-            lo = self.m_sr.get(s, 1)
+            lo = max(self.m_sr.get(s, 1), self.hint.get(s, 1))   # below the hint: acked, ask for acks
             holes = [q for q in range(lo, min(top, lo + MAX_RANGE)) if (s, q) not in self.msgs and (s, q) not in self.ack_of]
             out = [(wire.WANT_MSGS, a, b, s) for a, b in _runs(holes)]
         elif chan == "ackof" and self.t_r > self.highest_seen:
@@ -240,13 +241,14 @@ class StreamReceiver:
         to_source = isinstance(chan, tuple)
         # a hole in a source's messages is asked of the source itself; if it is gone,
         # nothing acknowledged depends on it, so its silence is never reported
-        target = chan[1] if to_source else self.request_target(chan, req.rotation)
+        target = source_node(chan[1]) if to_source else self.request_target(chan, req.rotation)
         if target is None:
             return
         if req.attempts >= self.tm.k_r and not to_source:
             # a lossy path can starve one server's answers: ask another before crying failure
             if req.rotation >= 1:
-                self.reporter.report(self.stripe, self.epoch, target, wire.REASON_NO_ANSWER, self.t_r, now)
+                suspect = self.request_target(chan, 0) or target
+                self.reporter.report(self.stripe, self.epoch, suspect, wire.REASON_NO_ANSWER, self.t_r, now)
             req.attempts = 0
             req.rotation += 1
             target = self.request_target(chan, req.rotation) or target
@@ -356,6 +358,11 @@ class StreamReceiver:
 
     def on_other(self, frame: wire.Frame, src: str, now: int) -> None:
         pass
+
+
+def source_node(label: str) -> str:
+    """The host behind a source label (a restarted source publishes as "name~tag")."""
+    return label.split("~", 1)[0]
 
 
 def _runs(seqs: list[int]) -> list[tuple[int, int]]:

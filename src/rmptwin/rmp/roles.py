@@ -25,7 +25,8 @@ def _all_stripes(loaded: LoadedExperiment) -> list[int]:
 def build_source(host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False) -> SourceCore:
     stripes = stripes_of(host, loaded)
     sites = {k: (primary_ring(loaded, k) or [None])[0] for k in stripes}
-    return SourceCore(host.name, stripes, _timing(loaded), reformation_servers(loaded), sites)
+    tag = f"{rng.randrange(1 << 16):04x}" if recovering else None
+    return SourceCore(host.name, stripes, _timing(loaded), reformation_servers(loaded), sites, incarnation=tag)
 
 
 def build_primary(host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False) -> PrimaryCore:

@@ -44,8 +44,11 @@ class _Stripe:
 
 class SourceCore(CoreBase):
     def __init__(self, name: str, stripes: list[int], timing: Timing, reformers: list[str],
-                 initial_sites: dict[int, str | None] | None = None) -> None:
+                 initial_sites: dict[int, str | None] | None = None, incarnation: str | None = None) -> None:
         super().__init__(name)
+        # A restarted source cannot know how far it had numbered its messages, and the
+        # receivers remember M_s,r for it: it publishes under a fresh label "name~tag".
+        self.label = name if incarnation is None else f"{name}~{incarnation}"
         self.tm = timing
         self.reporter = Reporter(self, reformers, timing)
         self.stripes = {k: _Stripe((initial_sites or {}).get(k)) for k in stripes}
@@ -61,8 +64,8 @@ class SourceCore(CoreBase):
         seq = st.next_seq
         st.next_seq += 1
         st.outstanding[seq] = _Outstanding(bytes(payload))
-        self.multicast(stripe, wire.Data(stripe, self.name, seq, st.acked_below, payload), control=False)
-        self.emit(Event(Kind.SEND, self.name, seq, -1, len(payload), {"stripe": stripe}))
+        self.multicast(stripe, wire.Data(stripe, self.label, seq, st.acked_below, payload), control=False)
+        self.emit(Event(Kind.SEND, self.label, seq, -1, len(payload), {"stripe": stripe}))
         self.timers.set((stripe, seq), now + self._wait(first=True))
         return seq
 
@@ -77,8 +80,8 @@ class SourceCore(CoreBase):
             # no ack after k_r tries and no sign of the ring moving: the token site seems
             # down (seed 4.3). A ring that still passes acks is only behind, not down.
             self.reporter.report(stripe, st.epoch, st.site, wire.REASON_NO_ACK, st.highest_t, now)
-        self.multicast(stripe, wire.Data(stripe, self.name, seq, st.acked_below, out.payload))
-        self.emit(Event(Kind.SRC_RETX, self.name, seq, -1, len(out.payload),
+        self.multicast(stripe, wire.Data(stripe, self.label, seq, st.acked_below, out.payload))
+        self.emit(Event(Kind.SRC_RETX, self.label, seq, -1, len(out.payload),
                         {"stripe": stripe, "attempt": out.attempts}))
         self.timers.set((stripe, seq), now + self._wait(first=False))
 
@@ -117,7 +120,7 @@ class SourceCore(CoreBase):
             st.site = a.next_site
             st.progress_at = now
         for i, (s, seq) in enumerate(a.msgs):
-            if s != self.name:
+            if s != self.label:
                 continue
             out = st.outstanding.pop(seq, None)
             if out is None:
@@ -129,7 +132,7 @@ class SourceCore(CoreBase):
             while st.acked_below in st.acked:
                 st.acked.discard(st.acked_below)
                 st.acked_below += 1
-            self.emit(Event(Kind.SRC_ACKED, self.name, seq, a.first_gseq + i, len(out.payload),
+            self.emit(Event(Kind.SRC_ACKED, self.label, seq, a.first_gseq + i, len(out.payload),
                             {"stripe": a.stripe, "token": a.token}))
         while len(st.acked_t) > ACK_MEMORY:
             old = next(iter(st.acked_t))
@@ -139,15 +142,15 @@ class SourceCore(CoreBase):
     def _serve(self, n: wire.Nack, src: str) -> None:
         """A ring member lacks some of our messages that it needs to acknowledge them."""
         st = self.stripes.get(n.stripe)
-        if st is None or n.want != wire.WANT_MSGS or n.src != self.name:
+        if st is None or n.want != wire.WANT_MSGS or n.src != self.label:
             return
         for seq in range(n.lo, min(n.hi, n.lo + 128 - 1) + 1):
             out = st.outstanding.get(seq)
             payload = out.payload if out is not None else st.payloads.get(seq)
             if payload is not None:
-                self.send(wire.Retx(n.stripe, wire.Data(n.stripe, self.name, seq, st.acked_below, payload)),
+                self.send(wire.Retx(n.stripe, wire.Data(n.stripe, self.label, seq, st.acked_below, payload)),
                           Unicast(src))
-                self.emit(Event(Kind.RETX_SENT, self.name, seq, -1, len(payload), {"stripe": n.stripe}))
+                self.emit(Event(Kind.RETX_SENT, self.label, seq, -1, len(payload), {"stripe": n.stripe}))
 
     def _on_new_ring(self, nr: wire.NewRing, now: int) -> None:
         st = self.stripes.get(nr.stripe)

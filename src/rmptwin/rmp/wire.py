@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 MAGIC = 0xA5
 VERSION = 1
@@ -280,8 +281,7 @@ def encode(frame: Frame) -> bytes:
     elif isinstance(frame, Ack):
         w.u16(frame.stripe).u32(frame.epoch).i64(frame.token).i64(frame.first_gseq).i64(frame.ts_ns)
         w.text(frame.token_site).text(frame.next_site).u16(len(frame.msgs))
-        for src, seq in frame.msgs:
-            w.text(src).i64(seq)
+        w.raw(b"".join([_name_bytes(src) + _Q.pack(seq) for src, seq in frame.msgs]))
     elif isinstance(frame, Nack):
         w.u16(frame.stripe).u32(frame.epoch).text(frame.requester).u8(frame.want).i64(frame.lo).i64(frame.hi)
         w.text(frame.src)
@@ -315,7 +315,47 @@ def encode(frame: Frame) -> bytes:
     return _HEADER.pack(MAGIC, VERSION, _type_code(frame), len(body)) + body
 
 
+_NAMES: dict = {}       # the few source names, encoded once (bounded: see _name_bytes)
+
+
+def _name_bytes(name: str) -> bytes:
+    b = _NAMES.get(name)
+    if b is None:
+        raw = name.encode("utf-8")
+        if len(raw) > 255:
+            raise ValueError(f"name too long for the wire: {name[:20]!r}...")
+        b = _B.pack(len(raw)) + raw
+        if len(_NAMES) < 4096:
+            _NAMES[name] = b
+    return b
+
+
 # ----------------------------------------------------------------------------- decoding
+
+
+def _decode_msgs(r: "_Reader", n: int) -> tuple[tuple[str, int], ...]:
+    """The (src, src_seq) list of an ACK: the hot loop of every receiver, kept tight."""
+    data, pos, size = r.data, r.pos, len(r.data)
+    names: dict[bytes, str] = {}
+    out = []
+    for _ in range(n):
+        if pos >= size:
+            raise TruncatedFrame(f"{r.name} frame truncated at byte {pos}")
+        ln = data[pos]
+        end = pos + 1 + ln + 8
+        if end > size:
+            raise TruncatedFrame(f"{r.name} frame truncated at byte {pos}")
+        raw = data[pos + 1:pos + 1 + ln]
+        name = names.get(raw)
+        if name is None:
+            try:
+                name = names[raw] = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise BadText(f"{r.name} frame has a name that is not UTF-8") from None
+        out.append((name, _Q.unpack_from(data, end - 8)[0]))
+        pos = end
+    r.pos = pos
+    return tuple(out)
 
 
 class _Reader:
@@ -331,17 +371,24 @@ class _Reader:
         self.pos += n
         return b
 
+    def _fixed(self, st: struct.Struct) -> int:
+        pos = self.pos
+        if pos + st.size > len(self.data):
+            raise TruncatedFrame(f"{self.name} frame truncated at byte {pos} (needs {st.size} more)")
+        self.pos = pos + st.size
+        return st.unpack_from(self.data, pos)[0]
+
     def u8(self) -> int:
-        return self._take(1)[0]
+        return self._fixed(_B)
 
     def u16(self) -> int:
-        return _H.unpack(self._take(2))[0]
+        return self._fixed(_H)
 
     def u32(self) -> int:
-        return _I.unpack(self._take(4))[0]
+        return self._fixed(_I)
 
     def i64(self) -> int:
-        return _Q.unpack(self._take(8))[0]
+        return self._fixed(_Q)
 
     def text(self) -> str:
         n = self.u8()
@@ -369,7 +416,7 @@ def _decode_body(code: int, r: _Reader, depth: int) -> Frame:
         site, nxt, n = r.text(), r.text(), r.u16()
         if (n == 0) != (code == NULL_TOKEN):
             raise BadField("ACK must carry messages and NULL_TOKEN none")
-        msgs = tuple((r.text(), r.i64()) for _ in range(n))
+        msgs = _decode_msgs(r, n)
         r.end()
         return Ack(stripe, epoch, token, first, ts, site, nxt, msgs)
     if code == NACK:
@@ -432,9 +479,19 @@ def _decode(data: bytes, depth: int) -> Frame:
     return _decode_body(code, _Reader(bytes(data[HEADER_SIZE:]), TYPE_NAMES[code]), depth)
 
 
-def decode(data: bytes) -> Frame:
-    """One RMP frame from a datagram; raises WireError (a subclass) if malformed."""
+@lru_cache(maxsize=4096)
+def _decode_cached(data: bytes) -> Frame:
     return _decode(data, 0)
+
+
+def decode(data: bytes) -> Frame:
+    """One RMP frame from a datagram; raises WireError (a subclass) if malformed.
+
+    Frames are immutable, so one multicast datagram handed to many receivers (the
+    simulator passes the same bytes to each) is decoded once."""
+    if type(data) is bytes:
+        return _decode_cached(data)
+    return _decode(bytes(data), 0)
 
 
 def is_rmp(data: bytes) -> bool:

@@ -43,7 +43,8 @@ class SimResult:
 
 class _Node:
     __slots__ = ("idx", "host", "name", "role", "core", "crashed", "timer_local", "timer_gen",
-                 "groups", "off_ns", "k", "recoveries")
+                 "groups", "off_ns", "k", "recoveries", "recv", "get_groups", "to_send", "next_event",
+                 "get_timer")
 
     def __init__(self, idx: int, host, clock: Clock | None) -> None:
         self.idx, self.host, self.name, self.role = idx, host, host.name, host.role
@@ -55,6 +56,12 @@ class _Node:
         self.off_ns = round(clock.offset_ms * 1e6) if clock else 0
         self.k = clock.drift_ppm * 1e-6 if clock else 0.0
         self.recoveries = 0
+
+    def attach(self, core) -> None:
+        # Bound methods looked up once: the delivery loop calls them for every packet.
+        self.core = core
+        self.recv, self.get_groups = core.receive_datagram, core.groups
+        self.to_send, self.next_event, self.get_timer = core.datagrams_to_send, core.next_event, core.get_timer
 
     def local(self, t: int) -> int:
         """The node's clock reading at true time ``t``."""
@@ -142,24 +149,23 @@ class Simulation:
             if node.crashed:
                 continue
             now = t + node.off_ns + round(t * node.k) if node.k else t + node.off_ns
-            core = node.core
-            core.receive_datagram(data, src, now)
-            g = core.groups()
+            node.recv(data, src, now)
+            g = node.get_groups()
             if g is not node.groups:
                 node.groups = g
                 self.net.set_groups(h, g)
-            out = core.datagrams_to_send(now)
+            out = node.to_send(now)
             if out:
                 send = self.net.send
                 for d, dest in out:
                     send(t, h, d, dest)
-            ev = core.next_event()
+            ev = node.next_event()
             if ev is not None:
                 rows = self._rows
                 while ev is not None:
                     rows.append((t, node, ev))
-                    ev = core.next_event()
-            deadline = core.get_timer()
+                    ev = node.next_event()
+            deadline = node.get_timer()
             if deadline != node.timer_local:
                 node.timer_local = deadline
                 node.timer_gen += 1
@@ -197,7 +203,7 @@ class Simulation:
             if not node.crashed:
                 return
             node.recoveries += 1
-            node.core = self._make_core(node, recovering=True)
+            node.attach(self._make_core(node, recovering=True))
             node.crashed = False
             self._rows.append((t, node, Event(Kind.RECOVER)))
             self._after(node, t)
@@ -210,7 +216,7 @@ class Simulation:
 
     def start(self) -> None:
         for node in self.nodes:
-            node.core = self._make_core(node, recovering=False)
+            node.attach(self._make_core(node, recovering=False))
         # Everyone joins before anyone sends, so nothing sent at t=0 misses a member.
         for node in self.nodes:
             node.groups = node.core.groups()

@@ -1,0 +1,84 @@
+"""`rmptwin net up` leaves nothing behind after Ctrl-C, and `rmptwin net down` removes what
+a killed one left: no switches, interfaces, namespaces' processes or containers."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from emukit import NET4  # tests/emulation is on sys.path (rootdir conftest)
+
+pytestmark = [pytest.mark.root, pytest.mark.emulation]
+RMPTWIN = [sys.executable, "-m", "rmptwin.cli"]
+
+
+def _leftovers(state: Path) -> dict:
+    from rmptwin.emulation.cleanup import BRIDGE_RE, _project_interfaces
+
+    bridges = subprocess.run(["ovs-vsctl", "list-br"], capture_output=True, text=True).stdout.split()
+    procs = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                cmd = (p / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if str(state) in cmd and "pytest" not in cmd:
+                procs.append(cmd)
+    containers = []
+    if subprocess.run(["docker", "info"], capture_output=True).returncode == 0:
+        containers = subprocess.run(["docker", "ps", "-aq", "--filter", f"label=rmptwin.state={state.resolve()}"],
+                                    capture_output=True, text=True).stdout.split()
+    return {"bridges": [b for b in bridges if BRIDGE_RE.match(b)], "interfaces": _project_interfaces(),
+            "processes": procs, "containers": containers}
+
+
+def _up(state: Path, nodes: str) -> subprocess.Popen:
+    p = subprocess.Popen([*RMPTWIN, "net", "up", str(NET4), "--nodes", nodes, "--state-dir", str(state)],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 180
+    seen = ""
+    while time.monotonic() < deadline:
+        line = p.stdout.readline()
+        seen += line
+        if "network up." in line:
+            return p
+        if not line and p.poll() is not None:
+            break
+    p.kill()
+    raise AssertionError(f"net up did not come up:\n{seen}")
+
+
+def _empty(d: dict) -> bool:
+    return not any(d.values())
+
+
+def test_ctrl_c_leaves_nothing(tmp_path):
+    state = tmp_path / "state"
+    p = _up(state, "ns")
+    assert _leftovers(state)["bridges"]               # it really was up
+    p.send_signal(signal.SIGINT)
+    out, _ = p.communicate(timeout=120)
+    assert p.returncode == 0, out
+    left = _leftovers(state)
+    assert _empty(left), left
+
+
+@pytest.mark.docker
+def test_net_down_cleans_up_after_a_killed_network(tmp_path, node_image):
+    state = tmp_path / "state"
+    p = _up(state, "docker")
+    assert _leftovers(state)["containers"]
+    os.kill(p.pid, signal.SIGKILL)                    # a crash: no teardown at all
+    p.wait(timeout=30)
+    assert not _empty(_leftovers(state))
+    r = subprocess.run([*RMPTWIN, "net", "down"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    left = _leftovers(state)
+    assert _empty(left), left
