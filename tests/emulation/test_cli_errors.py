@@ -72,3 +72,9 @@ def test_no_docker_engine_is_one_line(tmp_path):
 def test_unknown_node_mode_is_one_line():
     err = _one_line(_run(["net", "up", str(NET4), "--nodes", "vm"]))
     assert "node mode" in err
+
+
+def test_env_names_the_backends():
+    r = _run(["env"])
+    assert r.returncode == 0, r.stderr
+    assert "impairment backend:" in r.stdout and "switch datapath:" in r.stdout

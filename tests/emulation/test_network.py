@@ -151,3 +151,61 @@ def test_one_host_cannot_flood_a_group(net):
     # The meter passes METER_PPS plus its burst (a tenth of a second's worth).
     assert r.received <= METER_PPS * span_s * 1.2 + METER_PPS / 10 + 50, r.summary()
     assert r.received >= METER_PPS * span_s * 0.8, r.summary()
+
+
+def test_ground_truth_can_be_collected_from_the_state_dir(net):
+    from rmptwin.emulation.droplog import collect
+
+    h1, h2 = net.host("h1"), net.host("h2")
+    r = run_probe(h1, [h2], h2.ip, count=1000, rate=2000, port=9014)["h2"]
+    live = net.drops()              # flushes the relays' logs
+    net.link_counts()
+    drops, counts = collect(net.state_dir)
+    assert drops.num_rows == live.num_rows
+    if net.impair == "relay":
+        lossy = [c for c in counts.to_pylist() if c["link"] == LOSSY.name and c["from_node"] == "s1"][0]
+        assert lossy["packets"] >= r.sent and lossy["dropped"] >= r.sent - r.received > 0
+
+
+def test_docker_host_processes_run_under_the_containers_limits(net):
+    if net.nodes_mode != "docker":
+        pytest.skip("namespace hosts have no container")
+    h = net.host("h1")
+    p = h.popen(["sleep", "5"])
+    try:
+        def cgroups(pid):
+            return {ln.split(":", 2)[1]: ln.split(":", 2)[2] for ln in open(f"/proc/{pid}/cgroup").read().splitlines()}
+        mine, container = cgroups(p.pid), cgroups(h.node.container_pid)
+        assert mine.get("memory") == container.get("memory") and container.get("memory") not in (None, "/")
+        assert "bookworm" in h.cmd("cat /etc/os-release")      # the container's filesystem
+    finally:
+        p.kill()
+
+
+def test_net_trees_shows_the_running_controllers_trees(net):
+    import subprocess
+    import sys
+    import time
+
+    from rmptwin.emulation.measure import PROBE
+
+    g = region_group("east", 1)
+    h2 = net.host("h2")
+    p = h2.popen(PROBE + ["recv", "--group", group_ip(g), "--intf-ip", h2.ip, "--port", "9015", "--duration", "6",
+                          "--idle", "6"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        p.stdout.readline()
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            r = subprocess.run([sys.executable, "-m", "rmptwin.cli", "net", "trees", "--state-dir", str(net.state_dir)],
+                               capture_output=True, text=True, timeout=60, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+            if g in r.stdout:
+                break
+            time.sleep(0.3)
+        assert r.returncode == 0, r.stderr
+        row = next(line for line in r.stdout.splitlines() if g in line)
+        # h2 on s2 joined; from s1 (east) the tree is s1->s2; the scope is the region.
+        assert "h2" in row and "east" in row
+        assert "s1→s2" in r.stdout
+    finally:
+        p.kill()

@@ -30,6 +30,10 @@ def delivery_maps(df: pd.DataFrame, skip: set[str] = frozenset()) -> dict[tuple[
     gseq fails the test right here."""
     maps: dict[tuple[str, int], dict[int, tuple[str, int]]] = {}
     d = df[(df.kind == "deliver") & df.role.isin(RT_ROLES) & ~df.node.isin(skip)]
+    # a restarted host starts over: only what it placed after its last restart counts
+    rec = df[df.kind == "recover"].groupby("node").t_ns.max().to_dict()
+    if rec:
+        d = d[[t >= rec.get(n, -1) for n, t in zip(d.node, d.t_ns)]]
     for node, stripe, g, s, q in zip(d.node, d.stripe, d.gseq, d.src, d.src_seq):
         m = maps.setdefault((node, stripe), {})
         assert m.setdefault(int(g), (s, int(q))) == (s, int(q)), f"{node} placed two messages at gseq {g}"

@@ -60,7 +60,7 @@ def test_token_site_crash_reforms_without_loss(mode, seed):
     t_done, _, first = reforms[0]
     assert t_done > CRASH_S * 1e9
     assert site not in first["ring"]
-    assert first["token_site"] in first["ring"] and first["epoch"] == 2
+    assert first["token_site"] in first["ring"] and first["epoch"] > 1
     assert set(first["ring"]) == {h.name for h in topo.hosts if h.role == "primary"} - {site}
     # every published message, including those in flight at the crash, ends up placed by
     # every survivor in one agreed order (sources re-send until the new ring acks them)

@@ -187,10 +187,10 @@ def test_reformation_server_builds_the_ring_from_those_that_answer(policy):
     out = sent(x)
     assert (wire.ReportAck(0, 1, "s1"), Unicast("s1")) in out
     invites = [f for f, d in out if isinstance(f, wire.Invite)]
-    assert invites == [wire.Invite(0, 2, "xr1")]
+    assert invites == [wire.Invite(0, 8, "xr1")]       # epoch 8 n + rank: the first X_R's next
     # rp3 and rp1 answer (rp4 too late, rp2 is down)
-    x.receive_datagram(wire.encode(wire.Join(0, 2, "rp3", 7, 20)), "rp3", 1)
-    x.receive_datagram(wire.encode(wire.Join(0, 2, "rp1", 5, 15)), "rp1", 1)
+    x.receive_datagram(wire.encode(wire.Join(0, 8, "rp3", 7, 20)), "rp3", 1)
+    x.receive_datagram(wire.encode(wire.Join(0, 8, "rp1", 5, 15)), "rp1", 1)
     fire(x, 10 * tm.tau_r)
     out = sent(x)
     assert sum(isinstance(f, wire.Invite) for f, _ in out) == tm.k_r - 1    # k_r invitations in all
@@ -201,7 +201,7 @@ def test_reformation_server_builds_the_ring_from_those_that_answer(policy):
     nr = rings[0]
     assert nr.members == ("rp1", "rp3")                 # topology order, only those that answered
     assert nr.token_site == nr.recovery_site == "rp3"   # it holds t_r,max
-    assert nr.last_t == 7 and nr.next_gseq == 20 and nr.epoch == 2
+    assert nr.last_t == 7 and nr.next_gseq == 20 and nr.epoch == 8
     assert nr.start_t == (8 if policy == "ticker" else 6)
     done = [e for e in drain(x) if e.kind == Kind.REFORM_DONE]
     assert done[0].detail["ring"] == ["rp1", "rp3"] and done[0].detail["token_site"] == "rp3"
@@ -227,3 +227,41 @@ def test_member_answers_invitation_and_recovers_before_taking_the_token():
     fire(c, 2 + tm.null_token)
     acks = [f for f, _ in sent(c) if isinstance(f, wire.Ack)]
     assert [(a.token, a.first_gseq, a.epoch, a.next_site) for a in acks] == [(3, 2, 2, "rp1")]
+
+
+def test_lower_ranked_reformation_server_hands_reports_up():
+    tm = timing()
+    ring = ["rp1", "rp2"]
+    x2 = ReformationCore("xr2", {0: ring}, {0: ring}, tm, servers=["xr1", "xr2"])
+    x2.receive_datagram(wire.encode(wire.Report(0, 1, "s1", "rp2", wire.REASON_NO_ACK, 0)), "s1", 0)
+    out = sent(x2)
+    assert (wire.ReportAck(0, 1, "s1"), Unicast("s1")) in out          # the reporter may stop
+    assert [(f.suspect, d) for f, d in out if isinstance(f, wire.Report)] == [("rp2", Unicast("xr1"))]
+    assert not [f for f, _ in out if isinstance(f, wire.Invite)]
+    # xr1 answers: xr2 leaves the reformation to it
+    x2.receive_datagram(wire.encode(wire.ReportAck(0, 1, "xr2")), "xr1", 1)
+    fire(x2, 20 * tm.tau_r)
+    assert not [f for f, _ in sent(x2) if isinstance(f, (wire.Invite, wire.Report))]
+    # another report, and xr1 stays silent: after k_r tries xr2 reforms itself, epoch 8 n + 1
+    x2.receive_datagram(wire.encode(wire.Report(0, 1, "s1", "rp2", wire.REASON_NO_ACK, 0)), "s1", 30 * tm.tau_r)
+    fire(x2, 60 * tm.tau_r)
+    out = sent(x2)
+    assert [d for f, d in out if isinstance(f, wire.Report)] == [Unicast("xr1")] * tm.k_r
+    invites = [f for f, _ in out if isinstance(f, wire.Invite)]
+    assert invites and invites[0].epoch == 9 and invites[0].reformer == "xr2"
+
+
+def test_secondary_answers_invitations_and_stops_taking_the_old_ring():
+    tm = timing()
+    rs = SecondaryCore("rs1", [0], tm, ["xr1"], primary="rp2", primaries={0: ["rp1", "rp2"]},
+                       ring="east", ring_members={0: ["rp2", "rs1"]})
+    rs.receive_datagram(data(1), "s1", 0)
+    rs.receive_datagram(ack(1, [("s1", 1)], 1, site="rp1", nxt="rp2"), "rp1", 0)
+    rs.receive_datagram(wire.encode(wire.Invite(0, 8, "xr1")), "xr1", 1)
+    (j, d), = [(f, d) for f, d in sent(rs) if isinstance(f, wire.Join)]
+    assert (j.member, j.have, j.next_gseq, d) == ("rs1", 1, 2, Unicast("xr1"))
+    drain(rs)
+    # an ack of the old ring above what it reported is not placed
+    rs.receive_datagram(data(2), "s1", 2)
+    rs.receive_datagram(ack(2, [("s1", 2)], 2, site="rp2", nxt="rp1"), "rp2", 2)
+    assert not [e for e in drain(rs) if e.kind == Kind.DELIVER]

@@ -17,13 +17,15 @@ RECEIVER_ROLES = ("primary", "secondary")
 
 
 def parse_events(events: DataFrame) -> DataFrame:
-    """Add the parsed ``detail`` struct ``d`` and the columns most transforms key on:
-    ``stripe`` (detail.stripe, 0 if absent) and ``repair`` (detail.repair, false if absent)."""
-    d = F.from_json(F.col("detail"), schemas.DETAIL)
+    """Replace ``detail`` by its parsed struct ``d`` and the columns most transforms key on:
+    ``stripe`` (detail.stripe, 0 if absent) and ``repair`` (detail.repair, false if absent).
+    ``bytes`` is dropped: no metric reads it, and the cached frame stays small."""
+    d = F.when(F.col("detail") != "{}", F.from_json(F.col("detail"), schemas.DETAIL))  # skip empty objects
     return (
         events.withColumn("d", d)
         .withColumn("stripe", F.coalesce(F.col("d.stripe"), F.lit(0)).cast("long"))
         .withColumn("repair", F.coalesce(F.col("d.repair"), F.lit(False)))
+        .select("t_ns", "node", "role", "kind", "src", "src_seq", "gseq", "stripe", "repair", "d")
     )
 
 

@@ -64,13 +64,15 @@ def _link_rates(rates: tuple[int, ...], seconds: float) -> list[dict]:
             carried = r.received / (1 - LINK["loss"]) / span if span else 0.0
             ok = abs(r.loss - LINK["loss"]) <= LOSS_TOL and abs(r.median_delay_ms - LINK["delay_ms"]) <= DELAY_TOL
             if ok:
-                best = max(best, rate)
+                # What the link carried, not what was asked: the Python sender tops out
+                # near 15,000 pkt/s on this machine.
+                best = max(best, int(min(rate, carried)))
             rows.append({"metric": f"impaired link at {rate:,} pkt/s", "value": r.loss * 100, "unit": "% loss",
                          "ok": ok, "note": f"median delay {r.median_delay_ms:.2f} ms (20 ms configured), "
                                            f"5 % loss configured, offered ~{carried:,.0f} pkt/s, "
                                            f"{r.sent:,} packets, {net.impair} backend"})
         backend = net.impair
-    rows.append({"metric": "highest rate one impaired link sustains in tolerance", "value": best, "unit": "pkt/s",
+    rows.append({"metric": "highest rate one impaired link carried in tolerance", "value": best, "unit": "pkt/s",
                  "goal": ">= 5,000", "ok": best >= 5000,
                  "note": f"{backend} backend; tolerance: loss ±1.5 pts, median delay ±2 ms"})
     return rows

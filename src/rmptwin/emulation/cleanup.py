@@ -19,6 +19,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from ..errors import UserError
+
 REGISTRY = Path("/run/rmptwin/state-dirs")
 TAG_DIR = Path("/run/rmptwin/tags")
 BRIDGE_RE = re.compile(r"^r\d+s\d+$")
@@ -32,6 +34,32 @@ def register_state_dir(state_dir: Path) -> None:
     known = set(REGISTRY.read_text().split()) if REGISTRY.exists() else set()
     known.add(str(Path(state_dir).resolve()))
     REGISTRY.write_text("\n".join(sorted(known)) + "\n")
+
+
+def claim_tag() -> int:
+    """The smallest network tag no running network uses (a pid file per tag)."""
+    TAG_DIR.mkdir(parents=True, exist_ok=True)
+    r = subprocess.run(["ovs-vsctl", "--timeout=5", "list-br"], capture_output=True, text=True)
+    bridges = r.stdout.split()
+    for k in range(1, 1000):
+        if any(b.startswith(f"r{k}s") for b in bridges):
+            continue
+        f = TAG_DIR / str(k)
+        try:
+            fd = os.open(f, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            try:
+                pid = int(f.read_text().strip() or 0)
+            except (OSError, ValueError):
+                pid = 0
+            if pid and Path(f"/proc/{pid}").exists():
+                continue
+            f.write_text(str(os.getpid()))   # stale: its network's owner is gone
+            return k
+        with os.fdopen(fd, "w") as out:
+            out.write(str(os.getpid()))
+        return k
+    raise UserError("too many emulated networks are up; run `rmptwin net down`")
 
 
 def _run(cmd: list[str]) -> subprocess.CompletedProcess:

@@ -90,7 +90,9 @@ def register(app: typer.Typer) -> None:
             _print_network(net)
             if cli:
                 from mininet.cli import CLI
+                from mininet.log import setLogLevel
 
+                setLogLevel("output")   # the build ran quietly; the CLI prints at this level
                 CLI(net.net)
             else:
                 console.print("network up. In another shell: `rmptwin net trees`. Ctrl-C stops it.")

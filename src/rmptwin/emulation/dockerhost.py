@@ -14,7 +14,6 @@ works inside with the project's pinned dependencies.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import uuid
 from pathlib import Path
@@ -59,13 +58,16 @@ class DockerHost(Host):
     """A Mininet host whose namespaces are a Docker container's."""
 
     def __init__(self, name, image: str, cpus: float | None = None, memory_mb: int | None = None,
-                 mounts=(), on_container=None, state_dir: str = "", **params):
+                 mounts=(), on_container=None, state_dir: str = "", remove_on_terminate: bool = True,
+                 **params):
         self.image = image
         self.cpus = cpus
         self.memory_mb = memory_mb
         self.mounts = list(mounts or [])
         self.on_container = on_container
         self.state_dir = str(state_dir)
+        # EmulatedNetwork removes all its containers in one `docker rm` (much faster).
+        self.remove_on_terminate = remove_on_terminate
         self.container = f"rmptwin-{name}-{uuid.uuid4().hex[:8]}"
         self.container_pid = None
         super().__init__(name, **params)
@@ -114,4 +116,5 @@ class DockerHost(Host):
         try:
             super().terminate()
         finally:
-            subprocess.run(["docker", "rm", "-f", self.container], capture_output=True, text=True, timeout=60)
+            if self.remove_on_terminate:
+                subprocess.run(["docker", "rm", "-f", self.container], capture_output=True, text=True, timeout=60)

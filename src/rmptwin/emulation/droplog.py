@@ -113,3 +113,18 @@ def counts_table(paths: list[Path]) -> pa.Table:
             cols["packets"].append(int(s["packets"]))
             cols["dropped"].append(int(sum(s[r] for r in REASONS)))
     return pa.Table.from_pydict(cols, schema=LINK_COUNT_SCHEMA)
+
+
+def collect(state_dir: Path) -> tuple[pa.Table, pa.Table]:
+    """(drops, counts) of a network from its state directory, also after it is down."""
+    state_dir = Path(state_dir)
+    wiring = json.loads((state_dir / "wiring.json").read_text())
+    ip_names = {v[2]: name for name, v in wiring["hosts"].items()}
+    frames = []
+    for cfg_path in sorted((state_dir / "links").glob("*.json")):
+        if cfg_path.name.endswith(".counts.json"):
+            continue
+        cfg = json.loads(cfg_path.read_text())
+        frames.extend(read_drop_file(Path(cfg["droplog"]), cfg["link"], cfg["a_node"], cfg["b_node"]))
+    counts = counts_table(list((state_dir / "links").glob("*.counts.json")))
+    return drops_table(frames, ip_names, wiring.get("group_names", {})), counts

@@ -122,6 +122,11 @@ class RelayLink:
             except (OSError, ValueError):
                 pass
 
+    def signal_stop(self) -> None:
+        """Ask the relay to stop without waiting (teardown signals all relays, then waits)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+
     def stop(self) -> None:
         if self.proc is None:
             return
@@ -192,6 +197,9 @@ class NetemLink:
         return {"params": self.params.model_dump(mode="json"), "up": self.up}
 
     def flush(self) -> None:
+        pass
+
+    def signal_stop(self) -> None:
         pass
 
     def stop(self) -> None:

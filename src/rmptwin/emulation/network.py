@@ -43,34 +43,6 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def claim_tag() -> int:
-    """The smallest network tag no running network uses (a pid file per tag)."""
-    from .cleanup import TAG_DIR
-
-    TAG_DIR.mkdir(parents=True, exist_ok=True)
-    r = subprocess.run(["ovs-vsctl", "--timeout=5", "list-br"], capture_output=True, text=True)
-    bridges = r.stdout.split()
-    for k in range(1, 1000):
-        if any(b.startswith(f"r{k}s") for b in bridges):
-            continue
-        f = TAG_DIR / str(k)
-        try:
-            fd = os.open(f, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-        except FileExistsError:
-            try:
-                pid = int(f.read_text().strip() or 0)
-            except (OSError, ValueError):
-                pid = 0
-            if pid and Path(f"/proc/{pid}").exists():
-                continue
-            f.write_text(str(os.getpid()))   # stale: its network's owner is gone
-            return k
-        with os.fdopen(fd, "w") as out:
-            out.write(str(os.getpid()))
-        return k
-    raise UserError("too many emulated networks are up; run `rmptwin net down`")
-
-
 def _params(link) -> LinkParams:
     """The impairment part of a topology link (LinkSpec minus its ends)."""
     return LinkParams.model_validate(link.model_dump(exclude={"a", "b"}))
@@ -175,6 +147,8 @@ class EmulatedNetwork:
         if self.nodes_mode == "docker":
             envmod.ensure_dockerd()   # before touching anything: a missing engine is one clear line
         envmod.ensure_ovs()
+        from .cleanup import claim_tag
+
         self.tag = claim_tag()
         self.sw_name = {s: f"r{self.tag}s{i + 1}" for i, s in enumerate(self.topo.switches)}
         self._claim_state_dir()
@@ -245,7 +219,7 @@ class EmulatedNetwork:
 
             host_cls = partial(DockerHost, image=self.image, cpus=self.cpus, memory_mb=self.memory_mb,
                                mounts=self.mounts, on_container=self._on_container,
-                               state_dir=str(self.state_dir.resolve()))
+                               state_dir=str(self.state_dir.resolve()), remove_on_terminate=False)
         else:
             host_cls = Host
         self.progress("creating hosts")
@@ -396,9 +370,9 @@ class EmulatedNetwork:
         # Switch-side veths: the userspace datapath reads them with AF_PACKET too.
         for s in self.sw_name.values():
             sw = self.net.get(s)
-            for intf in sw.intfList():
-                if intf.name != "lo":
-                    disable_tx_offload(sw, intf.name)
+            names = [i.name for i in sw.intfList() if i.name != "lo"]
+            if names:
+                sw.cmd("; ".join(f"ethtool -K {n} tx off >/dev/null 2>&1" for n in names))
 
     # ------------------------------------------------------------------ use
 
@@ -470,6 +444,11 @@ class EmulatedNetwork:
         for lk in self.links.values():
             try:
                 lk.flush()
+                lk.signal_stop()
+            except Exception as e:  # noqa: BLE001 - keep tearing down
+                errors.append(e)
+        for lk in self.links.values():
+            try:
                 lk.stop()
             except Exception as e:  # noqa: BLE001 - keep tearing down
                 errors.append(e)

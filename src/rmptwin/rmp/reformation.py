@@ -1,12 +1,19 @@
 """X_R: a reformation server (seed 4.3).
 
 On a failure report (or a recovered host asking to join) it multicasts INVITEs for the
-next epoch k_r times, tau_r apart; operable members answer with the last ack they hold
+next epoch k_r times, tau_r apart; operable receivers answer with the last ack they hold
 (positive acknowledgement: JOIN_ACK, else they retry). After the invitations it forms the
-new ring from those that answered, in topology order, picks the starting token number by
-policy (ticker: t_r,max + 1; conservative: min over members + 1), appoints a member
-holding t_r,max as token site and recovery site, and multicasts NEW_RING (epoch + 1).
-Several X_R may run: each follows the others' NEW_RING frames on the stripe groups.
+new ring from the primaries that answered, in topology order, picks the starting token
+number by policy (ticker: t_r,max + 1; conservative: min over members + 1), appoints a
+primary holding the most as token site, names a receiver holding t_r,max (secondaries
+answer too, so nothing any operable R_T has placed is reassigned) as recovery site, and
+multicasts NEW_RING.
+
+Redundant X_R: they are ranked in topology order. A report reaching a lower-ranked one
+(because the first did not answer the reporter) is handed up to the higher-ranked X_R
+first; it reforms only if none of them answers. Epochs carry the rank in their low bits
+(epoch = 8 n + rank), so two rings formed at once never share an epoch and receivers all
+settle on the higher one.
 """
 
 from __future__ import annotations
@@ -17,6 +24,9 @@ from ..core import Unicast, rmp_group
 from ..events import Event, Kind
 from . import wire
 from .common import CoreBase, Timing
+from .report import Reporter
+
+EPOCH_RANKS = 8
 
 
 def start_token(haves: list[int], policy: str) -> int:
@@ -42,12 +52,21 @@ class _StripeState:
 
 
 class ReformationCore(CoreBase):
-    def __init__(self, name: str, rings: dict[int, list[str]], primaries: dict[int, list[str]], timing: Timing) -> None:
+    def __init__(self, name: str, rings: dict[int, list[str]], primaries: dict[int, list[str]], timing: Timing,
+                 servers: list[str] | None = None) -> None:
         super().__init__(name)
         self.tm = timing
         self.primaries = primaries                  # stripe -> its primaries, topology order
         self.state = {k: _StripeState(1, list(ring)) for k, ring in rings.items()}
         self.reforms_done = 0
+        servers = servers or [name]
+        self.rank = servers.index(name) % EPOCH_RANKS
+        # reports reaching us go to the higher-ranked X_R first; we act if none answers
+        self.handoff = Reporter(self, servers[: servers.index(name)], timing,
+                                on_give_up=lambda stripe, ring, now: self._start_if_idle(stripe, now, "higher X_R silent"))
+
+    def next_epoch(self, epoch: int) -> int:
+        return (epoch // EPOCH_RANKS + 1) * EPOCH_RANKS + self.rank
 
     def groups(self) -> frozenset[str]:
         return frozenset(rmp_group(k) for k in self.state)
@@ -69,7 +88,12 @@ class ReformationCore(CoreBase):
             if frame.ring:
                 return   # secondary rings route around a silent member themselves
             if frame.epoch >= st.epoch and st.reform is None:
-                self._start(frame.stripe, now, why=f"report from {frame.reporter}: {frame.suspect}")
+                if self.handoff.servers:
+                    self.handoff.report(frame.stripe, frame.epoch, frame.suspect, frame.reason, frame.token, now)
+                else:
+                    self._start(frame.stripe, now, why=f"report from {frame.reporter}: {frame.suspect}")
+        elif isinstance(frame, wire.ReportAck):
+            self.handoff.on_ack(frame, now)
         elif isinstance(frame, wire.Join):
             self._on_join(frame, src, now)
         elif isinstance(frame, wire.NewRing) and frame.epoch > st.epoch:
@@ -89,9 +113,13 @@ class ReformationCore(CoreBase):
         elif j.member in self.primaries.get(j.stripe, []) and j.member not in st.members or j.recovering:
             self._start(j.stripe, now, why=f"{j.member} asks to join")
 
+    def _start_if_idle(self, stripe: int, now: int, why: str) -> None:
+        if self.state[stripe].reform is None:
+            self._start(stripe, now, why)
+
     def _start(self, stripe: int, now: int, why: str) -> None:
         st = self.state[stripe]
-        st.reform = _Reform(epoch=st.epoch + 1, started=now)
+        st.reform = _Reform(epoch=self.next_epoch(st.epoch), started=now)
         self.emit(Event(Kind.REFORM_START, detail={"stripe": stripe, "epoch": st.reform.epoch, "why": why}))
         self._invite(stripe, now)
 
@@ -115,11 +143,13 @@ class ReformationCore(CoreBase):
             self._invite(stripe, now)
             return
         haves = {m: r.replies[m].have for m in members}
-        last_t = max(haves.values())
-        site = next(m for m in members if haves[m] == last_t)
+        # secondaries answer too: what any operable R_T placed must keep its number
+        last_t = max(j.have for j in r.replies.values())
+        site = max(members, key=lambda m: (haves[m], -members.index(m)))
+        recovery = site if haves[site] == last_t else next(n for n, j in r.replies.items() if j.have == last_t)
         nr = wire.NewRing(
             stripe, r.epoch, start_token(list(haves.values()), self.tm.start_policy), last_t,
-            r.replies[site].next_gseq, now, site, site, tuple(members),
+            r.replies[recovery].next_gseq, now, site, recovery, tuple(members),
         )
         st.epoch, st.members, st.last_ring, st.reform = r.epoch, members, nr, None
         st.announce_left = self.tm.k_r
@@ -127,7 +157,7 @@ class ReformationCore(CoreBase):
         self.reforms_done += 1
         self.emit(Event(Kind.REFORM_DONE, detail={
             "stripe": stripe, "ring": members, "start_t": nr.start_t, "last_t": last_t, "token_site": site,
-            "epoch": nr.epoch, "took_ns": now - r.started}))
+            "recovery_site": recovery, "epoch": nr.epoch, "took_ns": now - r.started}))
 
     def _announce(self, stripe: int, now: int) -> None:
         st = self.state[stripe]
@@ -139,6 +169,9 @@ class ReformationCore(CoreBase):
             self.timers.set((stripe, "announce"), now + self.tm.tau_r)
 
     def on_timer(self, key, now: int) -> None:
+        if key[0] == "report":
+            self.handoff.on_timer(key[1], now)
+            return
         stripe, what = key
         st = self.state[stripe]
         if what == "invite" and st.reform is not None:

@@ -3,14 +3,18 @@ and the next X_R in the list when one does not answer."""
 
 from __future__ import annotations
 
+from typing import Callable
+
 from ..core import Unicast
 from . import wire
 from .common import CoreBase, Timing
 
 
 class Reporter:
-    def __init__(self, core: CoreBase, servers: list[str], timing: Timing) -> None:
+    def __init__(self, core: CoreBase, servers: list[str], timing: Timing,
+                 on_give_up: Callable[[int, str, int], None] | None = None) -> None:
         self.core = core
+        self.on_give_up = on_give_up      # (stripe, ring, now): no server answered at all
         self.servers = list(servers)
         self.tm = timing
         self._idx = 0
@@ -34,6 +38,8 @@ class Reporter:
         if attempts >= self.tm.k_r * len(self.servers):
             del self._pending[key]
             self._quiet_until[key] = now + self.tm.k_r * self.tm.tau_r
+            if self.on_give_up is not None:
+                self.on_give_up(key[0], key[1], now)
             return
         self.core.send(rep, Unicast(self.servers[self._idx]))
         self.sent += 1

@@ -58,7 +58,7 @@ def build_reformation(host, loaded: LoadedExperiment, rng: random.Random, *,
                       recovering: bool = False) -> ReformationCore:
     stripes = _all_stripes(loaded)
     rings = {k: primary_ring(loaded, k) for k in stripes}
-    return ReformationCore(host.name, rings, rings, _timing(loaded))
+    return ReformationCore(host.name, rings, rings, _timing(loaded), servers=reformation_servers(loaded))
 
 
 def build_customer(host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False):

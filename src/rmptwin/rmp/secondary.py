@@ -10,7 +10,7 @@ from .common import CoreBase, Timing
 from .receiver import StreamReceiver
 from .report import Reporter
 from .secondary_ring import SecondaryRing
-from ..core import rmp_group
+from ..core import Unicast, rmp_group
 
 try:
     from .remulticast import Remulticaster
@@ -19,12 +19,26 @@ except ImportError:  # pragma: no cover
 
 
 class SecondaryReceiver(StreamReceiver):
+    # it serves only when a reformation names it recovery site (it held the most)
+    serves_retransmissions = True
+
     def __init__(self, core: CoreBase, stripe: int, timing: Timing, reporter: Reporter, remulticaster,
                  primary: str, primaries: list[str]) -> None:
         super().__init__(core, stripe, timing, reporter, remulticaster)
         self.primary = primary
         self.server = primary
         self.alternates = [p for p in primaries if p != primary]
+
+    def on_other(self, frame: wire.Frame, src: str, now: int) -> None:
+        # An R_S is no ring member, but it answers invitations with what it holds, so the
+        # new ring never reassigns a number it already placed; then it stops taking the
+        # old ring's acks above that point.
+        if isinstance(frame, wire.Invite) and frame.epoch > self.epoch:
+            if self.join_fence is None or self.join_fence[0] < frame.epoch:
+                self.join_fence = (frame.epoch, self.t_r - 1)
+            have = min(self.t_r - 1, self.join_fence[1])
+            self.core.send(wire.Join(self.stripe, frame.epoch, self.me, have, self.next_gseq),
+                           Unicast(frame.reformer))
 
     def request_target(self, chan: str, rotation: int) -> str | None:
         if rotation == 0 or not self.alternates:
