@@ -346,7 +346,9 @@ class VenueWorkload(_Model):
 
     rate: float = Field(1000.0, gt=0, description="requests per second over all gateways")
     symbols: list[str] = Field(default_factory=lambda: ["IBM"])
-    sequencer: Literal["cas", "none"] = "cas"
+    sequencer: Literal["cas", "none", "etcd"] = Field(
+        "cas", description="cas: in-memory CAS sequencer host; etcd: in a real run the sequencer host runs a "
+                           "3-member etcd cluster (the simulator models it as cas); none: arrival order (1 GW)")
     durable_history: bool = True
     checkpoint_every: int = Field(1000, ge=1)
     window: int = Field(1024, ge=1, description="sequencer sliding window (positions)")

@@ -292,3 +292,31 @@ def test_igmp_v2_report_to_a_group_with_a_tree_still_reaches_the_controller():
     pkt = {"eth_type": ETH_IP, "ip_proto": 2, "ipv4_src": w.hosts["h2"].ip, "ipv4_dst": ip}
     reached, crossed = forward(w, states_of(pol), "h2", pkt)
     assert reached == [] and crossed == [("s2", "controller")]
+
+
+GROUPS = [rmp_group(0), rmp_group(1), region_group("east", 0), region_group("mid", 0)]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(GROUPS), st.sampled_from([h.name for h in TOPO.hosts]), st.booleans()),
+                max_size=25))
+def test_any_join_leave_sequence_reaches_exactly_the_current_members(changes):
+    """The policy's caches never serve a stale tree: after any sequence of joins and leaves,
+    a packet from every sender reaches exactly the group's members (within its region)."""
+    w = make_wiring()
+    pol = Policy(w)
+    members: dict[str, set[str]] = {g: set() for g in GROUPS}
+    for g, h, joined in changes:
+        pol.set_member(group_ip(g), h, joined)
+        (members[g].add if joined else members[g].discard)(h)
+        states = states_of(pol)     # recomputed after every change, as the controller does
+    if not changes:
+        return
+    for g in GROUPS:
+        region = g.split("/")[1] if g.startswith("region/") else None
+        allowed = set(TOPO.regions[region]) if region else set(TOPO.switches)
+        for sender in w.hosts:
+            reached, _ = forward(w, states, sender, mcast(w, sender, g))
+            expected = set() if w.hosts[sender].switch not in allowed else \
+                {m for m in members[g] if m != sender and w.hosts[m].switch in allowed}
+            assert sorted(reached) == sorted(expected), (g, sender)

@@ -82,3 +82,13 @@ def test_net_down_cleans_up_after_a_killed_network(tmp_path, node_image):
     assert r.returncode == 0, r.stderr
     left = _leftovers(state)
     assert _empty(left), left
+
+
+def test_selftest_measures_every_impaired_link_in_tolerance(tmp_path):
+    r = subprocess.run([*RMPTWIN, "net", "selftest", str(NET4), "--count", "3000", "--state-dir", str(tmp_path / "st")],
+                       capture_output=True, text=True, timeout=600, env={**os.environ, "COLUMNS": "200"})
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    rows = [ln for ln in r.stdout.splitlines() if ln.startswith("│ s")]
+    # Every configured link: loss and delay; the bandwidth-limited one also bandwidth.
+    assert sum("loss" in ln for ln in rows) == 3 and sum("bandwidth" in ln for ln in rows) == 1
+    assert all(ln.rstrip(" │").endswith("ok") for ln in rows), "\n".join(rows)

@@ -25,15 +25,26 @@ def crashed_at_end(df: pd.DataFrame) -> set[str]:
     return {n for n, g in life.groupby("node") if g.iloc[-1].kind == "crash"}
 
 
+def restarts(df: pd.DataFrame) -> dict[tuple[str, int | None], int]:
+    """(node, stripe) -> time of its last restart; stripe None: the whole host restarted."""
+    out: dict[tuple[str, int | None], int] = {}
+    r = df[df.kind == "recover"]
+    for n, t, d in zip(r.node, r.t_ns, r.detail):
+        key = (n, json.loads(d)["stripe"]) if '"stripe"' in d else (n, None)
+        out[key] = max(out.get(key, -1), int(t))
+    return out
+
+
 def delivery_maps(df: pd.DataFrame, skip: set[str] = frozenset()) -> dict[tuple[str, int], dict[int, tuple[str, int]]]:
     """(receiver, stripe) -> {gseq: (src, src_seq)}; a receiver placing two messages at one
     gseq fails the test right here."""
     maps: dict[tuple[str, int], dict[int, tuple[str, int]]] = {}
     d = df[(df.kind == "deliver") & df.role.isin(RT_ROLES) & ~df.node.isin(skip)]
-    # a restarted host starts over: only what it placed after its last restart counts
-    rec = df[df.kind == "recover"].groupby("node").t_ns.max().to_dict()
+    # a restarted host (or a receiver that resynchronised one stripe) starts over: only
+    # what it placed after its last restart counts
+    rec = restarts(df)
     if rec:
-        d = d[[t >= rec.get(n, -1) for n, t in zip(d.node, d.t_ns)]]
+        d = d[[t >= rec.get((n, k), rec.get((n, None), -1)) for n, k, t in zip(d.node, d.stripe, d.t_ns)]]
     for node, stripe, g, s, q in zip(d.node, d.stripe, d.gseq, d.src, d.src_seq):
         m = maps.setdefault((node, stripe), {})
         assert m.setdefault(int(g), (s, int(q))) == (s, int(q)), f"{node} placed two messages at gseq {g}"
@@ -53,9 +64,17 @@ def assert_agreement_and_no_loss(df: pd.DataFrame, receivers: dict[str, list[int
     for stripe in sorted({k for ks in receivers.values() for k in ks}):
         names = [n for n, ks in receivers.items() if stripe in ks and n not in skip]
         assert names, f"no operable receiver on stripe {stripe}"
+        restarted = {n for (n, k) in restarts(df) if k in (None, stripe)}
+        whole = [n for n in names if n not in restarted] or names
+        names = whole + [n for n in names if n not in whole]
         ref = maps.get((names[0], stripe), {})
         for n in names[1:]:
             mine = maps.get((n, stripe), {})
+            if n in restarted and mine:
+                # a restarted (or resynchronised) receiver owes what follows its first placement
+                ref_n = {g: m for g, m in ref.items() if g >= min(mine)}
+                assert mine == ref_n, f"stripe {stripe}: restarted {n} disagrees with {names[0]}"
+                continue
             assert mine == ref, f"stripe {stripe}: {n} and {names[0]} disagree " \
                                 f"({len(mine)} vs {len(ref)} messages; first difference at gseq " \
                                 f"{min(g for g in set(mine) | set(ref) if mine.get(g) != ref.get(g))})"

@@ -294,3 +294,18 @@ def test_link_counts_add_up_when_the_sender_is_a_member_and_links_differ():
     sends = res.events.to_pandas().query("kind == 'send'").set_index("src_seq").t_ns
     lag = {n: set((g.t_ns.to_numpy() - sends.loc[g.src_seq].to_numpy()) // 1000) for n, g in rows.groupby("node")}
     assert lag == {"a": {1000}, "b": {1000}, "c": {3000}, "d": {2000}}
+
+
+def test_jitter_varies_delay_within_bounds_and_never_reorders():
+    topo = line_topo(2, delay_ms=10.0, jitter_ms=5.0, hosts=[
+        {"name": "src", "role": "source", "switch": "s0"}, {"name": "r1", "role": "primary", "switch": "s1"}])
+    exp = loaded(topo, duration_s=2.5, workload={"rate_per_source": 1000, "arrival": "constant",
+                                                  "start_s": 0.0, "duration_s": 2.0})
+    res = simulate(exp, build=_fanout())
+    rows = recv_rows(res, "r1")
+    sends = res.events.to_pandas().query("kind == 'send'").set_index("src_seq").t_ns
+    assert len(rows) == len(sends) == 2000
+    assert rows.src_seq.tolist() == sorted(rows.src_seq)           # arrival order = send order
+    delay = (rows.t_ns.to_numpy() - sends.loc[rows.src_seq].to_numpy()) / 1e6
+    assert delay.min() >= 10.0 and delay.max() <= 15.0
+    assert delay.std() > 0.5                                      # the jitter is really there

@@ -45,7 +45,7 @@ def test_logical_tree_collapses_single_child_switches():
 def test_minc_estimates_every_link_within_one_point_of_ground_truth(spark, tmp_path):
     losses = synthetic.default_losses(seed=11)
     assert min(losses.values()) >= 0.01 and max(losses.values()) <= 0.10
-    run = synthetic.write_run(tmp_path / "run", packets=20_000, seed=5, losses=losses)
+    run = synthetic.write_run(tmp_path / "run", packets=20_000, seed=5, losses=losses, loss_only=True)
     truth = synthetic.true_drop_rates(run)  # counted from the drawn fates, independently of Spark
     rd = extract.load_run(spark, run)
     fate = loss.fates(rd.events, rd.hosts).cache()

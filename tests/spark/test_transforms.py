@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from conftest import ev, small_topology
+from spark_eventlog import ev, small_topology
 
 from rmptwin.analysis import control, extract, latency, loss, throughput
 
@@ -183,3 +183,17 @@ def test_throughput_per_source_stripe_and_region(spark, events_df):
         ("stripe", "0", 0): (2, 2e6), ("stripe", "1", 0): (1, 1e6), ("stripe", "1", 1000): (1, 1e6),
         ("region", "west", 0): (1, 1e6), ("region", "west", 1000): (1, 1e6), ("region", "east", 0): (1, 1e6),
     }
+
+
+def test_customer_repairs_and_gaps(spark, events_df):
+    e = events_df([
+        ev(10, "x", "customer", "cust_recv", gseq=0, repair=False),
+        ev(20, "x", "customer", "cust_recv", gseq=1, repair=True),
+        ev(30, "x", "customer", "cust_recv", gseq=1, repair=False),  # later copy of gseq 1
+        ev(15, "y", "customer", "cust_recv", gseq=0, repair=False),
+        ev(12, "x", "customer", "cust_gap", first=1, count=3),
+        ev(40, "z", "customer", "cust_gap", first=5),  # no count: one message
+    ])
+    got = {r["node"]: (r["received"], r["repaired"], r["gaps"], r["gap_messages"], r["repaired_fraction"])
+           for r in loss.customer_loss(e).collect()}
+    assert got == {"x": (2, 1, 1, 3, 0.5), "y": (1, 0, 0, 0, 0.0), "z": (0, 0, 1, 1, None)}

@@ -16,7 +16,7 @@ from rmptwin.rmp.reformation import ReformationCore, start_token
 from rmptwin.rmp.secondary import SecondaryCore
 from rmptwin.rmp.source import SourceCore
 
-from rmp_bus import MS, Bus, ack, data, drain, fire, sent, timing
+from rmp_bus import MS, Bus, ack, data, drain, fire, member, sent, timing
 
 # ----------------------------------------------------------------------------- seed formulas
 
@@ -189,8 +189,8 @@ def test_reformation_server_builds_the_ring_from_those_that_answer(policy):
     invites = [f for f, d in out if isinstance(f, wire.Invite)]
     assert invites == [wire.Invite(0, 8, "xr1")]       # epoch 8 n + rank: the first X_R's next
     # rp3 and rp1 answer (rp4 too late, rp2 is down)
-    x.receive_datagram(wire.encode(wire.Join(0, 8, "rp3", 7, 20)), "rp3", 1)
-    x.receive_datagram(wire.encode(wire.Join(0, 8, "rp1", 5, 15)), "rp1", 1)
+    x.receive_datagram(wire.encode(wire.Join(0, 8, "rp3", 7, 20, have_epoch=1)), "rp3", 1)
+    x.receive_datagram(wire.encode(wire.Join(0, 8, "rp1", 5, 15, have_epoch=1)), "rp1", 1)
     fire(x, 10 * tm.tau_r)
     out = sent(x)
     assert sum(isinstance(f, wire.Invite) for f, _ in out) == tm.k_r - 1    # k_r invitations in all
@@ -202,6 +202,7 @@ def test_reformation_server_builds_the_ring_from_those_that_answer(policy):
     assert nr.members == ("rp1", "rp3")                 # topology order, only those that answered
     assert nr.token_site == nr.recovery_site == "rp3"   # it holds t_r,max
     assert nr.last_t == 7 and nr.next_gseq == 20 and nr.epoch == 8
+    assert nr.lineage == ((1, 1), (8, 8))               # ring 1 issued 1..7, ring 8 issues from 8 on
     assert nr.start_t == (8 if policy == "ticker" else 6)
     done = [e for e in drain(x) if e.kind == Kind.REFORM_DONE]
     assert done[0].detail["ring"] == ["rp1", "rp3"] and done[0].detail["token_site"] == "rp3"
@@ -265,3 +266,33 @@ def test_secondary_answers_invitations_and_stops_taking_the_old_ring():
     rs.receive_datagram(data(2), "s1", 2)
     rs.receive_datagram(ack(2, [("s1", 2)], 2, site="rp2", nxt="rp1"), "rp2", 2)
     assert not [e for e in drain(rs) if e.kind == Kind.DELIVER]
+
+
+def test_lineage_trusts_a_members_acks_only_up_to_the_ring_that_superseded_them():
+    from rmptwin.rmp.reformation import valid_have
+    lineage = [(1, 1), (8, 10), (16, 14)]
+    assert valid_have(lineage, 20, 16) == 20      # issued by the current ring
+    assert valid_have(lineage, 12, 8) == 12
+    assert valid_have(lineage, 15, 8) == 13       # slept through ring 16, which restarted at 14
+    assert valid_have(lineage, 11, 1) == 9        # ring 8 superseded ring 1's acks from 10 on
+    assert wire.lineage_epoch(tuple(lineage), 9) == 1 and wire.lineage_epoch(tuple(lineage), 14) == 16
+
+
+def test_receiver_that_slept_through_a_reformation_resynchronises():
+    c = member()                                    # rp2, epoch 1
+    c.receive_datagram(data(1), "s1", 0)
+    c.receive_datagram(data(2), "s1", 0)
+    c.receive_datagram(ack(1, [("s1", 1)], 1), "rp1", 0)
+    c.receive_datagram(ack(2, [("s1", 2)], 2, site="rp3", nxt="rp1"), "rp3", 0)
+    drain(c)
+    # meanwhile ring 8 restarted after token 1 and ring 16 after token 3: our ack 2 (epoch 1)
+    # is not the lineage's ack 2, though 2 <= last_t
+    nr = wire.NewRing(0, 16, 4, 3, 4, 0, "rp1", "rp1", ("rp1", "rp2"), ((1, 1), (8, 2), (16, 4)))
+    c.receive_datagram(wire.encode(nr), "xr1", 1)
+    evs = drain(c)
+    assert [e.kind for e in evs if e.kind == Kind.RECOVER] == [Kind.RECOVER]
+    m = c.members[0]
+    assert m.t_r == 1 and not m.acks
+    fire(c, c.tm.dn)
+    nacks = [(f.want, f.lo, f.hi, d) for f, d in sent(c) if isinstance(f, wire.Nack)]
+    assert (wire.WANT_ACKS, 1, 3, Unicast("rp1")) in nacks

@@ -37,10 +37,12 @@ frames = st.one_of(
     st.builds(Retx, stripe, st.one_of(datas, acks)),
     st.builds(ReportAck, stripe, epoch, names),
     st.builds(Invite, stripe, epoch, names),
-    st.builds(Join, stripe, epoch, names, seq, seq, st.booleans()),
+    st.builds(Join, stripe, epoch, names, seq, seq, st.booleans(), epoch),
     st.builds(JoinAck, stripe, epoch, names),
     st.builds(NewRing, stripe, epoch, seq, seq, seq, i64, names, names,
-              st.lists(names, min_size=1, max_size=10).map(tuple)),
+              st.lists(names, min_size=1, max_size=10).map(tuple),
+              st.lists(st.tuples(epoch, seq), max_size=8, unique_by=lambda x: x[1])
+              .map(lambda xs: tuple(sorted(xs, key=lambda x: x[1])))),
     st.builds(SecToken, stripe, epoch, names, seq, names, names, seq),
 )
 

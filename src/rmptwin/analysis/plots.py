@@ -86,11 +86,11 @@ def correlation_matrix(m: dict, path: Path) -> Path:
 def minc_vs_truth(m: dict, path: Path) -> Path:
     rows = m["minc"]
     pairs = sorted({(r["src"], r["stripe"]) for r in rows})
-    fig, ax = plt.subplots(figsize=(max(6, 0.5 * len(rows) + 2), 3.8))
+    first = [r for r in rows if pairs and (r["src"], r["stripe"]) == pairs[0]]
+    fig, ax = plt.subplots(figsize=(min(14, max(6, 0.55 * len(first) + 2)), 4.2))
     if not pairs:
         _empty(ax, "multicast trees")
         return _save(fig, path)
-    first = [r for r in rows if (r["src"], r["stripe"]) == pairs[0]]
     x = np.arange(len(first))
     val = lambda k: [100 * (r[k] if r[k] is not None else np.nan) for r in first]  # noqa: E731
     ax.bar(x - 0.27, val("estimate"), 0.27, label="MINC estimate")

@@ -74,10 +74,8 @@ def render(m: dict, out: Path) -> Path:
         f"<p>Run directory: <code>{html.escape(str(m.get('run', '')))}</code>; "
         f"{m.get('events_total', 0)} events analysed in {fmt(m.get('analysis_seconds'))} s.</p>",
         "<h2>Experiment</h2>", kv_table(params),
-        "<h3>Protocol</h3>", kv_table(exp.get("protocol") or {}),
-        "<h3>Workload</h3>", kv_table(exp.get("workload") or {}),
-        "<h3>Faults</h3>", table(exp.get("faults") or []),
         "<h2>Headline</h2>", kv_table(m.get("headline") or {}),
+        "<p>Protocol, workload and faults: see <a href='#configuration'>configuration</a>.</p>",
         "<h2>Plots</h2>",
     ]
     for name in plots.PLOTS:
@@ -96,6 +94,10 @@ def render(m: dict, out: Path) -> Path:
         "<h2>Reformation outages (ns)</h2>", table(m.get("reformation", [])),
         "<h3>Crashes</h3>", table(m.get("crashes", [])),
         "<h3>Longest delivery silence per receiver (ns)</h3>", table(m.get("delivery_gaps", [])),
+        "<h2 id='configuration'>Configuration</h2>",
+        "<h3>Protocol</h3>", kv_table(exp.get("protocol") or {}),
+        "<h3>Workload</h3>", kv_table(exp.get("workload") or {}),
+        "<h3>Faults</h3>", table(exp.get("faults") or []),
         "<h2>Event counts</h2>", kv_table(m.get("events") or {}),
         "<p>Tables: <code>analysis/*.parquet</code>; all figures: <code>analysis/metrics.json</code>.</p>",
         "</body></html>",

@@ -95,8 +95,10 @@ class _Blocks:
 
 
 def write_run(path: str | Path, packets: int = 20_000, seed: int = 1,
-              losses: dict[tuple[str, str], float] | None = None, rate: float = 1000.0) -> Path:
-    """A complete run directory for ``packets`` messages from host ``src`` on the binary tree."""
+              losses: dict[tuple[str, str], float] | None = None, rate: float = 1000.0,
+              loss_only: bool = False) -> Path:
+    """A complete run directory for ``packets`` messages from host ``src`` on the binary tree.
+    ``loss_only`` logs just SEND and RECV (what loss and MINC read): a smaller log, same fates."""
     path = Path(path)
     (path / "events").mkdir(parents=True, exist_ok=True)
     (path / "links").mkdir(parents=True, exist_ok=True)
@@ -130,6 +132,8 @@ def write_run(path: str | Path, packets: int = 20_000, seed: int = 1,
         t = send + int(dist[r] * 1e6) + jitter + np.where(first, 0, repair_ns)
         recv_t[r] = t
         b.add(t, r, Kind.RECV, seq, np.full(packets, -1), (first, '{"repair":false}', '{"repair":true}'))
+        if loss_only:
+            continue
         b.add(t + 10_000, r, Kind.DELIVER, seq, seq)
         lost = ~first
         b.add(send[lost] + int(dist[r] * 1e6) + 80_000_000, r, Kind.NACK_SENT, seq[lost], np.full(lost.sum(), -1))
@@ -137,11 +141,11 @@ def write_run(path: str | Path, packets: int = 20_000, seed: int = 1,
               np.full(lost.sum(), -1), '{"type":"NACK"}')
     # Token: one ACK per message, the token site rotating over the ring r1..r8.
     site = seq % len(RECEIVERS)
-    for i, r in enumerate(RECEIVERS):
+    for i, r in enumerate(RECEIVERS if not loss_only else []):
         m = site == i
         b.add(send[m] + 20_000_000, r, Kind.ACK_SENT, seq[m], seq[m], '{"token":0,"k":1}')
         b.add(send[m] + 20_000_000, r, Kind.CTRL_SENT, seq[m], seq[m], '{"type":"ACK"}')
-    for region, rt in RELEASERS.items():
+    for region, rt in (RELEASERS if not loss_only else {}).items():
         rel = send + 300_000_000 + (0 if region == "west" else 2_000_000)
         b.add(rel, rt, Kind.RELEASE, seq, seq)
         for c, sw in CUSTOMERS.items():

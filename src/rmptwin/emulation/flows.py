@@ -242,6 +242,14 @@ class Policy:
         self._parents_cache: dict[tuple[str, str | None], dict] = {}
         self._span = shortest_path_parents(adjacency(self.topo), self.topo.switches[0])
         self._meter_of = {h: i + 1 for i, h in enumerate(sorted(wiring.hosts))}
+        self._tree_cache: dict[tuple, Tree] = {}
+        self._parents: dict[int, dict[str, str]] = {}   # id(cached tree) -> child -> parent
+        # Per-group membership versions key the caches below, so a join recomputes only
+        # its own group's trees, once, for all switches.
+        self._gver: dict[str, int] = {}
+        self._sender_tree: dict[str, tuple[int, dict[str, Tree | None]]] = {}
+        self._ports_cache: dict[str, tuple[int, dict]] = {}
+        self._base: dict[str, SwitchState] = {}
 
     # membership -------------------------------------------------------------------
 
@@ -261,6 +269,7 @@ class Policy:
         if joined == (host in members):
             return False
         (members.add if joined else members.discard)(host)
+        self._gver[group] = self._gver.get(group, 0) + 1
         return True
 
     def group_name(self, ip: str) -> str:
@@ -273,14 +282,42 @@ class Policy:
 
     def tree(self, sender: str, ip: str) -> Tree | None:
         """The tree ``sender``'s frames to group ``ip`` take, or None when they go nowhere."""
+        version = self._gver.get(ip, 0)
+        cached = self._sender_tree.get(ip)
+        if cached is None or cached[0] != version:
+            cached = self._sender_tree[ip] = (version, {})
+        trees = cached[1]
+        if sender not in trees:
+            trees[sender] = self._compute_tree(sender, ip)
+        return trees[sender]
+
+    def _member_ports(self, ip: str) -> dict[str, list[tuple[str, int]]]:
+        """switch -> [(member, port)] of group ``ip`` now."""
+        version = self._gver.get(ip, 0)
+        cached = self._ports_cache.get(ip)
+        if cached is None or cached[0] != version:
+            by_switch: dict[str, list[tuple[str, int]]] = {}
+            for m in self.members.get(ip, ()):
+                hp = self.w.hosts[m]
+                by_switch.setdefault(hp.switch, []).append((m, hp.port))
+            cached = self._ports_cache[ip] = (version, by_switch)
+        return cached[1]
+
+    def _compute_tree(self, sender: str, ip: str) -> Tree | None:
         src = self.w.hosts[sender]
         region = self.region_of(ip)
         if region is not None and (region not in self.topo.regions or src.switch not in self.topo.regions[region]):
             return None
-        targets = {self.w.hosts[m].switch for m in self.members.get(ip, ()) if m != sender}
+        targets = frozenset(self.w.hosts[m].switch for m in self.members.get(ip, ()) if m != sender)
         if not targets:
             return None
-        return multicast_tree(self.topo, src.switch, targets, region)
+        # Every sender on a switch shares the tree; a join recomputes only the trees whose
+        # member switches changed (the key holds them), not every tree of every switch.
+        key = (src.switch, region, targets)
+        t = self._tree_cache.get(key)
+        if t is None:
+            t = self._tree_cache[key] = multicast_tree(self.topo, src.switch, set(targets), region)
+        return t
 
     def trees(self) -> dict[str, dict]:
         """For `rmptwin net trees`: per group, members and the tree from each sender switch."""
@@ -305,6 +342,15 @@ class Policy:
     # desired state ---------------------------------------------------------------
 
     def switch_state(self, switch: str) -> SwitchState:
+        if switch not in self._base:
+            self._base[switch] = self._static_state(switch)
+        base = self._base[switch]
+        st = SwitchState(dict(base.flows), dict(base.groups), dict(base.meters))
+        self._add_trees(switch, st)
+        return st
+
+    def _static_state(self, switch: str) -> SwitchState:
+        """What does not depend on membership: IGMP, ARP, unicast, meters, drops."""
         st = SwitchState()
         st.add_flow(flow(PRIO_MISS, ()))
         st.add_flow(flow(PRIO_MCAST_DROP, (), eth_type=ETH_IP, ipv4_dst=("224.0.0.0", "240.0.0.0")))
@@ -327,7 +373,10 @@ class Policy:
             else:
                 port = self.w.links[switch][unicast_path(self.topo, switch, h.switch)[1]]
             st.add_flow(flow(PRIO_UNICAST, (("output", port),), eth_type=ETH_IP, ipv4_dst=h.ip))
-        # Multicast trees through this switch.
+        return st
+
+    def _add_trees(self, switch: str, st: SwitchState) -> None:
+        """The multicast trees through this switch."""
         for ip in sorted(self.members):
             for sender in sorted(self.w.hosts):
                 entry = self._tree_entry(switch, sender, ip)
@@ -340,23 +389,22 @@ class Policy:
                 meter = self._meter_of[sender] if src.switch == switch else None
                 st.add_flow(flow(PRIO_TREE, (("group", gid),), meter=meter, in_port=in_port, eth_type=ETH_IP,
                                  ipv4_src=src.ip, ipv4_dst=ip))
-        return st
 
     def _tree_entry(self, switch: str, sender: str, ip: str) -> tuple[int, tuple[int, ...]] | None:
         t = self.tree(sender, ip)
         if t is None:
             return None
-        nodes = {t.root} | {c for cs in t.children.values() for c in cs}
-        if switch not in nodes:
+        parent_of = self._parents.get(id(t))
+        if parent_of is None:
+            parent_of = self._parents[id(t)] = {c: p for p, cs in t.children.items() for c in cs}
+        if switch != t.root and switch not in parent_of:
             return None
-        members = self.members.get(ip, set())
         ports = [self.w.links[switch][c] for c in t.children.get(switch, ())]
-        ports += [self.w.hosts[m].port for m in members if m != sender and self.w.hosts[m].switch == switch]
+        ports += [port for m, port in self._member_ports(ip).get(switch, ()) if m != sender]
         if not ports:
             return None
         if switch == t.root:
             in_port = self.w.hosts[sender].port
         else:
-            parent = next(p for p, cs in t.children.items() if switch in cs)
-            in_port = self.w.links[switch][parent]
+            in_port = self.w.links[switch][parent_of[switch]]
         return in_port, tuple(sorted(ports))

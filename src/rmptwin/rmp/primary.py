@@ -237,7 +237,8 @@ class RingMember(StreamReceiver):
             self.reformer_idx = (self.reformer_idx + 1) % len(self.reformers)
         if self.joining > self.epoch and (self.join_fence is None or self.join_fence[0] != self.joining):
             self.join_fence = (self.joining, self.t_r - 1)
-        j = wire.Join(self.stripe, self.joining, self.me, self.t_r - 1, self.next_gseq, self.recovering)
+        j = wire.Join(self.stripe, self.joining, self.me, self.t_r - 1, self.next_gseq, self.recovering,
+                      self.have_epoch())
         self.core.send(j, Unicast(self.reformers[self.reformer_idx]))
         wait = self.tm.k_r * self.tm.tau_r if self.join_acked else self.tm.tau_r
         self.core.timers.set((self.stripe, "join"), now + wait)
@@ -245,9 +246,12 @@ class RingMember(StreamReceiver):
     def on_new_ring(self, nr: wire.NewRing, src: str, now: int) -> None:
         if nr.epoch <= self.epoch:
             return
-        self.fence(nr.last_t, nr.epoch, now)
+        self.fence(nr.last_t, nr.epoch, now, nr.lineage)
         self.sent_t = None
         self.pending_ring = None
+        self.holding = False
+        if self.t_r == 1 and nr.last_t > 0:
+            self.stable_gseq = 0      # resynchronised (or fresh): it knows nothing yet
         if self.me not in nr.members:
             # left out (thought dead, or joined too late): ask to be let back in
             self.freeze()

@@ -49,6 +49,7 @@ class StreamReceiver:
         self.highest_seen = 0
         self.expect_t = 0              # time-driven: a token we know is overdue
         self.join_fence: tuple[int, int] | None = None   # (epoch joining, last ack reported)
+        self.lineage: tuple[tuple[int, int], ...] = ()   # from the last NEW_RING
         self.server: str | None = None  # whom to ask: the sender of the highest ack seen
         self.msgs: dict[tuple[str, int], bytes] = {}
         self.ack_of: dict[tuple[str, int], int] = {}
@@ -113,6 +114,10 @@ class StreamReceiver:
     def on_ack(self, a: wire.Ack, src: str, now: int, repair: bool) -> None:
         if a.epoch < self.epoch and a.token > self.fence_t:
             return                              # the old ring's token site is gone; not ours
+        if self.lineage and a.epoch < self.epoch:
+            owner = wire.lineage_epoch(self.lineage, a.token)
+            if owner is not None and owner != a.epoch:
+                return                          # issued by a ring that was superseded below it
         jf = self.join_fence
         if jf is not None and a.epoch < jf[0] and a.token > jf[1]:
             return     # we told a reformation server what we hold: nothing newer of the old ring
@@ -305,10 +310,50 @@ class StreamReceiver:
             self.expect_t = self.t_r
             self.want("acks", now, delay=0)
 
-    def fence(self, last_t: int, epoch: int, now: int) -> None:
-        """A new ring starts after ``last_t``: drop held acks of older rings above it."""
+    def resync(self, now: int, why: str) -> None:
+        """Start the receive list over. A receiver that placed acks a new ring reassigns (it
+        missed every invitation and went on with the old ring) cannot take them back: it
+        says so with a RECOVER event, forgets what it placed and recovers the history
+        again, as a restarted host would; it keeps the source messages it holds."""
+        self.core.emit(Event(Kind.RECOVER, detail={"stripe": self.stripe, "cause": why, "placed_to": self.t_r - 1}))
+        self.acks.clear()
+        self.ack_of.clear()
+        self.m_sr.clear()
+        self.hint.clear()
+        self.requests.clear()
+        self.release_q.clear()
+        self.waiting = {m: None for m in self.msgs}
+        self.t_r, self.highest_seen, self.expect_t, self.next_gseq, self.last_ts = 1, 0, 0, 1, None
+        self.release_from = now
+
+    def have_epoch(self) -> int:
+        a = self.acks.get(self.t_r - 1)
+        return a.epoch if a is not None else 0
+
+    def fence(self, last_t: int, epoch: int, now: int, lineage=()) -> None:
+        """A new ring starts after ``last_t``: drop held acks of older rings above it, and
+        of rings the lineage shows were superseded below them."""
         self.epoch = max(self.epoch, epoch)
         self.join_fence = None
+        bad = None
+        if lineage:
+            self.lineage = tuple(lineage)
+            for t in sorted(self.acks):
+                owner = wire.lineage_epoch(lineage, t)
+                if owner is not None and owner != self.acks[t].epoch:
+                    bad = t
+                    break
+        if self.t_r - 1 > last_t or (bad is not None and bad < self.t_r):
+            self.resync(now, f"placed up to {self.t_r - 1} in a ring superseded at "
+                             f"{bad if bad is not None else last_t + 1} (epoch {epoch})")
+        elif bad is not None:
+            for t in [t for t in self.acks if t >= bad]:
+                a = self.acks.pop(t)
+                for m in a.msgs:
+                    if self.ack_of.get(m) == t:
+                        del self.ack_of[m]
+                        if m in self.msgs:
+                            self.waiting[m] = None
         self.fence_t = last_t
         for t in [t for t, a in self.acks.items() if t > last_t and a.epoch < epoch]:
             a = self.acks.pop(t)
@@ -353,7 +398,7 @@ class StreamReceiver:
 
     def on_new_ring(self, nr: wire.NewRing, src: str, now: int) -> None:
         if nr.epoch > self.epoch:
-            self.fence(nr.last_t, nr.epoch, now)
+            self.fence(nr.last_t, nr.epoch, now, nr.lineage)
             self.server = nr.recovery_site
 
     def on_other(self, frame: wire.Frame, src: str, now: int) -> None:

@@ -49,6 +49,17 @@ class _StripeState:
     last_ring: wire.NewRing | None = None
     reform: _Reform | None = None
     announce_left: int = 0
+    lineage: list[tuple[int, int]] = field(default_factory=lambda: [(1, 1)])   # (epoch, first token)
+
+
+LINEAGE_KEPT = 8
+
+
+def valid_have(lineage: list[tuple[int, int]], have: int, have_epoch: int) -> int:
+    """How much of a member's history is the lineage's own: its acks from ``have_epoch`` on
+    are only trusted below the first ring that started after that epoch."""
+    later = [first for epoch, first in lineage if epoch > have_epoch]
+    return min([have] + [f - 1 for f in later])
 
 
 class ReformationCore(CoreBase):
@@ -91,14 +102,19 @@ class ReformationCore(CoreBase):
                 if self.handoff.servers:
                     self.handoff.report(frame.stripe, frame.epoch, frame.suspect, frame.reason, frame.token, now)
                 else:
-                    self._start(frame.stripe, now, why=f"report from {frame.reporter}: {frame.suspect}")
+                    what = "asks to join" if frame.reason == wire.REASON_JOIN else "reported"
+                    self._start(frame.stripe, now, why=f"{frame.suspect} {what} (via {frame.reporter})")
         elif isinstance(frame, wire.ReportAck):
             self.handoff.on_ack(frame, now)
         elif isinstance(frame, wire.Join):
             self._on_join(frame, src, now)
         elif isinstance(frame, wire.NewRing) and frame.epoch > st.epoch:
-            # another X_R reformed this stripe: follow it
+            # another X_R reformed this stripe: follow it, dropping our own attempt
+            self._cancel(frame.stripe)
             st.epoch, st.members, st.last_ring, st.reform = frame.epoch, list(frame.members), frame, None
+            st.announce_left = 0
+            if frame.lineage:
+                st.lineage = list(frame.lineage)
 
     def _on_join(self, j: wire.Join, src: str, now: int) -> None:
         st = self.state[j.stripe]
@@ -111,7 +127,10 @@ class ReformationCore(CoreBase):
         elif j.member in st.members and not j.recovering and st.last_ring is not None and j.epoch <= st.epoch:
             self.send(st.last_ring, Unicast(src))            # it missed NEW_RING
         elif j.member in self.primaries.get(j.stripe, []) and j.member not in st.members or j.recovering:
-            self._start(j.stripe, now, why=f"{j.member} asks to join")
+            if self.handoff.servers:      # the higher-ranked X_R decides, unless it is gone
+                self.handoff.report(j.stripe, st.epoch, j.member, wire.REASON_JOIN, j.have, now)
+            else:
+                self._start(j.stripe, now, why=f"{j.member} asks to join")
 
     def _start_if_idle(self, stripe: int, now: int, why: str) -> None:
         if self.state[stripe].reform is None:
@@ -119,9 +138,14 @@ class ReformationCore(CoreBase):
 
     def _start(self, stripe: int, now: int, why: str) -> None:
         st = self.state[stripe]
+        self._cancel(stripe)
         st.reform = _Reform(epoch=self.next_epoch(st.epoch), started=now)
         self.emit(Event(Kind.REFORM_START, detail={"stripe": stripe, "epoch": st.reform.epoch, "why": why}))
         self._invite(stripe, now)
+
+    def _cancel(self, stripe: int) -> None:
+        for what in ("invite", "form", "announce"):
+            self.timers.cancel((stripe, what))
 
     def _invite(self, stripe: int, now: int) -> None:
         r = self.state[stripe].reform
@@ -142,14 +166,18 @@ class ReformationCore(CoreBase):
             r.invites_sent = 0      # nobody answered: keep inviting
             self._invite(stripe, now)
             return
-        haves = {m: r.replies[m].have for m in members}
+        valid = {n: valid_have(st.lineage, j.have, j.have_epoch) for n, j in r.replies.items()}
+        haves = {m: valid[m] for m in members}
         # secondaries answer too: what any operable R_T placed must keep its number
-        last_t = max(j.have for j in r.replies.values())
+        last_t = max(valid.values())
         site = max(members, key=lambda m: (haves[m], -members.index(m)))
-        recovery = site if haves[site] == last_t else next(n for n, j in r.replies.items() if j.have == last_t)
+        recovery = site if haves[site] == last_t else next(n for n, v in valid.items() if v == last_t)
+        lineage = [(e, f) for e, f in st.lineage if f <= last_t] + [(r.epoch, last_t + 1)]
+        st.lineage = lineage[-LINEAGE_KEPT:]
         nr = wire.NewRing(
             stripe, r.epoch, start_token(list(haves.values()), self.tm.start_policy), last_t,
-            r.replies[recovery].next_gseq, now, site, recovery, tuple(members),
+            r.replies[recovery].next_gseq if valid[recovery] == r.replies[recovery].have else 0, now, site,
+            recovery, tuple(members), tuple(st.lineage),
         )
         st.epoch, st.members, st.last_ring, st.reform = r.epoch, members, nr, None
         st.announce_left = self.tm.k_r

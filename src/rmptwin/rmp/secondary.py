@@ -37,8 +37,8 @@ class SecondaryReceiver(StreamReceiver):
             if self.join_fence is None or self.join_fence[0] < frame.epoch:
                 self.join_fence = (frame.epoch, self.t_r - 1)
             have = min(self.t_r - 1, self.join_fence[1])
-            self.core.send(wire.Join(self.stripe, frame.epoch, self.me, have, self.next_gseq),
-                           Unicast(frame.reformer))
+            self.core.send(wire.Join(self.stripe, frame.epoch, self.me, have, self.next_gseq, False,
+                                     self.have_epoch()), Unicast(frame.reformer))
 
     def request_target(self, chan: str, rotation: int) -> str | None:
         if rotation == 0 or not self.alternates:

@@ -32,7 +32,7 @@ class _Stripe:
     def __init__(self, initial_site: str | None) -> None:
         self.next_seq = 1
         self.outstanding: dict[int, _Outstanding] = {}
-        self.acked_t: dict[int, int] = {}          # M -> ack token (recent, for reformation)
+        self.acked_t: dict[int, tuple[int, int]] = {}   # M -> (epoch, token) of its ack (recent)
         self.acked: set[int] = set()
         self.acked_below = 1
         self.epoch = 1
@@ -126,7 +126,7 @@ class SourceCore(CoreBase):
             if out is None:
                 continue
             self.timers.cancel((a.stripe, seq))
-            st.acked_t[seq] = a.token
+            st.acked_t[seq] = (a.epoch, a.token)
             st.payloads[seq] = out.payload
             st.acked.add(seq)
             while st.acked_below in st.acked:
@@ -159,8 +159,13 @@ class SourceCore(CoreBase):
         st.epoch = nr.epoch
         st.site = nr.token_site
         st.highest_t = nr.last_t
-        for seq in [m for m, t in st.acked_t.items() if t > nr.last_t]:
+        def superseded(e: int, t: int) -> bool:
+            owner = wire.lineage_epoch(nr.lineage, t) if nr.lineage else None
+            return (e < nr.epoch and t > nr.last_t) or (owner is not None and owner != e and e < nr.epoch)
+
+        for seq in [m for m, (e, t) in st.acked_t.items() if superseded(e, t)]:
             # that ack died with the old token site: the new ring must acknowledge it again
+            # (an ack of the new ring itself may well have come before this NEW_RING)
             del st.acked_t[seq]
             st.outstanding[seq] = _Outstanding(st.payloads.pop(seq))
             st.acked_below = min(st.acked_below, seq)

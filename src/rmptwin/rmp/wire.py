@@ -72,7 +72,8 @@ REASON_TOKEN_LOST = 2      # the next site never accepted the token
 REASON_NO_ANSWER = 3       # a retransmission server did not answer
 REASON_MISSING_TOKEN = 4   # time-driven: the scheduled token pass never came
 REASON_SECONDARY = 5       # a secondary ring member stopped passing its token
-REASONS = {REASON_NO_ACK, REASON_TOKEN_LOST, REASON_NO_ANSWER, REASON_MISSING_TOKEN, REASON_SECONDARY}
+REASON_JOIN = 6            # not a failure: a host (suspect) asks to join the ring
+REASONS = {REASON_NO_ACK, REASON_TOKEN_LOST, REASON_NO_ANSWER, REASON_MISSING_TOKEN, REASON_SECONDARY, REASON_JOIN}
 
 
 # ----------------------------------------------------------------------------- frames
@@ -175,6 +176,7 @@ class Join:
     have: int
     next_gseq: int
     recovering: bool = False
+    have_epoch: int = 0     # epoch of the ring that issued ack ``have``
     TYPE_NAME = "JOIN"
 
 
@@ -200,7 +202,22 @@ class NewRing:
     token_site: str
     recovery_site: str
     members: tuple[str, ...] = field(default_factory=tuple)
+    # recent rings as (epoch, first token it issued), oldest first, this one last: ack t
+    # is valid only if issued by the ring whose range holds t (a receiver that slept
+    # through a reformation may hold acks of a ring that was superseded below them)
+    lineage: tuple[tuple[int, int], ...] = ()
     TYPE_NAME = "NEW_RING"
+
+
+def lineage_epoch(lineage, token: int) -> int | None:
+    """The epoch whose ring issued ``token`` by ``lineage``; None if older than it records."""
+    found = None
+    for epoch, first in lineage:
+        if first <= token:
+            found = epoch
+        else:
+            break
+    return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,7 +313,7 @@ def encode(frame: Frame) -> bytes:
         w.u16(frame.stripe).u32(frame.epoch).text(frame.reformer)
     elif isinstance(frame, Join):
         w.u16(frame.stripe).u32(frame.epoch).text(frame.member).i64(frame.have).i64(frame.next_gseq)
-        w.u8(1 if frame.recovering else 0)
+        w.u8(1 if frame.recovering else 0).u32(frame.have_epoch)
     elif isinstance(frame, JoinAck):
         w.u16(frame.stripe).u32(frame.epoch).text(frame.member)
     elif isinstance(frame, NewRing):
@@ -304,6 +321,9 @@ def encode(frame: Frame) -> bytes:
         w.i64(frame.ts_ns).text(frame.token_site).text(frame.recovery_site).u16(len(frame.members))
         for m in frame.members:
             w.text(m)
+        w.u16(len(frame.lineage))
+        for epoch, first in frame.lineage:
+            w.u32(epoch).i64(first)
     elif isinstance(frame, SecToken):
         w.u16(frame.stripe).u32(frame.epoch).text(frame.ring).i64(frame.token).text(frame.holder)
         w.text(frame.next_holder).i64(frame.round)
@@ -445,15 +465,20 @@ def _decode_body(code: int, r: _Reader, depth: int) -> Frame:
         stripe, epoch, member, have, nxt, flag = r.u16(), r.u32(), r.text(), r.i64(), r.i64(), r.u8()
         if flag > 1:
             raise BadField("JOIN recovering flag must be 0 or 1")
-        f = Join(stripe, epoch, member, have, nxt, bool(flag))
+        f = Join(stripe, epoch, member, have, nxt, bool(flag), r.u32())
     elif code == JOIN_ACK:
         f = JoinAck(r.u16(), r.u32(), r.text())
     elif code == NEW_RING:
         head = (r.u16(), r.u32(), r.i64(), r.i64(), r.i64(), r.i64(), r.text(), r.text())
         n = r.u16()
-        f = NewRing(*head, tuple(r.text() for _ in range(n)))
+        members = tuple(r.text() for _ in range(n))
+        n = r.u16()
+        lineage = tuple((r.u32(), r.i64()) for _ in range(n))
+        f = NewRing(*head, members, lineage)
         if not f.members:
             raise BadField("NEW_RING has no members")
+        if any(b[1] <= a[1] for a, b in zip(lineage, lineage[1:])):
+            raise BadField("NEW_RING lineage is not in token order")
     elif code == SEC_TOKEN:
         f = SecToken(r.u16(), r.u32(), r.text(), r.i64(), r.text(), r.text(), r.i64())
     else:  # pragma: no cover - the caller checked the code

@@ -10,6 +10,7 @@ bring back one member, for fault experiments.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import shutil
@@ -24,6 +25,14 @@ from pathlib import Path
 from ..errors import UserError
 
 ETCD = "etcd"
+
+
+def _die_with_parent() -> None:
+    """Members die with the process that started them, even if it is killed (no finally runs then)."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG
+    except OSError:
+        pass
 
 
 def _free_port() -> int:
@@ -68,7 +77,7 @@ class EtcdCluster:
         log = open(self.root / f"m{i}.log", "ab")
         try:
             self.procs[i] = subprocess.Popen(self._cmd(i, state), stdout=log, stderr=subprocess.STDOUT,
-                                             start_new_session=True)
+                                             start_new_session=True, preexec_fn=_die_with_parent)
         finally:
             log.close()
 

@@ -10,8 +10,11 @@ the sequencer host forwards proposals to that etcd cluster (``etcd_cluster.EtcdC
 
 from __future__ import annotations
 
+import atexit
 import os
 import random
+import sys
+import tempfile
 from pathlib import Path
 
 from ..errors import UserError
@@ -26,15 +29,26 @@ from .venue import VenueCore
 _DURABLE: dict[tuple[int, str], tuple[LoadedExperiment, object]] = {}
 
 
-def durable_store(loaded: LoadedExperiment, host: str, kind: str):
-    """The store of one host of one experiment (created on first use)."""
+def durable_store(loaded: LoadedExperiment, host: str, kind: str, *, fresh: bool = False):
+    """The store of one host of one experiment: ``fresh`` (a first start) begins with an empty
+    one, a recovering host gets back what it had."""
     key = (id(loaded), host)
+    if fresh and key in _DURABLE:
+        old = _DURABLE.pop(key)[1]
+        if hasattr(old, "close"):
+            old.close()
     if key not in _DURABLE:
         state_dir = os.environ.get("RMPTWIN_VENUE_STATE_DIR")
+        if not state_dir and _in_real_node():
+            # a restarted node is a new process of the same runner: key the state by the runner
+            state_dir = str(Path(tempfile.gettempdir()) / f"rmptwin-venue-{os.getppid()}")
         if state_dir:
             Path(state_dir).mkdir(parents=True, exist_ok=True)
-            store = (FileGatewayLog(Path(state_dir) / f"{host}.gwlog") if kind == "gateway"
-                     else SqliteHistoryStore(Path(state_dir) / f"{host}.sqlite"))
+            path = Path(state_dir) / (f"{host}.gwlog" if kind == "gateway" else f"{host}.sqlite")
+            if fresh:
+                for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+                    p.unlink(missing_ok=True)
+            store = FileGatewayLog(path) if kind == "gateway" else SqliteHistoryStore(path)
         else:
             store = MemoryGatewayLog() if kind == "gateway" else MemoryHistoryStore()
         _DURABLE[key] = (loaded, store)
@@ -63,19 +77,19 @@ def build_gateway(host, loaded: LoadedExperiment, rng: random.Random, *, recover
     v = _venue(loaded)
     gws = _names(loaded, "gateway")
     return GatewayCore(gws.index(host.name), _names(loaded, "venue"), v.symbols,
-                       durable_store(loaded, host.name, "gateway"), tick=v.tick,
+                       durable_store(loaded, host.name, "gateway", fresh=not recovering), tick=v.tick,
                        fsync_ns=int(v.gw_fsync_us * 1000), recovering=recovering)
 
 
 def build_venue(host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False):
     v = _venue(loaded)
     seqs, hrs = _names(loaded, "sequencer"), _names(loaded, "history")
-    sequencer = seqs[0] if (seqs and v.sequencer == "cas") else None
+    sequencer = seqs[0] if (seqs and v.sequencer in ("cas", "etcd")) else None
     if v.sequencer == "none" and len(_names(loaded, "gateway")) > 1:
         raise UserError(f"{loaded.path}: venue.sequencer 'none' is only correct with one gateway "
                         "(two gateways' requests reach the EVs in different orders); use 'cas'")
-    if v.sequencer == "cas" and not seqs:
-        raise UserError(f"{loaded.path}: venue.sequencer is 'cas' but the topology has no sequencer host")
+    if v.sequencer != "none" and not seqs:
+        raise UserError(f"{loaded.path}: venue.sequencer is {v.sequencer!r} but the topology has no sequencer host")
     mean_ns = v.ev_service_us * 1000
 
     def service() -> int:
@@ -87,21 +101,35 @@ def build_venue(host, loaded: LoadedExperiment, rng: random.Random, *, recoverin
                      recovering=recovering)
 
 
+def _in_real_node() -> bool:
+    """True inside a process of a real (emulated) run, not inside the simulator."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    return getattr(spec, "name", "") == "rmptwin.runtime.node" or os.environ.get("RMPTWIN_REAL_NODE") == "1"
+
+
 def build_sequencer(host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False):
-    """In memory; or, with ``RMPTWIN_ETCD_ENDPOINTS`` (comma-separated URLs) set by a real run,
-    a proxy to the etcd cluster (which then holds the positions across sequencer-host crashes)."""
-    endpoints = os.environ.get("RMPTWIN_ETCD_ENDPOINTS")
-    if endpoints:
+    """The in-memory CAS sequencer; in a real run of a ``sequencer: etcd`` experiment, a proxy
+    to etcd: to the cluster at ``RMPTWIN_ETCD_ENDPOINTS`` (comma-separated URLs) if set, else
+    to a 3-member cluster this host starts on its own loopback (stopped when it exits)."""
+    v = _venue(loaded)
+    if v.sequencer == "etcd" and _in_real_node():
+        from .etcd_cluster import EtcdCluster
         from .etcd_sequencer import EtcdCas, EtcdProxyCore
 
-        prefix = f"rmptwin/{loaded.experiment.name}/{os.environ.get('RMPTWIN_RUN_ID', 'run')}"
-        return EtcdProxyCore(EtcdCas(endpoints.split(","), prefix=prefix, window=_venue(loaded).window))
-    return SequencerCore(_venue(loaded).window)
+        endpoints = [e for e in os.environ.get("RMPTWIN_ETCD_ENDPOINTS", "").split(",") if e]
+        if not endpoints:
+            cluster = EtcdCluster(3).start()
+            atexit.register(cluster.stop)
+            endpoints = cluster.endpoints
+        prefix = f"rmptwin/{loaded.experiment.name}/{os.environ.get('RMPTWIN_RUN_ID', os.getpid())}"
+        return EtcdProxyCore(EtcdCas(endpoints, prefix=prefix, window=v.window))
+    return SequencerCore(v.window)
 
 
 def build_history(host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False):
     v = _venue(loaded)
-    return HistoryCore(durable_store(loaded, host.name, "history"),
+    return HistoryCore(durable_store(loaded, host.name, "history", fresh=not recovering),
                        commit_ns=int(v.hr_commit_us * 1000) if v.durable_history else 0)
 
 

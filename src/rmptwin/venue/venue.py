@@ -93,6 +93,7 @@ class VenueCore:
         self.lookahead = lookahead
         self.batch = batch
         self.retry_ns = retry_ns
+        self._propose_wait = retry_ns   # doubles on each unanswered proposal: a slow sequencer is not flooded
         self._out: list[tuple[bytes, Dest]] = []
         self._events: deque[Event] = deque()
         self.malformed = self.duplicates = 0
@@ -232,6 +233,7 @@ class VenueCore:
         if prop is None or prop[0] != n:
             return   # the answer to an abandoned retry
         self._proposal = None
+        self._propose_wait = self.retry_ns
         if status == wire.TOO_FAR:
             self._events.append(Event(Kind.SEQ_TOO_FAR, gseq=n, detail={"next": nxt}))
             self._reset()
@@ -297,7 +299,7 @@ class VenueCore:
         keys = list(self.unordered)[:min(room, self.batch)]
         if not keys and self.seq_next <= self.known_top:
             return   # nothing to propose and nothing to learn (a read only when others are ahead)
-        self._proposal = (self.known_top, keys, now + self.retry_ns)
+        self._proposal = (self.known_top, keys, now + self._propose_wait)
         self._out.append((wire.propose_frame(self.ev_id, self.known_top, keys), Unicast(self.sequencer)))
 
     # ------------------------------------------------------------------ execution
@@ -422,7 +424,8 @@ class VenueCore:
             self._execute(now)
         if self._proposal is not None and now >= self._proposal[2]:
             n, keys, _ = self._proposal   # the answer was lost: ask again, the same question
-            self._proposal = (n, keys, now + self.retry_ns)
+            self._propose_wait = min(2 * self._propose_wait, 50 * self.retry_ns)
+            self._proposal = (n, keys, now + self._propose_wait)
             self._events.append(Event(Kind.CTRL_SENT, gseq=n, detail={"type": "PROPOSE_RETRY"}))
             self._out.append((wire.propose_frame(self.ev_id, n, keys), Unicast(self.sequencer)))
         for key, t in list(self._body_wait.items()):
