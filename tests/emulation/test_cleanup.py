@@ -72,6 +72,13 @@ def test_ctrl_c_leaves_nothing(tmp_path):
 
 @pytest.mark.docker
 def test_net_down_cleans_up_after_a_killed_network(tmp_path, node_image):
+    from rmptwin.emulation.cleanup import BRIDGE_RE
+
+    # `net down` removes every emulated network on the machine; never someone else's.
+    others = [b for b in subprocess.run(["ovs-vsctl", "list-br"], capture_output=True, text=True).stdout.split()
+              if BRIDGE_RE.match(b)]
+    if others:
+        pytest.skip(f"another emulated network is up ({others[0]}...); `net down` would remove it")
     state = tmp_path / "state"
     p = _up(state, "docker")
     assert _leftovers(state)["containers"]

@@ -309,3 +309,28 @@ def test_jitter_varies_delay_within_bounds_and_never_reorders():
     delay = (rows.t_ns.to_numpy() - sends.loc[rows.src_seq].to_numpy()) / 1e6
     assert delay.min() >= 10.0 and delay.max() <= 15.0
     assert delay.std() > 0.5                                      # the jitter is really there
+
+
+def test_a_scoped_group_stays_inside_its_region():
+    topo = line_topo(3, delay_ms=1.0, hosts=[
+        {"name": "rt", "role": "source", "switch": "s1"},
+        {"name": "out", "role": "source", "switch": "s2"},
+        {"name": "c0", "role": "primary", "switch": "s0"},
+        {"name": "c1", "role": "primary", "switch": "s1"},
+        {"name": "c2", "role": "primary", "switch": "s2"}])
+    topo["regions"] = {"west": ["s0", "s1"]}
+    exp = loaded(topo, duration_s=1, workload={"rate_per_source": 10, "arrival": "constant",
+                                                "start_s": 0.0, "duration_s": 0.5})
+    group = "region/west/0"
+
+    def make(h, rec):
+        if h.role == "source":
+            return StubCore(h.name, dest=Group(group))
+        return StubCore(h.name, groups=[group])
+
+    res = simulate(exp, build=builder(make))
+    got = recv_rows(res).groupby(["src", "node"]).size().to_dict()
+    # From inside the region: every member inside it, none outside (c2 joined but is on s2).
+    # From outside (s2): nobody at all.
+    assert got == {("rt", "c0"): 5, ("rt", "c1"): 5}
+    assert "s1-s2" not in set(res.link_counts.to_pandas().link)

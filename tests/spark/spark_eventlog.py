@@ -11,7 +11,6 @@ def ev(t, node, role, kind, src="", seq=-1, gseq=-1, **detail):
     return (int(t), node, role, kind, src, int(seq), int(gseq), 64, json.dumps(detail) if detail else "{}")
 
 
-
 def small_topology(**stripes) -> Topology:
     """s1 - s2 (region west / east); source h0 at s1; receivers a,b at s1, c at s2; customers."""
     hosts = [{"name": "h0", "role": "source", "switch": "s1"},

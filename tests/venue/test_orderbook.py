@@ -171,3 +171,12 @@ def test_price_time_priority_of_fills(asks, qty):
         expected.append((1000, i, p, f, BUY))
         left -= f
     assert book.submit(1000, BUY, qty, None, MARKET) == expected
+
+
+def test_book_updates_report_every_level_change():
+    b = OrderBook("IBM", track_updates=True)
+    b.submit(1, SELL, 5, 100)
+    b.submit(2, SELL, 5, 100)
+    b.submit(3, BUY, 7, 100)      # takes 5 from order 1 and 2 from order 2
+    b.cancel(2)
+    assert b.updates == [(SELL, 100, 5), (SELL, 100, 10), (SELL, 100, 3), (SELL, 100, 0)]

@@ -92,13 +92,14 @@ def loss_correlation(fate: DataFrame) -> DataFrame:
     x = lost.select("src", "stripe", "src_seq", F.col("node").alias("a"))
     y = lost.select("src", "stripe", "src_seq", F.col("node").alias("b"))
     both = x.join(y, ["src", "stripe", "src_seq"]).groupBy("a", "b").agg(F.count("*").alias("loss_both"))
-    n, na, nb = F.col("packets"), F.col("loss_a"), F.col("loss_b")
-    nab = F.coalesce(F.col("loss_both"), F.lit(0)).cast("long")
+    # In double: n_a (n - n_a) n_b (n - n_b) overflows a long from ~200,000 packets on.
+    n, na, nb = (F.col(c).cast("double") for c in ("packets", "loss_a", "loss_b"))
+    nab = F.coalesce(F.col("loss_both"), F.lit(0)).cast("double")
     den = F.sqrt(na * (n - na) * nb * (n - nb))
     return (
         totals.join(both, ["a", "b"], "left")
-        .withColumn("loss_both", nab)
         .withColumn("correlation", F.when(den > 0, (n * nab - na * nb) / den))
+        .withColumn("loss_both", F.coalesce(F.col("loss_both"), F.lit(0)).cast("long"))
         .select("a", "b", "packets", "loss_a", "loss_b", "loss_both", "correlation")
     )
 

@@ -1,6 +1,7 @@
 """Venue benchmarks: the matching engine in pure Python beside a plain sorted-list book,
 the etcd CAS round trip, and venue throughput/latency with 2 EVs on the real etcd sequencer
-(loopback, in-process threads; the emulated-network variant needs the asyncio runtime)."""
+(loopback, in-process threads), and the same on the emulated network (H6's runtime, flat
+namespaces; full run only, as root)."""
 
 from __future__ import annotations
 
@@ -99,5 +100,37 @@ def _etcd(quick: bool) -> list[dict]:
     return rows
 
 
+def _emulated(quick: bool) -> list[dict]:
+    """The same cores as processes in network namespaces (H6's runtime, flat bridge), etcd sequencer."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    if quick or os.geteuid() != 0 or shutil.which("etcd") is None:
+        return []
+    from rmptwin.runtime.runner import run_experiment
+    from rmptwin.spec import load_experiment
+
+    repo = Path(__file__).resolve().parents[3]
+    tmp = Path(tempfile.mkdtemp(prefix="rmptwin-bench-venue-"))
+    rows = []
+    try:
+        for rate in (500, 2000):
+            exp = tmp / f"venue-{rate}.yaml"
+            exp.write_text(f"name: bench-venue-{rate}\ntopology: {repo / 'topologies' / 'venue1.yaml'}\n"
+                           f"duration_s: 6.0\nvenue: {{rate: {rate}, sequencer: etcd, ev_service_us: 0, "
+                           f"start_s: 0.5, duration_s: 3.0}}\n")
+            _, s = run_experiment(load_experiment(exp), out=tmp / f"run-{rate}", nodes="flat", capture=[])
+            lat = s["latency_ms"]
+            rows.append({"metric": f"emulated venue (flat namespaces, etcd), offered {rate:,}/s",
+                         "value": s["requests_completed"] / 3.0, "unit": "req/s",
+                         "note": f"p50 {lat['p50'] or float('nan'):.2f} ms, p99 {lat['p99'] or float('nan'):.2f} ms; "
+                                 f"{s['requests_completed']:,}/{s['requests_accepted']:,} completed; "
+                                 f"EVs consistent: {s['ev_consistent']}; load avg {os.getloadavg()[0]:.1f}"})
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return rows
+
+
 def run(quick: bool) -> list[dict]:
-    return _matching(quick) + _etcd(quick)
+    return _matching(quick) + _etcd(quick) + _emulated(quick)

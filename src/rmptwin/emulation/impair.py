@@ -191,7 +191,9 @@ class NetemLink:
         """Install the full configuration as one netem qdisc per end (TCLink cannot express
         Gilbert-Elliott loss or a queue limit without bandwidth)."""
         for intf in self._intfs():
-            intf.node.cmd(f"tc qdisc replace dev {intf.name} root netem {_netem_args(self.params)}")
+            out = intf.node.cmd(f"tc qdisc replace dev {intf.name} root netem {_netem_args(self.params)} 2>&1")
+            if out.strip():
+                raise UserError(f"link {self.name}: netem refused the configuration: {out.strip().splitlines()[0]}")
 
     def stats(self) -> dict:
         return {"params": self.params.model_dump(mode="json"), "up": self.up}

@@ -129,8 +129,14 @@ class EmulatedNetwork:
             raise
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.stop()
+    def __exit__(self, exc_type, exc, tb) -> None:
+        try:
+            self.stop()
+        except UserError as e:
+            if exc_type is None:
+                raise
+            # Do not hide the error that ended the run behind a teardown problem.
+            self.progress(f"warning: {e}")
 
     def _record(self, **fields) -> None:
         path = self.state_dir / "net.json"

@@ -41,9 +41,9 @@ class SecondaryReceiver(StreamReceiver):
                                      self.have_epoch()), Unicast(frame.reformer))
 
     def request_target(self, chan: str, rotation: int) -> str | None:
-        if rotation == 0 or not self.alternates:
-            return self.primary
-        return self.alternates[(rotation - 1) % len(self.alternates)]
+        # its own R_P first; the other primaries only while that one does not answer
+        candidates = [self.primary] + self.alternates
+        return candidates[rotation % len(candidates)]
 
     def on_new_highest(self, a: wire.Ack, now: int) -> None:
         self.server = self.primary   # never the token site: R_S add no load to the primary ring

@@ -115,7 +115,11 @@ async def _run(cfg: NodeConfig, name: str, incarnation: int) -> dict:
     reason = await stop
     driver.close()
     log.close()
+    import resource
+
+    ru = resource.getrusage(resource.RUSAGE_SELF)
     return {"reason": reason, "sent": driver.sent, "received": driver.received, "events": log.count,
+            "cpu_s": round(ru.ru_utime + ru.ru_stime, 2),
             "send_errors": driver.send_errors, "malformed": getattr(core, "malformed", 0)}
 
 

@@ -2,8 +2,10 @@
 
 The simulator carries opaque bytes; only the ground-truth logs want to know what was
 lost. RMP frames (magic 0xA5) are decoded with ``rmptwin.rmp.wire`` when it is present;
-MoldUDP64 packets are read from their fixed header. Nothing here may raise: a frame we
-cannot name is logged as ``RMP?`` or ``OTHER``.
+exchange-venue frames (version 1, type, u32 body length) are named from
+``rmptwin.venue.wire``; MoldUDP64 packets are read from their fixed header (their first
+byte is an ASCII session name, so they never look like the other two). Nothing here may
+raise: a frame we cannot name is logged as ``RMP?``, ``VENUE?`` or ``OTHER``.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import struct
 
 RMP_MAGIC = 0xA5
 _MOLD = struct.Struct("!10sQH")
+_VENUE = struct.Struct("!BBI")
 _NONE = ("OTHER", "", -1, -1)
 
 _decode = None
@@ -63,12 +66,31 @@ def _rmp(data: bytes) -> tuple[str, str, int, int]:
     )
 
 
+_venue_names: dict[int, str] | None = None
+
+
+def _venue(ftype: int) -> tuple[str, str, int, int]:
+    global _venue_names
+    if _venue_names is None:
+        try:
+            from rmptwin.venue.wire import TYPE_NAMES
+
+            _venue_names = dict(TYPE_NAMES)
+        except Exception:  # noqa: BLE001
+            _venue_names = {}
+    return (_venue_names.get(ftype, "VENUE?"), "", -1, -1)
+
+
 def describe(data: bytes) -> tuple[str, str, int, int]:
     """(frame, src, src_seq, gseq) of a datagram, best effort and never raising."""
     if not data:
         return _NONE
     if data[0] == RMP_MAGIC:
         return _rmp(data)
+    if len(data) >= _VENUE.size:
+        version, ftype, body = _VENUE.unpack_from(data)
+        if version == 1 and body == len(data) - _VENUE.size:
+            return _venue(ftype)
     if len(data) >= _MOLD.size:
         session, seq, count = _MOLD.unpack_from(data)
         if len(data) == _MOLD.size and 0 < count < 0xFFFF:

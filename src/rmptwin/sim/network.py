@@ -141,6 +141,7 @@ class SimNetwork:
         self._mroutes: dict[str, dict[str, tuple | None]] = {}
         self._uroutes: dict[tuple[str, int], tuple] = {}
         self._batches: dict[str, list[_HostBatch]] = {}  # route cache key -> its batches' counters
+        self._retired: list[_HostBatch] = []             # batches of routes no longer cached
         self.drops: list[tuple] = []
         self.deliveries = 0
 
@@ -160,14 +161,13 @@ class SimNetwork:
 
     def _forget(self, group: str) -> None:
         self._mroutes.pop(group, None)
-        for b in self._batches.pop(group, ()):
-            b.flush()
+        # Packets in flight still hold the old route: its batches keep counting until the end.
+        self._retired.extend(self._batches.pop(group, ()))
 
     def _forget_all(self) -> None:
         # Link state changed: the fast path's choice of links may no longer hold.
         for batches in self._batches.values():
-            for b in batches:
-                b.flush()
+            self._retired.extend(batches)
         self._batches.clear()
         self._mroutes.clear()
         self._uroutes.clear()
@@ -333,6 +333,9 @@ class SimNetwork:
         for batches in self._batches.values():
             for b in batches:
                 b.flush()
+        for b in self._retired:
+            b.flush()
+        self._retired = [b for b in self._retired if b.counts]
 
     # ------------------------------------------------------------------ ground truth
 

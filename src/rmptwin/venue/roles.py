@@ -40,8 +40,10 @@ def durable_store(loaded: LoadedExperiment, host: str, kind: str, *, fresh: bool
     if key not in _DURABLE:
         state_dir = os.environ.get("RMPTWIN_VENUE_STATE_DIR")
         if not state_dir and _in_real_node():
-            # a restarted node is a new process of the same runner: key the state by the runner
-            state_dir = str(Path(tempfile.gettempdir()) / f"rmptwin-venue-{os.getppid()}")
+            # `python -m rmptwin.runtime.node <run>/nodes/config.json NAME`: keep the disk in the run
+            config = Path(sys.argv[1]) if len(sys.argv) > 1 else None
+            state_dir = str(config.parent / "venue-state" if config and config.is_file()
+                            else Path(tempfile.gettempdir()) / f"rmptwin-venue-{os.getppid()}")
         if state_dir:
             Path(state_dir).mkdir(parents=True, exist_ok=True)
             path = Path(state_dir) / (f"{host}.gwlog" if kind == "gateway" else f"{host}.sqlite")
