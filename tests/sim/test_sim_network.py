@@ -334,3 +334,37 @@ def test_a_scoped_group_stays_inside_its_region():
     # From outside (s2): nobody at all.
     assert got == {("rt", "c0"): 5, ("rt", "c1"): 5}
     assert "s1-s2" not in set(res.link_counts.to_pandas().link)
+
+
+class _Leaver(StubCore):
+    """Listens, then leaves the group at its first timer."""
+
+    def handle_timer(self, now: int) -> None:
+        self.set_groups([])
+        self.timer = None
+
+
+def test_membership_change_mid_run_keeps_link_counts_exact():
+    topo = line_topo(2, delay_ms=100.0, hosts=[
+        {"name": "src", "role": "source", "switch": "s0"},
+        {"name": "r1", "role": "primary", "switch": "s1", "link": {"delay_ms": 1.0}},
+        {"name": "r2", "role": "primary", "switch": "s1", "link": {"delay_ms": 1.0}}])
+    exp = loaded(topo, duration_s=2, workload={"rate_per_source": 1000, "arrival": "constant",
+                                                "start_s": 0.0, "duration_s": 1.0})
+
+    def make(h, rec):
+        if h.role == "source":
+            return StubCore(h.name, dest=Group("g"))
+        if h.name == "r2":
+            return _Leaver(h.name, groups=["g"], period_ns=500_000_000)
+        return StubCore(h.name, groups=["g"])
+
+    res = simulate(exp, build=builder(make))
+    got = recv_rows(res).groupby("node").size().to_dict()
+    c = res.link_counts.to_pandas().set_index(["from_node", "to_node"]).packets
+    assert got["r1"] == c[("s1", "r1")] == 1000
+    # r2 left at 0.5 s: it got what was sent before (the route at sending time), 100 of them
+    # still in flight on the 100 ms link when it left; its access link counted exactly those.
+    assert got["r2"] == 500 and c[("s1", "r2")] == 500
+    late = recv_rows(res, "r2").t_ns > 500_000_000
+    assert late.sum() == 100

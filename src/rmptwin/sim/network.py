@@ -335,7 +335,6 @@ class SimNetwork:
                 b.flush()
         for b in self._retired:
             b.flush()
-        self._retired = [b for b in self._retired if b.counts]
 
     # ------------------------------------------------------------------ ground truth
 
