@@ -3,7 +3,9 @@ a killed one left: no switches, interfaces, namespaces' processes or containers.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -18,9 +20,12 @@ pytestmark = [pytest.mark.root, pytest.mark.emulation]
 RMPTWIN = [sys.executable, "-m", "rmptwin.cli"]
 
 
-def _leftovers(state: Path) -> dict:
-    from rmptwin.emulation.cleanup import BRIDGE_RE, _project_interfaces
+def _leftovers(state: Path, tag: int) -> dict:
+    """What the network with this state dir and tag still has on the machine (other
+    helpers' networks, with other tags, do not count)."""
+    from rmptwin.emulation.cleanup import _project_interfaces
 
+    mine = re.compile(rf"^r{tag}[sl]\d+")
     bridges = subprocess.run(["ovs-vsctl", "list-br"], capture_output=True, text=True).stdout.split()
     procs = []
     for p in Path("/proc").iterdir():
@@ -35,11 +40,12 @@ def _leftovers(state: Path) -> dict:
     if subprocess.run(["docker", "info"], capture_output=True).returncode == 0:
         containers = subprocess.run(["docker", "ps", "-aq", "--filter", f"label=rmptwin.state={state.resolve()}"],
                                     capture_output=True, text=True).stdout.split()
-    return {"bridges": [b for b in bridges if BRIDGE_RE.match(b)], "interfaces": _project_interfaces(),
+    return {"bridges": [b for b in bridges if mine.match(b)], "interfaces": [i for i in _project_interfaces()
+                                                                          if mine.match(i)],
             "processes": procs, "containers": containers}
 
 
-def _up(state: Path, nodes: str) -> subprocess.Popen:
+def _up(state: Path, nodes: str) -> tuple[subprocess.Popen, int]:
     p = subprocess.Popen([*RMPTWIN, "net", "up", str(NET4), "--nodes", nodes, "--state-dir", str(state)],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 180
@@ -48,7 +54,7 @@ def _up(state: Path, nodes: str) -> subprocess.Popen:
         line = p.stdout.readline()
         seen += line
         if "network up." in line:
-            return p
+            return p, json.loads((state / "net.json").read_text())["tag"]
         if not line and p.poll() is not None:
             break
     p.kill()
@@ -61,12 +67,12 @@ def _empty(d: dict) -> bool:
 
 def test_ctrl_c_leaves_nothing(tmp_path):
     state = tmp_path / "state"
-    p = _up(state, "ns")
-    assert _leftovers(state)["bridges"]               # it really was up
+    p, tag = _up(state, "ns")
+    assert _leftovers(state, tag)["bridges"]          # it really was up
     p.send_signal(signal.SIGINT)
     out, _ = p.communicate(timeout=120)
     assert p.returncode == 0, out
-    left = _leftovers(state)
+    left = _leftovers(state, tag)
     assert _empty(left), left
 
 
@@ -80,14 +86,14 @@ def test_net_down_cleans_up_after_a_killed_network(tmp_path, node_image):
     if others:
         pytest.skip(f"another emulated network is up ({others[0]}...); `net down` would remove it")
     state = tmp_path / "state"
-    p = _up(state, "docker")
-    assert _leftovers(state)["containers"]
+    p, tag = _up(state, "docker")
+    assert _leftovers(state, tag)["containers"]
     os.kill(p.pid, signal.SIGKILL)                    # a crash: no teardown at all
     p.wait(timeout=30)
-    assert not _empty(_leftovers(state))
+    assert not _empty(_leftovers(state, tag))
     r = subprocess.run([*RMPTWIN, "net", "down"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
-    left = _leftovers(state)
+    left = _leftovers(state, tag)
     assert _empty(left), left
 
 

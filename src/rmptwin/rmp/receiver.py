@@ -142,8 +142,11 @@ class StreamReceiver:
     # ----------------------------------------------------------------- placement
     def advance(self, now: int) -> None:
         progressed = False
+        jf = self.join_fence
         while self.t_r in self.acks:
             a = self.acks[self.t_r]
+            if jf is not None and a.epoch < jf[0] and a.token > jf[1]:
+                break      # held from before the invitation: the new ring decides about it
             if any(m not in self.msgs for m in a.msgs):
                 self.want("msgs", now)
                 break
@@ -343,9 +346,12 @@ class StreamReceiver:
                 if owner is not None and owner != self.acks[t].epoch:
                     bad = t
                     break
-        if self.t_r - 1 > last_t or (bad is not None and bad < self.t_r):
+        # acks above last_t are fine if the new ring itself sent them (they can overtake NEW_RING)
+        stale = next((t for t in range(last_t + 1, self.t_r) if self.acks.get(t) is None
+                      or self.acks[t].epoch < epoch), None)
+        if stale is not None or (bad is not None and bad < self.t_r):
             self.resync(now, f"placed up to {self.t_r - 1} in a ring superseded at "
-                             f"{bad if bad is not None else last_t + 1} (epoch {epoch})")
+                             f"{bad if bad is not None else stale} (epoch {epoch})")
         elif bad is not None:
             for t in [t for t in self.acks if t >= bad]:
                 a = self.acks.pop(t)

@@ -122,18 +122,8 @@ class Run:
             if bad:
                 raise UserError(f"fault '{bad[0].action}' needs link impairment; run with --nodes ns or docker")
             return FlatNetwork(self.loaded.topology, tag=str(os.getpid() % 100000))
-        from ..emulation.cleanup import BRIDGE_RE, INTF_RE, _project_interfaces
         from ..emulation.network import EmulatedNetwork
 
-        # One emulated network at a time: switch and link names are fixed (rmp<N>, rlk<N>).
-        r = subprocess.run(["ovs-vsctl", "--timeout=5", "list-br"], capture_output=True, text=True)
-        busy = [b for b in r.stdout.split() if BRIDGE_RE.match(b)] + [i for i in _project_interfaces()
-                                                                      if INTF_RE.match(i)]
-        if busy:
-            raise UserError(f"another emulated network is up ({', '.join(busy[:3])}...); "
-                            f"stop it or run `rmptwin net down` first")
-
-        mounts = [(str(REPO), str(REPO), "ro"), (str(self.run_dir), str(self.run_dir), "rw")]
         # A state directory of our own: a network some other tool left up elsewhere is not ours to claim.
         state = Path("/run/rmptwin") / f"run-{os.getpid()}"
         return EmulatedNetwork(self.loaded.topology, nodes=self.nodes_mode, impair=self.impair, seed=self.seed,
