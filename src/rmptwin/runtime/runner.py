@@ -124,6 +124,7 @@ class Run:
             return FlatNetwork(self.loaded.topology, tag=str(os.getpid() % 100000))
         from ..emulation.network import EmulatedNetwork
 
+        mounts = [(str(REPO), str(REPO), "ro"), (str(self.run_dir), str(self.run_dir), "rw")]
         # A state directory of our own: a network some other tool left up elsewhere is not ours to claim.
         state = Path("/run/rmptwin") / f"run-{os.getpid()}"
         return EmulatedNetwork(self.loaded.topology, nodes=self.nodes_mode, impair=self.impair, seed=self.seed,
