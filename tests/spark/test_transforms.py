@@ -197,3 +197,16 @@ def test_customer_repairs_and_gaps(spark, events_df):
     got = {r["node"]: (r["received"], r["repaired"], r["gaps"], r["gap_messages"], r["repaired_fraction"])
            for r in loss.customer_loss(e).collect()}
     assert got == {"x": (2, 1, 1, 3, 0.5), "y": (1, 0, 0, 0, 0.0), "z": (0, 0, 1, 1, None)}
+
+
+def test_a_late_copy_without_repair_flag_is_a_resend_not_a_first_reception(spark, events_df):
+    from rmptwin.analysis import schemas  # noqa: F401  (the windows frame mirrors minc.RECEIVER_WINDOWS)
+    from rmptwin.analysis.minc import RECEIVER_WINDOWS
+
+    e = events_df([ev(0, "h0", "source", "send", "h0", 0), ev(1000, "h0", "source", "send", "h0", 1),
+                   ev(100, "c", "primary", "recv", "h0", 0, repair=False),
+                   ev(1900, "c", "primary", "recv", "h0", 1, repair=False)])  # 900 ns: after the window
+    windows = spark.createDataFrame([("h0", "c", 500)], RECEIVER_WINDOWS)
+    got = {r["src_seq"]: (r["received"], r["first"], r["repair"])
+           for r in loss.fates(e, hosts(spark), windows).filter("node = 'c'").collect()}
+    assert got == {0: (True, True, False), 1: (True, False, True)}

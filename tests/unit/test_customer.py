@@ -10,7 +10,7 @@ import heapq
 import random
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from rmptwin.core import Group, Unicast, region_group
@@ -424,8 +424,9 @@ def test_retransmit_server_fills_its_own_gaps_from_an_rt_and_rotates_on_failure(
     assert asked[0] == "rta" and "rtb" in asked  # topology order first, then the next R_T
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 2**32), st.floats(0.0, 0.4), st.floats(0.0, 0.3), st.integers(1, 3))
+@example(seed=51, c_loss=0.25, x_loss=0.265625, stripes=3)  # R_x kept losing the repair: ask the R_T
 def test_any_loss_pattern_guaranteed_customers_end_complete_and_in_order(seed, c_loss, x_loss, stripes):
     loaded = make_loaded(
         customers=[{"name": "c1", "regions": ["eu"], "retransmit": "rx1"},

@@ -80,7 +80,9 @@ def compute(spark, run: Path, progress=None, bin_ns: int = 100_000_000) -> dict:
     fair.unpersist()
 
     step("loss")
-    fate = loss.fates(events, rd.hosts).cache()
+    dn = (rd.manifest.get("experiment") or {}).get("protocol", {}).get("dn_ms", 75.0)
+    windows = spark.createDataFrame(minc.receiver_windows(rd.topology, dn), minc.RECEIVER_WINDOWS)
+    fate = loss.fates(events, rd.hosts, windows).cache()
     m["receiver_loss"] = _rows(loss.receiver_loss(fate).orderBy("node"))
     _write_rows(m["receiver_loss"], out, "receiver_loss")
     m["correlation"] = _rows(loss.loss_correlation(fate))
@@ -88,7 +90,6 @@ def compute(spark, run: Path, progress=None, bin_ns: int = 100_000_000) -> dict:
     m["customer_loss"] = _rows(loss.customer_loss(events).orderBy("node"))
 
     step("minc")
-    dn = (rd.manifest.get("experiment") or {}).get("protocol", {}).get("dn_ms", 75.0)
     m["minc"] = minc.minc_links(spark, rd.topology, fate, latency.sends(events), rd.drops, rd.counts, dn)
     _write_rows(m["minc"], out, "minc")
     pairs = sorted({(r["src"], r["stripe"]) for r in m["minc"]})

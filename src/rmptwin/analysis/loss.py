@@ -33,14 +33,27 @@ def receptions(events: DataFrame) -> DataFrame:
     )
 
 
-def fates(events: DataFrame, hosts: DataFrame) -> DataFrame:
-    """Every expected (packet, receiver) with how it arrived: first (bool), received (bool), delay_ns."""
-    return (
+def fates(events: DataFrame, hosts: DataFrame, windows: DataFrame | None = None) -> DataFrame:
+    """Every expected (packet, receiver) with how it arrived: first (bool), received (bool), delay_ns.
+
+    ``windows`` (src, node, window_ns), if given, bounds a first reception: a copy without the
+    repair flag that arrives later than that after the send is a source re-send (the source
+    multicasts an unacknowledged message again), so a repair, not the first copy.
+    """
+    fate = (
         expected(events, hosts)
         .join(receptions(events), ["src", "stripe", "src_seq", "node"], "left")
         .withColumn("received", F.col("recv_ns").isNotNull())
-        .withColumn("first", F.col("received") & ~F.col("repair"))
         .withColumn("delay_ns", F.col("recv_ns") - F.col("send_ns"))
+    )
+    if windows is None:
+        return fate.withColumn("first", F.col("received") & ~F.col("repair"))
+    late = F.coalesce(F.col("delay_ns") > F.col("window_ns"), F.lit(False))
+    return (
+        fate.join(F.broadcast(windows), ["src", "node"], "left")
+        .withColumn("repair", F.col("repair") | late)
+        .withColumn("first", F.col("received") & ~F.col("repair"))
+        .drop("window_ns")
     )
 
 

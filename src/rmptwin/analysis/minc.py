@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..spec import Topology
-from ..tree import multicast_tree
+from ..tree import multicast_tree, unicast_path
 
 
 @dataclass
@@ -191,6 +191,26 @@ def hop_windows(topo: Topology, trees: dict[tuple[str, int], LogicalTree], dn_ms
                 dist[v] = dist[u] + p.delay_ms + p.jitter_ms
     return [(s, u, v, w) for (s, u, v), w in out.items()]
 
+
+def receiver_windows(topo: Topology, dn_ms: float) -> list[tuple]:
+    """(src, node, window_ns) for every source and receiver: the latest a first copy can
+    arrive (path delay with jitter, plus 1 ms, plus dN/2); later copies are re-sends."""
+    out = []
+    for s in topo.hosts_with_role("source"):
+        for r in topo.hosts:
+            if r.role not in ("primary", "secondary"):
+                continue
+            path = unicast_path(topo, s.switch, r.switch)
+            delay = sum(p.delay_ms + p.jitter_ms for p in (s.link, r.link))
+            delay += sum(topo.link(u, v).delay_ms + topo.link(u, v).jitter_ms for u, v in zip(path, path[1:]))
+            out.append((s.name, r.name, int((delay + 1.0 + dn_ms / 2) * 1e6)))
+    return out
+
+
+RECEIVER_WINDOWS = T.StructType(
+    [T.StructField("src", T.StringType()), T.StructField("node", T.StringType()),
+     T.StructField("window_ns", T.LongType())]
+)
 
 WINDOWS = T.StructType(
     [T.StructField("src", T.StringType()), T.StructField("from_node", T.StringType()),

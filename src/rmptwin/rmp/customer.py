@@ -33,6 +33,8 @@ FIRST_MOLD_SEQ = 1  # the rings number messages from t = 1 (rmp.receiver)
 MAX_GAP = 1 << 16
 # Most messages asked for in one re-request.
 MAX_REQUEST = 512
+# Requests a guaranteed customer sends its R_x before also asking the R_T of its regions.
+RX_TRIES = 2
 
 
 class SequenceTracker:
@@ -198,13 +200,14 @@ class CustomerCore:
         self._groups = frozenset(region_group(r, k) for r in self.regions for k in self.stripes)
         start = None if recovering else FIRST_MOLD_SEQ
         self.tracks = {k: SequenceTracker(self.wait_ns, start) for k in self.stripes}
-        # Where re-requests go: the configured R_x, else the R_T of our regions in turn.
+        # Where re-requests go: the configured R_x first; when it has not helped after
+        # RX_TRIES attempts (it lost the message too and is still fetching it, or it is down),
+        # the R_T of our regions in turn, then R_x again. Without an R_x: the R_T in turn.
         self.servers: dict[int, list[str]] = {}
+        self.has_rx = host.retransmit is not None
         for k in self.stripes:
-            if host.retransmit is not None:
-                self.servers[k] = [host.retransmit]
-            else:
-                self.servers[k] = remulticasters(loaded, self.regions, k) or []
+            rts = remulticasters(loaded, self.regions, k)
+            self.servers[k] = ([host.retransmit] if self.has_rx else []) + rts
         hosts = {h.name: h for h in loaded.topology.hosts}
         self._region_of: dict[str, str] = {}
         for h in loaded.topology.hosts:
@@ -295,13 +298,23 @@ class CustomerCore:
                 for s in ask:
                     track.retry_at(s, now + self.retry_ns)
                 for first, count in runs(sorted(ask)):
-                    self._request(stripe, first, count, servers[(track.tries(first) - 1) % len(servers)])
+                    self._request(stripe, first, count, self._server(stripe, track.tries(first)))
             self._deliver(stripe, track)
 
     def next_event(self) -> Event | None:
         return self._events.popleft() if self._events else None
 
     # ------------------------------------------------------------------ internals
+
+    def _server(self, stripe: int, attempt: int) -> str:
+        """The server for the ``attempt``-th request (1-based) of a gap."""
+        servers = self.servers[stripe]
+        if not self.has_rx:
+            return servers[(attempt - 1) % len(servers)]
+        if attempt <= RX_TRIES or len(servers) == 1:
+            return servers[0]
+        order = servers[1:] + servers[:1]
+        return order[(attempt - RX_TRIES - 1) % len(order)]
 
     def _request(self, stripe: int, first: int, count: int, server: str) -> None:
         session = session_name(stripe)

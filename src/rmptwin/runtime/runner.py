@@ -302,8 +302,10 @@ def run_experiment(loaded: LoadedExperiment, seed: int | None = None, out: Path 
         raise UserError(f"unknown node mode {nodes!r}; choose docker, ns or flat")
     if os.geteuid() != 0:
         raise UserError("rmptwin run builds an emulated network and needs root; run it as root or with sudo")
-    for name in capture or []:
-        loaded.topology.host(name) if name in {h.name for h in loaded.topology.hosts} else _bad_host(name)
+    names = {h.name for h in loaded.topology.hosts}
+    unknown = [n for n in capture or [] if n not in names]
+    if unknown:
+        raise UserError(f"--capture: no host {unknown[0]!r} in topology {loaded.topology.name}")
     seed = loaded.experiment.seed if seed is None else seed
     run_dir = new_run_dir(loaded.experiment.name, out)
     wall = time.monotonic()
@@ -322,7 +324,3 @@ def run_experiment(loaded: LoadedExperiment, seed: int | None = None, out: Path 
                           "node_counters": {n: np.done for n, np in r.procs.items()}}
     write_summary(run_dir, summary)
     return run_dir, summary
-
-
-def _bad_host(name: str):
-    raise UserError(f"--capture: no host {name!r} in the topology")
