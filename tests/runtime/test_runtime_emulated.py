@@ -63,7 +63,11 @@ def crash_run(tmp_path_factory):
 @pytest.fixture(scope="module")
 def lossy_edge(tmp_path_factory):
     """line3 with lossy customer access links (8 % and 5 % for the guaranteed customers):
-    the regional remulticast loses packets that only re-requests can bring back."""
+    the regional remulticast loses packets that only re-requests can bring back.
+
+    rp2 remulticasts to east only, so c1 (west) hears a single copy of each packet: with two
+    overlapping sources a loss is usually covered by the other copy and nothing is repaired.
+    k_r = 6 because the re-requests and their answers cross the same lossy access link."""
     from rmptwin.runtime.runner import run_experiment
     from rmptwin.spec import LoadedExperiment, Topology
 
@@ -73,7 +77,10 @@ def lossy_edge(tmp_path_factory):
     for h in topo["hosts"]:
         if h["name"] in loss:
             h["link"]["loss"] = {"model": "bernoulli", "p": loss[h["name"]]}
-    exp = base.experiment.model_copy(update={"name": "line3-lossy-edge"})
+        if h["name"] == "rp2":
+            h["regions"] = ["east"]
+    proto = base.experiment.protocol.model_copy(update={"k_r": 6})
+    exp = base.experiment.model_copy(update={"name": "line3-lossy-edge", "protocol": proto})
     loaded = LoadedExperiment(experiment=exp, topology=Topology.model_validate(topo), path=base.path)
     run_dir, summary = run_experiment(loaded, out=tmp_path_factory.mktemp("rt") / "edge", nodes="ns")
     return loaded, run_dir, summary

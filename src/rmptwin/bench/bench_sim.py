@@ -20,7 +20,22 @@ REPO = Path(__file__).resolve().parents[3]
 GROUP = "tick"
 
 
-class _Publisher:
+class _Timerless:
+    """The core API of a minimal core that never sets a timer or emits an event."""
+
+    __slots__ = ()
+
+    def get_timer(self):
+        return None
+
+    def handle_timer(self, now) -> None:
+        pass
+
+    def next_event(self):
+        return None
+
+
+class _Publisher(_Timerless):
     def __init__(self) -> None:
         self.out: list = []
         self.dest = Group(GROUP)
@@ -38,17 +53,8 @@ class _Publisher:
     def groups(self):
         return frozenset()
 
-    def get_timer(self):
-        return None
 
-    def handle_timer(self, now) -> None:
-        pass
-
-    def next_event(self):
-        return None
-
-
-class _Counter:
+class _Counter(_Timerless):
     """A customer reduced to what the network costs: it hears the stream and counts."""
 
     __slots__ = ("n", "_g")
@@ -66,15 +72,6 @@ class _Counter:
 
     def groups(self):
         return self._g
-
-    def get_timer(self):
-        return None
-
-    def handle_timer(self, now) -> None:
-        pass
-
-    def next_event(self):
-        return None
 
 
 def _build(host, loaded, rng, *, recovering=False):

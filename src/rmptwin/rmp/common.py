@@ -118,6 +118,14 @@ class CoreBase:
         raise NotImplementedError
 
     # -- helpers --------------------------------------------------------------------
+    def decode_frame(self, data: bytes) -> wire.Frame | None:
+        """The RMP frame in ``data``, or None (counted in ``malformed``) if it is malformed."""
+        try:
+            return wire.decode(data)
+        except wire.WireError:
+            self.malformed += 1
+            return None
+
     def emit(self, ev: Event) -> None:
         self._events.append(ev)
 

@@ -21,13 +21,9 @@ from . import wire
 from .common import CoreBase, Timing
 from .nack_reduction import request_slot
 from .receiver import MAX_RANGE, StreamReceiver, source_node
+from .receiver_host import ReceiverHost
 from .report import Reporter
 from .secondary_ring import SecondaryRing
-
-try:  # H6's regional remulticast; without it an R_T simply does not remulticast
-    from .remulticast import Remulticaster
-except ImportError:  # pragma: no cover
-    Remulticaster = None
 
 
 class RingMember(StreamReceiver):
@@ -304,77 +300,23 @@ class RingMember(StreamReceiver):
             super().on_timer(key, now)
 
 
-class PrimaryCore(CoreBase):
+class PrimaryCore(ReceiverHost):
     """One R_P host: a ring member per stripe, the secondary rings it anchors, remulticast."""
 
     def __init__(self, name: str, rings: dict[int, list[str]], timing: Timing, reformers: list[str], *,
                  regions: list[str] = (), secondary_rings: dict[tuple[str, int], list[str]] | None = None,
                  recovering: bool = False, heartbeat_ns: int | None = None) -> None:
-        super().__init__(name)
+        super().__init__(name, timing, reformers, regions, heartbeat_ns)
         self.tm = timing
-        self.reporter = Reporter(self, reformers, timing)
-        self.members: dict[int, RingMember] = {}
-        self.remulticasters = {}
         for stripe, ring in sorted(rings.items()):
-            rm = None
-            if regions and Remulticaster is not None:
-                kw = {} if heartbeat_ns is None else {"heartbeat_ns": heartbeat_ns}
-                rm = self.remulticasters[stripe] = Remulticaster(list(regions), stripe, **kw)
-            self.members[stripe] = RingMember(self, stripe, timing, self.reporter, rm, ring, reformers, recovering)
+            rm = self.add_remulticaster(stripe)
+            self.receivers[stripe] = RingMember(self, stripe, timing, self.reporter, rm, ring, reformers, recovering)
         self.sec_rings = {
             key: SecondaryRing(self, self.members[key[1]], key[0], ring, timing, self.reporter)
             for key, ring in (secondary_rings or {}).items() if key[1] in self.members
         }
 
-    def groups(self) -> frozenset[str]:
-        return frozenset(rmp_group(s) for s in self.members)
-
-    def receive_datagram(self, data: bytes, src: str, now: int) -> None:
-        if not wire.is_rmp(data):
-            for rm in self.remulticasters.values():
-                self._out += rm.serve_rerequest(data, src)
-            return
-        try:
-            frame = wire.decode(data)
-        except wire.WireError:
-            self.malformed += 1
-            return
-        if isinstance(frame, wire.ReportAck):
-            self.reporter.on_ack(frame, now)
-            return
-        if isinstance(frame, wire.SecToken):
-            ring = self.sec_rings.get((frame.ring, frame.stripe))
-            if ring is not None:
-                ring.on_token(frame, src, now)
-            return
-        member = self.members.get(frame.stripe)
-        if member is not None:
-            member.receive(frame, src, now)
-            for (_, stripe), ring in self.sec_rings.items():
-                if stripe == frame.stripe:
-                    ring.on_progress(now)
-
-    def datagrams_to_send(self, now: int) -> list:
-        for rm in self.remulticasters.values():
-            self._out += rm.datagrams(now)
-        return super().datagrams_to_send(now)
-
-    def get_timer(self) -> int | None:
-        deadlines = [d for d in [self.timers.next(), *(rm.get_timer() for rm in self.remulticasters.values())]
-                     if d is not None]
-        return min(deadlines) if deadlines else None
-
-    def handle_timer(self, now: int) -> None:
-        super().handle_timer(now)
-        for rm in self.remulticasters.values():
-            rm.handle_timer(now)
-
-    def on_timer(self, key, now: int) -> None:
-        if key[0] == "report":
-            self.reporter.on_timer(key[1], now)
-        elif key[0] == "sec":
-            ring = self.sec_rings.get(key[1])
-            if ring is not None:
-                ring.on_timer(key[2], now)
-        else:
-            self.members[key[0]].on_timer(key, now)
+    @property
+    def members(self) -> dict[int, RingMember]:
+        """The ring member of each stripe."""
+        return self.receivers

@@ -333,6 +333,15 @@ class StreamReceiver:
         a = self.acks.get(self.t_r - 1)
         return a.epoch if a is not None else 0
 
+    def _drop_ack(self, t: int) -> None:
+        """Forget held ack t: the messages it placed wait to be acknowledged again."""
+        a = self.acks.pop(t)
+        for m in a.msgs:
+            if self.ack_of.get(m) == t:
+                del self.ack_of[m]
+                if m in self.msgs:
+                    self.waiting[m] = None
+
     def fence(self, last_t: int, epoch: int, now: int, lineage=()) -> None:
         """A new ring starts after ``last_t``: drop held acks of older rings above it, and
         of rings the lineage shows were superseded below them."""
@@ -354,20 +363,10 @@ class StreamReceiver:
                              f"{bad if bad is not None else stale} (epoch {epoch})")
         elif bad is not None:
             for t in [t for t in self.acks if t >= bad]:
-                a = self.acks.pop(t)
-                for m in a.msgs:
-                    if self.ack_of.get(m) == t:
-                        del self.ack_of[m]
-                        if m in self.msgs:
-                            self.waiting[m] = None
+                self._drop_ack(t)
         self.fence_t = last_t
         for t in [t for t, a in self.acks.items() if t > last_t and a.epoch < epoch]:
-            a = self.acks.pop(t)
-            for m in a.msgs:
-                if self.ack_of.get(m) == t:
-                    del self.ack_of[m]
-                    if m in self.msgs:
-                        self.waiting[m] = None
+            self._drop_ack(t)
         self.highest_seen = max([self.t_r - 1, last_t, *self.acks.keys()])
         self.expect_t = 0
         if self.t_r <= last_t:

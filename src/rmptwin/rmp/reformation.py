@@ -83,10 +83,8 @@ class ReformationCore(CoreBase):
         return frozenset(rmp_group(k) for k in self.state)
 
     def receive_datagram(self, data: bytes, src: str, now: int) -> None:
-        try:
-            frame = wire.decode(data)
-        except wire.WireError:
-            self.malformed += 1
+        frame = self.decode_frame(data)
+        if frame is None:
             return
         st = self.state.get(getattr(frame, "stripe", -1))
         if st is None:

@@ -8,14 +8,10 @@ from __future__ import annotations
 from . import wire
 from .common import CoreBase, Timing
 from .receiver import StreamReceiver
+from .receiver_host import ReceiverHost
 from .report import Reporter
 from .secondary_ring import SecondaryRing
-from ..core import Unicast, rmp_group
-
-try:
-    from .remulticast import Remulticaster
-except ImportError:  # pragma: no cover
-    Remulticaster = None
+from ..core import Unicast
 
 
 class SecondaryReceiver(StreamReceiver):
@@ -53,20 +49,13 @@ class SecondaryReceiver(StreamReceiver):
         self.server = self.primary
 
 
-class SecondaryCore(CoreBase):
+class SecondaryCore(ReceiverHost):
     def __init__(self, name: str, stripes: list[int], timing: Timing, reformers: list[str], *, primary: str,
                  primaries: dict[int, list[str]], ring: str, ring_members: dict[int, list[str]],
                  regions: list[str] = (), heartbeat_ns: int | None = None, recovering: bool = False) -> None:
-        super().__init__(name)
-        self.reporter = Reporter(self, reformers, timing)
-        self.receivers: dict[int, SecondaryReceiver] = {}
-        self.remulticasters = {}
-        self.sec_rings: dict[tuple[str, int], SecondaryRing] = {}
+        super().__init__(name, timing, reformers, regions, heartbeat_ns)
         for stripe in stripes:
-            rm = None
-            if regions and Remulticaster is not None:
-                kw = {} if heartbeat_ns is None else {"heartbeat_ns": heartbeat_ns}
-                rm = self.remulticasters[stripe] = Remulticaster(list(regions), stripe, **kw)
+            rm = self.add_remulticaster(stripe)
             rec = SecondaryReceiver(self, stripe, timing, self.reporter, rm, primary, primaries.get(stripe, []))
             if recovering:
                 rec.mark_recovering()
@@ -74,56 +63,3 @@ class SecondaryCore(CoreBase):
             members = ring_members.get(stripe, [])
             if name in members:
                 self.sec_rings[(ring, stripe)] = SecondaryRing(self, rec, ring, members, timing, self.reporter)
-
-    def groups(self) -> frozenset[str]:
-        return frozenset(rmp_group(s) for s in self.receivers)
-
-    def receive_datagram(self, data: bytes, src: str, now: int) -> None:
-        if not wire.is_rmp(data):
-            for rm in self.remulticasters.values():
-                self._out += rm.serve_rerequest(data, src)
-            return
-        try:
-            frame = wire.decode(data)
-        except wire.WireError:
-            self.malformed += 1
-            return
-        if isinstance(frame, wire.ReportAck):
-            self.reporter.on_ack(frame, now)
-            return
-        if isinstance(frame, wire.SecToken):
-            ring = self.sec_rings.get((frame.ring, frame.stripe))
-            if ring is not None:
-                ring.on_token(frame, src, now)
-            return
-        rec = self.receivers.get(frame.stripe)
-        if rec is not None:
-            rec.receive(frame, src, now)
-            for (_, stripe), ring in self.sec_rings.items():
-                if stripe == frame.stripe:
-                    ring.on_progress(now)
-
-    def datagrams_to_send(self, now: int) -> list:
-        for rm in self.remulticasters.values():
-            self._out += rm.datagrams(now)
-        return super().datagrams_to_send(now)
-
-    def get_timer(self) -> int | None:
-        deadlines = [d for d in [self.timers.next(), *(rm.get_timer() for rm in self.remulticasters.values())]
-                     if d is not None]
-        return min(deadlines) if deadlines else None
-
-    def handle_timer(self, now: int) -> None:
-        super().handle_timer(now)
-        for rm in self.remulticasters.values():
-            rm.handle_timer(now)
-
-    def on_timer(self, key, now: int) -> None:
-        if key[0] == "report":
-            self.reporter.on_timer(key[1], now)
-        elif key[0] == "sec":
-            ring = self.sec_rings.get(key[1])
-            if ring is not None:
-                ring.on_timer(key[2], now)
-        else:
-            self.receivers[key[0]].on_timer(key, now)

@@ -95,10 +95,8 @@ class SourceCore(CoreBase):
 
     # ----------------------------------------------------------------- frames in
     def receive_datagram(self, data: bytes, src: str, now: int) -> None:
-        try:
-            frame = wire.decode(data)
-        except wire.WireError:
-            self.malformed += 1
+        frame = self.decode_frame(data)
+        if frame is None:
             return
         if isinstance(frame, wire.Retx):
             frame = frame.original

@@ -72,4 +72,10 @@ def print_summary(console, s: dict, run_dir: Path) -> None:
     rt = s.get("runtime", {})
     table.add_row("runtime", f"{rt.get('nodes')} nodes, {rt.get('wall_s')} s wall")
     console.print(table)
+    pcaps = sorted((run_dir / "pcaps").glob("*.pcap"))
+    if pcaps:
+        from ..addressing import REGION_PORT, REREQUEST_PORT
+
+        console.print(f"captures: {len(pcaps)} in {run_dir / 'pcaps'} (MoldUDP64: tshark -r FILE "
+                      f"-d udp.port=={REGION_PORT},moldudp64 -d udp.port=={REREQUEST_PORT},moldudp64)")
     console.print(f"run directory: {run_dir}")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import shutil
 import subprocess
 import sys
 import threading
@@ -207,6 +208,9 @@ class Run:
                 self._teardown_nodes()
             finally:
                 self.net.__exit__(None, None, None)
+                state = getattr(self.net, "state_dir", None)
+                if state is not None and state.name.startswith("run-"):
+                    shutil.rmtree(state, ignore_errors=True)  # its drop logs are in links/ now
 
     def _run(self) -> tuple[pa.Table, pa.Table, pa.Table]:
         topo = self.loaded.topology

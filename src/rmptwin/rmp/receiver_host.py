@@ -1,0 +1,90 @@
+"""What an R_P host and an R_S host do alike: one stream receiver per stripe, the
+secondary rings they belong to, failure reports, and regional remulticast."""
+
+from __future__ import annotations
+
+from ..core import rmp_group
+from . import wire
+from .common import CoreBase, Timing
+from .receiver import StreamReceiver
+from .report import Reporter
+from .secondary_ring import SecondaryRing
+
+try:  # H6's regional remulticast; without it a host simply does not remulticast
+    from .remulticast import Remulticaster
+except ImportError:  # pragma: no cover
+    Remulticaster = None
+
+
+class ReceiverHost(CoreBase):
+    """Dispatches frames and timers to the per-stripe receivers, secondary rings and reporter;
+    subclasses build ``receivers`` and ``sec_rings`` in their constructors."""
+
+    def __init__(self, name: str, timing: Timing, reformers: list[str], regions: list[str],
+                 heartbeat_ns: int | None) -> None:
+        super().__init__(name)
+        self.reporter = Reporter(self, reformers, timing)
+        self.receivers: dict[int, StreamReceiver] = {}
+        self.remulticasters = {}
+        self.sec_rings: dict[tuple[str, int], SecondaryRing] = {}
+        self._regions = list(regions)
+        self._heartbeat_ns = heartbeat_ns
+
+    def add_remulticaster(self, stripe: int):
+        """The stripe's remulticaster into this host's regions, or None when it serves none."""
+        if not self._regions or Remulticaster is None:
+            return None
+        kw = {} if self._heartbeat_ns is None else {"heartbeat_ns": self._heartbeat_ns}
+        rm = self.remulticasters[stripe] = Remulticaster(list(self._regions), stripe, **kw)
+        return rm
+
+    def groups(self) -> frozenset[str]:
+        return frozenset(rmp_group(s) for s in self.receivers)
+
+    def receive_datagram(self, data: bytes, src: str, now: int) -> None:
+        if not wire.is_rmp(data):
+            for rm in self.remulticasters.values():
+                self._out += rm.serve_rerequest(data, src)
+            return
+        frame = self.decode_frame(data)
+        if frame is None:
+            return
+        if isinstance(frame, wire.ReportAck):
+            self.reporter.on_ack(frame, now)
+            return
+        if isinstance(frame, wire.SecToken):
+            ring = self.sec_rings.get((frame.ring, frame.stripe))
+            if ring is not None:
+                ring.on_token(frame, src, now)
+            return
+        rec = self.receivers.get(frame.stripe)
+        if rec is not None:
+            rec.receive(frame, src, now)
+            for (_, stripe), ring in self.sec_rings.items():
+                if stripe == frame.stripe:
+                    ring.on_progress(now)
+
+    def datagrams_to_send(self, now: int) -> list:
+        for rm in self.remulticasters.values():
+            self._out += rm.datagrams(now)
+        return super().datagrams_to_send(now)
+
+    def get_timer(self) -> int | None:
+        deadlines = [d for d in [self.timers.next(), *(rm.get_timer() for rm in self.remulticasters.values())]
+                     if d is not None]
+        return min(deadlines) if deadlines else None
+
+    def handle_timer(self, now: int) -> None:
+        super().handle_timer(now)
+        for rm in self.remulticasters.values():
+            rm.handle_timer(now)
+
+    def on_timer(self, key, now: int) -> None:
+        if key[0] == "report":
+            self.reporter.on_timer(key[1], now)
+        elif key[0] == "sec":
+            ring = self.sec_rings.get(key[1])
+            if ring is not None:
+                ring.on_timer(key[2], now)
+        else:
+            self.receivers[key[0]].on_timer(key, now)
