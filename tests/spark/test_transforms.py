@@ -210,3 +210,14 @@ def test_a_late_copy_without_repair_flag_is_a_resend_not_a_first_reception(spark
     got = {r["src_seq"]: (r["received"], r["first"], r["repair"])
            for r in loss.fates(e, hosts(spark), windows).filter("node = 'c'").collect()}
     assert got == {0: (True, True, False), 1: (True, False, True)}
+
+
+def test_a_crashed_receiver_expects_nothing_until_it_recovers(spark, events_df):
+    rows = [ev(1000 * i, "h0", "source", "send", "h0", i) for i in range(4)]
+    rows += [ev(1000 * i + 50, n, "primary", "recv", "h0", i, repair=False) for i in (0, 3) for n in "abc"]
+    rows += [ev(1000 * i + 50, n, "primary", "recv", "h0", i, repair=False) for i in (1, 2) for n in "ab"]
+    rows += [ev(1500, "c", "primary", "crash"), ev(2500, "c", "primary", "recover"),
+             ev(100, "b", "primary", "crash")]  # b never recovers: it expects only packet 0
+    got = {r["node"]: (r["expected"], r["first_received"]) for r in
+           loss.receiver_loss(loss.fates(events_df(rows), hosts(spark))).collect()}
+    assert got == {"a": (4, 4), "b": (1, 1), "c": (3, 2)}

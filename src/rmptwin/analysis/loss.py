@@ -16,11 +16,26 @@ from .extract import RECEIVER_ROLES
 from .latency import sends
 
 
+def down_intervals(events: DataFrame) -> DataFrame:
+    """Each CRASH with the node's first RECOVER after it (null: down to the end): node, down_ns, up_ns."""
+    crash = events.filter(F.col("kind") == Kind.CRASH).select("node", F.col("t_ns").alias("down_ns"))
+    up = events.filter(F.col("kind") == Kind.RECOVER).select(F.col("node").alias("n"), F.col("t_ns").alias("t"))
+    return (
+        crash.join(up, (F.col("n") == F.col("node")) & (F.col("t") >= F.col("down_ns")), "left")
+        .groupBy("node", "down_ns").agg(F.min("t").alias("up_ns"))
+    )
+
+
 def expected(events: DataFrame, hosts: DataFrame) -> DataFrame:
-    """(src, src_seq, stripe, send_ns, node) for every packet and every receiver of its stripe."""
+    """(src, src_seq, stripe, send_ns, node) for every packet and every receiver of its stripe
+    that was not crashed when the packet was sent (a crashed node expects nothing)."""
     receivers = hosts.filter(F.col("host_role").isin(*RECEIVER_ROLES)).select("node", "stripes")
     cond = F.col("stripes").isNull() | F.expr("array_contains(stripes, stripe)")
-    return sends(events).join(F.broadcast(receivers), cond).drop("stripes")
+    exp = sends(events).join(F.broadcast(receivers), cond).drop("stripes")
+    down = down_intervals(events).withColumnRenamed("node", "down_node")
+    was_down = ((F.col("down_node") == F.col("node")) & (F.col("send_ns") >= F.col("down_ns"))
+                & (F.col("up_ns").isNull() | (F.col("send_ns") < F.col("up_ns"))))
+    return exp.join(F.broadcast(down), was_down, "left_anti")
 
 
 def receptions(events: DataFrame) -> DataFrame:

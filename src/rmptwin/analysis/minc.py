@@ -139,6 +139,14 @@ def ancestors_frame(spark: SparkSession, trees: dict[tuple[str, int], LogicalTre
     return spark.createDataFrame(rows, ANCESTORS)
 
 
+def complete_packets(fate: DataFrame) -> DataFrame:
+    """Packets every receiver of their (src, stripe) expected: none was crashed when it was sent.
+    MINC reads only these (a crashed leaf would look like a lossy access link)."""
+    per = fate.groupBy("src", "stripe", "src_seq").agg(F.count("*").alias("n"))
+    most = per.groupBy("src", "stripe").agg(F.max("n").alias("most"))
+    return per.join(most, ["src", "stripe"]).filter(F.col("n") == F.col("most")).select("src", "stripe", "src_seq")
+
+
 def gamma(fate: DataFrame, ancestors: DataFrame) -> DataFrame:
     """Per (src, stripe, tree node): packets, reached (some receiver below first-received it), gamma."""
     packets = fate.groupBy("src", "stripe").agg(F.countDistinct("src_seq").alias("packets"))
@@ -243,6 +251,9 @@ def minc_links(spark: SparkSession, topo: Topology, fate: DataFrame, sent: DataF
     trees = {k: t for k, t in trees_for(topo, sorted(pairs)).items() if t.receivers}
     if not trees:
         return []
+    complete = complete_packets(fate).cache()
+    fate = fate.join(complete, ["src", "stripe", "src_seq"], "left_semi")
+    sent = sent.join(complete, ["src", "stripe", "src_seq"], "left_semi")
     g_rows = gamma(fate, ancestors_frame(spark, trees)).collect()
     gam: dict[tuple[str, int], dict[str, float]] = {}
     npk: dict[tuple[str, int], int] = {}
@@ -259,6 +270,7 @@ def minc_links(spark: SparkSession, topo: Topology, fate: DataFrame, sent: DataF
         agg = (counts.filter(F.upper(F.col("frame")) == "DATA").groupBy("from_node", "to_node")
                .agg(F.sum("packets").alias("p"), F.sum("dropped").alias("d")).collect())
         rates = {(r["from_node"], r["to_node"]): (r["d"] / r["p"] if r["p"] else 0.0) for r in agg}
+    complete.unpersist()
     rows = []
     for (src, stripe), t in sorted(trees.items()):
         est = estimate_loss(t, gam.get((src, stripe), {}))

@@ -217,6 +217,7 @@ class Run:
         self.hosts = {h.name: self.net.host(h.name).ip for h in topo.hosts}
         config = NodeConfig.for_run(self.loaded, self.seed, self.hosts, self.node_dir)
         path = config.write(self.node_dir / "config.json")
+        self._static_neighbours()
         self.progress(0.0, f"starting {len(topo.hosts)} nodes")
         for h in topo.hosts:
             self.procs[h.name] = self._start_node(h.name, path, 0)
@@ -258,6 +259,22 @@ class Run:
         drops = self.net.drops()
         counts = self.net.link_counts() if hasattr(self.net, "link_counts") else LINK_COUNT_SCHEMA.empty_table()
         return events, drops, counts
+
+    def _static_neighbours(self) -> None:
+        """Permanent ARP entries for every other host. Linux resolves a lost ARP request only
+        after a second, and meanwhile holds the unicast behind it: on a lossy access link a
+        NACK or a MoldUDP64 re-request would wait for ARP instead of the protocol's timers."""
+        macs = {}
+        for name in self.hosts:
+            node = getattr(self.net.host(name), "node", None)
+            if node is None or not hasattr(node, "MAC"):
+                return  # the flat network: no loss, ARP is harmless
+            macs[name] = node.MAC()
+        for name, ip in self.hosts.items():
+            host = self.net.host(name)
+            cmds = [f"ip neigh replace {other_ip} lladdr {macs[other]} dev {host.intf} nud permanent"
+                    for other, other_ip in self.hosts.items() if other != name and macs[other]]
+            host.cmd("; ".join(cmds))
 
     def _wait_trees(self, timeout_s: float = TREES_TIMEOUT_S) -> None:
         """Until the controller has seen every node's IGMP join (its trees then include them)."""
