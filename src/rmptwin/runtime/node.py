@@ -21,27 +21,8 @@ import threading
 import time
 from pathlib import Path
 
-
-def _without_yaml() -> None:
-    """A node reads JSON only. The node image has no PyYAML (the venv takes it from the host's
-    Debian packages), so stand in an empty module that fails if anything ever parses YAML."""
-    try:
-        import yaml  # noqa: F401
-    except ModuleNotFoundError:
-        import types
-
-        stub = types.ModuleType("yaml")
-
-        def missing(name):
-            raise ModuleNotFoundError("PyYAML is not installed in this node; nodes read JSON configs")
-        stub.__getattr__ = missing
-        sys.modules["yaml"] = stub
-
-
-_without_yaml()
-
-from ..errors import UserError  # noqa: E402
-from .config import NodeConfig  # noqa: E402
+from ..errors import UserError
+from .config import NodeConfig
 
 FLUSH_EVERY_S = 0.2
 
