@@ -63,6 +63,8 @@ def _host_stripes(host, n: int) -> set[int]:
 
 
 def summarize(events: pa.Table, loaded: LoadedExperiment) -> dict:
+    from .rmp.customer import customer_stripes  # the stripes a customer joins (bandwidth-limited: fewer)
+
     topo = loaded.topology
     n_stripes = loaded.experiment.workload.stripes
     df = events.to_pandas() if isinstance(events, pa.Table) else events
@@ -200,7 +202,7 @@ def summarize(events: pa.Table, loaded: LoadedExperiment) -> dict:
     for c in customers:
         if c.grade != "guaranteed" or c.name in crashed_at_end:
             continue
-        if all(released.get(s, set()) <= got.get((c.name, s), set()) for s in _host_stripes(c, n_stripes)):
+        if all(released.get(s, set()) <= got.get((c.name, s), set()) for s in customer_stripes(c, loaded)):
             complete += 1
 
     out = {

@@ -36,4 +36,4 @@ venue: {{rate: 200, symbols: [IBM], sequencer: etcd, ev_service_us: 0, start_s: 
     assert s["requests_completed"] == s["requests_accepted"]
     assert s["ev_agreement"] is True and s["trades_lost"] == 0
     # the sequencer host's etcd members are gone with it
-    assert subprocess.run(["pgrep", "-f", f"rmptwin-etcd-"], capture_output=True).stdout == b""
+    assert subprocess.run(["pgrep", "-f", "rmptwin-etcd-"], capture_output=True).stdout == b""

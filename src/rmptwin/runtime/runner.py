@@ -136,8 +136,10 @@ class Run:
     def _start_node(self, name: str, config: Path, incarnation: int) -> NodeProc:
         host = self.net.host(name)
         err = open(self.node_dir / f"{name}.{incarnation}.stderr", "wb")
+        # Venue roles keep their durable state (gateway log, history SQLite) inside the run.
         env = {"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "PYTHONUNBUFFERED": "1",
-               "HOME": "/tmp"}
+               "HOME": "/tmp", "RMPTWIN_REAL_NODE": "1",
+               "RMPTWIN_VENUE_STATE_DIR": str(self.node_dir / "venue-state")}
         cmd = [sys.executable, "-m", "rmptwin.runtime.node", str(config), name, "--incarnation", str(incarnation)]
         proc = host.popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=env, cwd="/")
         err.close()

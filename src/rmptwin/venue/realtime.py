@@ -110,7 +110,6 @@ def run_realtime(endpoints: list[str], *, rate: float, duration_s: float, symbol
                         stop_ns=start + int(duration_s * 1e9))
     cas = [EtcdCas(endpoints, prefix=prefix, window=100_000) for _ in range(n_ev)]
     cas[0].init()
-    rng = random.Random(seed)
     evs = [VenueCore(i, list(symbols), ["gw1"], sequencer="seq", history="hr1", service=lambda: 0,
                      durable=durable, checkpoint_every=4096, lookahead=512, batch=256,
                      retry_ns=10_000_000_000) for i in range(n_ev)]

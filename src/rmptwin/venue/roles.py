@@ -13,8 +13,6 @@ from __future__ import annotations
 import atexit
 import os
 import random
-import sys
-import tempfile
 from pathlib import Path
 
 from ..errors import UserError
@@ -38,12 +36,7 @@ def durable_store(loaded: LoadedExperiment, host: str, kind: str, *, fresh: bool
         if hasattr(old, "close"):
             old.close()
     if key not in _DURABLE:
-        state_dir = os.environ.get("RMPTWIN_VENUE_STATE_DIR")
-        if not state_dir and _in_real_node():
-            # `python -m rmptwin.runtime.node <run>/nodes/config.json NAME`: keep the disk in the run
-            config = Path(sys.argv[1]) if len(sys.argv) > 1 else None
-            state_dir = str(config.parent / "venue-state" if config and config.is_file()
-                            else Path(tempfile.gettempdir()) / f"rmptwin-venue-{os.getppid()}")
+        state_dir = os.environ.get("RMPTWIN_VENUE_STATE_DIR")  # set by the runtime for real nodes
         if state_dir:
             Path(state_dir).mkdir(parents=True, exist_ok=True)
             path = Path(state_dir) / (f"{host}.gwlog" if kind == "gateway" else f"{host}.sqlite")
@@ -105,9 +98,7 @@ def build_venue(host, loaded: LoadedExperiment, rng: random.Random, *, recoverin
 
 def _in_real_node() -> bool:
     """True inside a process of a real (emulated) run, not inside the simulator."""
-    main = sys.modules.get("__main__")
-    spec = getattr(main, "__spec__", None)
-    return getattr(spec, "name", "") == "rmptwin.runtime.node" or os.environ.get("RMPTWIN_REAL_NODE") == "1"
+    return os.environ.get("RMPTWIN_REAL_NODE") == "1"
 
 
 def build_sequencer(host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False):
