@@ -227,3 +227,25 @@ def summarize(events: pa.Table, loaded: LoadedExperiment) -> dict:
 
         out.update(venue_summary(df, loaded))
     return out
+
+
+HEADLINE_KEYS = ("receivers", "agreement", "messages_sent", "messages_delivered_min", "messages_lost",
+                 "control_per_data", "delivery_latency_ms", "fairness_spread_ms", "reformation_ms", "customers")
+VENUE_KEYS = ("ev_agreement", "trades_lost", "sync_ms", "max_gap", "latency_ms")
+
+
+def summary_table(s: dict, title: str = "summary"):
+    """The headline figures of a summary as a rich table (the backend adds its own last row)."""
+    from rich.table import Table
+
+    table = Table(title=title, show_header=False)
+    for key in HEADLINE_KEYS + tuple(k for k in VENUE_KEYS if k in s):
+        val = s.get(key)
+        if isinstance(val, float):
+            val = f"{val:.3f}"
+        elif isinstance(val, dict):
+            val = ", ".join(f"{k}={v:.2f}" if isinstance(v, float) else f"{k}={v}" for k, v in val.items())
+        elif isinstance(val, list):
+            val = ", ".join(f"{v:.0f}" for v in val) or "-"
+        table.add_row(key, str(val))
+    return table

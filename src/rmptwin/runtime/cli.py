@@ -56,19 +56,9 @@ def _with_progress(console, loaded, seed, out, nodes, impair, hosts, run_experim
 
 
 def print_summary(console, s: dict, run_dir: Path) -> None:
-    from rich.table import Table
+    from ..summary import summary_table
 
-    table = Table(title="summary (emulation)", show_header=False)
-    for key in ("receivers", "agreement", "messages_sent", "messages_delivered_min", "messages_lost",
-                "control_per_data", "delivery_latency_ms", "fairness_spread_ms", "reformation_ms", "customers"):
-        val = s.get(key)
-        if isinstance(val, float):
-            val = f"{val:.3f}"
-        elif isinstance(val, dict):
-            val = ", ".join(f"{k}={v:.2f}" if isinstance(v, float) else f"{k}={v}" for k, v in val.items())
-        elif isinstance(val, list):
-            val = ", ".join(f"{v:.0f}" for v in val) or "-"
-        table.add_row(key, str(val))
+    table = summary_table(s, title="summary (emulation)")
     rt = s.get("runtime", {})
     table.add_row("runtime", f"{rt.get('nodes')} nodes, {rt.get('wall_s')} s wall")
     console.print(table)

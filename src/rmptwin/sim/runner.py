@@ -308,18 +308,9 @@ def _remove_if_empty(run: Path) -> None:
 
 
 def print_summary(console, result: SimResult, run: Path) -> None:
-    from rich.table import Table
+    from ..summary import summary_table
 
-    s = result.summary
-    table = Table(title="summary", show_header=False)
-    for key in ("receivers", "agreement", "messages_sent", "messages_delivered_min", "messages_lost",
-                "control_per_data", "delivery_latency_ms", "fairness_spread_ms", "reformation_ms", "customers"):
-        val = s.get(key)
-        if isinstance(val, float):
-            val = f"{val:.3f}"
-        elif isinstance(val, dict):
-            val = ", ".join(f"{k}={v:.2f}" if isinstance(v, float) else f"{k}={v}" for k, v in val.items())
-        table.add_row(key, str(val))
+    table = summary_table(result.summary)
     st = result.stats
     rate = st["scheduler_events"] / st["wall_s"] if st["wall_s"] > 0 else 0.0
     table.add_row("simulator", f"{st['scheduler_events']:,} events, {st['deliveries']:,} deliveries "
