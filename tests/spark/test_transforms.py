@@ -200,7 +200,6 @@ def test_customer_repairs_and_gaps(spark, events_df):
 
 
 def test_a_late_copy_without_repair_flag_is_a_resend_not_a_first_reception(spark, events_df):
-    from rmptwin.analysis import schemas  # noqa: F401  (the windows frame mirrors minc.RECEIVER_WINDOWS)
     from rmptwin.analysis.minc import RECEIVER_WINDOWS
 
     e = events_df([ev(0, "h0", "source", "send", "h0", 0), ev(1000, "h0", "source", "send", "h0", 1),
