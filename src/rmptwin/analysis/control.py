@@ -14,7 +14,7 @@ def control_per_data(events: DataFrame) -> DataFrame:
     data = events.filter(F.col("kind") == Kind.SEND).select("src", "stripe", "src_seq").distinct().agg(
         F.count("*").alias("data"))
     ctrl = events.filter(F.col("kind") == Kind.CTRL_SENT).withColumn(
-        "type", F.coalesce(F.col("d.type"), F.lit("?")))
+        "type", F.coalesce(F.col("d_type"), F.lit("?")))
     by_type = ctrl.groupBy("type").agg(F.count("*").alias("messages"))
     total = ctrl.agg(F.count("*").alias("messages")).withColumn("type", F.lit("all"))
     return (

@@ -143,7 +143,7 @@ def customer_loss(events: DataFrame) -> DataFrame:
     gaps = (
         events.filter(F.col("kind") == Kind.CUST_GAP)
         .groupBy("node")
-        .agg(F.count("*").alias("gaps"), F.sum(F.coalesce(F.col("d.count"), F.lit(1))).alias("gap_messages"))
+        .agg(F.count("*").alias("gaps"), F.sum(F.coalesce(F.col("d_count"), F.lit(1))).alias("gap_messages"))
     )
     return (
         recv.join(gaps, "node", "full")

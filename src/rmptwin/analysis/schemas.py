@@ -38,6 +38,9 @@ DETAIL = T.StructType(
     ]
 )
 
+# The subset of DETAIL the transforms read (extract.parse_events parses only these).
+DETAIL_USED = T.StructType([f for f in DETAIL.fields if f.name in ("repair", "stripe", "type", "count")])
+
 # Hosts of the topology, one row each (built from the manifest by extract.hosts_frame).
 HOSTS = T.StructType(
     [
