@@ -8,6 +8,9 @@ Definitions (the same for simulated and emulated runs):
   the same. A receiver that never crashed must hold exactly the reference map; one that
   recovered must match it from its first gseq after recovering on. A gseq mapped to two
   messages, or a message at two gseqs, is a disagreement.
+- order_consistent: the safety half of agreement alone: no two operable receivers placed
+  different messages at one gseq, and no message sits at two gseqs. A run that ends before a
+  slow receiver caught up has agreement false but order_consistent true.
 - A message is (stripe, src, src_seq): sources number their messages per stripe.
 - messages_sent: distinct messages of SEND.
 - messages_delivered_min: least number of distinct messages delivered by an operable receiver.
@@ -94,7 +97,6 @@ def summarize(events: pa.Table, loaded: LoadedExperiment) -> dict:
         msg = (int(stripe), src, int(sseq))
         if m.setdefault(int(gseq), msg) != msg:
             conflict = True
-    agreement = not conflict
     reference: dict[int, dict[int, tuple[int, str, int]]] = {}
     for (node, stripe), m in maps.items():
         if node in crashed_at_end:
@@ -102,12 +104,13 @@ def summarize(events: pa.Table, loaded: LoadedExperiment) -> dict:
         ref = reference.setdefault(stripe, {})
         for g, msg in m.items():
             if ref.setdefault(g, msg) != msg:
-                agreement = False
+                conflict = True
     for stripe, ref in reference.items():
         inverse: dict[tuple[int, str, int], int] = {}
         for g, msg in ref.items():
             if inverse.setdefault(msg, g) != g:
-                agreement = False
+                conflict = True
+    agreement = not conflict
     for h in operable:
         for stripe in _host_stripes(h, n_stripes):
             ref = reference.get(stripe, {})
@@ -209,6 +212,7 @@ def summarize(events: pa.Table, loaded: LoadedExperiment) -> dict:
         "receivers": len(rt_hosts),
         "operable_receivers": len(operable),
         "agreement": bool(agreement),
+        "order_consistent": not conflict,
         "messages_sent": len(sent),
         "messages_acknowledged": len(acked),
         "messages_delivered_min": int(delivered_min),

@@ -58,17 +58,18 @@ def compute(spark, run: Path, progress=None, bin_ns: int = 100_000_000) -> dict:
 
     step("latency")
     lat = latency.delivery_latency(events, rd.hosts).cache()
-    _write(lat, out, "latency")
+    # The first aggregation fills the cache with every core; _write (one task, coalesce(1))
+    # comes last so that it only reads the cached rows instead of computing them in one task.
     by_region = latency.latency_by_region(lat)
     overall = latency.latency_by_region(lat.withColumn("region", F.lit("all")))
     m["latency"] = _rows(by_region.unionByName(overall).orderBy("stage", "region"))
     cdf = lat.groupBy("stage", "region").agg(F.percentile_approx("latency_ns", QUANTILES, 10000).alias("q"))
     m["latency_cdf"] = _rows(cdf.orderBy("stage", "region"))
+    _write(lat, out, "latency")
     lat.unpersist()
 
     step("fairness")
     fair = latency.fairness_spread(events).cache()
-    _write(fair, out, "fairness")
     q = F.percentile_approx("spread_ns", [0.5, 0.99], 10000)
     m["fairness"] = _rows(fair.groupBy("scope").agg(
         F.count("*").alias("messages"), q.alias("q"), F.max("spread_ns").alias("max_ns"))
@@ -77,6 +78,7 @@ def compute(spark, run: Path, progress=None, bin_ns: int = 100_000_000) -> dict:
         fair.withColumn("bin_ns", (F.floor(F.col("first_ns") / bin_ns) * bin_ns).cast("long"))
         .groupBy("scope", "bin_ns").agg(F.percentile_approx("spread_ns", 0.5, 1000).alias("p50_ns"),
                                         F.max("spread_ns").alias("max_ns")).orderBy("scope", "bin_ns"))
+    _write(fair, out, "fairness")  # after the aggregations filled the cache (see latency)
     fair.unpersist()
 
     step("loss")

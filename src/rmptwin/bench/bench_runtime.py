@@ -70,7 +70,7 @@ def run(quick: bool) -> list[dict]:
         cpu = sum((c or {}).get("cpu_s", 0.0) for c in s["runtime"]["node_counters"].values())
         rows.append({
             "metric": f"ticker at {rate} msg/s", "value": p99, "unit": "ms p99", "goal": f"< {bound_ms:.0f} ms",
-            "ok": ok, "note": f"agreement={s['agreement']} sent={s['messages_sent']} lost={s['messages_lost']} "
+            "ok": ok, "note": f"agreement={s['agreement']} order_consistent={s.get('order_consistent')} sent={s['messages_sent']} lost={s['messages_lost']} "
                               f"control/data={s['control_per_data']:.2f} "
                               f"customers complete {s['customers']['guaranteed_complete']}/"
                               f"{s['customers']['guaranteed']}, node CPU {cpu:.1f} s, "
