@@ -15,10 +15,12 @@ retransmit server.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 import random
 from collections import deque
+from collections.abc import Callable
 
 from ..core import Dest, Unicast, region_group
 from ..events import Event, Kind
@@ -154,6 +156,73 @@ class SequenceTracker:
         return None
 
 
+class GapRepairer:
+    """What customers and retransmit servers share: per-stripe ``tracks``, queued datagrams
+    and events, and acting on the gaps whose deadline has passed (skip or re-request)."""
+
+    def __init__(self, host, loaded: LoadedExperiment, rng: random.Random, stripes: list[int], *,
+                 recovering: bool) -> None:
+        proto = loaded.experiment.protocol
+        self.name = host.name
+        self.regions = list(host.regions)
+        self.stripes = stripes
+        self.rng = rng
+        self.wait_ns = int(proto.dn_ms * 1e6)
+        self.retry_ns = int(proto.tau_r * 1e6)
+        self.k_r = proto.k_r
+        self._groups = frozenset(region_group(r, k) for r in self.regions for k in self.stripes)
+        start = None if recovering else FIRST_MOLD_SEQ
+        self.tracks = {k: SequenceTracker(self.wait_ns, start) for k in self.stripes}
+        self._out: list[tuple[bytes, Dest]] = []
+        self._events: deque[Event] = deque()
+        self.requests_sent = 0
+
+    def groups(self) -> frozenset[str]:
+        return self._groups
+
+    def datagrams_to_send(self, now: int) -> list[tuple[bytes, Dest]]:
+        out, self._out = self._out, []
+        return out
+
+    def get_timer(self) -> int | None:
+        deadlines = [d for d in (t.timer() for t in self.tracks.values()) if d is not None]
+        return min(deadlines) if deadlines else None
+
+    def next_event(self) -> Event | None:
+        return self._events.popleft() if self._events else None
+
+    def _repair(self, stripe: int, track: SequenceTracker, due: list[int], now: int, *, max_tries: int,
+                servers: list[str], server_for: Callable[[int], str], reason: str) -> int:
+        """Give up the ``due`` numbers that had ``max_tries`` requests or have no server (CUST_SKIP
+        ``reason``); re-request the others from ``server_for(attempt)`` and retry them after
+        ``retry_ns``. Returns how many were given up."""
+        ask: list[int] = []
+        give_up: list[int] = []
+        for s in due:
+            (give_up if not servers or track.tries(s) >= max_tries else ask).append(s)
+        for s in give_up:
+            track.skip(s)
+        for first, count in runs(sorted(give_up)):
+            self._events.append(Event(Kind.CUST_SKIP, gseq=first, detail={
+                "first": first, "count": count, "stripe": stripe, "reason": reason}))
+        for s in ask:
+            track.retry_at(s, now + self.retry_ns)
+        for first, count in runs(sorted(ask)):
+            self._request(stripe, first, count, server_for(track.tries(first)))
+        return len(give_up)
+
+    def _request(self, stripe: int, first: int, count: int, server: str) -> None:
+        session = session_name(stripe)
+        while count > 0:
+            n = min(count, MAX_REQUEST)
+            self._out.append((MoldRequest(session, first, n).encode(), Unicast(server)))
+            self.requests_sent += 1
+            self._events.append(Event(Kind.NACK_SENT, gseq=first, detail={
+                "mold": True, "stripe": stripe, "first": first, "count": n, "to": server}))
+            first += n
+            count -= n
+
+
 def remulticasters(loaded: LoadedExperiment, regions: list[str], stripe: int) -> list[str]:
     """R_T hosts (primary/secondary) remulticasting ``stripe`` into any of ``regions``, in topology order."""
     want = set(regions)
@@ -184,22 +253,12 @@ def customer_stripes(host, loaded: LoadedExperiment) -> list[int]:
     return list(range(max(1, min(total, fit))))
 
 
-class CustomerCore:
+class CustomerCore(GapRepairer):
     """A customer R of one grade, in the regions and stripes of its host spec."""
 
     def __init__(self, host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False) -> None:
-        proto = loaded.experiment.protocol
-        self.name = host.name
+        super().__init__(host, loaded, rng, customer_stripes(host, loaded), recovering=recovering)
         self.grade = host.grade
-        self.regions = list(host.regions)
-        self.stripes = customer_stripes(host, loaded)
-        self.rng = rng
-        self.wait_ns = int(proto.dn_ms * 1e6)
-        self.retry_ns = int(proto.tau_r * 1e6)
-        self.k_r = proto.k_r
-        self._groups = frozenset(region_group(r, k) for r in self.regions for k in self.stripes)
-        start = None if recovering else FIRST_MOLD_SEQ
-        self.tracks = {k: SequenceTracker(self.wait_ns, start) for k in self.stripes}
         # Where re-requests go: the configured R_x first; when it has not helped after
         # RX_TRIES attempts (it lost the message too and is still fetching it, or it is down),
         # the R_T of our regions in turn, then R_x again. Without an R_x: the R_T in turn.
@@ -216,22 +275,16 @@ class CustomerCore:
                 self._region_of[h.name] = common[0]
         self._repair_sources = {s for servers in self.servers.values() for s in servers
                                 if hosts[s].role == "retransmit"}
-        self._out: list[tuple[bytes, Dest]] = []
-        self._events: deque[Event] = deque()
         # What the application saw: per stripe the delivered sequence numbers, latest trade per symbol.
         self.delivered: dict[int, list[int]] = {k: [] for k in self.stripes}
         self.last_trade: dict[str, TradeReport] = {}
         self.duplicates = 0
         self.malformed = 0
         self.foreign = 0
-        self.requests_sent = 0
         self.repaired = 0
         self.skipped = 0
 
     # ------------------------------------------------------------------ core API
-
-    def groups(self) -> frozenset[str]:
-        return self._groups
 
     def receive_datagram(self, data: bytes, src: str, now: int) -> None:
         if len(data) == HEADER_SIZE and is_request(data):
@@ -265,44 +318,18 @@ class CustomerCore:
                     self.duplicates += 1
         self._deliver(stripe, track)
 
-    def datagrams_to_send(self, now: int) -> list[tuple[bytes, Dest]]:
-        out, self._out = self._out, []
-        return out
-
-    def get_timer(self) -> int | None:
-        deadlines = [d for d in (t.timer() for t in self.tracks.values()) if d is not None]
-        return min(deadlines) if deadlines else None
-
     def handle_timer(self, now: int) -> None:
+        best_effort = self.grade == "best_effort"
         for stripe, track in self.tracks.items():
             due = track.due(now)
             if not due:
                 continue
-            give_up: list[int] = []
-            ask: list[int] = []
-            servers = self.servers[stripe]
-            for s in due:
-                if self.grade == "best_effort" or not servers or track.tries(s) >= self.k_r:
-                    give_up.append(s)
-                else:
-                    ask.append(s)
-            if give_up:
-                reason = "best_effort" if self.grade == "best_effort" else "retries_exhausted"
-                for s in give_up:
-                    track.skip(s)
-                self.skipped += len(give_up)
-                for first, count in runs(sorted(give_up)):
-                    self._events.append(Event(Kind.CUST_SKIP, gseq=first, detail={
-                        "first": first, "count": count, "stripe": stripe, "reason": reason}))
-            if ask:
-                for s in ask:
-                    track.retry_at(s, now + self.retry_ns)
-                for first, count in runs(sorted(ask)):
-                    self._request(stripe, first, count, self._server(stripe, track.tries(first)))
+            # A best-effort customer never re-requests: stale prices have no value to it.
+            self.skipped += self._repair(
+                stripe, track, due, now, max_tries=0 if best_effort else self.k_r,
+                servers=self.servers[stripe], server_for=functools.partial(self._server, stripe),
+                reason="best_effort" if best_effort else "retries_exhausted")
             self._deliver(stripe, track)
-
-    def next_event(self) -> Event | None:
-        return self._events.popleft() if self._events else None
 
     # ------------------------------------------------------------------ internals
 
@@ -315,17 +342,6 @@ class CustomerCore:
             return servers[0]
         order = servers[1:] + servers[:1]
         return order[(attempt - RX_TRIES - 1) % len(order)]
-
-    def _request(self, stripe: int, first: int, count: int, server: str) -> None:
-        session = session_name(stripe)
-        while count > 0:
-            n = min(count, MAX_REQUEST)
-            self._out.append((MoldRequest(session, first, n).encode(), Unicast(server)))
-            self.requests_sent += 1
-            self._events.append(Event(Kind.NACK_SENT, gseq=first, detail={
-                "mold": True, "stripe": stripe, "first": first, "count": n, "to": server}))
-            first += n
-            count -= n
 
     def _gaps(self, stripe: int, gaps: list[tuple[int, int]], jumped: list[tuple[int, int]]) -> None:
         for first, count in gaps:

@@ -10,42 +10,25 @@ each retry, so a crashed R_T does not stall repairs).
 from __future__ import annotations
 
 import random
-from collections import deque
 
-from ..core import Dest, Unicast, region_group
+from ..core import Unicast
 from ..events import Event, Kind
 from ..spec import LoadedExperiment
-from .customer import FIRST_MOLD_SEQ, MAX_REQUEST, SequenceTracker, remulticasters
-from .moldudp64 import MoldDecodeError, MoldRequest, decode_packet, decode_request, is_request
-from .remulticast import DEFAULT_HISTORY, DEFAULT_MAX_PACKET, MessageHistory, runs, session_name, session_stripe
+from .customer import MAX_REQUEST, GapRepairer, remulticasters
+from .moldudp64 import MoldDecodeError, decode_packet, decode_request, is_request
+from .remulticast import DEFAULT_HISTORY, DEFAULT_MAX_PACKET, MessageHistory, session_stripe
 
 
-class RetransmitCore:
+class RetransmitCore(GapRepairer):
     def __init__(self, host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False,
                  history: int = DEFAULT_HISTORY) -> None:
-        proto = loaded.experiment.protocol
-        self.name = host.name
-        self.regions = list(host.regions)
-        self.stripes = list(range(loaded.experiment.workload.stripes))
-        self.rng = rng
-        self.wait_ns = int(proto.dn_ms * 1e6)
-        self.retry_ns = int(proto.tau_r * 1e6)
-        self.k_r = proto.k_r
-        self._groups = frozenset(region_group(r, k) for r in self.regions for k in self.stripes)
-        start = None if recovering else FIRST_MOLD_SEQ
-        self.tracks = {k: SequenceTracker(self.wait_ns, start) for k in self.stripes}
+        super().__init__(host, loaded, rng, list(range(loaded.experiment.workload.stripes)), recovering=recovering)
         self.caches = {k: MessageHistory(history) for k in self.stripes}
         self.upstream = {k: remulticasters(loaded, self.regions, k) for k in self.stripes}
-        self._out: list[tuple[bytes, Dest]] = []
-        self._events: deque[Event] = deque()
         self.malformed = 0
         self.requests_served = 0
         self.messages_served = 0
-        self.requests_sent = 0
         self.given_up = 0
-
-    def groups(self) -> frozenset[str]:
-        return self._groups
 
     def receive_datagram(self, data: bytes, src: str, now: int) -> None:
         if is_request(data):
@@ -106,42 +89,15 @@ class RetransmitCore:
         self._events.append(Event(Kind.RETX_SENT, gseq=req.seq, detail={
             "mold": True, "stripe": stripe, "first": req.seq, "asked": req.count, "served": served, "to": src}))
 
-    def datagrams_to_send(self, now: int) -> list[tuple[bytes, Dest]]:
-        out, self._out = self._out, []
-        return out
-
-    def get_timer(self) -> int | None:
-        deadlines = [d for d in (t.timer() for t in self.tracks.values()) if d is not None]
-        return min(deadlines) if deadlines else None
-
     def handle_timer(self, now: int) -> None:
         for stripe, track in self.tracks.items():
             due = track.due(now)
             if not due:
                 continue
+            # The next R_T in topology order on each retry, so a crashed R_T does not stall repairs.
             upstream = self.upstream[stripe]
-            ask, give_up = [], []
-            for s in due:
-                (give_up if not upstream or track.tries(s) >= self.k_r else ask).append(s)
-            for s in give_up:
-                track.skip(s)
-            self.given_up += len(give_up)
-            for first, count in runs(sorted(give_up)):
-                self._events.append(Event(Kind.CUST_SKIP, gseq=first, detail={
-                    "first": first, "count": count, "stripe": stripe, "reason": "retries_exhausted"}))
-            for s in ask:
-                track.retry_at(s, now + self.retry_ns)
-            for first, count in runs(sorted(ask)):
-                server = upstream[(track.tries(first) - 1) % len(upstream)]
-                while count > 0:
-                    n = min(count, MAX_REQUEST)
-                    self._out.append((MoldRequest(session_name(stripe), first, n).encode(), Unicast(server)))
-                    self.requests_sent += 1
-                    self._events.append(Event(Kind.NACK_SENT, gseq=first, detail={
-                        "mold": True, "stripe": stripe, "first": first, "count": n, "to": server}))
-                    first += n
-                    count -= n
+            self.given_up += self._repair(
+                stripe, track, due, now, max_tries=self.k_r, servers=upstream,
+                server_for=lambda attempt, upstream=upstream: upstream[(attempt - 1) % len(upstream)],
+                reason="retries_exhausted")
             track.deliverable()
-
-    def next_event(self) -> Event | None:
-        return self._events.popleft() if self._events else None
