@@ -62,6 +62,9 @@ def run(quick: bool) -> list[dict]:
                  "note": f"agreement={s['agreement']} lost={s['messages_lost']} "
                          f"control/data={s['control_per_data']:.2f} wall={wall:.1f}s",
                  "ok": bool(s["agreement"] and s["messages_lost"] == 0)})
-    rows.append({"metric": "  same run: fairness spread p99", "value": s["fairness_spread_ms"]["p99"], "unit": "ms",
-                 "goal": "0 (Delta_A >= tau_t)", "ok": s["fairness_spread_ms"]["p99"] == 0.0})
+    # Seed 5.1: fairness is guaranteed only when Delta_A >= dN + 2 k_r tau_r, the worst-case
+    # recovery time; this run's Delta_A (300 ms) is deliberately below that, so a spread is expected.
+    rows.append({"metric": "  same run: fairness spread p99 (Delta_A below dN + 2 k_r tau_r)",
+                 "value": s["fairness_spread_ms"]["p99"], "unit": "ms",
+                 "note": "seed 5.1 guarantees 0 only for Delta_A >= dN + 2 k_r tau_r; tests/sim/test_rmp_fairness.py checks that case"})
     return rows
