@@ -8,14 +8,10 @@ NAME=$(basename "$EXPERIMENT" .yaml)
 RUN_DIR=${RUN_DIR:-results/$NAME/make-run-$(date -u +%Y%m%dT%H%M%SZ)}
 RMPTWIN=.venv/bin/rmptwin
 
-if [ "$(id -u)" = 0 ] && "$RMPTWIN" run --help >/dev/null 2>&1; then
+if [ "$(id -u)" = 0 ]; then
   "$RMPTWIN" run "$EXPERIMENT" --out "$RUN_DIR"
 else
-  echo "rmptwin: emulation unavailable here (needs root and the runtime); simulating instead"
+  echo "rmptwin: emulation needs root (Open vSwitch, Mininet, dockerd); simulating instead"
   "$RMPTWIN" sim "$EXPERIMENT" --out "$RUN_DIR"
 fi
-if "$RMPTWIN" analyze --help >/dev/null 2>&1; then
-  "$RMPTWIN" analyze "$RUN_DIR"
-else
-  echo "results: $RUN_DIR (summary.json)"
-fi
+"$RMPTWIN" analyze "$RUN_DIR"

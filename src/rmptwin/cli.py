@@ -62,8 +62,7 @@ def _mount_optional() -> None:
     """Mount sub-apps of layers that exist (they land issue by issue)."""
     import importlib
 
-    for module, name in (("rmptwin.emulation.cli", None), ("rmptwin.runtime.cli", None),
-                         ("rmptwin.analysis.cli", None), ("rmptwin.venue.cli", None)):
+    for module in ("rmptwin.emulation.cli", "rmptwin.runtime.cli", "rmptwin.analysis.cli", "rmptwin.venue.cli"):
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as e:
