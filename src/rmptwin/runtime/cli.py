@@ -60,7 +60,10 @@ def print_summary(console, s: dict, run_dir: Path) -> None:
 
     table = summary_table(s, title="summary (emulation)")
     rt = s.get("runtime", {})
-    table.add_row("runtime", f"{rt.get('nodes')} nodes, {rt.get('wall_s')} s wall")
+    drained = f", drained {rt['drain_s']} s past the duration" if rt.get("drain_s") else ""
+    table.add_row("runtime", f"{rt.get('nodes')} nodes, {rt.get('wall_s')} s wall{drained}")
+    if rt.get("outstanding"):
+        console.print(f"[yellow]not quiescent after the drain cap: {rt['outstanding']}[/yellow]")
     console.print(table)
     pcaps = sorted((run_dir / "pcaps").glob("*.pcap"))
     if pcaps:

@@ -25,6 +25,7 @@ from ..addressing import REGION_PORT, REREQUEST_PORT, RMP_PORT, group_ip
 from ..core import Group, Unicast
 from ..rmp.moldudp64 import is_request
 from ..spec import Clock
+from .drain import NodeProgress
 from .eventlog import EventWriter
 
 RMP_MAGIC = 0xA5
@@ -83,7 +84,7 @@ class NodeDriver:
     """Runs one core on this host's sockets until ``stop()``."""
 
     def __init__(self, core, name: str, role: str, hosts: dict[str, str], t0_ns: int,
-                 log: EventWriter, clock: Clock | None = None) -> None:
+                 log: EventWriter, clock: Clock | None = None, guaranteed: bool = False) -> None:
         self.core = core
         self.name = name
         self.role = role
@@ -93,6 +94,7 @@ class NodeDriver:
         self.t0 = t0_ns
         self.clock = LocalClock(clock)
         self.log = log
+        self.progress = NodeProgress(role, guaranteed)
         self.socks: dict[int, socket.socket] = {}
         self.joined: set[str] = set()
         self._timer: asyncio.TimerHandle | None = None
@@ -191,6 +193,7 @@ class NodeDriver:
         ev = core.next_event()
         while ev is not None:
             self.log.add(t, self.name, self.role, ev)
+            self.progress.add(ev)
             ev = core.next_event()
         deadline = core.get_timer()
         if deadline is not None and deadline == fired:

@@ -3,9 +3,11 @@
 Started by the runner inside the node's own host (container or namespace). It builds the
 host's core through ``rmptwin.roles.build_core`` (the same per-host RNG as the simulator),
 binds its sockets and joins its groups, prints ``READY <groups as JSON>``, then waits for ``GO <t0_ns>`` on
-stdin (a recovering node is given t0 in the config and starts at once). It runs until
-t0 + the experiment's duration, logging events to ``<log_dir>/<name>.<incarnation>.jsonl``,
-then prints ``DONE <counters>`` and exits. SIGTERM ends it early with the log flushed.
+stdin (a recovering node is given t0 in the config and starts at once). It logs events to
+``<log_dir>/<name>.<incarnation>.jsonl`` and prints its progress (``STATUS <json>``, see
+``runtime.drain``) a few times a second until the runner says ``STOP`` once the run is
+quiescent (or stdin closes, or the drain cap has passed), then prints ``DONE <counters>``
+and exits. SIGTERM ends it early with the log flushed.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from .config import NodeConfig
+from .drain import DRAIN_MAX_S, STATUS_EVERY_S
 
 FLUSH_EVERY_S = 0.2
 
@@ -46,7 +49,8 @@ async def _run(cfg: NodeConfig, name: str, incarnation: int) -> dict:
     core = build_core(host, loaded, rng, recovering=recovering)
     log = EventWriter(Path(cfg.log_dir) / f"{name}.{incarnation}.jsonl")
     t0 = cfg.t0_ns
-    driver = NodeDriver(core, name, host.role, cfg.hosts, t0 or 0, log, loaded.experiment.clocks.get(name))
+    driver = NodeDriver(core, name, host.role, cfg.hosts, t0 or 0, log, loaded.experiment.clocks.get(name),
+                        guaranteed=host.role == "customer" and host.grade == "guaranteed")
     driver.open()
     loop = asyncio.get_running_loop()
     go: asyncio.Future = loop.create_future()
@@ -91,8 +95,15 @@ async def _run(cfg: NodeConfig, name: str, incarnation: int) -> dict:
         if not stop.done():
             log.flush()
             loop.call_later(FLUSH_EVERY_S, flush)
+
+    def status() -> None:
+        if not stop.done():
+            _say("STATUS " + json.dumps(driver.progress.status(), separators=(",", ":")))
+            loop.call_later(STATUS_EVERY_S, status)
     flush()
-    loop.call_later(max(0.0, (end_ns - driver.true_now()) / 1e9), settle, stop, "end")
+    status()
+    # The runner stops every node once the run is quiescent; this is only the backstop.
+    loop.call_later(max(0.0, (end_ns - driver.true_now()) / 1e9 + DRAIN_MAX_S + 10), settle, stop, "end")
     reason = await stop
     driver.close()
     log.close()

@@ -4,7 +4,10 @@ Brings the network up (``EmulatedNetwork``: Mininet + OVS + the controller, Dock
 namespace hosts; or the flat bridge network), starts ``rmptwin.runtime.node`` in every
 host, waits until all have bound their sockets and joined their groups, starts the packet
 captures, releases everyone at the same instant t0, applies the fault schedule while a
-progress bar runs, then collects and merges the node logs and tears everything down.
+progress bar runs, lets the run drain past its duration until every message is
+acknowledged, released and delivered (``runtime.drain``; a loaded machine falls behind
+the schedule), then stops the nodes, collects and merges their logs and tears everything
+down.
 The run directory has the same layout and summary.json keys as `rmptwin sim`, plus pcaps/.
 
 Node control is a line protocol on the node's stdin (works the same through mnexec and
@@ -33,6 +36,7 @@ from ..errors import UserError
 from ..events import DROP_SCHEMA, LINK_COUNT_SCHEMA, Event, Kind
 from ..spec import LoadedExperiment
 from .config import NodeConfig
+from .drain import DRAIN_MAX_S, quiescent
 from .eventlog import EventWriter, merge_logs
 
 REPO = Path(__file__).resolve().parents[3]
@@ -50,6 +54,7 @@ class NodeProc:
     proc: subprocess.Popen
     lines: "queue.Queue[str]" = field(default_factory=queue.Queue)
     done: dict | None = None
+    status: dict | None = None
     groups: list[str] = field(default_factory=list)
 
     def send(self, line: str) -> None:
@@ -63,6 +68,12 @@ class NodeProc:
 def _pump(np: NodeProc) -> None:
     for raw in iter(np.proc.stdout.readline, b""):
         line = raw.decode(errors="replace").strip()
+        if line.startswith("STATUS "):
+            try:
+                np.status = json.loads(line[7:])
+            except ValueError:
+                pass
+            continue
         if line.startswith("DONE "):
             try:
                 np.done = json.loads(line[5:])
@@ -112,6 +123,8 @@ class Run:
         self.net = None
         self.faults_applied: list[dict] = []
         self.missing_joins: list[str] = []
+        self.drain_s = 0.0
+        self.outstanding = ""
 
     # ------------------------------------------------------------------ network
 
@@ -246,9 +259,12 @@ class Run:
             self.progress(max(0.0, (now - self.t0) / 1e9) / duration, "running")
             nxt = min([end_ns] + [self.t0 + round(f.at_s * 1e9) for f in faults[:1]])
             time.sleep(min(0.1, max(0.0, (nxt - now) / 1e9)))
+        self._drain()
         self.progress(1.0, "collecting")
-        # Nodes stop themselves at the end; give them time to flush.
-        limit = time.monotonic() + 30
+        for np in self.procs.values():
+            if np.proc.poll() is None:
+                np.send("STOP")
+        limit = time.monotonic() + 30  # time to flush their logs
         for np in self.procs.values():
             try:
                 np.proc.wait(timeout=max(0.1, limit - time.monotonic()))
@@ -261,6 +277,22 @@ class Run:
         drops = self.net.drops()
         counts = self.net.link_counts() if hasattr(self.net, "link_counts") else LINK_COUNT_SCHEMA.empty_table()
         return events, drops, counts
+
+    def _drain(self) -> None:
+        """Past the duration: wait until the live nodes' progress is quiescent, or the cap."""
+        from ..rmp.customer import customer_stripes
+
+        stripes_of = {h.name: customer_stripes(h, self.loaded) for h in self.loaded.topology.hosts_with_role("customer")
+                      if h.grade == "guaranteed"}
+        start = time.monotonic()
+        while True:
+            live = {n: np.status for n, np in self.procs.items() if np.proc.poll() is None and np.status is not None}
+            done, self.outstanding = quiescent(live, stripes_of)
+            self.drain_s = time.monotonic() - start
+            if done or self.drain_s > DRAIN_MAX_S:
+                return
+            self.progress(1.0, f"draining {self.drain_s:.0f} s: {self.outstanding}")
+            time.sleep(0.25)
 
     def _static_neighbours(self) -> None:
         """Permanent ARP entries for every other host. Linux resolves a lost ARP request only
@@ -343,6 +375,7 @@ def run_experiment(loaded: LoadedExperiment, seed: int | None = None, out: Path 
     write_manifest(run_dir, manifest, backend="emulation", seed=seed)
     summary = summarize(events, loaded)
     summary["runtime"] = {"wall_s": round(time.monotonic() - wall, 1), "nodes": nodes,
+                          "drain_s": round(r.drain_s, 2), "outstanding": r.outstanding or None,
                           "torn_log_lines": r.torn_lines, "missing_joins": r.missing_joins,
                           "node_counters": {n: np.done for n, np in r.procs.items()}}
     write_summary(run_dir, summary)

@@ -1,0 +1,95 @@
+"""When an emulated run may stop: every message acknowledged, released and delivered.
+
+The simulator stops at the experiment's duration because its clock is exact. An emulated
+run on a loaded machine can fall behind its own schedule (two cores shared by dozens of
+nodes, relays and a user-space switch), and a hard stop at the duration would then cut off
+messages still being acknowledged or repaired and report them lost. So the runner keeps
+the nodes running past the duration until the run is quiescent, up to a cap, and reports
+how long that took (summary ``runtime.drain_s``).
+
+Each node folds the events it logs into a ``NodeProgress`` and prints it as a ``STATUS``
+line; ``quiescent`` decides from the latest status of every live node. Quiescent means:
+- every source has every message it sent acknowledged;
+- every receiver that releases (R_T) has released up to the highest acknowledged position
+  of each stripe;
+- every guaranteed-grade customer holds every position of its stripes up to that point.
+Best-effort customers skip gaps by design and are not waited for.
+"""
+
+from __future__ import annotations
+
+from ..events import Event, Kind
+
+STATUS_EVERY_S = 0.25
+DRAIN_MAX_S = 60.0  # past the duration; a run that needs more has a real problem
+
+
+class NodeProgress:
+    """What one node has done so far, from the events it logs."""
+
+    def __init__(self, role: str, guaranteed: bool = False) -> None:
+        self.role = role
+        self.guaranteed = guaranteed
+        self.sent = 0
+        self.acked = 0
+        self.acked_top: dict[int, int] = {}     # stripe -> highest acknowledged gseq seen
+        self.released_top: dict[int, int] = {}  # stripe -> highest released gseq
+        self.held: dict[int, set[int]] = {}     # customer: stripe -> positions held above the prefix
+        self.prefix: dict[int, int] = {}        # customer: stripe -> every position <= this is held
+
+    def add(self, ev: Event) -> None:
+        kind = ev.kind
+        if kind == Kind.SEND:
+            self.sent += 1
+        elif kind == Kind.SRC_ACKED:
+            self.acked += 1
+            k = ev.detail.get("stripe", 0)
+            self.acked_top[k] = max(self.acked_top.get(k, 0), ev.gseq)
+        elif kind == Kind.RELEASE:
+            k = ev.detail.get("stripe", 0)
+            self.released_top[k] = max(self.released_top.get(k, 0), ev.gseq)
+        elif kind == Kind.CUST_RECV:
+            k = ev.detail.get("stripe", 0)
+            held = self.held.setdefault(k, set())
+            held.add(ev.gseq)
+            top = self.prefix.get(k, 0)
+            while top + 1 in held:
+                top += 1
+                held.discard(top)
+            self.prefix[k] = top
+
+    def status(self) -> dict:
+        out: dict = {"role": self.role}
+        if self.sent:
+            out.update(sent=self.sent, acked=self.acked, acked_top=self.acked_top)
+        if self.released_top:
+            out["released_top"] = self.released_top
+        if self.guaranteed:
+            out["prefix"] = self.prefix
+        return out
+
+
+def _stripes(d: dict) -> dict[int, int]:
+    return {int(k): int(v) for k, v in d.items()}  # JSON turned the stripe keys into strings
+
+
+def quiescent(statuses: dict[str, dict], stripes_of: dict[str, list[int]]) -> tuple[bool, str]:
+    """(done, what is still outstanding) from the live nodes' latest ``status()``.
+
+    ``stripes_of`` names the stripes each guaranteed customer subscribes to."""
+    top: dict[int, int] = {}
+    for name, st in statuses.items():
+        if st.get("sent", 0) != st.get("acked", 0):
+            return False, f"{name} has {st['sent'] - st['acked']} unacknowledged"
+        for k, g in _stripes(st.get("acked_top", {})).items():
+            top[k] = max(top.get(k, 0), g)
+    for name, st in statuses.items():
+        released = _stripes(st.get("released_top", {}))
+        if st.get("role") in ("primary", "secondary") and any(released.get(k, 0) < g for k, g in top.items()):
+            return False, f"{name} has not released everything"
+        if "prefix" in st:
+            prefix = _stripes(st["prefix"])
+            for k in stripes_of.get(name, []):
+                if prefix.get(k, 0) < top.get(k, 0):
+                    return False, f"{name} misses stripe {k} messages"
+    return True, ""

@@ -1,0 +1,60 @@
+"""The runner's stop rule (``runtime.drain``), fed with a simulated run's real event stream:
+a finished run is quiescent, a run cut short is not, and the rule names what is missing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rmptwin.events import Event
+from rmptwin.rmp.customer import customer_stripes
+from rmptwin.runtime.drain import NodeProgress, quiescent
+from rmptwin.sim.runner import simulate
+from rmptwin.spec import load_experiment
+
+EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
+
+@pytest.fixture(scope="module")
+def line3():
+    loaded = load_experiment(EXPERIMENTS / "line3.yaml")
+    rows = simulate(loaded, 1).events.to_pylist()
+    return loaded, rows
+
+
+def _statuses(loaded, rows, until_ns=None, skip=lambda r: False):
+    progress = {h.name: NodeProgress(h.role, h.role == "customer" and h.grade == "guaranteed")
+                for h in loaded.topology.hosts}
+    for r in rows:
+        if (until_ns is None or r["t_ns"] <= until_ns) and r["node"] in progress and not skip(r):
+            progress[r["node"]].add(Event(r["kind"], r["src"], r["src_seq"], r["gseq"], r["bytes"],
+                                          json.loads(r["detail"])))
+    # Through JSON, as the STATUS lines travel.
+    return {n: json.loads(json.dumps(p.status())) for n, p in progress.items()}
+
+
+def _stripes_of(loaded):
+    return {h.name: customer_stripes(h, loaded) for h in loaded.topology.hosts_with_role("customer")
+            if h.grade == "guaranteed"}
+
+
+def test_a_finished_run_is_quiescent(line3):
+    loaded, rows = line3
+    assert quiescent(_statuses(loaded, rows), _stripes_of(loaded)) == (True, "")
+
+
+def test_a_run_cut_while_messages_are_in_flight_is_not(line3):
+    loaded, rows = line3
+    w = loaded.experiment.workload
+    mid = round((w.start_s + w.duration_s / 2) * 1e9)
+    done, why = quiescent(_statuses(loaded, rows, until_ns=mid), _stripes_of(loaded))
+    assert not done and why
+
+
+def test_a_guaranteed_customer_missing_one_message_holds_the_run(line3):
+    loaded, rows = line3
+    who = sorted(_stripes_of(loaded))[0]
+    first = next(r for r in rows if r["node"] == who and r["kind"] == "cust_recv")
+    done, why = quiescent(_statuses(loaded, rows, skip=lambda r: r is first), _stripes_of(loaded))
+    assert not done and who in why
