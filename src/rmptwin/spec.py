@@ -285,6 +285,9 @@ class Protocol(_Model):
         None, gt=0, description="event-driven idle interval before a null token; None: tau_t"
     )
     start_policy: Literal["ticker", "conservative"] = "ticker"
+    delivery: Literal["agreed", "safe"] = Field(
+        "agreed", description="agreed: deliver on acknowledgement (the seed's ticker); safe: only once the "
+        "token has gone round the ring since (stable), with rings formed from a majority of the primaries")
 
     @property
     def tau_t(self) -> float:

@@ -24,7 +24,7 @@ epoch = st.integers(0, 2**32 - 1)
 datas = st.builds(Data, stripe, names, seq, seq, st.binary(max_size=200))
 acks = st.builds(
     Ack, stripe, epoch, seq, seq, i64, names, names,
-    st.lists(st.tuples(names, seq), max_size=20).map(tuple),
+    st.lists(st.tuples(names, seq), max_size=20).map(tuple), seq,
 )
 nacks = st.builds(
     lambda s, e, r, w, lo, n, src: Nack(s, e, r, w, lo, lo + n, src),
@@ -100,7 +100,7 @@ def test_typed_errors():
     with pytest.raises(BadMagic):
         decode(b"\x00" + good[1:])
     with pytest.raises(BadVersion):
-        decode(good[:1] + b"\x02" + good[2:])
+        decode(good[:1] + bytes([wire.VERSION + 1]) + good[2:])
     with pytest.raises(UnknownType):
         decode(_header(99, b""))
     with pytest.raises(LengthMismatch):

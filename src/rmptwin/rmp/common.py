@@ -30,6 +30,7 @@ class Timing:
     k_p: int | None
     batch_limit: int
     start_policy: str
+    safe: bool = False             # delivery "safe": stable positions only, majority rings
 
     @classmethod
     def from_protocol(cls, p: Protocol) -> "Timing":
@@ -37,7 +38,7 @@ class Timing:
             time_driven=p.token_mode == "time_driven",
             dn=round(p.dn_ms * MS), tau_t=round(p.tau_t * MS), tau_r=round(p.tau_r * MS),
             delta_a=round(p.delta_a * MS), null_token=round(p.null_token * MS), k_r=p.k_r, k_p=p.k_p,
-            batch_limit=p.batch_limit, start_policy=p.start_policy,
+            batch_limit=p.batch_limit, start_policy=p.start_policy, safe=p.delivery == "safe",
         )
 
 

@@ -101,7 +101,11 @@ class RingMember(StreamReceiver):
             return
         batch = self.choose_batch()
         t = self.token_t + 1
-        a = wire.Ack(self.stripe, self.epoch, t, self.next_gseq, now, self.me, self.next_site, batch)
+        # The seed's stability: as ack t goes out, acks t-m+1..t were sent by the m members in
+        # turn, each holding everything before it, so every member holds up to t-m+1.
+        stable = t - len(self.members) + 1
+        a = wire.Ack(self.stripe, self.epoch, t, self.next_gseq, now, self.me, self.next_site, batch,
+                     stable if stable >= self.ring_start_t else 0)
         self.core.multicast(self.stripe, a)
         if batch:
             self.core.emit(Event(Kind.ACK_SENT, gseq=a.first_gseq, detail={

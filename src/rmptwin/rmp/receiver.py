@@ -8,6 +8,12 @@ grace period, again every tau_r; after k_r unanswered requests the server is rep
 reformation server and another one is asked. Placed messages are released (RELEASE, and
 handed to the regional remulticaster) at ack timestamp + Delta_A, in gseq order.
 
+Delivery "safe" (``Timing.safe``): a placed message is delivered and released only once an
+ack of the receiver's own ring epoch says its token is stable (held by every ring member).
+A falsely suspected member that went on with the old ring can then place acks a new ring
+reassigns, but never delivers them: a stable token cannot be reassigned, because every
+member of its ring holds it and a new ring needs answers from a majority of the primaries.
+
 Subclasses (ring members, secondaries) add the token logic through the ``on_*`` hooks.
 """
 
@@ -60,6 +66,8 @@ class StreamReceiver:
         self.last_ts: int | None = None
         self.requests: dict[str, _Request] = {}
         self.release_q: deque[tuple[int, int, tuple[str, int], bytes]] = deque()
+        self.unstable: deque[tuple[int, tuple[str, int], wire.Ack]] = deque()   # safe: placed, not delivered
+        self.stable_t = 0              # safe: highest stable token an ack of our epoch announced
         self.delivered = 0
         self.released = 0
         # A restarted receiver recovers the whole history (agreement) but does not
@@ -126,6 +134,9 @@ class StreamReceiver:
         if a.token < self.t_r or a.token in self.acks:
             self.on_duplicate_ack(a, src, now)
             return
+        if self.tm.safe and a.epoch == self.epoch and a.stable > self.stable_t:
+            self.stable_t = a.stable
+            self.deliver_stable(now)
         self.acks[a.token] = a
         for m in a.msgs:
             self.ack_of[m] = a.token
@@ -169,12 +180,25 @@ class StreamReceiver:
         s, seq = m
         if seq + 1 > self.m_sr.get(s, 1):
             self.m_sr[s] = seq + 1
+        if self.tm.safe:
+            self.unstable.append((gseq, m, a))
+            self.deliver_stable(now)
+        else:
+            self.deliver(gseq, m, a, now)
+
+    def deliver(self, gseq: int, m: tuple[str, int], a: wire.Ack, now: int) -> None:
+        s, seq = m
         payload = self.msgs[m]
         self.delivered += 1
         self.core.emit(Event(Kind.DELIVER, s, seq, gseq, len(payload), {"stripe": self.stripe, "token": a.token}))
-        self.release_q.append((a.ts_ns + self.tm.delta_a, gseq, m, payload))
+        self.release_q.append((a.ts_ns + self.tm.delta_a, gseq, m, payload))  # late if stable later
         if len(self.release_q) == 1:
             self.core.timers.set((self.stripe, "release"), max(now, self.release_q[0][0]))
+
+    def deliver_stable(self, now: int) -> None:
+        q = self.unstable
+        while q and q[0][2].token <= self.stable_t:
+            self.deliver(*q.popleft(), now)
 
     def release_due(self, now: int) -> None:
         q = self.release_q
@@ -325,6 +349,8 @@ class StreamReceiver:
         self.hint.clear()
         self.requests.clear()
         self.release_q.clear()
+        self.unstable.clear()
+        self.stable_t = 0
         self.waiting = {m: None for m in self.msgs}
         self.t_r, self.highest_seen, self.expect_t, self.next_gseq, self.last_ts = 1, 0, 0, 1, None
         self.release_from = now

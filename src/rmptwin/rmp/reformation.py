@@ -3,7 +3,8 @@
 On a failure report (or a recovered host asking to join) it multicasts INVITEs for the
 next epoch k_r times, tau_r apart; operable receivers answer with the last ack they hold
 (positive acknowledgement: JOIN_ACK, else they retry). After the invitations it forms the
-new ring from the primaries that answered, in topology order, picks the starting token
+new ring from the primaries that answered (with safe delivery, only once a majority of the
+stripe's primaries did), in topology order, picks the starting token
 number by policy (ticker: t_r,max + 1; conservative: min over members + 1), appoints a
 primary holding the most as token site, names a receiver holding t_r,max (secondaries
 answer too, so nothing any operable R_T has placed is reassigned) as recovery site, and
@@ -160,8 +161,9 @@ class ReformationCore(CoreBase):
         r = st.reform
         order = self.primaries.get(stripe, [])
         members = [m for m in order if m in r.replies]
-        if not members:
-            r.invites_sent = 0      # nobody answered: keep inviting
+        # Safe delivery: any two rings share a member, so a new ring learns every stable token.
+        if not members or (self.tm.safe and 2 * len(members) <= len(order)):
+            r.invites_sent = 0      # nobody (or no majority) answered: keep inviting
             self._invite(stripe, now)
             return
         valid = {n: valid_have(st.lineage, j.have, j.have_epoch) for n, j in r.replies.items()}

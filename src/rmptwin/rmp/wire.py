@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 MAGIC = 0xA5
-VERSION = 1
+VERSION = 2     # 2: ACK carries the stable token
 _HEADER = struct.Struct("!BBBH")
 HEADER_SIZE = _HEADER.size
 MAX_BODY = 0xFFFF
@@ -105,6 +105,7 @@ class Ack:
     token_site: str
     next_site: str
     msgs: tuple[tuple[str, int], ...] = ()
+    stable: int = 0     # every ack up to this token is held by every ring member (0: none known)
 
     @property
     def TYPE_NAME(self) -> str:  # noqa: N802 - read like the class constants of the other frames
@@ -297,7 +298,7 @@ def encode(frame: Frame) -> bytes:
         w.u16(frame.stripe).text(frame.src).i64(frame.src_seq).i64(frame.acked_below).raw(frame.payload)
     elif isinstance(frame, Ack):
         w.u16(frame.stripe).u32(frame.epoch).i64(frame.token).i64(frame.first_gseq).i64(frame.ts_ns)
-        w.text(frame.token_site).text(frame.next_site).u16(len(frame.msgs))
+        w.i64(frame.stable).text(frame.token_site).text(frame.next_site).u16(len(frame.msgs))
         w.raw(b"".join([_name_bytes(src) + _Q.pack(seq) for src, seq in frame.msgs]))
     elif isinstance(frame, Nack):
         w.u16(frame.stripe).u32(frame.epoch).text(frame.requester).u8(frame.want).i64(frame.lo).i64(frame.hi)
@@ -432,13 +433,13 @@ def _decode_body(code: int, r: _Reader, depth: int) -> Frame:
     if code == DATA:
         return Data(r.u16(), r.text(), r.i64(), r.i64(), r.rest())
     if code in (ACK, NULL_TOKEN):
-        stripe, epoch, token, first, ts = r.u16(), r.u32(), r.i64(), r.i64(), r.i64()
+        stripe, epoch, token, first, ts, stable = r.u16(), r.u32(), r.i64(), r.i64(), r.i64(), r.i64()
         site, nxt, n = r.text(), r.text(), r.u16()
         if (n == 0) != (code == NULL_TOKEN):
             raise BadField("ACK must carry messages and NULL_TOKEN none")
         msgs = _decode_msgs(r, n)
         r.end()
-        return Ack(stripe, epoch, token, first, ts, site, nxt, msgs)
+        return Ack(stripe, epoch, token, first, ts, site, nxt, msgs, stable)
     if code == NACK:
         f = Nack(r.u16(), r.u32(), r.text(), r.u8(), r.i64(), r.i64(), r.text())
         if f.want not in (WANT_ACKS, WANT_MSGS, WANT_ACK_OF):

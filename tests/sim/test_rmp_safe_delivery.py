@@ -1,0 +1,76 @@
+"""Delivery "safe" against the seed's ticker delivery ("agreed") when failures are suspected
+falsely: one request attempt (k_r = 1) on links losing 10-30 %, and sometimes a dN far
+below the real path delay, so members are declared dead while they are alive, miss every
+invitation and go on with the old ring, and two reformation servers race.
+
+Agreed delivery hands a message to the application as soon as it is acknowledged, so a
+member cut off that way can deliver acks a new ring reassigns: two receivers then place
+different messages at one sequence number. Safe delivery waits until the token has gone
+round the ring (the seed's stability, t - m + 1) and forms rings from a majority of the
+primaries; no two receivers ever disagree, whatever the timing."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rmptwin.rmp.scenarios import loaded_experiment, max_path_delay_ms, random_tree
+from rmptwin.sim.runner import simulate
+from rmptwin.spec import load_experiment
+
+from rmp_checks import assert_agreement_and_no_loss, frame
+
+
+def chaotic(seed: int, delivery: str, *, dn_factor: float = 1.0):
+    """A random tree, ring and protocol where false suspicions are common; ``dn_factor``
+    below 1 also breaks the seed's timing assumption (dN bounds the one-way delay)."""
+    rng = random.Random(seed)
+    mode = rng.choice(["event_driven", "time_driven"])
+    topo = random_tree(rng, switches=rng.randint(2, 8), primaries=rng.randint(2, 5), sources=rng.randint(1, 3),
+                       secondaries=rng.randint(0, 1), reformers=rng.randint(1, 2),
+                       max_loss=rng.choice([0.1, 0.2, 0.3]))
+    protocol = {"token_mode": mode, "dn_ms": round(max_path_delay_ms(topo) * dn_factor) + 5,
+                "k_r": rng.choice([1, 2]), "p_ms": 1, "null_token_ms": rng.choice([60, 100, 200]),
+                "batch_limit": rng.choice([4, 256]), "start_policy": rng.choice(["ticker", "conservative"]),
+                "delivery": delivery}
+    if mode == "time_driven":
+        protocol["tau_t_ms"] = rng.choice([20, 60, 100])
+    loaded = loaded_experiment(topo, protocol=protocol, seed=seed, duration_s=6.0, workload={
+        "rate_per_source": rng.choice([40, 200]), "start_s": 0.2, "duration_s": 1.0})
+    return simulate(loaded).summary
+
+
+@settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 100_000), dn_factor=st.sampled_from([0.3, 1.0]))
+def test_safe_delivery_never_places_two_messages_at_one_number(seed, dn_factor):
+    # Safety only: with reformations this frequent a ring may never get a token round.
+    assert chaotic(seed, "safe", dn_factor=dn_factor)["order_consistent"]
+
+
+@pytest.mark.parametrize("seed", [26, 298])
+def test_where_agreed_delivery_disagrees_safe_delivery_does_not(seed):
+    """Two runs (found by searching 300 seeds; about one in 150 breaks) where the seed's
+    simplified reformation lets receivers disagree under agreed delivery: a member that
+    missed its one invitation went on acknowledging with the old ring."""
+    assert not chaotic(seed, "agreed")["order_consistent"]
+    assert chaotic(seed, "safe")["order_consistent"]
+
+
+def test_without_faults_safe_delivery_agrees_loses_nothing_and_costs_one_rotation(repo):
+    base = load_experiment(repo / "experiments" / "line3.yaml")
+    runs = {}
+    for delivery in ("agreed", "safe"):
+        proto = base.experiment.protocol.model_copy(update={"delivery": delivery})
+        loaded = base.model_copy(update={"experiment": base.experiment.model_copy(update={"protocol": proto})})
+        runs[delivery] = simulate(loaded, 1)
+    safe = runs["safe"]
+    assert_agreement_and_no_loss(frame(safe), {h.name: [0] for h in base.topology.hosts
+                                               if h.role in ("primary", "secondary")})
+    assert safe.summary["messages_lost"] == 0
+    # line3: three primaries, Delta_A 150 ms, a token pass per message at 50 msg/s or a null
+    # token every 100 ms: the stable point trails the ack by two passes, past Delta_A.
+    agreed_p50 = runs["agreed"].summary["delivery_latency_ms"]["p50"]
+    assert safe.summary["delivery_latency_ms"]["p50"] > agreed_p50
