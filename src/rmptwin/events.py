@@ -65,7 +65,7 @@ class Kind:
     CTRL_SENT = "ctrl_sent"        # any control datagram sent; detail.type (ACK, NACK, RETX, ...)
     NACK_SENT = "nack_sent"        # explicit retransmission request; detail: what
     RETX_SENT = "retx_sent"        # a retransmission served
-    DELIVER = "deliver"            # message placed at position gseq in the receive list
+    DELIVER = "deliver"            # message delivered at gseq: on placement (agreed) or once stable (safe)
     RELEASE = "release"            # R_T remulticast of gseq (ack ts + Delta_A)
     STABLE = "stable"              # all receivers hold up to gseq (t - m + 1)
     SECONDARY_TOKEN = "secondary_token"

@@ -74,3 +74,12 @@ def test_without_faults_safe_delivery_agrees_loses_nothing_and_costs_one_rotatio
     # token every 100 ms: the stable point trails the ack by two passes, past Delta_A.
     agreed_p50 = runs["agreed"].summary["delivery_latency_ms"]["p50"]
     assert safe.summary["delivery_latency_ms"]["p50"] > agreed_p50
+
+
+def test_quickstart_safe_releases_simultaneously_with_delta_a_over_a_rotation(repo):
+    """Delta_A = 1.8 s >= (m - 1) tau_t + dN = 5 x 0.3 + 0.18 s: most releases stay simultaneous."""
+    loaded = load_experiment(repo / "experiments" / "quickstart-safe.yaml")
+    s = simulate(loaded, 1).summary
+    assert s["agreement"] and s["messages_lost"] == 0
+    assert s["customers"]["guaranteed_complete"] == s["customers"]["guaranteed"]
+    assert s["fairness_spread_ms"]["p50"] == 0.0
