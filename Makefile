@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 EXPERIMENT ?= experiments/quickstart.yaml
 
-.PHONY: provision run test bench lint clean
+.PHONY: provision run test bench clean
 
 provision:
 	@bash scripts/provision.sh

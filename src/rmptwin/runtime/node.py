@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import random
 import signal
 import sys
@@ -66,8 +65,6 @@ async def _run(cfg: NodeConfig, name: str, incarnation: int) -> dict:
             cmd = line.split()
             if cmd[:1] == ["GO"] and len(cmd) == 2 and cmd[1].isdigit():
                 loop.call_soon_threadsafe(settle, go, int(cmd[1]))
-            elif cmd == ["CRASH"]:
-                os._exit(137)  # a crash: no flush, no goodbye
             elif cmd == ["STOP"]:
                 loop.call_soon_threadsafe(settle, stop, "stop")
         loop.call_soon_threadsafe(settle, go, None)

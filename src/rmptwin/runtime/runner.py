@@ -11,8 +11,8 @@ down.
 The run directory has the same layout and summary.json keys as `rmptwin sim`, plus pcaps/.
 
 Node control is a line protocol on the node's stdin (works the same through mnexec and
-through a container): ``GO <t0_ns>`` starts it, ``CRASH`` makes it exit at once without
-flushing (a crash fault), ``STOP`` ends it cleanly; EOF (the runner died) stops it too.
+through a container): ``GO <t0_ns>`` starts it, ``STOP`` ends it cleanly; EOF (the runner
+died) stops it too. A crash fault is SIGKILL: the node loses whatever it had not flushed.
 """
 
 from __future__ import annotations
@@ -189,7 +189,7 @@ class Run:
             np = self.procs.get(fault.node)
             if np is None or np.proc.poll() is not None:
                 return
-            np.send("CRASH")
+            np.proc.kill()
             log.add(t, fault.node, np.role, Event(Kind.CRASH))
         elif fault.action == "recover":
             old = self.procs.get(fault.node)
