@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from rmptwin.events import Event
+from rmptwin.rmp.common import stripes_of
 from rmptwin.rmp.customer import customer_stripes
 from rmptwin.runtime.drain import NodeProgress, quiescent
 from rmptwin.sim.runner import simulate
@@ -35,8 +36,10 @@ def _statuses(loaded, rows, until_ns=None, skip=lambda r: False):
 
 
 def _stripes_of(loaded):
-    return {h.name: customer_stripes(h, loaded) for h in loaded.topology.hosts_with_role("customer")
-            if h.grade == "guaranteed"}
+    """What the runner waits for: every R_T's stripes, every guaranteed customer's."""
+    owes = {h.name: stripes_of(h, loaded) for h in loaded.topology.hosts if h.role in ("primary", "secondary")}
+    return owes | {h.name: customer_stripes(h, loaded) for h in loaded.topology.hosts_with_role("customer")
+                   if h.grade == "guaranteed"}
 
 
 def test_a_finished_run_is_quiescent(line3):
@@ -54,7 +57,14 @@ def test_a_run_cut_while_messages_are_in_flight_is_not(line3):
 
 def test_a_guaranteed_customer_missing_one_message_holds_the_run(line3):
     loaded, rows = line3
-    who = sorted(_stripes_of(loaded))[0]
+    who = sorted(h.name for h in loaded.topology.hosts_with_role("customer") if h.grade == "guaranteed")[0]
     first = next(r for r in rows if r["node"] == who and r["kind"] == "cust_recv")
     done, why = quiescent(_statuses(loaded, rows, skip=lambda r: r is first), _stripes_of(loaded))
     assert not done and who in why
+
+
+def test_a_receiver_that_has_not_released_the_last_ack_holds_the_run(line3):
+    loaded, rows = line3
+    last = max((r for r in rows if r["node"] == "rp2" and r["kind"] == "release"), key=lambda r: r["gseq"])
+    done, why = quiescent(_statuses(loaded, rows, skip=lambda r: r is last), _stripes_of(loaded))
+    assert not done and "rp2" in why

@@ -73,10 +73,10 @@ def _stripes(d: dict) -> dict[int, int]:
     return {int(k): int(v) for k, v in d.items()}  # JSON turned the stripe keys into strings
 
 
-def quiescent(statuses: dict[str, dict], stripes_of: dict[str, list[int]]) -> tuple[bool, str]:
+def quiescent(statuses: dict[str, dict], owes: dict[str, list[int]]) -> tuple[bool, str]:
     """(done, what is still outstanding) from the live nodes' latest ``status()``.
 
-    ``stripes_of`` names the stripes each guaranteed customer subscribes to."""
+    ``owes`` names, per R_T and guaranteed customer, the stripes it must complete."""
     top: dict[int, int] = {}
     for name, st in statuses.items():
         if st.get("sent", 0) != st.get("acked", 0):
@@ -84,12 +84,9 @@ def quiescent(statuses: dict[str, dict], stripes_of: dict[str, list[int]]) -> tu
         for k, g in _stripes(st.get("acked_top", {})).items():
             top[k] = max(top.get(k, 0), g)
     for name, st in statuses.items():
-        released = _stripes(st.get("released_top", {}))
-        if st.get("role") in ("primary", "secondary") and any(released.get(k, 0) < g for k, g in top.items()):
-            return False, f"{name} has not released everything"
-        if "prefix" in st:
-            prefix = _stripes(st["prefix"])
-            for k in stripes_of.get(name, []):
-                if prefix.get(k, 0) < top.get(k, 0):
-                    return False, f"{name} misses stripe {k} messages"
+        held = _stripes(st.get("prefix", st.get("released_top", {})))
+        for k in owes.get(name, []):
+            if held.get(k, 0) < top.get(k, 0):
+                what = "misses" if "prefix" in st else "has not released"
+                return False, f"{name} {what} stripe {k} messages up to {top[k]}"
     return True, ""

@@ -280,14 +280,17 @@ class Run:
 
     def _drain(self) -> None:
         """Past the duration: wait until the live nodes' progress is quiescent, or the cap."""
+        from ..rmp.common import stripes_of
         from ..rmp.customer import customer_stripes
 
-        stripes_of = {h.name: customer_stripes(h, self.loaded) for h in self.loaded.topology.hosts_with_role("customer")
-                      if h.grade == "guaranteed"}
+        owes = {h.name: stripes_of(h, self.loaded) for h in self.loaded.topology.hosts
+                if h.role in ("primary", "secondary")}
+        owes |= {h.name: customer_stripes(h, self.loaded) for h in self.loaded.topology.hosts_with_role("customer")
+                 if h.grade == "guaranteed"}
         start = time.monotonic()
         while True:
             live = {n: np.status for n, np in self.procs.items() if np.proc.poll() is None and np.status is not None}
-            done, self.outstanding = quiescent(live, stripes_of)
+            done, self.outstanding = quiescent(live, owes)
             self.drain_s = time.monotonic() - start
             if done or self.drain_s > DRAIN_MAX_S:
                 return
