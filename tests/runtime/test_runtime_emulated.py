@@ -220,3 +220,20 @@ def test_ring_member_crash_reforms_the_ring_without_losing_acknowledged_messages
     assert on_disk["messages_lost"] == 0
     assert on_disk["reformation_ms"], "summary.json reports the outage"
     assert all(0 < ms < 5_000 for ms in on_disk["reformation_ms"])
+
+
+def test_a_run_cut_short_drains_until_everything_is_delivered(tmp_path):
+    """line3 with its duration ending with the last publication: the simulator stops there
+    and counts the last messages lost, the emulated run goes on until they are delivered."""
+    from rmptwin.runtime.runner import run_experiment
+    from rmptwin.sim.runner import simulate
+
+    base = load_experiment(REPO / "experiments" / "line3.yaml")
+    w = base.experiment.workload
+    exp = base.experiment.model_copy(update={"name": "line3-cut", "duration_s": w.start_s + w.duration_s})
+    loaded = base.model_copy(update={"experiment": exp})
+    assert simulate(loaded, 1).summary["messages_lost"] > 0, "the cut must really leave messages in flight"
+    _, s = run_experiment(loaded, out=tmp_path / "cut", nodes="ns", capture=[])
+    assert s["agreement"] and s["messages_lost"] == 0
+    assert s["customers"]["guaranteed_complete"] == s["customers"]["guaranteed"]
+    assert s["runtime"]["drain_s"] > 0 and s["runtime"]["outstanding"] is None
