@@ -60,7 +60,7 @@ def print_summary(console, s: dict, run_dir: Path) -> None:
 
     table = summary_table(s, title="summary (emulation)")
     rt = s.get("runtime", {})
-    drained = f", drained {rt['drain_s']} s past the duration" if rt.get("drain_s") else ""
+    drained = f", drained {rt['drain_s']} s past the duration" if rt.get("drain_s", 0) >= 1 else ""
     table.add_row("runtime", f"{rt.get('nodes')} nodes, {rt.get('wall_s')} s wall{drained}")
     if rt.get("outstanding"):
         console.print(f"[yellow]not quiescent after the drain cap: {rt['outstanding']}[/yellow]")

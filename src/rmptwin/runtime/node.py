@@ -95,7 +95,8 @@ async def _run(cfg: NodeConfig, name: str, incarnation: int) -> dict:
 
     def status() -> None:
         if not stop.done():
-            _say("STATUS " + json.dumps(driver.progress.status(), separators=(",", ":")))
+            st = {**driver.progress.status(), "t_ns": driver.true_now()}
+            _say("STATUS " + json.dumps(st, separators=(",", ":")))
             loop.call_later(STATUS_EVERY_S, status)
     flush()
     status()

@@ -287,10 +287,14 @@ class Run:
                 if h.role in ("primary", "secondary")}
         owes |= {h.name: customer_stripes(h, self.loaded) for h in self.loaded.topology.hosts_with_role("customer")
                  if h.grade == "guaranteed"}
+        end_ns = round(self.exp.duration_s * 1e9)
         start = time.monotonic()
         while True:
             live = {n: np.status for n, np in self.procs.items() if np.proc.poll() is None and np.status is not None}
-            done, self.outstanding = quiescent(live, owes)
+            # Only statuses written after the end count: an older one may predate a last send.
+            stale = next((n for n, st in live.items() if st.get("t_ns", 0) < end_ns), None)
+            done, self.outstanding = (False, f"{stale} has not reported since the end") if stale else \
+                quiescent(live, owes)
             self.drain_s = time.monotonic() - start
             if done or self.drain_s > DRAIN_MAX_S:
                 return
