@@ -148,3 +148,36 @@ def test_silent_secondary_is_passed_around():
     assert [d["token"] for _, _, d in ring1] == sorted(d["token"] for _, _, d in ring1)
     receivers = {h.name: [0] for h in topo.hosts if h.role in ("primary", "secondary")}
     assert_agreement_and_no_loss(df, receivers)
+
+
+def _missed_new_ring(seed: int, delivery: str):
+    """The random crash scenarios of a 120-seed sweep (3-5 primaries, a secondary, one or two
+    X_R, 0-20 % loss, one primary crashing and sometimes recovering)."""
+    rng = random.Random(seed)
+    mode = rng.choice(["event_driven", "time_driven"])
+    topo = random_tree(rng, switches=rng.randint(2, 8), primaries=rng.randint(3, 5), sources=rng.randint(1, 3),
+                       secondaries=1, reformers=rng.randint(1, 2), max_loss=rng.choice([0.0, 0.05, 0.1, 0.2]))
+    protocol = {"token_mode": mode, "dn_ms": max_path_delay_ms(topo) + 5, "k_r": 3, "p_ms": 1,
+                "null_token_ms": rng.choice([60, 100, 200]), "batch_limit": rng.choice([4, 256]),
+                "start_policy": rng.choice(["ticker", "conservative"]), "delivery": delivery}
+    if mode == "time_driven":
+        protocol["tau_t_ms"] = rng.choice([60, 100])
+    victim = rng.choice([h.name for h in topo.hosts if h.role == "primary"])
+    faults = [{"at_s": round(rng.uniform(0.3, 1.0), 3), "action": "crash", "node": victim}]
+    if rng.random() < 0.5:
+        faults.append({"at_s": round(rng.uniform(1.2, 1.8), 3), "action": "recover", "node": victim})
+    return topo, loaded_experiment(topo, protocol=protocol, seed=seed, duration_s=6.0, faults=faults,
+                                   workload={"rate_per_source": 40, "start_s": 0.2, "duration_s": 1.0})
+
+
+@pytest.mark.parametrize("seed, delivery", [(91, "agreed"), (0, "safe")])
+def test_a_receiver_that_missed_every_new_ring_announcement_asks_and_catches_up(seed, delivery):
+    """seed 91: the secondary lost every NEW_RING and held back the new ring's acks for good;
+    seed 0: a member that had answered the invitation waited k_r tau_r before asking again,
+    and the token site reported it lost first, reformation after reformation. Both now ask
+    as soon as an ack shows the ring exists, and every survivor delivers everything."""
+    topo, loaded = _missed_new_ring(seed, delivery)
+    result = simulate(loaded)
+    assert result.summary["agreement"] and result.summary["messages_lost"] == 0
+    receivers = {h.name: [0] for h in topo.hosts if h.role in ("primary", "secondary")}
+    assert_agreement_and_no_loss(frame(result), receivers, all_acked=False)

@@ -46,6 +46,7 @@ class RingMember(StreamReceiver):
         self.joining: int | None = None
         self.join_acked = False
         self.join_attempts = 0
+        self.join_sent_at: int | None = None
         self.reformer_idx = 0
         self.recovering = recovering
         self.pending_ring: wire.NewRing | None = None
@@ -176,9 +177,15 @@ class RingMember(StreamReceiver):
             self.send_token(now)
 
     def on_newer_epoch(self, epoch: int, now: int) -> None:
-        if self.joining is None and epoch > self.epoch:
-            # a ring formed without us hearing NEW_RING: ask for it
+        if epoch <= self.epoch:
+            return
+        # A ring formed without us hearing NEW_RING: ask for it. Also when we answered its
+        # invitation and are waiting: its acks prove it exists, and waiting k_r tau_r for
+        # the next JOIN would let the token site report us as lost first.
+        if self.joining is None:
             self.joining = epoch
+            self.send_join(now)
+        elif epoch >= self.joining and (self.join_sent_at is None or now >= self.join_sent_at + self.tm.tau_r):
             self.send_join(now)
 
     def may_request(self, chan: str) -> bool:
@@ -240,6 +247,7 @@ class RingMember(StreamReceiver):
         j = wire.Join(self.stripe, self.joining, self.me, self.t_r - 1, self.next_gseq, self.recovering,
                       self.have_epoch())
         self.core.send(j, Unicast(self.reformers[self.reformer_idx]))
+        self.join_sent_at = now
         wait = self.tm.k_r * self.tm.tau_r if self.join_acked else self.tm.tau_r
         self.core.timers.set((self.stripe, "join"), now + wait)
 

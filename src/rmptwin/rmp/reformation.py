@@ -123,8 +123,9 @@ class ReformationCore(CoreBase):
         elif st.reform is not None:
             if j.recovering:   # let a restarted host answer the invitation under way
                 st.reform.replies[j.member] = j
-        elif j.member in st.members and not j.recovering and st.last_ring is not None and j.epoch <= st.epoch:
-            self.send(st.last_ring, Unicast(src))            # it missed NEW_RING
+        elif (j.member in st.members or j.member not in self.primaries.get(j.stripe, [])) and not j.recovering \
+                and st.last_ring is not None and j.epoch <= st.epoch:
+            self.send(st.last_ring, Unicast(src))            # a member or a secondary missed NEW_RING
         elif j.member in self.primaries.get(j.stripe, []) and j.member not in st.members or j.recovering:
             if self.handoff.servers:      # the higher-ranked X_R decides, unless it is gone
                 self.handoff.report(j.stripe, st.epoch, j.member, wire.REASON_JOIN, j.have, now)

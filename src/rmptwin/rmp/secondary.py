@@ -24,6 +24,8 @@ class SecondaryReceiver(StreamReceiver):
         self.primary = primary
         self.server = primary
         self.alternates = [p for p in primaries if p != primary]
+        self.ring_asks = 0
+        self.ring_asked_at: int | None = None
 
     def on_other(self, frame: wire.Frame, src: str, now: int) -> None:
         # An R_S is no ring member, but it answers invitations with what it holds, so the
@@ -35,6 +37,18 @@ class SecondaryReceiver(StreamReceiver):
             have = min(self.t_r - 1, self.join_fence[1])
             self.core.send(wire.Join(self.stripe, frame.epoch, self.me, have, self.next_gseq, False,
                                      self.have_epoch()), Unicast(frame.reformer))
+
+    def on_newer_epoch(self, epoch: int, now: int) -> None:
+        # Acks of a ring whose NEW_RING we never heard (every announcement lost): until we
+        # have it, the join fence holds back everything that ring acknowledges. Ask for it,
+        # once per tau_r, going round the reformation servers.
+        servers = self.reporter.servers
+        if not servers or (self.ring_asked_at is not None and now < self.ring_asked_at + self.tm.tau_r):
+            return
+        self.ring_asked_at = now
+        self.ring_asks += 1
+        self.core.send(wire.Join(self.stripe, epoch, self.me, self.t_r - 1, self.next_gseq, False,
+                                 self.have_epoch()), Unicast(servers[self.ring_asks % len(servers)]))
 
     def request_target(self, chan: str, rotation: int) -> str | None:
         # its own R_P first; the other primaries only while that one does not answer
