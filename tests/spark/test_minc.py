@@ -58,3 +58,40 @@ def test_minc_estimates_every_link_within_one_point_of_ground_truth(spark, tmp_p
         assert r["configured"] == pytest.approx(losses[link])
         assert r["truth"] == pytest.approx(truth[link], abs=1e-12), link
         assert abs(r["estimate"] - truth[link]) < 0.01, (link, r["estimate"], truth[link])
+
+
+def test_first_reception_patterns_and_gamma(spark, events_df):
+    from spark_eventlog import ev, small_topology
+
+    # 4 packets; a first-received 0, 1; b 0, 1, 3; c all (as test_transforms.loss_log).
+    rows = [ev(1000 * i, "h0", "source", "send", "h0", i) for i in range(4)]
+    rows += [ev(1000 * i + 50, "c", "primary", "recv", "h0", i, repair=False) for i in range(4)]
+    rows += [ev(1000 * i + 100, "a", "primary", "recv", "h0", i, repair=False) for i in (0, 1)]
+    rows += [ev(1000 * i + 100, "b", "primary", "recv", "h0", i, repair=False) for i in (0, 1, 3)]
+    rows += [ev(2900, "a", "primary", "recv", "h0", 2, repair=True)]
+    fate = loss.fates(events_df(rows), extract.hosts_frame(spark, small_topology()))
+    receivers = ["a", "b", "c"]  # bits 1, 2, 4
+    masks = {r["src_seq"]: (r["n"], r["first_0"]) for r in minc.packet_masks(fate, receivers).collect()}
+    assert masks == {0: (3, 7), 1: (3, 7), 2: (3, 4), 3: (3, 6)}
+    patterns = minc.first_patterns(minc.complete_packets(minc.packet_masks(fate, receivers))).collect()
+    assert {r["first_0"]: r["packets"] for r in patterns} == {7: 2, 4: 1, 6: 1}
+    # h0 -> s1 -> {a, b}; h0 -> c.
+    tree = minc.LogicalTree(root="h0", parent={"s1": "h0", "a": "s1", "b": "s1", "c": "h0"},
+                            children={"h0": ["c", "s1"], "s1": ["a", "b"]},
+                            hops={n: [("x", n)] for n in ("s1", "a", "b", "c")}, receivers=receivers)
+    gam, npk = minc.gamma([r.asDict() for r in patterns], {("h0", 0): tree}, receivers)
+    assert npk == {("h0", 0): 4}
+    assert gam == {("h0", 0): {"a": 0.5, "b": 0.75, "c": 1.0, "s1": 0.75}}
+
+
+def test_complete_packets_leave_out_those_a_crashed_receiver_missed(spark, events_df):
+    from spark_eventlog import ev, small_topology
+
+    rows = [ev(1000 * i, "h0", "source", "send", "h0", i) for i in range(4)]
+    rows += [ev(1000 * i + 50, n, "primary", "recv", "h0", i, repair=False) for i in range(4) for n in "abc"]
+    rows += [ev(1500, "c", "primary", "crash"), ev(2500, "c", "primary", "recover"),
+             ev(100, "b", "primary", "crash")]  # b expects only packet 0, c all but 2
+    fate = loss.fates(events_df(rows), extract.hosts_frame(spark, small_topology()))
+    masks = minc.packet_masks(fate, ["a", "b", "c"])
+    assert {r["src_seq"]: r["n"] for r in masks.collect()} == {0: 3, 1: 2, 2: 1, 3: 2}
+    assert [(r["src_seq"], r["first_0"]) for r in minc.complete_packets(masks).collect()] == [(0, 7)]

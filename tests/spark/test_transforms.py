@@ -39,15 +39,6 @@ def test_delivery_latency_per_receiver_stage_and_region(spark, events_df):
     assert {k: (r["latency_ns"], r["region"]) for k, r in got.items()} == expect
 
 
-def test_latency_by_region_percentiles(spark, events_df):
-    rows = [ev(0, "h0", "source", "send", "h0", i) for i in range(4)]
-    rows += [ev(100 * (i + 1), "a", "primary", "deliver", "h0", i, i) for i in range(4)]  # 100..400
-    lat = latency.delivery_latency(events_df(rows), hosts(spark))
-    (r,) = latency.latency_by_region(lat).collect()
-    assert (r["stage"], r["region"], r["n"], r["mean_ns"], r["max_ns"]) == ("deliver", "west", 4, 250.0, 400)
-    assert r["p50_ns"] == 200  # percentile_approx returns an element of the data
-
-
 def test_fairness_spread_across_rt_and_customers(spark, events_df):
     e = events_df([
         ev(5000, "a", "primary", "release", gseq=0), ev(5300, "c", "primary", "release", gseq=0),
@@ -220,3 +211,16 @@ def test_a_crashed_receiver_expects_nothing_until_it_recovers(spark, events_df):
     got = {r["node"]: (r["expected"], r["first_received"]) for r in
            loss.receiver_loss(loss.fates(events_df(rows), hosts(spark))).collect()}
     assert got == {"a": (4, 4), "b": (1, 1), "c": (3, 2)}
+
+
+def test_latency_summary_per_region_and_overall_in_one_pass(spark, events_df):
+    rows = [ev(0, "h0", "source", "send", "h0", i) for i in range(5)]
+    rows += [ev(100 * (i + 1), "a", "primary", "deliver", "h0", i, i) for i in range(4)]  # west: 100..400
+    rows += [ev(800, "c", "primary", "deliver", "h0", 4, 4)]  # east: 800
+    lat = latency.delivery_latency(events_df(rows), hosts(spark))
+    got = by(latency.latency_summary(lat, [0.0, 0.5, 0.99, 1.0]).collect(), "stage", "region")
+    assert {k: (r["overall"], r["n"], r["mean_ns"], r["q"], r["max_ns"]) for k, r in got.items()} == {
+        ("deliver", "west"): (False, 4, 250.0, [100, 200, 400, 400], 400),
+        ("deliver", "east"): (False, 1, 800.0, [800, 800, 800, 800], 800),
+        ("deliver", "all"): (True, 5, 360.0, [100, 300, 800, 800], 800),
+    }

@@ -63,15 +63,22 @@ def delivery_latency(events: DataFrame, hosts: DataFrame) -> DataFrame:
     )
 
 
-def latency_by_region(latency: DataFrame) -> DataFrame:
-    """Per stage and region: count, mean, median, p99, max latency (ns)."""
-    q = F.percentile_approx("latency_ns", [0.5, 0.99], 10000)
+def latency_summary(latency: DataFrame, quantiles: list[float]) -> DataFrame:
+    """Per stage and region, and per stage over every region (region 'all', overall true):
+    n, mean_ns, q (latency at each of ``quantiles``; p50 and p99 for the table) and
+    max_ns. One aggregation over grouping sets: the latency table is read once, and one
+    quantile summary per group serves both the table (p50, p99) and the CDF plot.
+
+    Columns: stage region overall n mean_ns q max_ns.
+    """
+    overall = F.grouping("region") == 1
     return (
-        latency.groupBy("stage", "region")
-        .agg(F.count("*").alias("n"), F.mean("latency_ns").alias("mean_ns"), q.alias("q"),
-             F.max("latency_ns").alias("max_ns"))
-        .select("stage", "region", "n", "mean_ns", F.col("q")[0].alias("p50_ns"),
-                F.col("q")[1].alias("p99_ns"), "max_ns")
+        latency.groupingSets([["stage", "region"], ["stage"]], "stage", "region")
+        .agg(F.count("*").alias("n"), F.mean("latency_ns").alias("mean_ns"),
+             F.percentile_approx("latency_ns", quantiles, 10000).alias("q"), F.max("latency_ns").alias("max_ns"),
+             overall.alias("overall"))
+        .select("stage", F.when(F.col("overall"), F.lit("all")).otherwise(F.col("region")).alias("region"),
+                "overall", "n", "mean_ns", "q", "max_ns")
     )
 
 

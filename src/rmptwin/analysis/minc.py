@@ -128,35 +128,74 @@ def estimate_loss(tree: LogicalTree, gamma: dict[str, float]) -> dict[str, float
 
 # ----------------------------------------------------------------------------- transforms
 
-ANCESTORS = T.StructType(
-    [T.StructField("src", T.StringType()), T.StructField("stripe", T.LongType()),
-     T.StructField("node", T.StringType()), T.StructField("tnode", T.StringType())]
-)
+# Receivers per mask word: bit 63 is the sign bit, so a word holds 63 receivers.
+MASK_BITS = 63
 
 
-def ancestors_frame(spark: SparkSession, trees: dict[tuple[str, int], LogicalTree]) -> DataFrame:
-    rows = [(src, stripe, r, a) for (src, stripe), t in trees.items() for r in t.receivers for a in t.ancestors(r)]
-    return spark.createDataFrame(rows, ANCESTORS)
+def receiver_bits(receivers: list[str]) -> dict[str, tuple[int, int]]:
+    """Receiver name -> (mask word, bit): the i-th receiver is bit i % 63 of word i // 63."""
+    return {r: divmod(i, MASK_BITS) for i, r in enumerate(receivers)}
 
 
-def complete_packets(fate: DataFrame) -> DataFrame:
-    """Packets every receiver of their (src, stripe) expected: none was crashed when it was sent.
-    MINC reads only these (a crashed leaf would look like a lossy access link)."""
-    per = fate.groupBy("src", "stripe", "src_seq").agg(F.count("*").alias("n"))
-    most = per.groupBy("src", "stripe").agg(F.max("n").alias("most"))
-    return per.join(most, ["src", "stripe"]).filter(F.col("n") == F.col("most")).select("src", "stripe", "src_seq")
+def packet_masks(fate: DataFrame, receivers: list[str]) -> DataFrame:
+    """Per packet: n (receivers that expected it) and which receivers first-received it, as
+    bitmasks first_0, first_1, ... (see receiver_bits). Columns: src stripe src_seq n first_0..
+
+    One aggregation per packet replaces a join of every first reception with its receiver's
+    tree ancestors (about four rows per reception) and a distinct over the result.
+    """
+    bits = receiver_bits(receivers)
+    words = 1 + (len(receivers) - 1) // MASK_BITS if receivers else 1
+    aggs = [F.count("*").alias("n")]
+    for w in range(words):
+        pairs = [x for r, (wr, b) in bits.items() if wr == w for x in (F.lit(r), F.lit(1 << b))]
+        bit = F.create_map(*pairs)[F.col("node")] if pairs else F.lit(None).cast("long")
+        # bit_or ignores nulls: receivers that lost the packet (or are unknown) add no bit.
+        aggs.append(F.coalesce(F.bit_or(F.when(F.col("first"), bit)), F.lit(0)).cast("long").alias(f"first_{w}"))
+    return fate.groupBy("src", "stripe", "src_seq").agg(*aggs)
 
 
-def gamma(fate: DataFrame, ancestors: DataFrame) -> DataFrame:
-    """Per (src, stripe, tree node): packets, reached (some receiver below first-received it), gamma."""
-    packets = fate.groupBy("src", "stripe").agg(F.countDistinct("src_seq").alias("packets"))
-    got = (
-        fate.filter(F.col("first")).select("src", "src_seq", "stripe", "node")
-        .join(F.broadcast(ancestors), ["src", "stripe", "node"])
-        .select("src", "stripe", "src_seq", "tnode").distinct()
-        .groupBy("src", "stripe", "tnode").agg(F.count("*").alias("reached"))
-    )
-    return got.join(packets, ["src", "stripe"]).withColumn("gamma", F.col("reached") / F.col("packets"))
+def complete_packets(masks: DataFrame) -> DataFrame:
+    """The packet_masks rows of packets every receiver of their (src, stripe) expected: none
+    was crashed when it was sent. MINC reads only these (a crashed leaf would look like a
+    lossy access link)."""
+    most = masks.groupBy("src", "stripe").agg(F.max("n").alias("most"))
+    return masks.join(F.broadcast(most), ["src", "stripe"]).filter(F.col("n") == F.col("most")).drop("most")
+
+
+def first_patterns(complete: DataFrame) -> DataFrame:
+    """Packets per (src, stripe) and first-reception pattern (first_0, first_1, ...)."""
+    masks = [c for c in complete.columns if c.startswith("first_")]
+    return complete.groupBy("src", "stripe", *masks).agg(F.count("*").alias("packets"))
+
+
+def gamma(patterns: list[dict], trees: dict[tuple[str, int], LogicalTree],
+          receivers: list[str]) -> tuple[dict[tuple[str, int], dict[str, float]], dict[tuple[str, int], int]]:
+    """From first_patterns rows: gamma per (src, stripe) and tree node (the fraction of its
+    packets some receiver below the node first-received), and the packets per (src, stripe).
+    A tree node no packet reached has no gamma, and a (src, stripe) no packet reached anywhere
+    has no packet count (callers read both as 0)."""
+    bits = receiver_bits(receivers)
+    by_pair: dict[tuple[str, int], list[dict]] = {}
+    for r in patterns:
+        by_pair.setdefault((r["src"], int(r["stripe"])), []).append(r)
+    gam: dict[tuple[str, int], dict[str, float]] = {}
+    npk: dict[tuple[str, int], int] = {}
+    for key, t in trees.items():
+        rows = by_pair.get(key, [])
+        packets = sum(r["packets"] for r in rows)
+        below: dict[str, dict[int, int]] = {}   # tree node -> mask word -> receivers below it
+        for rcv in t.receivers:
+            w, b = bits[rcv]
+            for node in t.ancestors(rcv):
+                below.setdefault(node, {}).setdefault(w, 0)
+                below[node][w] |= 1 << b
+        for node, mask in below.items():
+            reached = sum(r["packets"] for r in rows if any(r[f"first_{w}"] & m for w, m in mask.items()))
+            if reached:
+                gam.setdefault(key, {})[node] = reached / packets
+                npk[key] = packets
+    return gam, npk
 
 
 def hop_drops(drops: DataFrame, sent: DataFrame, windows: DataFrame) -> DataFrame:
@@ -247,23 +286,20 @@ def minc_links(spark: SparkSession, topo: Topology, fate: DataFrame, sent: DataF
                drops: DataFrame | None, counts: DataFrame | None, dn_ms: float) -> list[dict]:
     """One row per logical link of every (source, stripe) tree: MINC estimate, configured
     loss, and ground truth (distinct first copies dropped on the link / copies that reached it)."""
-    pairs = [(r["src"], int(r["stripe"])) for r in fate.select("src", "stripe").distinct().collect()]
+    receivers = sorted(h.name for h in topo.hosts if h.role in ("primary", "secondary"))
+    # Every (src, stripe) of the fates has a complete packet (the one most receivers expected).
+    complete = complete_packets(packet_masks(fate, receivers)).cache()
+    pairs = [(r["src"], int(r["stripe"])) for r in complete.select("src", "stripe").distinct().collect()]
     trees = {k: t for k, t in trees_for(topo, sorted(pairs)).items() if t.receivers}
     if not trees:
+        complete.unpersist()
         return []
-    complete = complete_packets(fate).cache()
-    fate = fate.join(complete, ["src", "stripe", "src_seq"], "left_semi")
-    sent = sent.join(complete, ["src", "stripe", "src_seq"], "left_semi")
-    g_rows = gamma(fate, ancestors_frame(spark, trees)).collect()
-    gam: dict[tuple[str, int], dict[str, float]] = {}
-    npk: dict[tuple[str, int], int] = {}
-    for r in g_rows:
-        gam.setdefault((r["src"], r["stripe"]), {})[r["tnode"]] = r["gamma"]
-        npk[(r["src"], r["stripe"])] = r["packets"]
+    gam, npk = gamma(first_patterns(complete).collect(), trees, receivers)
     dropped: dict[tuple, int] | None = None
     rates: dict[tuple[str, str], float] | None = None
     if drops is not None:
         windows = spark.createDataFrame(hop_windows(topo, trees, dn_ms), WINDOWS)
+        sent = sent.join(complete.select("src", "stripe", "src_seq"), ["src", "stripe", "src_seq"], "left_semi")
         dropped = {(r["src"], r["stripe"], r["from_node"], r["to_node"]): r["dropped"]
                    for r in hop_drops(drops, sent, windows).collect()}
     elif counts is not None:
