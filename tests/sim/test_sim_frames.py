@@ -36,6 +36,8 @@ def test_any_bytes_get_a_name_and_never_raise(data):
     name, src, src_seq, gseq = describe(data)
     assert isinstance(name, str) and name and isinstance(src, str)
     assert isinstance(src_seq, int) and isinstance(gseq, int)
+    # They land in int64 columns (links/drops.parquet): a MoldUDP64 sequence is unsigned.
+    assert -(2**63) <= src_seq < 2**63 and -(2**63) <= gseq < 2**63
 
 
 @settings(max_examples=200, derandomize=True)

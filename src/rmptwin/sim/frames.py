@@ -16,6 +16,7 @@ RMP_MAGIC = 0xA5
 _MOLD = struct.Struct("!10sQH")
 _VENUE = struct.Struct("!BBI")
 _NONE = ("OTHER", "", -1, -1)
+INT64_MAX = 2**63 - 1
 
 _decode = None
 _decode_loaded = False
@@ -93,6 +94,8 @@ def describe(data: bytes) -> tuple[str, str, int, int]:
             return _venue(ftype)
     if len(data) >= _MOLD.size:
         session, seq, count = _MOLD.unpack_from(data)
+        if seq > INT64_MAX:
+            return _NONE   # no position we number; the event and drop tables hold int64
         if len(data) == _MOLD.size and 0 < count < 0xFFFF:
             return ("MOLD_REQ", "", -1, seq)
         return ("MOLD", "", -1, seq)
