@@ -18,6 +18,23 @@ def repo() -> Path:
     return REPO
 
 
+@pytest.fixture(scope="session", autouse=True)
+def daemons_started_by_the_tests_are_stopped():
+    """Tests start Open vSwitch and the Docker engine when they need them (the CLI leaves
+    them running, like system daemons); a test session stops again what it started."""
+    if os.geteuid() != 0:
+        yield
+        return
+    from rmptwin.emulation import env
+
+    had_ovs, had_docker = env.ovs_running(), env.docker_state() == "running"
+    yield
+    if not had_ovs:
+        env.stop_ovs()
+    if not had_docker:
+        env.stop_dockerd()
+
+
 def pytest_collection_modifyitems(config, items):
     if os.geteuid() == 0:
         return

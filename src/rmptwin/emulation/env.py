@@ -179,7 +179,24 @@ def ensure_ovs() -> None:
     raise UserError(f"Open vSwitch did not start: {(r.stderr or r.stdout).strip().splitlines()[-1:]}")
 
 
+def stop_ovs() -> None:
+    """Stop Open vSwitch (what ``ensure_ovs`` started)."""
+    ctl = "/usr/share/openvswitch/scripts/ovs-ctl"
+    if Path(ctl).exists() and ovs_running():
+        _run([ctl, "stop"], timeout=60)
+
+
 DOCKERD_LOG = Path("/var/log/rmptwin-dockerd.log")
+
+
+def stop_dockerd() -> None:
+    """Stop the Docker engine (what ``ensure_dockerd`` started); containerd goes with it."""
+    if docker_state() != "running":
+        return
+    _run(["pkill", "-TERM", "-x", "dockerd"], timeout=10)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and docker_state() == "running":
+        time.sleep(0.5)
 
 
 def ensure_dockerd() -> None:
