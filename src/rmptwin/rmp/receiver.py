@@ -122,10 +122,8 @@ class StreamReceiver:
     def on_ack(self, a: wire.Ack, src: str, now: int, repair: bool) -> None:
         if a.epoch < self.epoch and a.token > self.fence_t:
             return                              # the old ring's token site is gone; not ours
-        if self.lineage and a.epoch < self.epoch:
-            owner = wire.lineage_epoch(self.lineage, a.token)
-            if owner is not None and owner != a.epoch:
-                return                          # issued by a ring that was superseded below it
+        if a.epoch < self.epoch and wire.superseded(self.lineage, a.epoch, a.token):
+            return                              # issued by a ring that was superseded below it
         jf = self.join_fence
         if jf is not None and a.epoch < jf[0] and a.token > jf[1]:
             return     # we told a reformation server what we hold: nothing newer of the old ring
@@ -373,14 +371,9 @@ class StreamReceiver:
         of rings the lineage shows were superseded below them."""
         self.epoch = max(self.epoch, epoch)
         self.join_fence = None
-        bad = None
         if lineage:
             self.lineage = tuple(lineage)
-            for t in sorted(self.acks):
-                owner = wire.lineage_epoch(lineage, t)
-                if owner is not None and owner != self.acks[t].epoch:
-                    bad = t
-                    break
+        bad = next((t for t in sorted(self.acks) if wire.superseded(lineage, self.acks[t].epoch, t)), None)
         # acks above last_t are fine if the new ring itself sent them (they can overtake NEW_RING)
         stale = next((t for t in range(last_t + 1, self.t_r) if self.acks.get(t) is None
                       or self.acks[t].epoch < epoch), None)

@@ -157,11 +157,8 @@ class SourceCore(CoreBase):
         st.epoch = nr.epoch
         st.site = nr.token_site
         st.highest_t = nr.last_t
-        def superseded(e: int, t: int) -> bool:
-            owner = wire.lineage_epoch(nr.lineage, t) if nr.lineage else None
-            return (e < nr.epoch and t > nr.last_t) or (owner is not None and owner != e and e < nr.epoch)
-
-        for seq in [m for m, (e, t) in st.acked_t.items() if superseded(e, t)]:
+        for seq in [m for m, (e, t) in st.acked_t.items()
+                    if e < nr.epoch and (t > nr.last_t or wire.superseded(nr.lineage, e, t))]:
             # that ack died with the old token site: the new ring must acknowledge it again
             # (an ack of the new ring itself may well have come before this NEW_RING)
             del st.acked_t[seq]

@@ -221,6 +221,12 @@ def lineage_epoch(lineage, token: int) -> int | None:
     return found
 
 
+def superseded(lineage, epoch: int, token: int) -> bool:
+    """Whether ack ``token`` of ring ``epoch`` is one ``lineage`` shows another ring replaced."""
+    owner = lineage_epoch(lineage, token)
+    return owner is not None and owner != epoch
+
+
 @dataclass(frozen=True, slots=True)
 class SecToken:
     """Secondary ring token numbered like the primary tokens: the holder has every ack and
