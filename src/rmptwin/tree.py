@@ -106,3 +106,11 @@ def unicast_path(topo: Topology, a: str, b: str) -> list[str]:
     while path[-1] != a:
         path.append(parent[path[-1]])  # type: ignore[arg-type]
     return path[::-1]
+
+
+def worst_delay_ms(topo: Topology, a, b) -> float:
+    """The largest one-way delay from host ``a`` to host ``b``: both access links and every
+    link on the switch path between them, each at its delay plus its jitter."""
+    path = unicast_path(topo, a.switch, b.switch)
+    hops = [a.link, b.link] + [topo.link(u, v) for u, v in zip(path, path[1:])]
+    return sum(p.delay_ms + p.jitter_ms for p in hops)

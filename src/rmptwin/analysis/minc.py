@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..spec import Topology
-from ..tree import multicast_tree, unicast_path
+from ..tree import multicast_tree, worst_delay_ms
 
 
 @dataclass
@@ -247,10 +247,7 @@ def receiver_windows(topo: Topology, dn_ms: float) -> list[tuple]:
         for r in topo.hosts:
             if r.role not in ("primary", "secondary"):
                 continue
-            path = unicast_path(topo, s.switch, r.switch)
-            delay = sum(p.delay_ms + p.jitter_ms for p in (s.link, r.link))
-            delay += sum(topo.link(u, v).delay_ms + topo.link(u, v).jitter_ms for u, v in zip(path, path[1:]))
-            out.append((s.name, r.name, int((delay + 1.0 + dn_ms / 2) * 1e6)))
+            out.append((s.name, r.name, int((worst_delay_ms(topo, s, r) + 1.0 + dn_ms / 2) * 1e6)))
     return out
 
 

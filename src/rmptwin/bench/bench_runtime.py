@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 from ..spec import LoadedExperiment, Topology, load_experiment
-from ..tree import unicast_path
+from ..tree import worst_delay_ms
 
 REPO = Path(__file__).resolve().parents[3]
 QUICK_RATES = (150, 300, 600)
@@ -28,17 +28,8 @@ FULL_RATES = (150, 300, 600, 1200, 2400, 4800)
 
 def longest_path_ms(topo: Topology) -> float:
     """The largest one-way delay between two hosts: access links + switch path (+ jitter)."""
-    worst = 0.0
     hosts = topo.hosts
-    for i, a in enumerate(hosts):
-        for b in hosts[i + 1:]:
-            path = unicast_path(topo, a.switch, b.switch)
-            d = a.link.delay_ms + a.link.jitter_ms + b.link.delay_ms + b.link.jitter_ms
-            for x, y in zip(path, path[1:]):
-                lk = topo.link(x, y)
-                d += lk.delay_ms + lk.jitter_ms
-            worst = max(worst, d)
-    return worst
+    return max((worst_delay_ms(topo, a, b) for i, a in enumerate(hosts) for b in hosts[i + 1:]), default=0.0)
 
 
 def at_rate(loaded: LoadedExperiment, total_rate: float, trade_s: float) -> LoadedExperiment:
