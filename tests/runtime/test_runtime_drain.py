@@ -9,13 +9,12 @@ from pathlib import Path
 import pytest
 
 from rmptwin.events import Event
-from rmptwin.rmp.common import stripes_of
-from rmptwin.rmp.customer import customer_stripes
-from rmptwin.runtime.drain import NodeProgress, quiescent
+from rmptwin.runtime.drain import NodeProgress, owed_stripes, quiescent
 from rmptwin.sim.runner import simulate
 from rmptwin.spec import load_experiment
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
+
 
 @pytest.fixture(scope="module")
 def line3():
@@ -25,7 +24,7 @@ def line3():
 
 
 def _statuses(loaded, rows, until_ns=None, skip=lambda r: False):
-    progress = {h.name: NodeProgress(h.role, h.role == "customer" and h.grade == "guaranteed")
+    progress = {h.name: NodeProgress(h.role == "customer" and h.grade == "guaranteed")
                 for h in loaded.topology.hosts}
     for r in rows:
         if (until_ns is None or r["t_ns"] <= until_ns) and r["node"] in progress and not skip(r):
@@ -35,23 +34,16 @@ def _statuses(loaded, rows, until_ns=None, skip=lambda r: False):
     return {n: json.loads(json.dumps(p.status())) for n, p in progress.items()}
 
 
-def _stripes_of(loaded):
-    """What the runner waits for: every R_T's stripes, every guaranteed customer's."""
-    owes = {h.name: stripes_of(h, loaded) for h in loaded.topology.hosts if h.role in ("primary", "secondary")}
-    return owes | {h.name: customer_stripes(h, loaded) for h in loaded.topology.hosts_with_role("customer")
-                   if h.grade == "guaranteed"}
-
-
 def test_a_finished_run_is_quiescent(line3):
     loaded, rows = line3
-    assert quiescent(_statuses(loaded, rows), _stripes_of(loaded)) == (True, "")
+    assert quiescent(_statuses(loaded, rows), owed_stripes(loaded)) == (True, "")
 
 
 def test_a_run_cut_while_messages_are_in_flight_is_not(line3):
     loaded, rows = line3
     w = loaded.experiment.workload
     mid = round((w.start_s + w.duration_s / 2) * 1e9)
-    done, why = quiescent(_statuses(loaded, rows, until_ns=mid), _stripes_of(loaded))
+    done, why = quiescent(_statuses(loaded, rows, until_ns=mid), owed_stripes(loaded))
     assert not done and why
 
 
@@ -59,12 +51,12 @@ def test_a_guaranteed_customer_missing_one_message_holds_the_run(line3):
     loaded, rows = line3
     who = sorted(h.name for h in loaded.topology.hosts_with_role("customer") if h.grade == "guaranteed")[0]
     first = next(r for r in rows if r["node"] == who and r["kind"] == "cust_recv")
-    done, why = quiescent(_statuses(loaded, rows, skip=lambda r: r is first), _stripes_of(loaded))
+    done, why = quiescent(_statuses(loaded, rows, skip=lambda r: r is first), owed_stripes(loaded))
     assert not done and who in why
 
 
 def test_a_receiver_that_has_not_released_the_last_ack_holds_the_run(line3):
     loaded, rows = line3
     last = max((r for r in rows if r["node"] == "rp2" and r["kind"] == "release"), key=lambda r: r["gseq"])
-    done, why = quiescent(_statuses(loaded, rows, skip=lambda r: r is last), _stripes_of(loaded))
+    done, why = quiescent(_statuses(loaded, rows, skip=lambda r: r is last), owed_stripes(loaded))
     assert not done and "rp2" in why

@@ -19,16 +19,27 @@ Best-effort customers skip gaps by design and are not waited for.
 from __future__ import annotations
 
 from ..events import Event, Kind
+from ..spec import LoadedExperiment
 
 STATUS_EVERY_S = 0.25
 DRAIN_MAX_S = 60.0  # past the duration; a run that needs more has a real problem
 
 
+def owed_stripes(loaded: LoadedExperiment) -> dict[str, list[int]]:
+    """Per R_T and guaranteed customer, the stripes it must complete before the run stops."""
+    from ..rmp.common import stripes_of
+    from ..rmp.customer import customer_stripes
+
+    topo = loaded.topology
+    owes = {h.name: stripes_of(h, loaded) for h in topo.hosts if h.role in ("primary", "secondary")}
+    return owes | {h.name: customer_stripes(h, loaded) for h in topo.hosts_with_role("customer")
+                   if h.grade == "guaranteed"}
+
+
 class NodeProgress:
     """What one node has done so far, from the events it logs."""
 
-    def __init__(self, role: str, guaranteed: bool = False) -> None:
-        self.role = role
+    def __init__(self, guaranteed: bool = False) -> None:
         self.guaranteed = guaranteed
         self.sent = 0
         self.acked = 0
@@ -59,7 +70,7 @@ class NodeProgress:
             self.prefix[k] = top
 
     def status(self) -> dict:
-        out: dict = {"role": self.role}
+        out: dict = {}
         if self.sent:
             out.update(sent=self.sent, acked=self.acked, acked_top=self.acked_top)
         if self.released_top:
@@ -76,7 +87,7 @@ def _stripes(d: dict) -> dict[int, int]:
 def quiescent(statuses: dict[str, dict], owes: dict[str, list[int]]) -> tuple[bool, str]:
     """(done, what is still outstanding) from the live nodes' latest ``status()``.
 
-    ``owes`` names, per R_T and guaranteed customer, the stripes it must complete."""
+    ``owes`` is ``owed_stripes``."""
     top: dict[int, int] = {}
     for name, st in statuses.items():
         if st.get("sent", 0) != st.get("acked", 0):

@@ -94,7 +94,7 @@ class NodeDriver:
         self.t0 = t0_ns
         self.clock = LocalClock(clock)
         self.log = log
-        self.progress = NodeProgress(role, guaranteed)
+        self.progress = NodeProgress(guaranteed)
         self.socks: dict[int, socket.socket] = {}
         self.joined: set[str] = set()
         self._timer: asyncio.TimerHandle | None = None

@@ -36,7 +36,7 @@ from ..errors import UserError
 from ..events import DROP_SCHEMA, LINK_COUNT_SCHEMA, Event, Kind
 from ..spec import LoadedExperiment
 from .config import NodeConfig
-from .drain import DRAIN_MAX_S, quiescent
+from .drain import DRAIN_MAX_S, owed_stripes, quiescent
 from .eventlog import EventWriter, merge_logs
 
 REPO = Path(__file__).resolve().parents[3]
@@ -280,13 +280,7 @@ class Run:
 
     def _drain(self) -> None:
         """Past the duration: wait until the live nodes' progress is quiescent, or the cap."""
-        from ..rmp.common import stripes_of
-        from ..rmp.customer import customer_stripes
-
-        owes = {h.name: stripes_of(h, self.loaded) for h in self.loaded.topology.hosts
-                if h.role in ("primary", "secondary")}
-        owes |= {h.name: customer_stripes(h, self.loaded) for h in self.loaded.topology.hosts_with_role("customer")
-                 if h.grade == "guaranteed"}
+        owes = owed_stripes(self.loaded)
         end_ns = round(self.exp.duration_s * 1e9)
         start = time.monotonic()
         while True:
