@@ -156,6 +156,11 @@ class SequenceTracker:
         return None
 
 
+def in_turn(servers: list[str], attempt: int) -> str:
+    """The server for the ``attempt``-th request (1-based) when requests go round ``servers``."""
+    return servers[(attempt - 1) % len(servers)]
+
+
 class GapRepairer:
     """What customers and retransmit servers share: per-stripe ``tracks``, queued datagrams
     and events, and acting on the gaps whose deadline has passed (skip or re-request)."""
@@ -337,11 +342,10 @@ class CustomerCore(GapRepairer):
         """The server for the ``attempt``-th request (1-based) of a gap."""
         servers = self.servers[stripe]
         if not self.has_rx:
-            return servers[(attempt - 1) % len(servers)]
+            return in_turn(servers, attempt)
         if attempt <= RX_TRIES or len(servers) == 1:
             return servers[0]
-        order = servers[1:] + servers[:1]
-        return order[(attempt - RX_TRIES - 1) % len(order)]
+        return in_turn(servers[1:] + servers[:1], attempt - RX_TRIES)
 
     def _gaps(self, stripe: int, gaps: list[tuple[int, int]], jumped: list[tuple[int, int]]) -> None:
         for first, count in gaps:

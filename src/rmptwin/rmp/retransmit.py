@@ -9,12 +9,13 @@ each retry, so a crashed R_T does not stall repairs).
 
 from __future__ import annotations
 
+import functools
 import random
 
 from ..core import Unicast
 from ..events import Event, Kind
 from ..spec import LoadedExperiment
-from .customer import MAX_REQUEST, GapRepairer, remulticasters
+from .customer import MAX_REQUEST, GapRepairer, in_turn, remulticasters
 from .moldudp64 import MoldDecodeError, decode_packet, decode_request, is_request
 from .remulticast import DEFAULT_HISTORY, DEFAULT_MAX_PACKET, MessageHistory, session_stripe
 
@@ -98,6 +99,6 @@ class RetransmitCore(GapRepairer):
             upstream = self.upstream[stripe]
             self.given_up += self._repair(
                 stripe, track, due, now, max_tries=self.k_r, servers=upstream,
-                server_for=lambda attempt, upstream=upstream: upstream[(attempt - 1) % len(upstream)],
+                server_for=functools.partial(in_turn, upstream),
                 reason="retries_exhausted")
             track.deliverable()
