@@ -1,10 +1,11 @@
-# rmptwin: `make run` and `make test` each set up a fresh Debian 12 machine (as root) first.
+# rmptwin: `make run` and `make test` each set up a fresh Debian 12 machine first (as root);
+# as any other user they check that it is set up and say what to run as root if it is not.
 SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
 EXPERIMENT ?= experiments/quickstart.yaml
 
-.PHONY: provision run test bench clean
+.PHONY: provision run test bench clean vm-run vm-results
 
 provision:
 	@bash scripts/provision.sh
@@ -21,3 +22,14 @@ bench: provision
 clean:
 	@$(VENV)/bin/rmptwin net down 2>/dev/null || true
 	rm -rf $(VENV) .pytest_cache .hypothesis
+
+# On a Vagrant host (see README, "Running in Vagrant"): the emulated run in the VM, then its
+# results copied back here. The VM's /vagrant is a one-way rsync copy of this tree.
+vm-run:
+	vagrant up
+	vagrant ssh -c 'cd /vagrant && sudo make run EXPERIMENT=$(EXPERIMENT)'
+	@$(MAKE) --no-print-directory vm-results
+
+vm-results:
+	@set -o pipefail; vagrant ssh --no-tty -c 'sudo tar -C /vagrant -c results' | tar -x
+	@echo "results/ copied from the VM: every report path the VM printed opens here"

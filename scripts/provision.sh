@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
-# Idempotent set-up of a Debian 12 machine (or the Vagrant VM) for rmptwin.
-# Installs only what is missing; safe to run before every `make run` / `make test`.
+# Idempotent set-up of a Debian 12 machine (or the Vagrant VM) for rmptwin; `make run`,
+# `make test` and `make bench` call it first.
+#
+# As root it installs only what is missing: Debian packages, the venv, the locked Python
+# packages. It never stops, disables or removes anything the machine already had.
+# As any other user it only checks. On a provisioned machine it says so and succeeds; on
+# one that is not, it says in one line what to run as root and fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 VENV=${VENV:-.venv}
+LOCK=requirements.lock
 STAMP="$VENV/.provisioned"
+LOCKCHECK=src/rmptwin/lockcheck.py
 
 APT_PACKAGES=(
   mininet openvswitch-switch            # emulated network (Mininet 2.3 for /usr/bin/python3)
@@ -19,42 +26,128 @@ APT_PACKAGES=(
   make git sqlite3
 )
 
+# A command already on PATH stands in for the package, so a machine with Docker's own
+# docker-ce or an upstream etcd is left alone (apt would otherwise replace them).
+declare -A PROVIDES=([docker.io]=dockerd [etcd-server]=etcd [etcd-client]=etcdctl)
+
+# The project starts these daemons itself, with its own options, only while it needs them
+# (src/rmptwin/emulation/env.py, src/rmptwin/venue/etcd_cluster.py). When THIS run is what
+# installs their package, the package must neither start them nor leave them enabled.
+declare -A QUIET_UNITS=(
+  [docker.io]="docker.service docker.socket"
+  [containerd]="containerd.service"
+  [etcd-server]="etcd.service"
+)
+
 say() { printf '[provision] %s\n' "$*"; }
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 
-if [ "$(id -u)" != 0 ]; then
-  echo "rmptwin: provisioning needs root (apt-get, Open vSwitch, dockerd); run as root or with sudo" >&2
-  exit 1
-fi
+missing_packages() {
+  local p
+  for p in "${APT_PACKAGES[@]}"; do
+    installed "$p" && continue
+    [ -n "${PROVIDES[$p]:-}" ] && command -v "${PROVIDES[$p]}" >/dev/null && continue
+    echo "$p"
+  done
+}
 
-missing=()
-for p in "${APT_PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
+# Why the venv is not ready (empty when it is): missing, older than the project's
+# dependency files, or not what requirements.lock pins.
+venv_problem() {
+  if [ ! -x "$VENV/bin/python" ]; then echo "$VENV does not exist"; return; fi
+  if [ ! -f "$STAMP" ]; then echo "$VENV was never fully provisioned"; return; fi
+  if [ pyproject.toml -nt "$STAMP" ] || [ "$LOCK" -nt "$STAMP" ]; then
+    echo "pyproject.toml or $LOCK changed since $VENV was provisioned"; return
+  fi
+  "$VENV/bin/python" "$LOCKCHECK" "$LOCK" --quiet 2>&1 >/dev/null | sed 's/^rmptwin: //' || true
+}
+
+check_only() {
+  local missing problem
+  missing=$(missing_packages | tr '\n' ' ')
+  problem=$(venv_problem)
+  if [ -z "$missing" ] && [ -z "$problem" ]; then
+    say "ready (checked only: installing needs root)"
+    return 0
+  fi
+  local why=${problem:-missing Debian packages: ${missing% }}
+  echo "rmptwin: not set up yet ($why); run \`sudo make provision\` once, then run this again" >&2
+  return 1
+}
+
+# Keep apt from starting the QUIET_UNITS daemons while it installs them. An existing
+# policy-rc.d is the administrator's policy and is left as it is.
+POLICY=/usr/sbin/policy-rc.d
+hold_quiet_daemons() {
+  [ -e "$POLICY" ] && return 0
+  cat > "$POLICY" <<'EOF'
+#!/bin/sh
+# Written by rmptwin's scripts/provision.sh for one apt-get run, then removed.
+case "${1%.service}" in docker|docker.socket|containerd|etcd) exit 101 ;; esac
+exit 0
+EOF
+  chmod 755 "$POLICY"
+  trap 'rm -f "$POLICY"' EXIT
+}
+
+install_packages() {
+  local missing=("$@") new_quiet=() p
+  for p in "${!QUIET_UNITS[@]}"; do installed "$p" || new_quiet+=("$p"); done
   say "installing Debian packages: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
+  hold_quiet_daemons
   apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+  # --no-remove: never take away a package the machine has to make room for one of ours.
+  apt-get install -y -qq --no-install-recommends --no-remove "${missing[@]}" >/dev/null
+  command -v systemctl >/dev/null || return 0
+  local unit
+  for p in "${new_quiet[@]}"; do
+    installed "$p" || continue
+    for unit in ${QUIET_UNITS[$p]}; do
+      systemctl is-enabled --quiet "$unit" 2>/dev/null || continue
+      if systemctl disable --quiet "$unit" 2>/dev/null; then
+        say "disabled $unit, which installing $p just enabled (rmptwin starts the daemon when it needs it)"
+      fi
+    done
+  done
+}
 
-# The distribution's services must not grab the machine: the project starts OVS,
-# dockerd and etcd itself, with its own options, when a run or a test needs them.
-for svc in etcd docker containerd; do
-  if command -v systemctl >/dev/null && systemctl is-enabled "$svc" >/dev/null 2>&1; then
-    systemctl disable --now "$svc" >/dev/null 2>&1 || true
+install_python() {
+  if [ ! -x "$VENV/bin/python" ]; then
+    say "creating $VENV from /usr/bin/python3 (system site packages, for Mininet)"
+    /usr/bin/python3 -m venv --system-site-packages "$VENV"
   fi
-done
-
-if [ ! -x "$VENV/bin/python" ]; then
-  say "creating $VENV from /usr/bin/python3 (system site packages, for Mininet)"
-  /usr/bin/python3 -m venv --system-site-packages "$VENV"
-fi
-
-if [ ! -f "$STAMP" ] || [ pyproject.toml -nt "$STAMP" ] || [ requirements.lock -nt "$STAMP" ]; then
-  say "installing Python dependencies"
-  "$VENV/bin/pip" install -q --upgrade pip
-  "$VENV/bin/pip" install -q -c requirements.lock -e '.[dev]'
+  say "installing the Python packages pinned in $LOCK into $VENV"
+  # --force-reinstall puts every locked package in the venv itself, even where Debian's site
+  # packages have the same version, so the venv never imports an unpinned copy.
+  "$VENV/bin/python" -m pip install -q --require-hashes --no-deps --force-reinstall -r "$LOCK"
+  "$VENV/bin/python" -m pip install -q --no-deps -e .
+  "$VENV/bin/python" "$LOCKCHECK" "$LOCK" --pip-check
   touch "$STAMP"
+}
+
+# Files made here as root in a tree that belongs to someone else (`sudo make provision` in a
+# user's clone, the Vagrant VM's /vagrant) are handed to the tree's owner.
+give_back_to_owner() {
+  local owner
+  owner=$(stat -c %u:%g .)
+  [ "${owner%%:*}" = 0 ] && return 0
+  chown -R "$owner" "$VENV" src/*.egg-info 2>/dev/null || true
+}
+
+if [ "$(id -u)" != 0 ]; then
+  check_only
+  exit
+fi
+mapfile -t missing < <(missing_packages)
+if [ ${#missing[@]} -gt 0 ]; then
+  install_packages "${missing[@]}"
+fi
+problem=$(venv_problem)
+if [ -n "$problem" ]; then
+  if [ -x "$VENV/bin/python" ]; then say "$problem"; fi
+  install_python
+  give_back_to_owner
 fi
 say "ready"
