@@ -7,7 +7,8 @@ import os
 
 import pytest
 
-from emukit import IGMP, METER_PPS, NET4  # tests/emulation is on sys.path (rootdir conftest)
+# tests/emulation is on sys.path (rootdir conftest)
+from emukit import DOCKER_CPUS, DOCKER_MEMORY_MB, IGMP, METER_PPS, NET4
 
 
 @pytest.fixture(scope="session")
@@ -29,8 +30,9 @@ def net(request, tmp_path_factory):
     if request.param == "docker":
         request.getfixturevalue("node_image")
     state = tmp_path_factory.mktemp(f"net-{request.param}")
+    limits = {"cpus": DOCKER_CPUS, "memory_mb": DOCKER_MEMORY_MB} if request.param == "docker" else {}
     n = EmulatedNetwork(NET4, nodes=request.param, impair="auto", seed=7, state_dir=state,
-                        igmp_version=IGMP, meter_pps=METER_PPS)
+                        igmp_version=IGMP, meter_pps=METER_PPS, **limits)
     try:
         n.start()
         yield n

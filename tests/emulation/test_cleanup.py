@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from emukit import NET4  # tests/emulation is on sys.path (rootdir conftest)
+from emukit import NET4, describe_leftovers, project_leftovers  # tests/emulation is on sys.path (rootdir conftest)
 
 pytestmark = [pytest.mark.root, pytest.mark.emulation]
 RMPTWIN = [sys.executable, "-m", "rmptwin.cli"]
@@ -78,13 +78,12 @@ def test_ctrl_c_leaves_nothing(tmp_path):
 
 @pytest.mark.docker
 def test_net_down_cleans_up_after_a_killed_network(tmp_path, node_image):
-    from rmptwin.emulation.cleanup import BRIDGE_RE
-
-    # `net down` removes every emulated network on the machine; never someone else's.
-    others = [b for b in subprocess.run(["ovs-vsctl", "list-br"], capture_output=True, text=True).stdout.split()
-              if BRIDGE_RE.match(b)]
-    if others:
-        pytest.skip(f"another emulated network is up ({others[0]}...); `net down` would remove it")
+    # `net down` removes every emulated network on the machine, so it must start from a
+    # clean one: anything left is a failure (of an earlier test or run), never a skip.
+    left = project_leftovers()
+    assert not any(left.values()), (
+        f"an emulated network is up or was left behind: {describe_leftovers(left)}; "
+        "remove it with `.venv/bin/rmptwin net down` (as root) and run the tests again")
     state = tmp_path / "state"
     p, tag = _up(state, "docker")
     assert _leftovers(state, tag)["containers"]

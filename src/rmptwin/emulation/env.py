@@ -1,20 +1,27 @@
 """What this machine offers the emulation, detected at start and printed by `rmptwin env`.
 
 Detection is by trying the real thing in a throwaway network namespace (netem) or asking
-the kernel (openvswitch module), never by guessing from the distribution: the sandbox
-kernel lacks both, an ordinary Debian VM has both.
+the kernel (openvswitch module, cgroup mounts), never by guessing from the distribution:
+the sandbox kernel lacks netem and the openvswitch module and mounts cgroup v1, an
+ordinary Debian 12 VM has both modules and cgroup v2. Each decision is a pure function of
+what was read (``netem_from``, ``cgroup_version``), so both kinds of machine are
+unit-tested anywhere; the readers next to them only gather the text.
 """
 
 from __future__ import annotations
 
 import os
+import platform
+import re
 import shutil
+import signal
 import subprocess
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..errors import UserError
+from .cgroups import parse_mountinfo
 
 IMPAIR_BACKENDS = ("netem", "relay")
 
@@ -34,15 +41,76 @@ def require_root(what: str = "the emulated network") -> None:
         raise UserError(f"{what} needs root (Open vSwitch, Mininet, network namespaces); run it as root or with sudo")
 
 
-def has_netem() -> bool:
-    """True when a netem qdisc can be attached (tried on lo of a new network namespace)."""
+@dataclass(frozen=True)
+class TcProbe:
+    """What `tc qdisc add dev lo root netem` answered in a throwaway network namespace."""
+
+    returncode: int
+    output: str
+
+
+@dataclass(frozen=True)
+class Detected:
+    available: bool
+    how: str        # one line: the evidence, for `rmptwin env` and the manifest
+
+
+def netem_from(probe: TcProbe | None, proc_modules: str = "", kernel_modules: str = "") -> Detected:
+    """Whether links can be impaired with netem, from what the machine said.
+
+    ``probe``: the tc attempt (None when it could not be made: not root, no tc/unshare);
+    it decides when present, since tc loads the module itself and attaching is what the
+    netem backend does. Otherwise ``proc_modules`` (/proc/modules) or ``kernel_modules``
+    (the running kernel's modules.builtin and modules.dep) say whether sch_netem exists.
+    """
+    if probe is not None:
+        if probe.returncode == 0:
+            return Detected(True, "tc attached a netem qdisc in a scratch namespace")
+        said = next((ln.strip() for ln in probe.output.splitlines() if ln.strip()), f"exit {probe.returncode}")
+        return Detected(False, f"tc could not attach a netem qdisc: {said}")
+    if any(ln.split()[:1] == ["sch_netem"] for ln in proc_modules.splitlines()):
+        return Detected(True, "sch_netem is loaded (/proc/modules); not tried without root")
+    if re.search(r"(^|/)sch_netem\.ko", kernel_modules, re.MULTILINE):
+        return Detected(True, "sch_netem is in the kernel's module lists; not tried without root")
+    return Detected(False, "no sch_netem in /proc/modules or the kernel's module lists; not tried without root")
+
+
+def _read(path: str | Path) -> str:
+    try:
+        return Path(path).read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+def _tc_netem_probe() -> TcProbe | None:
     if not shutil.which("tc") or not shutil.which("unshare") or os.geteuid() != 0:
-        return False
+        return None
     try:
         r = _run(["unshare", "-n", "sh", "-c", "ip link set lo up && tc qdisc add dev lo root netem delay 1ms"])
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return r.returncode == 0
+    except (OSError, subprocess.SubprocessError) as e:
+        return TcProbe(-1, f"the probe did not run: {e}")
+    return TcProbe(r.returncode, (r.stderr or "") + (r.stdout or ""))
+
+
+def detect_netem() -> Detected:
+    modules = Path("/lib/modules") / platform.release()
+    return netem_from(_tc_netem_probe(), _read("/proc/modules"),
+                      _read(modules / "modules.builtin") + _read(modules / "modules.dep"))
+
+
+def has_netem() -> bool:
+    """True when a netem qdisc can be attached (tried on lo of a new network namespace)."""
+    return detect_netem().available
+
+
+def cgroup_version(mountinfo: str) -> str:
+    """'v2' (unified hierarchy), 'v1' (a hierarchy per controller, also the hybrid layout)
+    or 'none', from the text of /proc/self/mountinfo."""
+    return parse_mountinfo(mountinfo).version
+
+
+def detect_cgroup_version() -> str:
+    return cgroup_version(_read("/proc/self/mountinfo"))
 
 
 def has_ovs_kernel_module() -> bool:
@@ -87,6 +155,8 @@ class MachineEnv:
     mininet: bool
     docker: str
     java: str | None
+    netem_how: str = ""     # the evidence behind ``netem``
+    cgroup: str = ""        # 'v1', 'v2' or 'none' (container limits live there)
 
     @property
     def datapath(self) -> str:
@@ -110,9 +180,12 @@ def detect() -> MachineEnv:
         mininet_ok = True
     except ImportError:
         mininet_ok = False
+    netem = detect_netem()
     return MachineEnv(
         root=is_root(),
-        netem=has_netem(),
+        netem=netem.available,
+        netem_how=netem.how,
+        cgroup=detect_cgroup_version(),
         ovs_installed=bool(shutil.which("ovs-vsctl")),
         ovs_kernel_datapath=has_ovs_kernel_module(),
         mininet=mininet_ok,
@@ -127,8 +200,11 @@ def choose_impair(requested: str, env: MachineEnv | None = None) -> str:
         return (env or detect()).impair_backend
     if requested not in IMPAIR_BACKENDS:
         raise UserError(f"unknown impairment backend {requested!r}; choose auto, {', '.join(IMPAIR_BACKENDS)}")
-    if requested == "netem" and not (env.netem if env else has_netem()):
-        raise UserError("netem was requested but this kernel has no sch_netem; use --impair relay (or auto)")
+    if requested == "netem":
+        netem = Detected(env.netem, env.netem_how) if env else detect_netem()
+        if not netem.available:
+            why = f" ({netem.how})" if netem.how else ""
+            raise UserError(f"netem was requested but this kernel has no sch_netem{why}; use --impair relay (or auto)")
     return requested
 
 
@@ -193,7 +269,13 @@ def stop_dockerd() -> None:
     """Stop the Docker engine (what ``ensure_dockerd`` started); containerd goes with it."""
     if docker_state() != "running":
         return
-    _run(["pkill", "-TERM", "-x", "dockerd"], timeout=10)
+    # By the engine's own pid file, never by name: only the engine the socket answers for.
+    try:
+        pid = int(Path("/var/run/docker.pid").read_text().strip())
+        if Path(f"/proc/{pid}/comm").read_text().strip() == "dockerd":
+            os.kill(pid, signal.SIGTERM)
+    except (OSError, ValueError):
+        return
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and docker_state() == "running":
         time.sleep(0.5)

@@ -23,6 +23,13 @@ class ProbeResult:
     last_ns: int | None
     left_ns: int | None
     arrivals_ns: list[int]
+    start_seq: int = 0      # the sender numbered its datagrams start_seq .. start_seq + sent - 1
+
+    @property
+    def missing(self) -> set[int]:
+        """Sequence numbers sent and never received: what the path lost, packet by packet,
+        whatever the impairment backend (netem keeps no drop log)."""
+        return set(range(self.start_seq, self.start_seq + self.sent)) - set(self.seqs)
 
     @property
     def loss(self) -> float:
@@ -104,7 +111,8 @@ def run_probe(sender, receivers: list, dst: str, *, count: int, rate: float, siz
             lines = [ln for ln in out.strip().splitlines() if ln.startswith("{")]
             d = json.loads(lines[-1])
             results[name] = ProbeResult(name, sent, d["received"], d["seqs"], [x / 1e6 for x in d["delays_ns"]],
-                                        d["bytes"], d["first_ns"], d["last_ns"], d["left_ns"], d["arrivals_ns"])
+                                        d["bytes"], d["first_ns"], d["last_ns"], d["left_ns"], d["arrivals_ns"],
+                                        start_seq)
         return results
     finally:
         for p in procs.values():
