@@ -1,6 +1,6 @@
 """The run directory: results/<experiment>/<run-id>/, the same for every backend.
 
-    manifest.json   resolved spec, seed, backend, versions, git commit
+    manifest.json   resolved spec, seed, backend, environment (rmptwin.provenance), git commit
     events/*.parquet   one row per protocol event (events.EVENT_SCHEMA)
     links/drops.parquet, links/counts.parquet   ground-truth drops and packet counts
     summary.json    headline figures (rmptwin.summary)
@@ -11,28 +11,19 @@
 from __future__ import annotations
 
 import json
-import platform
-import subprocess
 import time
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import __version__
 from .errors import UserError
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def git_commit() -> str:
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5
-        )
-        return out.stdout.strip() or "unknown"
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
+    from .provenance import git_commit as commit
+
+    return commit() or "unknown"
 
 
 def new_run_dir(experiment: str, out: str | Path | None = None, base: str | Path = "results") -> Path:
@@ -45,22 +36,35 @@ def new_run_dir(experiment: str, out: str | Path | None = None, base: str | Path
     return path
 
 
-def write_manifest(run: Path, manifest: dict, backend: str, seed: int) -> None:
-    import pydantic
-    import pyarrow
+def write_manifest(run: Path, manifest: dict, backend: str, seed: int, emulation: dict | None = None) -> None:
+    """``manifest`` (the resolved spec, ``LoadedExperiment.to_manifest()``, plus backend extras)
+    with the seed, the timers the protocol derives from it, and where the run ran
+    (``rmptwin.provenance``; ``emulation`` is ``provenance.emulation_facts`` for an emulated run)."""
+    from . import provenance
 
     full = {
         **manifest,
         "backend": backend,
         "seed": seed,
         "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "git_commit": git_commit(),
-        "versions": {
-            "rmptwin": __version__, "python": platform.python_version(),
-            "pyarrow": pyarrow.__version__, "pydantic": pydantic.__version__,
-        },
+        **provenance.collect(emulation),
     }
+    derived = _derived_timers(manifest.get("experiment"))
+    if derived:
+        full["protocol_derived"] = derived
     (run / "manifest.json").write_text(json.dumps(full, indent=2, sort_keys=True) + "\n")
+
+
+def _derived_timers(experiment: dict | None) -> dict | None:
+    """tau_t, tau_r, Delta_A and the null-token interval as this code computed them where the
+    experiment left them to the seed's formulas, so a reader of the manifest sees the numbers."""
+    from .spec import Protocol
+
+    try:
+        p = Protocol.model_validate((experiment or {}).get("protocol") or {})
+    except ValueError:
+        return None
+    return {"tau_t_ms": p.tau_t, "tau_r_ms": p.tau_r, "delta_a_ms": p.delta_a, "null_token_ms": p.null_token}
 
 
 def write_table(run: Path, rel: str, table: pa.Table) -> Path:
@@ -82,7 +86,19 @@ def write_summary(run: Path, summary: dict) -> None:
 
 
 def read_manifest(run: Path) -> dict:
+    """The run's manifest.json as a dict, or one UserError line saying what is wrong."""
+    if not run.exists():
+        raise UserError(f"{run}: no such run directory")
+    if not run.is_dir():
+        raise UserError(f"{run}: not a directory (expected a run directory with manifest.json)")
     try:
-        return json.loads((run / "manifest.json").read_text())
+        data = json.loads((run / "manifest.json").read_text())
     except FileNotFoundError:
         raise UserError(f"{run}: no manifest.json (is this a run directory?)") from None
+    except OSError as e:
+        raise UserError(f"{run}/manifest.json: cannot read ({e.strerror})") from None
+    except ValueError as e:  # JSONDecodeError, or bytes that are not UTF-8
+        raise UserError(f"{run}/manifest.json: not valid JSON ({str(e).splitlines()[0]})") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{run}/manifest.json: expected a JSON object at the top level")
+    return data

@@ -506,5 +506,46 @@ def _cross_check(path: Path, exp: Experiment, topo: Topology) -> None:
                 )
 
 
-def json_schemas() -> dict:
-    return {"topology": Topology.model_json_schema(), "experiment": Experiment.model_json_schema()}
+def json_schemas() -> dict[str, dict]:
+    """One standalone JSON Schema (draft 2020-12) per YAML kind, for editors.
+
+    ``schemas/<kind>.schema.json`` are these, as ``rmptwin schema <kind>`` prints them. Two
+    fixes make a schema accept what the loader accepts: a bare number is a loss
+    (``_coerce_loss`` makes it Bernoulli before validation, where pydantic's schema cannot
+    see it), and a tagged union's tag is required even where it has a default (pydantic
+    needs the tag to pick the variant).
+    """
+    bare_loss = {"type": "number", "minimum": 0, "maximum": 1, "description": "Bernoulli loss probability"}
+
+    def tagged_unions(node):
+        if isinstance(node, dict) and "discriminator" in node:
+            yield node["discriminator"]
+        for child in node.values() if isinstance(node, dict) else node if isinstance(node, list) else ():
+            yield from tagged_unions(child)
+
+    schemas = {}
+    for kind, model, where in (("topology", Topology, "topologies"), ("experiment", Experiment, "experiments")):
+        body = model.model_json_schema()
+        defs = body.get("$defs", {})
+        for union in list(tagged_unions(body)):
+            for ref in union["mapping"].values():
+                variant = defs[ref.removeprefix("#/$defs/")]
+                required = variant.get("required", [])
+                if union["propertyName"] not in required:
+                    variant["required"] = [union["propertyName"], *required]
+        for definition in defs.values():
+            loss = definition.get("properties", {}).get("loss")
+            if loss is not None:
+                keep = {k: loss.pop(k) for k in ("title", "default", "description") if k in loss}
+                definition["properties"]["loss"] = {"anyOf": [bare_loss, *loss.pop("anyOf", [loss])], **keep}
+        body.pop("title", None)
+        schemas[kind] = {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": f"urn:rmptwin:schema:{kind}",
+            "title": f"rmptwin {kind}",
+            "description": f"An rmptwin {kind} file ({where}/*.yaml).",
+            "$comment": f"Generated from rmptwin.spec.{model.__name__}: regenerate with "
+                        f"`rmptwin schema {kind} > schemas/{kind}.schema.json`.",
+            **body,
+        }
+    return schemas

@@ -11,7 +11,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass
 
-from .spec import Topology
+from .spec import LinkParams, Topology
 
 
 def adjacency(topo: Topology, allowed: set[str] | None = None) -> dict[str, dict[str, float]]:
@@ -108,9 +108,23 @@ def unicast_path(topo: Topology, a: str, b: str) -> list[str]:
     return path[::-1]
 
 
+def switch_path_links(topo: Topology, a: str, b: str) -> list[LinkParams]:
+    """Each link on the shortest path from switch ``a`` to switch ``b``."""
+    path = unicast_path(topo, a, b)
+    return [topo.link(u, v) for u, v in zip(path, path[1:])]
+
+
+def path_links(topo: Topology, a, b) -> list[LinkParams]:
+    """Every link a packet from host ``a`` to host ``b`` crosses: both access links and the
+    switch path between them."""
+    return [a.link, b.link, *switch_path_links(topo, a.switch, b.switch)]
+
+
+def links_delay_ms(links: list[LinkParams]) -> float:
+    """The largest one-way delay over ``links``: each at its delay plus its jitter."""
+    return sum(p.delay_ms + p.jitter_ms for p in links)
+
+
 def worst_delay_ms(topo: Topology, a, b) -> float:
-    """The largest one-way delay from host ``a`` to host ``b``: both access links and every
-    link on the switch path between them, each at its delay plus its jitter."""
-    path = unicast_path(topo, a.switch, b.switch)
-    hops = [a.link, b.link] + [topo.link(u, v) for u, v in zip(path, path[1:])]
-    return sum(p.delay_ms + p.jitter_ms for p in hops)
+    """The largest one-way delay from host ``a`` to host ``b`` over ``path_links``."""
+    return links_delay_ms(path_links(topo, a, b))

@@ -19,15 +19,19 @@ def register(app: typer.Typer) -> None:
         impair: str = typer.Option("auto", help="link impairment backend: auto, netem or relay"),
         capture: str = typer.Option("customers", help="hosts to capture into pcaps/: customers (customers and "
                                                       "retransmit servers), all, none, or names a,b,c"),
+        strict: bool = typer.Option(False, "--strict", help="warnings (parameters outside the seed's bounds) "
+                                                         "are errors: exit 2 before the network comes up"),
     ) -> None:
         """Run an experiment on the emulated network: every role its own process in its own host."""
         from rich.console import Console
 
+        from ..bound_warnings import print_bound_warnings
         from ..spec import load_experiment
         from .runner import default_capture, run_experiment
 
         console = Console()
         loaded = load_experiment(experiment)
+        print_bound_warnings(loaded, experiment, strict=strict)
         if capture == "customers":
             hosts = default_capture(loaded)
         elif capture == "all":

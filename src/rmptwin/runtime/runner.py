@@ -351,6 +351,7 @@ def run_experiment(loaded: LoadedExperiment, seed: int | None = None, out: Path 
                    nodes: str = "docker", impair: str = "auto", capture: list[str] | None = None,
                    progress: Callable[[float, str], None] | None = None) -> tuple[Path, dict]:
     """Run ``loaded`` on the emulated network; returns (run directory, summary)."""
+    from ..provenance import emulation_facts
     from ..results import new_run_dir, write_manifest, write_summary, write_table
     from ..summary import summarize
 
@@ -370,10 +371,12 @@ def run_experiment(loaded: LoadedExperiment, seed: int | None = None, out: Path 
     write_table(run_dir, "events/events.parquet", events)
     write_table(run_dir, "links/drops.parquet", drops if drops is not None else DROP_SCHEMA.empty_table())
     write_table(run_dir, "links/counts.parquet", counts)
+    # `rmptwin rerun` passes nodes, the impairment actually used and capture back to this function.
     manifest = {**loaded.to_manifest(), "nodes": nodes, "impair": getattr(r.net, "impair", impair),
+                "impair_requested": impair, "capture": list(r.capture),
                 "faults_applied": r.faults_applied, "t0_unix_ns": r.t0,
                 "pcaps": sorted(p.name for p in (run_dir / "pcaps").glob("*.pcap"))}
-    write_manifest(run_dir, manifest, backend="emulation", seed=seed)
+    write_manifest(run_dir, manifest, backend="emulation", seed=seed, emulation=emulation_facts(nodes, r.net))
     summary = summarize(events, loaded)
     summary["runtime"] = {"wall_s": round(time.monotonic() - wall, 1), "nodes": nodes,
                           "drain_s": round(r.drain_s, 2), "outstanding": r.outstanding or None,

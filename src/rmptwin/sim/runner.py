@@ -272,12 +272,18 @@ def simulate(loaded: LoadedExperiment, seed: int | None = None, progress: Callab
 
 def run_experiment_cli(path: Path, seed: int | None, out: Path | None, console) -> Path:
     """`rmptwin sim`: load, simulate with a progress bar, write the run directory, print a summary."""
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from ..results import new_run_dir, write_manifest, write_summary, write_table
     from ..spec import load_experiment
 
     loaded = load_experiment(path)
+    return simulate_into_run_dir(loaded, seed, out, console)
+
+
+def simulate_into_run_dir(loaded: LoadedExperiment, seed: int | None, out: Path | None, console) -> Path:
+    """Simulate with a progress bar, write the run directory, print a summary (`rmptwin sim`, `rmptwin rerun`)."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from ..results import new_run_dir, write_manifest, write_summary, write_table
+
     seed = loaded.experiment.seed if seed is None else seed
     run = new_run_dir(loaded.experiment.name, out)
     try:

@@ -1,0 +1,176 @@
+"""`rmptwin rerun RUN_DIR` repeats a run from its manifest alone: same spec, seed and backend."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from rmptwin import spec
+from rmptwin.cli import app
+from rmptwin.errors import UserError
+from rmptwin.rerun import replay_from_manifest
+
+REPO = Path(__file__).resolve().parents[2]
+QUICKSTART = REPO / "experiments" / "quickstart.yaml"
+
+
+def _sim(out: Path) -> Path:
+    res = CliRunner().invoke(app, ["sim", str(QUICKSTART), "--out", str(out)], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    return out
+
+
+def _moved_run_without_yaml(run: Path, where: Path) -> Path:
+    """The run directory copied elsewhere, its manifest pointing at an experiment file that does not exist."""
+    copy = shutil.copytree(run, where)
+    manifest = json.loads((copy / "manifest.json").read_text())
+    manifest["experiment_file"] = str(where.parent / "gone" / "quickstart.yaml")
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    return copy
+
+
+def _refuse_yaml(monkeypatch) -> None:
+    """From here on, reading any topology or experiment YAML fails the test."""
+    def refuse(path):
+        raise AssertionError(f"rerun read a YAML file: {path}")
+
+    monkeypatch.setattr(spec, "_read_yaml", refuse)
+
+
+def test_rerun_of_a_simulated_quickstart_from_its_manifest_alone_is_identical(tmp_path, monkeypatch):
+    original = _sim(tmp_path / "original")
+    moved = _moved_run_without_yaml(original, tmp_path / "moved" / "run")
+    again = tmp_path / "again"
+    _refuse_yaml(monkeypatch)
+    monkeypatch.chdir(tmp_path / "moved")  # no experiments/ or topologies/ relative to the cwd either
+    res = CliRunner().invoke(app, ["rerun", str(moved), "--out", str(again)], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+
+    # summary.json has no wall-clock field in a simulated run, so the files are byte-identical.
+    assert (again / "summary.json").read_bytes() == (original / "summary.json").read_bytes()
+    assert json.loads((again / "summary.json").read_text())["messages_sent"] > 0
+    for table in ("events/events.parquet", "links/drops.parquet", "links/counts.parquet"):
+        assert pq.read_table(again / table).equals(pq.read_table(original / table)), table
+    out = " ".join(res.output.split())
+    assert "summary: identical to the original run's" in out
+    # Same machine, same code: nothing differs (others editing this checkout may flip git dirty).
+    env_line = next(ln for ln in res.output.splitlines() if ln.startswith("environment"))
+    assert env_line.startswith("environment: the same") or \
+        env_line.endswith("git dirty differs (False -> True)") or env_line.endswith("(True -> False)"), env_line
+
+    then, now = (json.loads((d / "manifest.json").read_text()) for d in (moved, again))
+    assert now["rerun_of"] == str(moved.resolve())
+    assert (now["experiment"], now["topology"], now["seed"], now["backend"]) == \
+        (then["experiment"], then["topology"], then["seed"], "sim")
+
+
+def test_rerun_takes_the_seed_and_spec_from_the_manifest(tmp_path):
+    """A manifest edited to another seed gives another run: the seed comes from the manifest."""
+    original = _sim(tmp_path / "original")
+    manifest = json.loads((original / "manifest.json").read_text())
+    manifest["seed"] += 1
+    edited = tmp_path / "edited"
+    edited.mkdir()
+    (edited / "manifest.json").write_text(json.dumps(manifest))
+    res = CliRunner().invoke(app, ["rerun", str(edited), "--out", str(tmp_path / "again")], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    again = json.loads((tmp_path / "again" / "manifest.json").read_text())
+    assert again["seed"] == manifest["seed"]
+    drops = [pq.read_table(d / "links" / "drops.parquet") for d in (original, tmp_path / "again")]
+    assert drops[0].num_rows > 0 and not drops[0].equals(drops[1])
+    assert "no readable summary.json" in " ".join(res.output.split())
+
+
+def test_environment_line_names_what_differs(tmp_path):
+    original = _sim(tmp_path / "original")
+    manifest = json.loads((original / "manifest.json").read_text())
+    manifest["git_commit"] = "0" * 40
+    manifest["environment"]["kernel"] = "6.1.0-28-amd64"
+    (original / "manifest.json").write_text(json.dumps(manifest))
+    res = CliRunner().invoke(app, ["rerun", str(original), "--out", str(tmp_path / "again")], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    line = " ".join(res.output.split())
+    assert "git commit differs (000000000000 ->" in line and "kernel differs (6.1.0-28-amd64 ->" in line
+    assert "cpu model differs" not in line  # same machine: only what was edited
+
+
+@pytest.mark.parametrize("make, expected", [
+    (lambda d: d / "missing", "no such run directory"),
+    (lambda d: d, "no manifest.json"),
+    (lambda d: (d / "manifest.json").write_text('{"seed": ') and d, "manifest.json: not valid JSON"),
+    (lambda d: (d / "manifest.json").write_text("[1, 2]") and d, "expected a JSON object"),
+    (lambda d: (d / "manifest.json").write_text('{"experiment": {}, "topology": {}}') and d,
+     "manifest.json: experiment.name: Field required"),
+])
+def test_a_bad_run_dir_is_one_line_and_exit_2(tmp_path, make, expected):
+    run = make(tmp_path)
+    proc = subprocess.run([sys.executable, "-m", "rmptwin.cli", "rerun", str(run)], capture_output=True, text=True,
+                          timeout=60, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and expected in lines[0] and "Traceback" not in proc.stderr, proc.stderr
+
+
+# ----------------------------------------------------------------------------- emulated runs
+
+
+def _emulated_manifest(**extra) -> dict:
+    loaded = spec.load_experiment(QUICKSTART)
+    return {**loaded.to_manifest(), "backend": "emulation", "seed": 7, "nodes": "ns", "impair": "relay",
+            "impair_requested": "auto", "capture": ["cu1", "cu2"], **extra}
+
+
+def test_an_emulated_run_is_replayed_with_its_node_mode_impairment_and_capture():
+    manifest = _emulated_manifest()
+    replay = replay_from_manifest(manifest, "m.json")
+    assert (replay.backend, replay.seed, replay.nodes, replay.impair, replay.capture) == \
+        ("emulation", 7, "ns", "relay", ["cu1", "cu2"])
+    assert replay.loaded.experiment.model_dump(mode="json") == manifest["experiment"]
+    assert replay.loaded.topology.model_dump(mode="json") == manifest["topology"]
+    # The flat network records impairment 'none'; an older manifest has no capture: the runner's default.
+    flat = replay_from_manifest(_emulated_manifest(nodes="flat", impair="none", capture=None), "m.json")
+    assert (flat.nodes, flat.impair, flat.capture) == ("flat", "auto", None)
+    with pytest.raises(UserError, match="nodes: expected one of docker, ns, flat"):
+        replay_from_manifest(_emulated_manifest(nodes="vm"), "m.json")
+
+
+def test_rerun_of_an_emulated_run_calls_the_runtime_runner_with_the_recorded_arguments(tmp_path, monkeypatch):
+    from rmptwin.results import write_manifest, write_summary
+    from rmptwin.runtime import runner
+
+    original = tmp_path / "original"
+    original.mkdir()
+    (original / "manifest.json").write_text(json.dumps(_emulated_manifest(nodes="docker")))
+    (original / "summary.json").write_text(json.dumps({"agreement": True, "runtime": {"wall_s": 80.0}}))
+    calls = []
+
+    def fake_run_experiment(loaded, seed=None, out=None, nodes="docker", impair="auto", capture=None, progress=None):
+        calls.append(dict(loaded=loaded, seed=seed, out=out, nodes=nodes, impair=impair, capture=capture))
+        out.mkdir(parents=True)
+        write_manifest(out, {**loaded.to_manifest(), "nodes": nodes}, backend="emulation", seed=seed,
+                       emulation={"node_mode": nodes, "impair_backend": impair, "datapath": "user",
+                                  "node_image": "rmptwin-node:0123456789ab", "node_image_id": None})
+        summary = {"agreement": True, "runtime": {"wall_s": 91.0}, "nodes": nodes}
+        write_summary(out, summary)
+        return out, summary
+
+    monkeypatch.setattr(runner, "run_experiment", fake_run_experiment)
+    monkeypatch.setattr("rmptwin.emulation.env.is_root", lambda: False)
+    new = tmp_path / "again"
+    res = CliRunner().invoke(app, ["rerun", str(original), "--out", str(new)], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    [call] = calls
+    assert (call["seed"], call["out"], call["nodes"], call["impair"], call["capture"]) == \
+        (7, new, "docker", "relay", ["cu1", "cu2"])
+    assert call["loaded"].to_manifest()["experiment"] == _emulated_manifest()["experiment"]
+    out = " ".join(res.output.split())
+    # runtime.wall_s differs and does not count; the extra key does.
+    assert "summary differs from the original run's in: nodes" in out
+    assert json.loads((new / "manifest.json").read_text())["rerun_of"] == str(original.resolve())
