@@ -62,9 +62,9 @@ from itertools import permutations
 
 from .rmp.common import primary_ring, stripes_of
 from .spec import LoadedExperiment, Topology
-from .ticker import stripe_of
+from .trade_report import stripe_of
 from .tree import links_delay_ms, switch_path_links
-from .workload import workload_sources
+from .ticker_workload import workload_sources
 
 FALSE_FAILURES_PER_RUN = 0.1   # expected false failure reports per run that k_r_vs_loss tolerates
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import pytest
 
-from rmptwin.addressing import group_ip
-from rmptwin.core import region_group, rmp_group
+from rmptwin.groups import group_ip
+from rmptwin.groups import region_group, rmp_group
 from rmptwin.emulation.losscheck import misses_explained, relay_count
 from rmptwin.emulation.measure import run_probe
 from rmptwin.spec import load_topology

@@ -36,7 +36,7 @@ NODE_SCRIPT = textwrap.dedent('''
     from rmptwin.rmp.customer import CustomerCore, FIRST_MOLD_SEQ
     from rmptwin.rmp.retransmit import RetransmitCore
     from rmptwin.rmp.remulticast import Remulticaster
-    from rmptwin.ticker import TradeReport
+    from rmptwin.trade_report import TradeReport
 
     class LossyRT:
         """Releases N messages 5 ms apart; skips 10 % of its multicast packets (seeded)."""

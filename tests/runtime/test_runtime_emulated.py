@@ -25,8 +25,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from rmptwin.addressing import REGION_PORT, REREQUEST_PORT, group_ip
-from rmptwin.core import region_group
+from rmptwin.groups import REGION_PORT, REREQUEST_PORT, group_ip
+from rmptwin.groups import region_group
 from rmptwin.emulation.losscheck import repaired_first_copies, repairs_without_a_drop
 from rmptwin.rmp.customer import FIRST_MOLD_SEQ, customer_stripes
 from rmptwin.rmp.remulticast import session_name

@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from rmptwin.addressing import REGION_PORT, REREQUEST_PORT, RMP_PORT
+from rmptwin.groups import REGION_PORT, REREQUEST_PORT, RMP_PORT
 from rmptwin.events import Event, Kind
 from rmptwin.rmp.moldudp64 import MoldPacket, MoldRequest
 from rmptwin.rmp.remulticast import session_name

@@ -6,7 +6,7 @@ from __future__ import annotations
 import struct
 from collections import deque
 
-from rmptwin.core import Group, Unicast
+from rmptwin.sansio import Group, Unicast
 from rmptwin.events import Event, Kind
 from rmptwin.spec import Experiment, LoadedExperiment, Topology
 
@@ -100,8 +100,8 @@ def recv_rows(result, node: str | None = None):
 
 
 def build_stub(host, loaded, rng, *, recovering=False):
-    """A roles.FACTORIES stand-in: sources publish on the stripe group, everyone else listens."""
-    from rmptwin.core import rmp_group
+    """A factories.FACTORIES stand-in: sources publish on the stripe group, everyone else listens."""
+    from rmptwin.groups import rmp_group
 
     if host.role == "source":
         return StubCore(host.name, dest=Group(rmp_group(0)), recovering=recovering)

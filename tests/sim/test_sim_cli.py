@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -12,9 +11,9 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from rmptwin import roles
+from rmptwin import factories
 from rmptwin.cli import app
-from rmptwin.events import DROP_SCHEMA, EVENT_SCHEMA, LINK_COUNT_SCHEMA
+from rmptwin.tables import DROP_SCHEMA, EVENT_SCHEMA, LINK_COUNT_SCHEMA
 
 REPO = Path(__file__).resolve().parents[2]
 SUMMARY_KEYS = {"receivers", "agreement", "messages_sent", "messages_delivered_min", "messages_lost",
@@ -36,7 +35,7 @@ def _check_run_dir(run: Path, seed: int) -> dict:
 
 def test_sim_command_writes_a_complete_run_dir(tmp_path, monkeypatch):
     # Stand-in cores (tests/sim/sim_stubs.py): this checks the driver and the run directory.
-    monkeypatch.setattr(roles, "FACTORIES", {r: "sim_stubs:build_stub" for r in roles.FACTORIES})
+    monkeypatch.setattr(factories, "FACTORIES", {r: "sim_stubs:build_stub" for r in factories.FACTORIES})
     out = tmp_path / "run"
     res = CliRunner().invoke(app, ["sim", str(REPO / "experiments" / "line3.yaml"), "--seed", "4",
                                    "--out", str(out)], catch_exceptions=False)
@@ -53,7 +52,6 @@ def test_sim_command_writes_a_complete_run_dir(tmp_path, monkeypatch):
     assert again.exit_code != 0
 
 
-@pytest.mark.skipif(importlib.util.find_spec("rmptwin.rmp.roles") is None, reason="RMP cores not present yet")
 def test_quickstart_through_the_real_cli(tmp_path):
     out = tmp_path / "qs"
     proc = subprocess.run([sys.executable, "-m", "rmptwin.cli", "sim", str(REPO / "experiments" / "quickstart.yaml"),
@@ -64,7 +62,6 @@ def test_quickstart_through_the_real_cli(tmp_path):
     assert summary["messages_sent"] > 0 and summary["messages_delivered_min"] == summary["messages_sent"]
 
 
-@pytest.mark.skipif(importlib.util.find_spec("rmptwin.rmp.roles") is None, reason="RMP cores not present yet")
 def test_real_cores_same_seed_identical_run():
     from rmptwin.sim.runner import simulate
     from rmptwin.spec import load_experiment

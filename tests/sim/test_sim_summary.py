@@ -6,7 +6,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from rmptwin.events import Event, EventLog
+from rmptwin.events import Event
+from rmptwin.tables import EventLog
 from rmptwin.summary import summarize
 from sim_stubs import loaded
 

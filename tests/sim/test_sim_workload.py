@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
-from rmptwin.ticker import TradeReport, stripe_of
-from rmptwin.workload import schedule
+from rmptwin.trade_report import TradeReport, stripe_of
+from rmptwin.ticker_workload import schedule
 from sim_stubs import loaded
 
 TOPO = {

@@ -6,7 +6,7 @@ from __future__ import annotations
 import heapq
 from typing import Callable
 
-from rmptwin.core import Unicast
+from rmptwin.sansio import Unicast
 from rmptwin.rmp import wire
 from rmptwin.rmp.common import Timing
 from rmptwin.rmp.primary import PrimaryCore

@@ -13,14 +13,15 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from rmptwin.core import Group, Unicast, region_group
+from rmptwin.sansio import Group, Unicast
+from rmptwin.groups import region_group
 from rmptwin.events import Kind
 from rmptwin.rmp.customer import FIRST_MOLD_SEQ, CustomerCore, customer_stripes
 from rmptwin.rmp.moldudp64 import MoldPacket, MoldRequest, decode_packet
 from rmptwin.rmp.remulticast import Remulticaster, request_stripe, session_name
 from rmptwin.rmp.retransmit import RetransmitCore
 from rmptwin.spec import Experiment, LoadedExperiment, Topology
-from rmptwin.ticker import TradeReport
+from rmptwin.trade_report import TradeReport
 
 MS = 1_000_000
 

@@ -4,7 +4,7 @@ token is accepted only once everything up to it is held."""
 
 from __future__ import annotations
 
-from rmptwin.core import Unicast
+from rmptwin.sansio import Unicast
 from rmptwin.events import Kind
 from rmptwin.rmp import wire
 

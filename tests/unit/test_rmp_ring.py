@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rmptwin.core import Group, Unicast
+from rmptwin.sansio import Group, Unicast
 from rmptwin.events import Kind
 from rmptwin.rmp import token_passing_time_ms, wire
 from rmptwin.rmp.nack_reduction import request_sets, request_slot

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from rmptwin.core import Group, Unicast
+from rmptwin.sansio import Group, Unicast
 from rmptwin.events import Kind
 from rmptwin.venue import wire
 from rmptwin.venue.gateway import GatewayCore

@@ -119,7 +119,7 @@ def test_restart_recovers_from_sqlite_history_and_file_gateway_log(tmp_path, mon
     import sqlite3
 
     from rmptwin.spec import Fault
-    from rmptwin.venue.roles import forget_stores
+    from rmptwin.factories.venue import forget_stores
 
     import os
     import tempfile

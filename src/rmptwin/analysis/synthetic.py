@@ -11,7 +11,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..events import DROP_SCHEMA, EVENT_SCHEMA, LINK_COUNT_SCHEMA, Kind
+from ..tables import DROP_SCHEMA, EVENT_SCHEMA, LINK_COUNT_SCHEMA
+from ..events import Kind
 from ..spec import Experiment, Topology
 
 SWITCH_LINKS = [("s1", "s2"), ("s1", "s3"), ("s2", "s4"), ("s2", "s5"), ("s3", "s6"), ("s3", "s7")]

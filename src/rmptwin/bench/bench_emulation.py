@@ -80,8 +80,8 @@ def _link_rates(rates: tuple[int, ...], seconds: float) -> list[dict]:
 
 def _controller_joins(topo: Topology) -> list[dict]:
     """Policy time per IGMP join: every switch's desired state recomputed, as the app does."""
-    from ..addressing import group_ip, host_ip
-    from ..core import region_group, rmp_group
+    from ..groups import group_ip, host_ip
+    from ..groups import region_group, rmp_group
     from ..emulation.flows import HostPort, Policy, Wiring, known_group_names
 
     ports = {s: {} for s in topo.switches}

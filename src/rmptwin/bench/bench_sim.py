@@ -12,7 +12,7 @@ import os
 import time
 from pathlib import Path
 
-from ..core import Group
+from ..sansio import Group
 from ..spec import Experiment, LoadedExperiment, Topology, load_experiment, load_topology
 from ..sim.runner import Simulation
 
@@ -141,9 +141,9 @@ def run(quick: bool) -> list[dict]:
                  "note": "the same run's CPU seconds: the wall time on an otherwise idle machine"})
 
     # 3. the quickstart with the real cores, when they exist.
-    if importlib.util.find_spec("rmptwin.rmp.roles") is not None:
+    if importlib.util.find_spec("rmptwin.factories.rmp") is not None:
         loaded = load_experiment(REPO / "experiments" / "quickstart.yaml")
-        from ..roles import build_core
+        from ..factories import build_core
 
         try:
             wall, st = _timed(loaded, build_core)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from ..events import DROP_SCHEMA, LINK_COUNT_SCHEMA
+from ..tables import DROP_SCHEMA, LINK_COUNT_SCHEMA
 from .relay import DROP_RECORD, REASONS
 
 

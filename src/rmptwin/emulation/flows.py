@@ -27,8 +27,8 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..addressing import group_ip
-from ..core import group_region, region_group, rmp_group
+from ..groups import group_ip
+from ..groups import group_region, region_group, rmp_group
 from ..spec import Topology
 from ..tree import Tree, adjacency, multicast_tree, shortest_path_parents, unicast_path
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..core import rmp_group
+from ..groups import rmp_group
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from typing import Callable
 
 import pyarrow as pa
 
-from ..addressing import host_ip
+from ..groups import host_ip
 from ..errors import UserError
 from ..spec import Bernoulli, LinkParams, Topology, load_topology
 from . import env as envmod

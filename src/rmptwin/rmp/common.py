@@ -8,7 +8,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Hashable
 
-from ..core import Dest, Group, rmp_group
+from ..sansio import Dest, Group
+from ..groups import rmp_group
 from ..events import Event, Kind
 from ..spec import LoadedExperiment, Protocol
 from . import wire

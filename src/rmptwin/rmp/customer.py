@@ -22,10 +22,11 @@ import random
 from collections import deque
 from collections.abc import Callable
 
-from ..core import Dest, Unicast, region_group
+from ..sansio import Dest, Unicast
+from ..groups import region_group
 from ..events import Event, Kind
 from ..spec import LoadedExperiment
-from ..ticker import TickerDecodeError, TradeReport
+from ..trade_report import TickerDecodeError, TradeReport
 from .moldudp64 import HEADER_SIZE, MoldDecodeError, MoldRequest, decode_packet, is_request
 from .remulticast import runs, session_name, session_stripe
 

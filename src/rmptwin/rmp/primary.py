@@ -15,7 +15,8 @@ holds up to t - m + 1 (STABLE).
 
 from __future__ import annotations
 
-from ..core import Group, Unicast, rmp_group
+from ..sansio import Group, Unicast
+from ..groups import rmp_group
 from ..events import Event, Kind
 from . import wire
 from .common import CoreBase, Timing

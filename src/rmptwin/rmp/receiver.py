@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from ..core import Unicast
+from ..sansio import Unicast
 from ..events import Event, Kind
 from . import wire
 from .common import CoreBase, Timing

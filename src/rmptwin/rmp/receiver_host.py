@@ -3,7 +3,7 @@ secondary rings they belong to, failure reports, and regional remulticast."""
 
 from __future__ import annotations
 
-from ..core import rmp_group
+from ..groups import rmp_group
 from . import wire
 from .common import CoreBase, Timing
 from .receiver import StreamReceiver

@@ -21,7 +21,8 @@ notice that the last messages of a burst were lost. Without ``now`` no heartbeat
 
 from __future__ import annotations
 
-from ..core import Dest, Group, Unicast, region_group
+from ..sansio import Dest, Group, Unicast
+from ..groups import region_group
 from .moldudp64 import (
     DEFAULT_MAX_PACKET, MAX_MESSAGE_COUNT, MoldDecodeError, MoldPacket, decode_request, is_request,
     pack_messages,

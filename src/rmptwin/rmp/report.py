@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..core import Unicast
+from ..sansio import Unicast
 from . import wire
 from .common import CoreBase, Timing
 

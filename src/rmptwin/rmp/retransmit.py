@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import random
 
-from ..core import Unicast
+from ..sansio import Unicast
 from ..events import Event, Kind
 from ..spec import LoadedExperiment
 from .customer import MAX_REQUEST, GapRepairer, in_turn, remulticasters

@@ -11,7 +11,7 @@ from .receiver import StreamReceiver
 from .receiver_host import ReceiverHost
 from .report import Reporter
 from .secondary_ring import SecondaryRing
-from ..core import Unicast
+from ..sansio import Unicast
 
 
 class SecondaryReceiver(StreamReceiver):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..core import Unicast
+from ..sansio import Unicast
 from ..events import Event, Kind
 from . import wire
 from .common import CoreBase, Timing

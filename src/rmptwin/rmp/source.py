@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core import Unicast, rmp_group
+from ..sansio import Unicast
+from ..groups import rmp_group
 from ..events import Event, Kind
 from . import wire
 from .common import CoreBase, Timing

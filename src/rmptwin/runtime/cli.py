@@ -71,7 +71,7 @@ def print_summary(console, s: dict, run_dir: Path) -> None:
     console.print(table)
     pcaps = sorted((run_dir / "pcaps").glob("*.pcap"))
     if pcaps:
-        from ..addressing import REGION_PORT, REREQUEST_PORT
+        from ..groups import REGION_PORT, REREQUEST_PORT
 
         console.print(f"captures: {len(pcaps)} in {run_dir / 'pcaps'} (MoldUDP64: tshark -r FILE "
                       f"-d udp.port=={REGION_PORT},moldudp64 -d udp.port=={REREQUEST_PORT},moldudp64)")

@@ -1,6 +1,6 @@
 """One asyncio driver per role around a sans-IO core (aioquic style), on real UDP sockets.
 
-The driver owns three sockets bound to the well-known ports of ``rmptwin.addressing``:
+The driver owns three sockets bound to the well-known ports of ``rmptwin.groups``:
 RMP_PORT (the stripes' global groups and unicast RMP control), REGION_PORT (MoldUDP64
 remulticast and retransmissions to customers), REREQUEST_PORT (MoldUDP64 re-requests).
 A core's groups are joined on the socket of their port; what a core sends goes to the
@@ -21,8 +21,8 @@ import struct
 import time
 from typing import Callable
 
-from ..addressing import REGION_PORT, REREQUEST_PORT, RMP_PORT, group_ip
-from ..core import Group, Unicast
+from ..groups import REGION_PORT, REREQUEST_PORT, RMP_PORT, group_ip
+from ..sansio import Group, Unicast
 from ..rmp.moldudp64 import is_request
 from ..spec import Clock
 from .drain import NodeProgress

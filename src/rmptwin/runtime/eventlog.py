@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from ..events import EVENT_SCHEMA, Event, row
+from ..tables import EVENT_SCHEMA, row
+from ..events import Event
 
 
 class EventWriter:

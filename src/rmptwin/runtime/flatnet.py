@@ -12,9 +12,9 @@ import subprocess
 
 import pyarrow as pa
 
-from ..addressing import host_ip
+from ..groups import host_ip
 from ..errors import UserError
-from ..events import DROP_SCHEMA, LINK_COUNT_SCHEMA
+from ..tables import DROP_SCHEMA, LINK_COUNT_SCHEMA
 from ..spec import Topology
 
 PREFIX = "rmptf"

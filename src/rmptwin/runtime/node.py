@@ -1,7 +1,7 @@
 """One node of an emulated run: ``python -m rmptwin.runtime.node CONFIG NAME [--recovering N]``.
 
 Started by the runner inside the node's own host (container or namespace). It builds the
-host's core through ``rmptwin.roles.build_core`` (the same per-host RNG as the simulator),
+host's core through ``rmptwin.factories.build_core`` (the same per-host RNG as the simulator),
 binds its sockets and joins its groups, prints ``READY <groups as JSON>``, then waits for ``GO <t0_ns>`` on
 stdin (a recovering node is given t0 in the config and starts at once). It logs events to
 ``<log_dir>/<name>.<incarnation>.jsonl`` and prints its progress (``STATUS <json>``, see
@@ -35,8 +35,8 @@ def _say(msg: str) -> None:
 
 
 async def _run(cfg: NodeConfig, name: str, incarnation: int) -> dict:
-    from ..roles import build_core
-    from ..workload import schedule
+    from ..factories import build_core
+    from ..ticker_workload import schedule
     from .driver import NodeDriver
     from .eventlog import EventWriter
 

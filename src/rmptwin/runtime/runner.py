@@ -31,9 +31,10 @@ from typing import Callable
 
 import pyarrow as pa
 
-from ..addressing import group_ip
+from ..groups import group_ip
 from ..errors import UserError
-from ..events import DROP_SCHEMA, LINK_COUNT_SCHEMA, Event, Kind
+from ..tables import DROP_SCHEMA, LINK_COUNT_SCHEMA
+from ..events import Event, Kind
 from ..spec import LoadedExperiment
 from .config import NodeConfig
 from .drain import DRAIN_MAX_S, owed_stripes, quiescent

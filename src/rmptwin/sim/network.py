@@ -24,8 +24,9 @@ from typing import Callable
 
 import pyarrow as pa
 
-from ..core import Group, Unicast, group_region
-from ..events import DROP_SCHEMA, LINK_COUNT_SCHEMA
+from ..sansio import Group, Unicast
+from ..groups import group_region
+from ..tables import DROP_SCHEMA, LINK_COUNT_SCHEMA
 from ..lossmodels import BernoulliLoss, make_loss
 from ..spec import Bernoulli, GilbertElliott, LinkParams, Topology
 from ..tree import multicast_tree, unicast_path

@@ -1,6 +1,6 @@
 """Drive every host's core over the simulated network, in simulated time.
 
-``simulate(loaded, seed)`` builds each host's core through ``rmptwin.roles.build_core``
+``simulate(loaded, seed)`` builds each host's core through ``rmptwin.factories.build_core``
 (per-host RNG from the run seed and the host name), delivers datagrams when they arrive,
 fires timers, feeds the workload to sources (``core.publish``) and applies the fault
 schedule. After every call into a core it drains ``datagrams_to_send`` and
@@ -21,11 +21,12 @@ from typing import Callable
 
 import pyarrow as pa
 
-from .. import roles
+from .. import factories
 from ..errors import UserError
-from ..events import EVENT_SCHEMA, Event, Kind
+from ..tables import EVENT_SCHEMA
+from ..events import Event, Kind
 from ..spec import Clock, LoadedExperiment
-from ..workload import Publish, schedule
+from ..ticker_workload import Publish, schedule
 from .network import SimNetwork
 from .scheduler import Scheduler
 
@@ -86,7 +87,7 @@ class Simulation:
         self.loaded = loaded
         self.exp = loaded.experiment
         self.seed = self.exp.seed if seed is None else seed
-        self.build = build or roles.build_core
+        self.build = build or factories.build_core
         self.sched = Scheduler()
         self.net = SimNetwork(loaded.topology, self.sched, self.seed, self._deliver)
         self._rows: list[tuple[int, _Node, Event]] = []  # (true time, node, event); tabled at the end
@@ -266,7 +267,7 @@ class Simulation:
 
 def simulate(loaded: LoadedExperiment, seed: int | None = None, progress: Callable[[int], None] | None = None,
              build: BuildFn | None = None) -> SimResult:
-    """Run ``loaded`` in the simulator; ``build`` replaces ``roles.build_core`` (tests, benchmarks)."""
+    """Run ``loaded`` in the simulator; ``build`` replaces ``factories.build_core`` (tests, benchmarks)."""
     return Simulation(loaded, seed, build).run(progress)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING
 
-from ..core import Dest, Unicast
+from ..sansio import Dest, Unicast
 from ..events import Event
 from . import wire
 from .orderbook import BUY, FOK, IOC, LIMIT, MARKET, SELL

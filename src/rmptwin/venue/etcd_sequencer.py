@@ -208,7 +208,7 @@ class EtcdProxyCore:
         self._out: list = []
 
     def receive_datagram(self, data: bytes, src: str, now: int) -> None:
-        from ..core import Unicast
+        from ..sansio import Unicast
 
         answer = serve_propose(self.cas, data)
         if answer is not None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from ..core import Dest, Group, Unicast
+from ..sansio import Dest, Group, Unicast
 from ..events import Event, Kind
 from . import wire
 from .orderbook import BUY, FOK, SELL

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from ..core import Dest, Group, Unicast
+from ..sansio import Dest, Group, Unicast
 from ..events import Event, Kind
 from . import wire
 

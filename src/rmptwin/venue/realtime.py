@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core import Group, Unicast
+from ..sansio import Group, Unicast
 from ..events import Kind
 from . import wire
 from .client import ClientCore

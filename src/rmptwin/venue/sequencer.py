@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from ..core import Dest, Unicast
+from ..sansio import Dest, Unicast
 from ..events import Event, Kind
 from . import wire
 

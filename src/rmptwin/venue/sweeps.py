@@ -32,7 +32,7 @@ def variant(loaded: LoadedExperiment, topology_file: str | None = None, **venue)
 
 def simulate_summary(loaded: LoadedExperiment) -> dict:
     from ..sim.runner import Simulation
-    from .roles import forget_stores
+    from ..factories.venue import forget_stores
     from .summary import venue_summary
 
     sim = Simulation(loaded)

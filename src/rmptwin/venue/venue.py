@@ -29,7 +29,7 @@ import struct
 from collections import OrderedDict, deque
 from typing import Callable
 
-from ..core import Dest, Unicast
+from ..sansio import Dest, Unicast
 from ..events import Event, Kind
 from . import wire
 from .orderbook import BookError, OrderBook

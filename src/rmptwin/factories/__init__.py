@@ -10,22 +10,22 @@ from __future__ import annotations
 import importlib
 import random
 
-from .core import Core
-from .errors import UserError
-from .spec import LoadedExperiment
+from ..sansio import Core
+from ..errors import UserError
+from ..spec import LoadedExperiment
 
 FACTORIES: dict[str, str] = {
-    "source": "rmptwin.rmp.roles:build_source",
-    "primary": "rmptwin.rmp.roles:build_primary",
-    "secondary": "rmptwin.rmp.roles:build_secondary",
-    "reformation": "rmptwin.rmp.roles:build_reformation",
-    "retransmit": "rmptwin.rmp.roles:build_retransmit",
-    "customer": "rmptwin.rmp.roles:build_customer",
-    "gateway": "rmptwin.venue.roles:build_gateway",
-    "venue": "rmptwin.venue.roles:build_venue",
-    "sequencer": "rmptwin.venue.roles:build_sequencer",
-    "history": "rmptwin.venue.roles:build_history",
-    "client": "rmptwin.venue.roles:build_client",
+    "source": "rmptwin.factories.rmp:build_source",
+    "primary": "rmptwin.factories.rmp:build_primary",
+    "secondary": "rmptwin.factories.rmp:build_secondary",
+    "reformation": "rmptwin.factories.rmp:build_reformation",
+    "retransmit": "rmptwin.factories.rmp:build_retransmit",
+    "customer": "rmptwin.factories.rmp:build_customer",
+    "gateway": "rmptwin.factories.venue:build_gateway",
+    "venue": "rmptwin.factories.venue:build_venue",
+    "sequencer": "rmptwin.factories.venue:build_sequencer",
+    "history": "rmptwin.factories.venue:build_history",
+    "client": "rmptwin.factories.venue:build_client",
 }
 
 

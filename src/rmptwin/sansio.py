@@ -31,22 +31,6 @@ class Unicast:
 Dest = Union[Group, Unicast]
 
 
-def rmp_group(stripe: int) -> str:
-    """The global group of a stripe: data, acks/tokens, invitations."""
-    return f"rmp/{stripe}"
-
-
-def region_group(region: str, stripe: int) -> str:
-    """A regional remulticast group (R_T -> customers, R_x), scoped to the region."""
-    return f"region/{region}/{stripe}"
-
-
-def group_region(name: str) -> str | None:
-    """The region a group is scoped to, or None for a global group."""
-    parts = name.split("/")
-    return parts[1] if parts[0] == "region" else None
-
-
 class Core(Protocol):
     def receive_datagram(self, data: bytes, src: str, now: int) -> None: ...
 

@@ -1,4 +1,4 @@
-"""Venue role factories (registered in rmptwin.roles): gateway, venue, sequencer, history, client.
+"""Venue role factories (registered in rmptwin.factories): gateway, venue, sequencer, history, client.
 
 Durable stores outlive the core: a crashed and recovered gateway or HR gets the same
 store back, as a restarted process finds its disk. In the simulator the stores are in
@@ -17,12 +17,12 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..spec import LoadedExperiment, VenueWorkload
-from .client import ClientCore
-from .gateway import GatewayCore
-from .history import HistoryCore
-from .sequencer import SequencerCore
-from .stores import FileGatewayLog, MemoryGatewayLog, MemoryHistoryStore, SqliteHistoryStore
-from .venue import VenueCore
+from ..venue.client import ClientCore
+from ..venue.gateway import GatewayCore
+from ..venue.history import HistoryCore
+from ..venue.sequencer import SequencerCore
+from ..venue.stores import FileGatewayLog, MemoryGatewayLog, MemoryHistoryStore, SqliteHistoryStore
+from ..venue.venue import VenueCore
 
 _DURABLE: dict[tuple[int, str], tuple[LoadedExperiment, object]] = {}
 
@@ -107,8 +107,8 @@ def build_sequencer(host, loaded: LoadedExperiment, rng: random.Random, *, recov
     to a 3-member cluster this host starts on its own loopback (stopped when it exits)."""
     v = _venue(loaded)
     if v.sequencer == "etcd" and _in_real_node():
-        from .etcd_cluster import EtcdCluster
-        from .etcd_sequencer import EtcdCas, EtcdProxyCore
+        from ..venue.etcd_cluster import EtcdCluster
+        from ..venue.etcd_sequencer import EtcdCas, EtcdProxyCore
 
         endpoints = [e for e in os.environ.get("RMPTWIN_ETCD_ENDPOINTS", "").split(",") if e]
         if not endpoints:

@@ -1,4 +1,4 @@
-"""Role factories (see ``rmptwin.roles.FACTORIES``): build each RMP core from its host spec,
+"""Role factories (see ``rmptwin.factories.FACTORIES``): build each RMP core from its host spec,
 the experiment's protocol and the topology. Signature:
 ``factory(host, loaded, rng, *, recovering=False) -> Core``."""
 
@@ -7,11 +7,11 @@ from __future__ import annotations
 import random
 
 from ..spec import LoadedExperiment
-from .common import Timing, primary_ring, reformation_servers, secondary_ring, stripes_of
-from .primary import PrimaryCore
-from .reformation import ReformationCore
-from .secondary import SecondaryCore
-from .source import SourceCore
+from ..rmp.common import Timing, primary_ring, reformation_servers, secondary_ring, stripes_of
+from ..rmp.primary import PrimaryCore
+from ..rmp.reformation import ReformationCore
+from ..rmp.secondary import SecondaryCore
+from ..rmp.source import SourceCore
 
 
 def _timing(loaded: LoadedExperiment) -> Timing:
@@ -62,12 +62,12 @@ def build_reformation(host, loaded: LoadedExperiment, rng: random.Random, *,
 
 
 def build_customer(host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False):
-    from .customer import CustomerCore
+    from ..rmp.customer import CustomerCore
 
     return CustomerCore(host, loaded, rng, recovering=recovering)
 
 
 def build_retransmit(host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False):
-    from .retransmit import RetransmitCore
+    from ..rmp.retransmit import RetransmitCore
 
     return RetransmitCore(host, loaded, rng, recovering=recovering)

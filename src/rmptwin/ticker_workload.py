@@ -15,7 +15,7 @@ import random
 from dataclasses import dataclass
 
 from .spec import LoadedExperiment
-from .ticker import TradeReport, stripe_of, symbol_name
+from .trade_report import TradeReport, stripe_of, symbol_name
 
 
 @dataclass(frozen=True, slots=True)
