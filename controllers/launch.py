@@ -11,6 +11,12 @@ import os
 import sys
 from pathlib import Path
 
+from os_ken import cfg
+from os_ken.base.app_manager import AppManager  # must precede os_ken.controller (an import cycle in os-ken)
+from os_ken.controller import controller  # noqa: F401 - registers the --ofp-* options read below
+
+CONTROLLER_APP = "rmptwin_controller"   # controllers/rmptwin_controller.py, found on sys.path
+
 
 def main() -> int:
     ap = argparse.ArgumentParser()
@@ -18,21 +24,15 @@ def main() -> int:
     ap.add_argument("--wiring", required=True)
     ap.add_argument("--state-dir", required=True)
     args = ap.parse_args()
+    # The app reads its wiring and state directory from the environment when AppManager loads it.
     os.environ["RMPTWIN_WIRING"] = str(Path(args.wiring).resolve())
     os.environ["RMPTWIN_STATE_DIR"] = str(Path(args.state_dir).resolve())
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-
-    from os_ken import cfg
-    from os_ken.base import app_manager  # noqa: F401 - must precede controller (import cycle)
-    from os_ken.controller import controller  # noqa: F401 - registers the --ofp-* options
-
     # Loopback only: the controller must never listen on a real interface.
     cfg.CONF(args=["--ofp-listen-host", "127.0.0.1", "--ofp-tcp-listen-port", str(args.port)],
              project="os_ken", default_config_files=[])
-    from os_ken.base.app_manager import AppManager
-
-    AppManager.run_apps(["rmptwin_controller"])
+    AppManager.run_apps([CONTROLLER_APP])
     return 0
 
 

@@ -31,7 +31,7 @@ APT_PACKAGES=(
 declare -A PROVIDES=([docker.io]=dockerd [etcd-server]=etcd [etcd-client]=etcdctl)
 
 # The project starts these daemons itself, with its own options, only while it needs them
-# (src/rmptwin/emulation/env.py, src/rmptwin/venue/etcd_cluster.py). When THIS run is what
+# (src/rmptwin/emulation/env.py, src/rmptwin/runtime/etcd_cluster.py). When THIS run is what
 # installs their package, the package must neither start them nor leave them enabled.
 declare -A QUIET_UNITS=(
   [docker.io]="docker.service docker.socket"

@@ -1,8 +1,9 @@
 """`rmptwin`: the command line. Each subcommand is a thin call into a module.
 
-Commands that belong to one layer live in that layer's ``cli`` module and are mounted
-here (``net`` and ``image`` from emulation, ``analyze``/``compare`` from analysis), so
-this file stays a table of contents.
+Commands that belong to one layer live in that layer's ``cli`` module, as module-level
+typer apps mounted below (``run`` from runtime; ``analyze``/``compare`` and ``venue``
+from analysis; ``net``, ``image`` and ``env`` from emulation), so this file stays a table
+of contents.
 """
 
 from __future__ import annotations
@@ -16,7 +17,17 @@ from typing import Optional
 import typer
 from rich.console import Console
 
+from .analysis import cli as analysis_cli
+from .analysis import venue_cli
+from .bound_warnings import print_bound_warnings
+from .emulation import cli as emulation_cli
 from .errors import UserError
+from .experiment_run import run_experiment
+from .rerun import environment_line, read_replay, repeat, replay_line, summary_line
+from .run_display import print_sim_summary, print_summary, progress_bar
+from .rundir import RunDir
+from .runtime import cli as runtime_cli
+from .spec import _read_yaml, json_schemas, load_experiment, load_topology
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="rmptwin: RMP and exchange-venue testbed")
 console = Console()
@@ -30,9 +41,6 @@ def validate(
 ) -> None:
     """Check a topology or experiment YAML; print one line saying it is valid or what to fix, and for an
     experiment one warning line per seed bound its parameters break."""
-    from .bound_warnings import print_bound_warnings
-    from .spec import _read_yaml, load_experiment, load_topology
-
     data, _ = _read_yaml(file)
     if "topology" in data:
         loaded = load_experiment(file)
@@ -57,8 +65,6 @@ def schema(kind: SchemaKind = typer.Argument(..., help="which YAML: topology or 
 
     schemas/KIND.schema.json is this output; regenerate it with `rmptwin schema KIND > schemas/KIND.schema.json`.
     """
-    from .spec import json_schemas
-
     print(json.dumps(json_schemas()[kind.value], indent=2))
 
 
@@ -71,12 +77,11 @@ def sim(
                                                      "errors: exit 2 before running"),
 ) -> None:
     """Run an experiment in the deterministic discrete-event simulator."""
-    from .bound_warnings import print_bound_warnings
-    from .sim.runner import run_experiment_cli
-    from .spec import load_experiment
-
-    print_bound_warnings(load_experiment(experiment), experiment, strict=strict)
-    run_experiment_cli(experiment, seed=seed, out=out, console=console)
+    loaded = load_experiment(experiment)
+    print_bound_warnings(loaded, experiment, strict=strict)
+    with progress_bar(console, loaded, "sim") as progress:
+        outcome = run_experiment(loaded, "sim", seed=seed, out=out, progress=progress)
+    print_sim_summary(console, outcome)
 
 
 @app.command()
@@ -85,26 +90,24 @@ def rerun(
     out: Optional[Path] = typer.Option(None, help="new run directory (default results/<experiment>/<run-id>)"),
 ) -> None:
     """Repeat a run from its manifest.json alone: same spec, seed and backend, into a new run directory."""
-    from .rerun import rerun_cli
-
-    rerun_cli(run_dir, out=out, console=console)
-
-
-def _mount_optional() -> None:
-    """Mount sub-apps of layers that exist (they land issue by issue)."""
-    import importlib
-
-    for module in ("rmptwin.emulation.cli", "rmptwin.runtime.cli", "rmptwin.analysis.cli", "rmptwin.venue.cli"):
-        try:
-            mod = importlib.import_module(module)
-        except ModuleNotFoundError as e:
-            if e.name and e.name.startswith("rmptwin"):
-                continue
-            raise
-        mod.register(app)
+    original = RunDir(run_dir)
+    manifest, replay = read_replay(original)
+    console.print(replay_line(replay, original), highlight=False)
+    with progress_bar(console, replay.loaded, replay.backend) as progress:
+        outcome = repeat(replay, original, out, progress)
+    print_summary(console, outcome)
+    console.print(environment_line(manifest, outcome.run_dir.read_manifest()), highlight=False, soft_wrap=True)
+    console.print(summary_line(original, outcome.run_dir), highlight=False, soft_wrap=True)
 
 
-_mount_optional()
+# Each layer's commands, from its own module-level typer apps. A sub-app mounted without a
+# name gives its commands to the root itself, so `rmptwin run` stays `run`, not `runtime run`.
+app.add_typer(runtime_cli.app)     # run
+app.add_typer(analysis_cli.app)    # analyze, compare
+app.add_typer(emulation_cli.net_app, name="net")
+app.add_typer(emulation_cli.image_app, name="image")
+app.command("env")(emulation_cli.show_env)
+app.add_typer(venue_cli.app, name="venue")
 
 
 def main() -> None:

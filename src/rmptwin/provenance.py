@@ -18,6 +18,7 @@ import subprocess
 from pathlib import Path
 
 from . import __version__
+from .emulation.env import has_netem
 
 REPO = Path(__file__).resolve().parents[2]
 LOCK = REPO / "requirements.lock"
@@ -129,8 +130,6 @@ def sch_netem() -> bool | None:
     """Whether the kernel offers netem: tried for real as root, else read from the kernel's modules
     and config; None when neither says."""
     if os.geteuid() == 0:
-        from .emulation.env import has_netem
-
         try:
             return has_netem()
         except Exception:  # noqa: BLE001 - provenance never fails a run

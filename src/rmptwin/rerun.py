@@ -4,20 +4,24 @@ The experiment and topology come from the manifest, where they are stored resolv
 every default filled, and not from the YAML files, which may have changed since. The
 seed and the backend come from it too, and for an emulated run the node mode, the
 impairment backend actually used and the captured hosts. The new run goes into a new run
-directory. Then one line says where the environment differs from the original's, and one
-whether the summary does.
+directory, through the same ``experiment_run.run_experiment`` as `rmptwin sim` and `rmptwin
+run`. Then one line says where the environment differs from the original's, and one
+whether the summary does (`rmptwin rerun` in rmptwin.cli prints them).
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import ValidationError
 
+from .emulation.env import has_netem, is_root
 from .errors import UserError
-from .spec import Experiment, LoadedExperiment, Topology
+from .experiment_run import EmulationOptions, ProgressFn, RunOutcome, run_experiment
+from .provenance import differences
+from .rundir import RunDir
+from .spec import Experiment, LoadedExperiment, Topology, _cross_check
 
 NODE_MODES = ("docker", "ns", "flat")
 # summary.json keys that measure the machine rather than the run (wall clock, drain time).
@@ -44,8 +48,6 @@ def _first_error(key: str, err: ValidationError) -> str:
 
 def loaded_from_manifest(manifest: dict, where: str) -> LoadedExperiment:
     """The experiment and topology the manifest recorded, validated as a YAML file would be."""
-    from .spec import _cross_check  # the same cross-references load_experiment checks
-
     for key in ("experiment", "topology"):
         if not isinstance(manifest.get(key), dict):
             raise UserError(f"{where}: no resolved {key} (was it written by rmptwin sim or run?)")
@@ -57,7 +59,7 @@ def loaded_from_manifest(manifest: dict, where: str) -> LoadedExperiment:
         topo = Topology.model_validate(manifest["topology"])
     except ValidationError as e:
         raise UserError(f"{where}: {_first_error('topology', e)}") from None
-    _cross_check(Path(where), exp, topo)
+    _cross_check(Path(where), exp, topo)  # the same cross-references load_experiment checks
     path = manifest.get("experiment_file")
     return LoadedExperiment(experiment=exp, topology=topo, path=Path(path if isinstance(path, str) else where))
 
@@ -86,32 +88,30 @@ def replay_from_manifest(manifest: dict, where: str) -> Replay:
     return Replay(loaded, seed, "emulation", nodes=nodes, impair=impair, capture=capture)
 
 
-def _emulate(replay: Replay, out: Path | None, console, where: str) -> Path:
-    from .emulation.env import has_netem, is_root
-    from .runtime import runner
-    from .runtime.cli import _with_progress, print_summary
-
-    if replay.impair == "netem" and is_root() and not has_netem():
-        raise UserError(f"{where}: the run's links were impaired with netem, which this kernel lacks "
-                        f"(no sch_netem); rerun it where netem exists")
-    run_dir, summary = _with_progress(console, replay.loaded, replay.seed, out, replay.nodes, replay.impair,
-                                      replay.capture, runner.run_experiment)
-    print_summary(console, summary, run_dir)
-    return run_dir
+def read_replay(original: RunDir) -> tuple[dict, Replay]:
+    """The original run's manifest, and how to repeat the run (one UserError line if it cannot be)."""
+    manifest = original.read_manifest()
+    return manifest, replay_from_manifest(manifest, str(original.manifest_path))
 
 
-def _stamp_rerun_of(run: Path, original: Path) -> dict:
-    """Record in the new manifest which run it repeats; returns the new manifest."""
-    path = run / "manifest.json"
-    manifest = json.loads(path.read_text())
-    manifest["rerun_of"] = str(original.resolve())
-    path.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-    return manifest
+def replay_line(replay: Replay, original: RunDir) -> str:
+    how = "simulator" if replay.backend == "sim" else f"emulation, --nodes {replay.nodes} --impair {replay.impair}"
+    return (f"rerunning {replay.loaded.experiment.name} from {original.manifest_path} "
+            f"(seed {replay.seed}, {how})")
+
+
+def repeat(replay: Replay, original: RunDir, out: Path | None, progress: ProgressFn | None = None) -> RunOutcome:
+    """Run it again into a new run directory whose manifest records which run it repeats."""
+    if replay.backend == "emulation" and replay.impair == "netem" and is_root() and not has_netem():
+        raise UserError(f"{original.manifest_path}: the run's links were impaired with netem, which this kernel "
+                        f"lacks (no sch_netem); rerun it where netem exists")
+    options = EmulationOptions(nodes=replay.nodes or "docker", impair=replay.impair or "auto",
+                               capture=replay.capture)
+    return run_experiment(replay.loaded, replay.backend, seed=replay.seed, out=out, options=options,
+                          progress=progress, manifest_extra={"rerun_of": str(original.path.resolve())})
 
 
 def environment_line(then: dict, now: dict) -> str:
-    from .provenance import differences
-
     found = differences(then, now)
     note = "" if "environment" in then else " (the original manifest records only git commit and versions)"
     if not found:
@@ -119,12 +119,11 @@ def environment_line(then: dict, now: dict) -> str:
     return f"environment differs from the original run's{note}: " + "; ".join(found)
 
 
-def summary_line(original: Path, new: Path) -> str:
+def summary_line(original: RunDir, new: RunDir) -> str:
     try:
-        then = json.loads((original / "summary.json").read_text())
-        now = json.loads((new / "summary.json").read_text())
+        then, now = original.read_summary(), new.read_summary()
     except (OSError, ValueError):
-        return f"summary: {original} has no readable summary.json to compare with"
+        return f"summary: {original} has no readable {original.summary_path.name} to compare with"
     for key in UNREPRODUCIBLE_SUMMARY_KEYS:
         then.pop(key, None)
         now.pop(key, None)
@@ -132,25 +131,3 @@ def summary_line(original: Path, new: Path) -> str:
     if not changed:
         return "summary: identical to the original run's"
     return "summary differs from the original run's in: " + ", ".join(changed)
-
-
-def rerun_cli(run_dir: Path, out: Path | None, console) -> Path:
-    """`rmptwin rerun`: read and check the manifest, repeat the run, print the comparisons."""
-    from .results import read_manifest
-
-    manifest = read_manifest(run_dir)
-    where = str(run_dir / "manifest.json")
-    replay = replay_from_manifest(manifest, where)
-    how = "simulator" if replay.backend == "sim" else f"emulation, --nodes {replay.nodes} --impair {replay.impair}"
-    console.print(f"rerunning {replay.loaded.experiment.name} from {where} (seed {replay.seed}, {how})",
-                  highlight=False)
-    if replay.backend == "sim":
-        from .sim.runner import simulate_into_run_dir
-
-        new = simulate_into_run_dir(replay.loaded, replay.seed, out, console)
-    else:
-        new = _emulate(replay, out, console, where)
-    now = _stamp_rerun_of(new, run_dir)
-    console.print(environment_line(manifest, now), highlight=False, soft_wrap=True)
-    console.print(summary_line(run_dir, new), highlight=False, soft_wrap=True)
-    return new

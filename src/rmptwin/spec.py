@@ -16,6 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import UserError
+from .rmp.timing import token_passing_time_ms
 
 
 class _Model(BaseModel):
@@ -263,11 +264,6 @@ def _connected(switches: list[str], links: list[LinkSpec]) -> bool:
 
 
 # ----------------------------------------------------------------------------- experiment
-
-
-def token_passing_time_ms(dn_ms: float, k_r: int, x_ms: float, p_ms: float) -> float:
-    """Seed section 5.1: tau_t = (1 + 2 k_r) dN + k_r (X + P)."""
-    return (1 + 2 * k_r) * dn_ms + k_r * (x_ms + p_ms)
 
 
 class Protocol(_Model):

@@ -60,9 +60,9 @@ import math
 from dataclasses import dataclass
 from itertools import permutations
 
-from .rmp.common import primary_ring, stripes_of
+from .factories.rmp import primary_ring, stripes_of
 from .spec import LoadedExperiment, Topology
-from .trade_report import stripe_of
+from .rmp.striping import symbol_stripe, symbols_on
 from .tree import links_delay_ms, switch_path_links
 from .ticker_workload import workload_sources
 
@@ -156,9 +156,9 @@ def _stripe_rate(loaded: LoadedExperiment, stripe: int) -> float:
     wl = loaded.experiment.workload
     rate = 0.0
     for s in workload_sources(loaded):
-        mine = [i for i in range(wl.symbols) if stripe_of(i, wl.stripes) in stripes_of(s, loaded)]
+        mine = symbols_on(stripes_of(s, loaded), wl.symbols, wl.stripes)
         if mine:
-            rate += wl.rate_per_source * sum(stripe_of(i, wl.stripes) == stripe for i in mine) / len(mine)
+            rate += wl.rate_per_source * sum(symbol_stripe(i, wl.stripes) == stripe for i in mine) / len(mine)
     return rate
 
 

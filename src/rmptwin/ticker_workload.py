@@ -3,9 +3,9 @@
 ``schedule(loaded, seed)`` gives every publication ``(t_ns, source, stripe, payload)`` in
 time order. Arrivals are Poisson (exponential gaps) or constant at ``rate_per_source``
 from ``start_s`` for ``duration_s``; constant sources are phase-staggered so they do not
-all publish at the same instant. Each payload is a ``ticker.TradeReport`` for symbol i
-(on stripe ``i % stripes``, and only on stripes the source serves), with a per-symbol
-random-walk price, padded to ``message_bytes``. Each source draws from its own RNG seeded
+all publish at the same instant. Each payload is a ``trade_report.TradeReport`` for symbol i
+(on the stripe ``rmp.striping`` gives it, and only on stripes the source serves), with a
+per-symbol random-walk price, padded to ``message_bytes``. Each source draws from its own RNG seeded
 by the run seed and its name, so adding a source does not change another's stream.
 """
 
@@ -14,8 +14,9 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from .rmp.striping import host_stripes, symbol_stripe, symbols_on
 from .spec import LoadedExperiment
-from .trade_report import TradeReport, stripe_of, symbol_name
+from .trade_report import TradeReport, symbol_name
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,11 +25,6 @@ class Publish:
     source: str
     stripe: int
     payload: bytes
-
-
-def source_stripes(host, stripes: int) -> list[int]:
-    """Stripes a source publishes on: its configured ones, else all."""
-    return sorted(set(host.stripes)) if getattr(host, "stripes", None) else list(range(stripes))
 
 
 def workload_sources(loaded: LoadedExperiment) -> list:
@@ -59,8 +55,7 @@ def _arrivals(rng: random.Random, rate: float, start_ns: int, end_ns: int, arriv
 def source_schedule(loaded: LoadedExperiment, source, seed: int, index: int = 0, count: int = 1) -> list[Publish]:
     """One source's publications; ``index``/``count`` stagger constant-rate sources."""
     wl = loaded.experiment.workload
-    stripes = source_stripes(source, wl.stripes)
-    symbols = [i for i in range(wl.symbols) if stripe_of(i, wl.stripes) in stripes]
+    symbols = symbols_on(host_stripes(source.stripes, wl.stripes), wl.symbols, wl.stripes)
     if not symbols:
         return []
     rng = random.Random(f"{seed}:workload:{source.name}")
@@ -74,7 +69,7 @@ def source_schedule(loaded: LoadedExperiment, source, seed: int, index: int = 0,
         price[i] = max(100, price[i] + 100 * rng.randint(-5, 5))  # walk in cents, never below 0.01
         size = 100 * rng.randint(1, 10)
         report = TradeReport(symbol_name(i), price[i], size, venue, t)
-        out.append(Publish(t, source.name, stripe_of(i, wl.stripes), report.encode(pad_to=wl.message_bytes)))
+        out.append(Publish(t, source.name, symbol_stripe(i, wl.stripes), report.encode(pad_to=wl.message_bytes)))
     return out
 
 

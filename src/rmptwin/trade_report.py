@@ -1,6 +1,7 @@
 """Ticker payloads: trade reports (symbol, price, size, venue, time) as fixed binary records.
 
 A trade report is the payload of one RMP source message and of one MoldUDP64 message.
+Which stripe a symbol goes on is ``rmp.striping.symbol_stripe``.
 """
 
 from __future__ import annotations
@@ -45,7 +46,3 @@ class TradeReport:
 
 def symbol_name(i: int) -> str:
     return f"S{i:04d}"
-
-
-def stripe_of(symbol_index: int, stripes: int) -> int:
-    return symbol_index % stripes

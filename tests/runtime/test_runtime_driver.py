@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from rmptwin.rmp.customer import FIRST_MOLD_SEQ
+from rmptwin.rmp.repair import FIRST_MOLD_SEQ
 from rmptwin.runtime.config import NodeConfig
 from rmptwin.runtime.eventlog import merge_logs
 from rmptwin.runtime.flatnet import FlatNetwork, leftover_namespaces
@@ -33,8 +33,8 @@ NODE_SCRIPT = textwrap.dedent('''
     from rmptwin.runtime.config import NodeConfig
     from rmptwin.runtime.driver import NodeDriver
     from rmptwin.runtime.eventlog import EventWriter
-    from rmptwin.rmp.customer import CustomerCore, FIRST_MOLD_SEQ
-    from rmptwin.rmp.retransmit import RetransmitCore
+    from rmptwin.factories.rmp import build_customer, build_retransmit
+    from rmptwin.rmp.repair import FIRST_MOLD_SEQ
     from rmptwin.rmp.remulticast import Remulticaster
     from rmptwin.trade_report import TradeReport
 
@@ -69,8 +69,8 @@ NODE_SCRIPT = textwrap.dedent('''
     cfg = NodeConfig.read(sys.argv[1]); name = sys.argv[2]
     loaded = cfg.loaded(); host = loaded.topology.host(name)
     core = {"primary": lambda: LossyRT(host.regions, N),
-            "retransmit": lambda: RetransmitCore(host, loaded, random.Random(1)),
-            "customer": lambda: CustomerCore(host, loaded, random.Random(2))}[host.role]()
+            "retransmit": lambda: build_retransmit(host, loaded, random.Random(1)),
+            "customer": lambda: build_customer(host, loaded, random.Random(2))}[host.role]()
     log = EventWriter(cfg.log_dir + "/" + name + ".0.jsonl")
     d = NodeDriver(core, name, host.role, cfg.hosts, cfg.t0_ns, log)
     d.open()

@@ -22,19 +22,28 @@ import subprocess
 from collections import defaultdict
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 
+from rmptwin.analysis.summary import summarize
+from rmptwin.experiment_run import EmulationOptions, run_experiment
 from rmptwin.groups import REGION_PORT, REREQUEST_PORT, group_ip
 from rmptwin.groups import region_group
 from rmptwin.emulation.losscheck import repaired_first_copies, repairs_without_a_drop
-from rmptwin.rmp.customer import FIRST_MOLD_SEQ, customer_stripes
-from rmptwin.rmp.remulticast import session_name
+from rmptwin.rmp.repair import FIRST_MOLD_SEQ
+from rmptwin.factories.rmp import customer_stripes
+from rmptwin.rmp.striping import session_name
+from rmptwin.rundir import RunDir
 from rmptwin.spec import load_experiment
 
 pytestmark = [pytest.mark.root, pytest.mark.emulation]
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def _emulate(loaded, out: Path, nodes: str, capture: list[str] | None = None) -> tuple:
+    """(loaded, run directory, summary) of one emulated run."""
+    outcome = run_experiment(loaded, "emulation", out=out, options=EmulationOptions(nodes=nodes, capture=capture))
+    return loaded, outcome.run_dir, outcome.summary
 
 
 def _docker_usable() -> bool:
@@ -47,21 +56,15 @@ def _docker_usable() -> bool:
 @pytest.fixture(scope="module")
 def quickstart(tmp_path_factory):
     """One emulated quickstart run with containers as hosts (the default node kind)."""
-    from rmptwin.runtime.runner import run_experiment
-
     loaded = load_experiment(REPO / "experiments" / "quickstart.yaml")
     nodes = "docker" if _docker_usable() else "ns"
-    run_dir, summary = run_experiment(loaded, out=tmp_path_factory.mktemp("rt") / "quickstart", nodes=nodes)
-    return loaded, run_dir, summary
+    return _emulate(loaded, tmp_path_factory.mktemp("rt") / "quickstart", nodes)
 
 
 @pytest.fixture(scope="module")
 def crash_run(tmp_path_factory):
-    from rmptwin.runtime.runner import run_experiment
-
     loaded = load_experiment(REPO / "experiments" / "line3-crash.yaml")
-    run_dir, summary = run_experiment(loaded, out=tmp_path_factory.mktemp("rt") / "crash", nodes="ns")
-    return loaded, run_dir, summary
+    return _emulate(loaded, tmp_path_factory.mktemp("rt") / "crash", "ns")
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +75,6 @@ def lossy_edge(tmp_path_factory):
     rp2 remulticasts to east only, so c1 (west) hears a single copy of each packet: with two
     overlapping sources a loss is usually covered by the other copy and nothing is repaired.
     k_r = 6 because the re-requests and their answers cross the same lossy access link."""
-    from rmptwin.runtime.runner import run_experiment
     from rmptwin.spec import LoadedExperiment, Topology
 
     base = load_experiment(REPO / "experiments" / "line3.yaml")
@@ -86,18 +88,17 @@ def lossy_edge(tmp_path_factory):
     proto = base.experiment.protocol.model_copy(update={"k_r": 6})
     exp = base.experiment.model_copy(update={"name": "line3-lossy-edge", "protocol": proto})
     loaded = LoadedExperiment(experiment=exp, topology=Topology.model_validate(topo), path=base.path)
-    run_dir, summary = run_experiment(loaded, out=tmp_path_factory.mktemp("rt") / "edge", nodes="ns")
-    return loaded, run_dir, summary
+    return _emulate(loaded, tmp_path_factory.mktemp("rt") / "edge", "ns")
 
 
-def _events(run_dir: Path):
-    return pq.read_table(run_dir / "events" / "events.parquet").to_pandas()
+def _events(run_dir: RunDir):
+    return run_dir.read_events().to_pandas()
 
 
 @pytest.mark.docker
 def test_quickstart_agreement_no_loss_and_guaranteed_customers_complete(quickstart):
     loaded, run_dir, s = quickstart
-    on_disk = json.loads((run_dir / "summary.json").read_text())
+    on_disk = run_dir.read_summary()
     assert on_disk["agreement"] is True and s["agreement"] is True
     assert s["messages_sent"] > 0 and s["messages_lost"] == 0
     assert s["messages_delivered_min"] == s["messages_sent"]
@@ -106,13 +107,13 @@ def test_quickstart_agreement_no_loss_and_guaranteed_customers_complete(quicksta
     assert c["guaranteed_complete"] == c["guaranteed"]
     # The configured link loss really cost receivers packets (else "nothing lost" is vacuous):
     # messages whose first copy at some receiver was a repair, from the event log on any backend.
-    repaired = repaired_first_copies(pq.read_table(run_dir / "events" / "events.parquet"))
+    repaired = repaired_first_copies(run_dir.read_events())
     assert repaired, "the configured link loss must really have cost receivers first copies"
-    manifest = json.loads((run_dir / "manifest.json").read_text())
+    manifest = run_dir.read_manifest()
     assert manifest["backend"] == "emulation"
     if manifest["impair"] == "relay":
         # The relay's ground truth names each one's lost data frame (netem keeps no log).
-        drops = pq.read_table(run_dir / "links" / "drops.parquet")
+        drops = run_dir.read_drops()
         assert not repairs_without_a_drop(repaired, drops), sorted(repairs_without_a_drop(repaired, drops))[:5]
     for key in ("receivers", "agreement", "messages_sent", "messages_delivered_min", "messages_lost",
                 "control_per_data", "delivery_latency_ms", "fairness_spread_ms", "reformation_ms", "customers"):
@@ -142,7 +143,7 @@ def test_customer_captures_decode_as_moldudp64_with_gaps_repaired(which, request
     loaded, run_dir, s = request.getfixturevalue(which)
     assert s["customers"]["guaranteed_complete"] == s["customers"]["guaranteed"]
     topo = loaded.topology
-    ips = {h.name: json.loads((run_dir / "nodes" / "config.json").read_text())["hosts"][h.name] for h in topo.hosts}
+    ips = json.loads(run_dir.node_config_path().read_text())["hosts"]
     ev = _events(run_dir)
     released = defaultdict(set)
     for g, d in zip(ev[ev.kind == "release"].gseq, ev[ev.kind == "release"].detail):
@@ -151,7 +152,7 @@ def test_customer_captures_decode_as_moldudp64_with_gaps_repaired(which, request
     for h in topo.hosts_with_role("customer"):
         if h.grade != "guaranteed":
             continue
-        rows = _tshark_mold(run_dir / "pcaps" / f"{h.name}.pcap")
+        rows = _tshark_mold(run_dir.pcap_path(h.name))
         assert rows and not any(r["malformed"] for r in rows), h.name
         me = ips[h.name]
         for k in customer_stripes(h, loaded):
@@ -190,8 +191,9 @@ def test_same_delivered_order_per_source_and_counts_as_the_simulator(quickstart)
     from rmptwin.sim.runner import simulate
 
     loaded, run_dir, s = quickstart
-    seed = json.loads((run_dir / "manifest.json").read_text())["seed"]
+    seed = run_dir.read_manifest()["seed"]
     sim = simulate(loaded, seed)
+    sim_summary = summarize(sim.events, loaded)
     emu_ev = _events(run_dir)
     sim_ev = sim.events.to_pandas()
 
@@ -206,8 +208,8 @@ def test_same_delivered_order_per_source_and_counts_as_the_simulator(quickstart)
     emu_order, sim_order = per_source_order(emu_ev), per_source_order(sim_ev)
     assert emu_order == sim_order
     for key in ("messages_sent", "messages_delivered_min", "messages_lost"):
-        assert s[key] == sim.summary[key], key
-    assert s["customers"] == sim.summary["customers"]
+        assert s[key] == sim_summary[key], key
+    assert s["customers"] == sim_summary["customers"]
 
     def cust_counts(ev):
         c = ev[ev.kind == "cust_recv"]
@@ -225,7 +227,7 @@ def test_ring_member_crash_reforms_the_ring_without_losing_acknowledged_messages
     assert len(done) > 0, "the reformation server re-formed the ring"
     first_ring = json.loads(done.detail.iloc[0]).get("ring")
     assert first_ring is None or "rp2" not in first_ring
-    on_disk = json.loads((run_dir / "summary.json").read_text())
+    on_disk = run_dir.read_summary()
     assert on_disk["agreement"] is True
     assert on_disk["messages_lost"] == 0
     assert on_disk["reformation_ms"], "summary.json reports the outage"
@@ -235,15 +237,15 @@ def test_ring_member_crash_reforms_the_ring_without_losing_acknowledged_messages
 def test_a_run_cut_short_drains_until_everything_is_delivered(tmp_path):
     """line3 with its duration ending with the last publication: the simulator stops there
     and counts the last messages lost, the emulated run goes on until they are delivered."""
-    from rmptwin.runtime.runner import run_experiment
     from rmptwin.sim.runner import simulate
 
     base = load_experiment(REPO / "experiments" / "line3.yaml")
     w = base.experiment.workload
     exp = base.experiment.model_copy(update={"name": "line3-cut", "duration_s": w.start_s + w.duration_s})
     loaded = base.model_copy(update={"experiment": exp})
-    assert simulate(loaded, 1).summary["messages_lost"] > 0, "the cut must really leave messages in flight"
-    _, s = run_experiment(loaded, out=tmp_path / "cut", nodes="ns", capture=[])
+    cut = summarize(simulate(loaded, 1).events, loaded)
+    assert cut["messages_lost"] > 0, "the cut must really leave messages in flight"
+    _, _, s = _emulate(loaded, tmp_path / "cut", "ns", capture=[])
     assert s["agreement"] and s["messages_lost"] == 0
     assert s["customers"]["guaranteed_complete"] == s["customers"]["guaranteed"]
     assert s["runtime"]["drain_s"] > 0 and s["runtime"]["outstanding"] is None

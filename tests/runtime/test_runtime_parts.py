@@ -9,13 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 
 from rmptwin.groups import REGION_PORT, REREQUEST_PORT, RMP_PORT
 from rmptwin.events import Event, Kind
 from rmptwin.rmp.moldudp64 import MoldPacket, MoldRequest
-from rmptwin.rmp.remulticast import session_name
+from rmptwin.rmp.striping import session_name
+from rmptwin.rundir import RunDir
 from rmptwin.runtime.config import NodeConfig
 from rmptwin.runtime.driver import LocalClock, port_for_datagram, port_for_group
 from rmptwin.runtime.eventlog import EventWriter, merge_logs
@@ -86,14 +86,15 @@ def test_flat_network_run_writes_a_complete_run_directory(tmp_path: Path):
     out = tmp_path / "run"
     r = _cli("run", str(REPO / "experiments" / "line3.yaml"), "--nodes", "flat", "--out", str(out))
     assert r.returncode == 0, r.stderr[-3000:]
-    s = json.loads((out / "summary.json").read_text())
+    run = RunDir(out)
+    s = run.read_summary()
     assert s["agreement"] is True and s["messages_lost"] == 0 and s["messages_sent"] > 0
     assert s["customers"]["guaranteed_complete"] == s["customers"]["guaranteed"]
-    ev = pq.read_table(out / "events" / "events.parquet").to_pandas()
+    ev = run.read_events().to_pandas()
     loaded = load_experiment(REPO / "experiments" / "line3.yaml")
     # every node's own log reached the merged table (servers that had nothing to do log nothing)
     assert {h.name for h in loaded.topology.hosts if h.role in ("source", "primary", "customer")} <= set(ev.node)
-    assert json.loads((out / "manifest.json").read_text())["backend"] == "emulation"
-    pcaps = sorted(p.name for p in (out / "pcaps").glob("*.pcap"))
+    assert run.read_manifest()["backend"] == "emulation"
+    pcaps = [p.name for p in run.pcap_files()]
     assert pcaps == sorted(f"{h.name}.pcap" for h in loaded.topology.hosts if h.role in ("customer", "retransmit"))
     assert "run directory" in r.stdout

@@ -8,14 +8,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
 from rmptwin import spec
+from rmptwin.analysis.summary import summarize
 from rmptwin.cli import app
 from rmptwin.errors import UserError
 from rmptwin.rerun import replay_from_manifest
+from rmptwin.rundir import RunDir
+from rmptwin.tables import DROP_SCHEMA, LINK_COUNT_SCHEMA, EventLog
 
 REPO = Path(__file__).resolve().parents[2]
 QUICKSTART = REPO / "experiments" / "quickstart.yaml"
@@ -30,9 +32,9 @@ def _sim(out: Path) -> Path:
 def _moved_run_without_yaml(run: Path, where: Path) -> Path:
     """The run directory copied elsewhere, its manifest pointing at an experiment file that does not exist."""
     copy = shutil.copytree(run, where)
-    manifest = json.loads((copy / "manifest.json").read_text())
+    manifest = json.loads(RunDir(copy).manifest_path.read_text())
     manifest["experiment_file"] = str(where.parent / "gone" / "quickstart.yaml")
-    (copy / "manifest.json").write_text(json.dumps(manifest))
+    RunDir(copy).manifest_path.write_text(json.dumps(manifest))
     return copy
 
 
@@ -54,10 +56,11 @@ def test_rerun_of_a_simulated_quickstart_from_its_manifest_alone_is_identical(tm
     assert res.exit_code == 0, res.output
 
     # summary.json has no wall-clock field in a simulated run, so the files are byte-identical.
-    assert (again / "summary.json").read_bytes() == (original / "summary.json").read_bytes()
-    assert json.loads((again / "summary.json").read_text())["messages_sent"] > 0
-    for table in ("events/events.parquet", "links/drops.parquet", "links/counts.parquet"):
-        assert pq.read_table(again / table).equals(pq.read_table(original / table)), table
+    assert RunDir(again).summary_path.read_bytes() == RunDir(original).summary_path.read_bytes()
+    assert json.loads(RunDir(again).summary_path.read_text())["messages_sent"] > 0
+    a, b = RunDir(again), RunDir(original)
+    assert a.read_events().equals(b.read_events())
+    assert a.read_drops().equals(b.read_drops()) and a.read_link_counts().equals(b.read_link_counts())
     out = " ".join(res.output.split())
     assert "summary: identical to the original run's" in out
     # Same machine, same code: nothing differs (others editing this checkout may flip git dirty).
@@ -65,7 +68,7 @@ def test_rerun_of_a_simulated_quickstart_from_its_manifest_alone_is_identical(tm
     assert env_line.startswith("environment: the same") or \
         env_line.endswith("git dirty differs (False -> True)") or env_line.endswith("(True -> False)"), env_line
 
-    then, now = (json.loads((d / "manifest.json").read_text()) for d in (moved, again))
+    then, now = (json.loads(RunDir(d).manifest_path.read_text()) for d in (moved, again))
     assert now["rerun_of"] == str(moved.resolve())
     assert (now["experiment"], now["topology"], now["seed"], now["backend"]) == \
         (then["experiment"], then["topology"], then["seed"], "sim")
@@ -74,26 +77,26 @@ def test_rerun_of_a_simulated_quickstart_from_its_manifest_alone_is_identical(tm
 def test_rerun_takes_the_seed_and_spec_from_the_manifest(tmp_path):
     """A manifest edited to another seed gives another run: the seed comes from the manifest."""
     original = _sim(tmp_path / "original")
-    manifest = json.loads((original / "manifest.json").read_text())
+    manifest = json.loads(RunDir(original).manifest_path.read_text())
     manifest["seed"] += 1
     edited = tmp_path / "edited"
     edited.mkdir()
-    (edited / "manifest.json").write_text(json.dumps(manifest))
+    RunDir(edited).manifest_path.write_text(json.dumps(manifest))
     res = CliRunner().invoke(app, ["rerun", str(edited), "--out", str(tmp_path / "again")], catch_exceptions=False)
     assert res.exit_code == 0, res.output
-    again = json.loads((tmp_path / "again" / "manifest.json").read_text())
+    again = json.loads(RunDir(tmp_path / "again").manifest_path.read_text())
     assert again["seed"] == manifest["seed"]
-    drops = [pq.read_table(d / "links" / "drops.parquet") for d in (original, tmp_path / "again")]
+    drops = [RunDir(d).read_drops() for d in (original, tmp_path / "again")]
     assert drops[0].num_rows > 0 and not drops[0].equals(drops[1])
     assert "no readable summary.json" in " ".join(res.output.split())
 
 
 def test_environment_line_names_what_differs(tmp_path):
     original = _sim(tmp_path / "original")
-    manifest = json.loads((original / "manifest.json").read_text())
+    manifest = json.loads(RunDir(original).manifest_path.read_text())
     manifest["git_commit"] = "0" * 40
     manifest["environment"]["kernel"] = "6.1.0-28-amd64"
-    (original / "manifest.json").write_text(json.dumps(manifest))
+    RunDir(original).manifest_path.write_text(json.dumps(manifest))
     res = CliRunner().invoke(app, ["rerun", str(original), "--out", str(tmp_path / "again")], catch_exceptions=False)
     assert res.exit_code == 0, res.output
     line = " ".join(res.output.split())
@@ -104,9 +107,9 @@ def test_environment_line_names_what_differs(tmp_path):
 @pytest.mark.parametrize("make, expected", [
     (lambda d: d / "missing", "no such run directory"),
     (lambda d: d, "no manifest.json"),
-    (lambda d: (d / "manifest.json").write_text('{"seed": ') and d, "manifest.json: not valid JSON"),
-    (lambda d: (d / "manifest.json").write_text("[1, 2]") and d, "expected a JSON object"),
-    (lambda d: (d / "manifest.json").write_text('{"experiment": {}, "topology": {}}') and d,
+    (lambda d: RunDir(d).manifest_path.write_text('{"seed": ') and d, "manifest.json: not valid JSON"),
+    (lambda d: RunDir(d).manifest_path.write_text("[1, 2]") and d, "expected a JSON object"),
+    (lambda d: RunDir(d).manifest_path.write_text('{"experiment": {}, "topology": {}}') and d,
      "manifest.json: experiment.name: Field required"),
 ])
 def test_a_bad_run_dir_is_one_line_and_exit_2(tmp_path, make, expected):
@@ -142,35 +145,39 @@ def test_an_emulated_run_is_replayed_with_its_node_mode_impairment_and_capture()
 
 
 def test_rerun_of_an_emulated_run_calls_the_runtime_runner_with_the_recorded_arguments(tmp_path, monkeypatch):
-    from rmptwin.results import write_manifest, write_summary
     from rmptwin.runtime import runner
 
-    original = tmp_path / "original"
-    original.mkdir()
-    (original / "manifest.json").write_text(json.dumps(_emulated_manifest(nodes="docker")))
-    (original / "summary.json").write_text(json.dumps({"agreement": True, "runtime": {"wall_s": 80.0}}))
+    loaded = spec.load_experiment(QUICKSTART)
+    events = EventLog().table()
+    original = RunDir(tmp_path / "original")
+    original.replace_manifest(_emulated_manifest(nodes="docker"))
+    # The original summary as `rmptwin run` wrote it, but for one figure and its wall time.
+    original.write_summary({**summarize(events, loaded), "messages_sent": 5, "runtime": {"wall_s": 80.0}})
     calls = []
 
-    def fake_run_experiment(loaded, seed=None, out=None, nodes="docker", impair="auto", capture=None, progress=None):
-        calls.append(dict(loaded=loaded, seed=seed, out=out, nodes=nodes, impair=impair, capture=capture))
-        out.mkdir(parents=True)
-        write_manifest(out, {**loaded.to_manifest(), "nodes": nodes}, backend="emulation", seed=seed,
-                       emulation={"node_mode": nodes, "impair_backend": impair, "datapath": "user",
-                                  "node_image": "rmptwin-node:0123456789ab", "node_image_id": None})
-        summary = {"agreement": True, "runtime": {"wall_s": 91.0}, "nodes": nodes}
-        write_summary(out, summary)
-        return out, summary
+    def fake_emulate(loaded, seed, run_dir, nodes="docker", impair="auto", capture=None, progress=None):
+        calls.append(dict(loaded=loaded, seed=seed, out=run_dir.path, nodes=nodes, impair=impair, capture=capture))
+        return runner.EmulationResult(
+            events, DROP_SCHEMA.empty_table(), LINK_COUNT_SCHEMA.empty_table(),
+            manifest={"nodes": nodes, "impair": impair, "capture": capture},
+            environment={"node_mode": nodes, "impair_backend": impair, "datapath": "user",
+                         "node_image": "rmptwin-node:0123456789ab", "node_image_id": None},
+            stats={"wall_s": 91.0, "nodes": nodes})
 
-    monkeypatch.setattr(runner, "run_experiment", fake_run_experiment)
+    monkeypatch.setattr(runner, "check_arguments", lambda loaded, nodes, capture: None)  # no root needed
+    monkeypatch.setattr(runner, "emulate", fake_emulate)
     monkeypatch.setattr("rmptwin.emulation.env.is_root", lambda: False)
     new = tmp_path / "again"
-    res = CliRunner().invoke(app, ["rerun", str(original), "--out", str(new)], catch_exceptions=False)
+    res = CliRunner().invoke(app, ["rerun", str(original.path), "--out", str(new)], catch_exceptions=False)
     assert res.exit_code == 0, res.output
     [call] = calls
     assert (call["seed"], call["out"], call["nodes"], call["impair"], call["capture"]) == \
         (7, new, "docker", "relay", ["cu1", "cu2"])
     assert call["loaded"].to_manifest()["experiment"] == _emulated_manifest()["experiment"]
     out = " ".join(res.output.split())
-    # runtime.wall_s differs and does not count; the extra key does.
-    assert "summary differs from the original run's in: nodes" in out
-    assert json.loads((new / "manifest.json").read_text())["rerun_of"] == str(original.resolve())
+    # runtime.wall_s differs and does not count; the edited figure does.
+    assert "summary differs from the original run's in: messages_sent" in out
+    manifest = RunDir(new).read_manifest()
+    assert manifest["rerun_of"] == str(original.path.resolve())
+    assert (manifest["backend"], manifest["seed"], manifest["nodes"], manifest["environment"]["node_mode"]) == \
+        ("emulation", 7, "docker", "docker")

@@ -9,7 +9,8 @@ import random
 
 import pytest
 
-from rmptwin.rmp.scenarios import loaded_experiment, max_path_delay_ms, random_tree
+from rmptwin.analysis.summary import summarize
+from rmptwin.sim.random_trees import loaded_experiment, max_path_delay_ms, random_tree
 from rmptwin.sim.runner import simulate
 
 from rmp_checks import assert_agreement_and_no_loss, frame
@@ -31,7 +32,7 @@ def test_one_control_message_per_data_message_without_loss(seed):
     assert types <= {"ACK", "NULL_TOKEN"}, f"lossless run sent {types}"
     acks = ctrl[[json.loads(d)["type"] == "ACK" for d in ctrl.detail]]
     assert len(acks) == n                         # exactly one ack per message
-    cpd = result.summary["control_per_data"]
+    cpd = summarize(result.events, loaded)["control_per_data"]
     assert 1.0 <= cpd <= 1.15, cpd               # plus the odd null token in a lull
 
 
@@ -53,5 +54,5 @@ def test_time_driven_batches_cost_one_over_k(k):
     acks = df[df.kind == "ack_sent"]
     sizes = [json.loads(d)["k"] for d in acks.detail]
     assert abs(sum(sizes) / len(sizes) - k) <= 0.1 * k
-    cpd = result.summary["control_per_data"]
+    cpd = summarize(result.events, loaded)["control_per_data"]
     assert abs(cpd - 1 / k) <= 0.15 / k, (cpd, 1 / k)

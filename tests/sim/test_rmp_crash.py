@@ -9,7 +9,8 @@ import random
 
 import pytest
 
-from rmptwin.rmp.scenarios import loaded_experiment, max_path_delay_ms, random_tree
+from rmptwin.analysis.summary import summarize
+from rmptwin.sim.random_trees import loaded_experiment, max_path_delay_ms, random_tree
 from rmptwin.sim.runner import simulate
 
 from rmp_checks import assert_agreement_and_no_loss, frame
@@ -65,8 +66,9 @@ def test_token_site_crash_reforms_without_loss(mode, seed):
     # every published message, including those in flight at the crash, ends up placed by
     # every survivor in one agreed order (sources re-send until the new ring acks them)
     n = assert_agreement_and_no_loss(df, _receivers(topo))
-    assert n == result.summary["messages_sent"]
-    assert result.summary["agreement"] and result.summary["messages_lost"] == 0
+    summary = summarize(result.events, loaded)
+    assert n == summary["messages_sent"]
+    assert summary["agreement"] and summary["messages_lost"] == 0
     # the ring kept acknowledging after the reformation
     acks_after = df[(df.kind == "ack_sent") & (df.t_ns > t_done)]
     assert len(acks_after) > 0 and site not in set(acks_after.node)
@@ -178,6 +180,7 @@ def test_a_receiver_that_missed_every_new_ring_announcement_asks_and_catches_up(
     as soon as an ack shows the ring exists, and every survivor delivers everything."""
     topo, loaded = _missed_new_ring(seed, delivery)
     result = simulate(loaded)
-    assert result.summary["agreement"] and result.summary["messages_lost"] == 0
+    summary = summarize(result.events, loaded)
+    assert summary["agreement"] and summary["messages_lost"] == 0
     receivers = {h.name: [0] for h in topo.hosts if h.role in ("primary", "secondary")}
     assert_agreement_and_no_loss(frame(result), receivers, all_acked=False)

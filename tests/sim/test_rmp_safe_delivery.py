@@ -17,7 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rmptwin.rmp.scenarios import loaded_experiment, max_path_delay_ms, random_tree
+from rmptwin.analysis.summary import summarize
+from rmptwin.sim.random_trees import loaded_experiment, max_path_delay_ms, random_tree
 from rmptwin.sim.runner import simulate
 from rmptwin.spec import load_experiment
 
@@ -40,7 +41,7 @@ def chaotic(seed: int, delivery: str, *, dn_factor: float = 1.0):
         protocol["tau_t_ms"] = rng.choice([20, 60, 100])
     loaded = loaded_experiment(topo, protocol=protocol, seed=seed, duration_s=6.0, workload={
         "rate_per_source": rng.choice([40, 200]), "start_s": 0.2, "duration_s": 1.0})
-    return simulate(loaded).summary
+    return summarize(simulate(loaded).events, loaded)
 
 
 @settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
@@ -61,25 +62,26 @@ def test_where_agreed_delivery_disagrees_safe_delivery_does_not(seed):
 
 def test_without_faults_safe_delivery_agrees_loses_nothing_and_costs_one_rotation(repo):
     base = load_experiment(repo / "experiments" / "line3.yaml")
-    runs = {}
+    runs, summaries = {}, {}
     for delivery in ("agreed", "safe"):
         proto = base.experiment.protocol.model_copy(update={"delivery": delivery})
         loaded = base.model_copy(update={"experiment": base.experiment.model_copy(update={"protocol": proto})})
         runs[delivery] = simulate(loaded, 1)
+        summaries[delivery] = summarize(runs[delivery].events, loaded)
     safe = runs["safe"]
     assert_agreement_and_no_loss(frame(safe), {h.name: [0] for h in base.topology.hosts
                                                if h.role in ("primary", "secondary")})
-    assert safe.summary["messages_lost"] == 0
+    assert summaries["safe"]["messages_lost"] == 0
     # line3: three primaries, Delta_A 150 ms, a token pass per message at 50 msg/s or a null
     # token every 100 ms: the stable point trails the ack by two passes, past Delta_A.
-    agreed_p50 = runs["agreed"].summary["delivery_latency_ms"]["p50"]
-    assert safe.summary["delivery_latency_ms"]["p50"] > agreed_p50
+    agreed_p50 = summaries["agreed"]["delivery_latency_ms"]["p50"]
+    assert summaries["safe"]["delivery_latency_ms"]["p50"] > agreed_p50
 
 
 def test_quickstart_safe_releases_simultaneously_with_delta_a_over_a_rotation(repo):
     """Delta_A = 1.8 s >= (m - 1) tau_t + dN = 5 x 0.3 + 0.18 s: most releases stay simultaneous."""
     loaded = load_experiment(repo / "experiments" / "quickstart-safe.yaml")
-    s = simulate(loaded, 1).summary
+    s = summarize(simulate(loaded, 1).events, loaded)
     assert s["agreement"] and s["messages_lost"] == 0
     assert s["customers"]["guaranteed_complete"] == s["customers"]["guaranteed"]
     assert s["fairness_spread_ms"]["p50"] == 0.0

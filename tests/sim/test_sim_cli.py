@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
-import pytest
 from typer.testing import CliRunner
 
 from rmptwin import factories
 from rmptwin.cli import app
+from rmptwin.rundir import RunDir
 from rmptwin.tables import DROP_SCHEMA, EVENT_SCHEMA, LINK_COUNT_SCHEMA
 
 REPO = Path(__file__).resolve().parents[2]
@@ -20,15 +19,17 @@ SUMMARY_KEYS = {"receivers", "agreement", "messages_sent", "messages_delivered_m
                 "control_per_data", "delivery_latency_ms", "fairness_spread_ms", "reformation_ms", "customers"}
 
 
-def _check_run_dir(run: Path, seed: int) -> dict:
-    manifest = json.loads((run / "manifest.json").read_text())
+def _check_run_dir(path: Path, seed: int) -> dict:
+    run = RunDir(path)
+    manifest = run.read_manifest()
     assert manifest["backend"] == "sim" and manifest["seed"] == seed
     assert manifest["experiment"]["name"] and manifest["topology"]["hosts"] and manifest["git_commit"]
-    assert pq.read_schema(run / "events" / "events.parquet").equals(EVENT_SCHEMA)
-    assert pq.read_schema(run / "links" / "drops.parquet").equals(DROP_SCHEMA)
-    counts = pq.read_table(run / "links" / "counts.parquet")
+    assert [f.name for f in run.event_files()] == ["events.parquet"]
+    assert pq.read_schema(run.events_path()).equals(EVENT_SCHEMA)
+    assert pq.read_schema(run.drops_path).equals(DROP_SCHEMA)
+    counts = run.read_link_counts()
     assert counts.schema.equals(LINK_COUNT_SCHEMA) and counts.num_rows > 0
-    summary = json.loads((run / "summary.json").read_text())
+    summary = run.read_summary()
     assert SUMMARY_KEYS <= set(summary)
     return summary
 
@@ -42,10 +43,10 @@ def test_sim_command_writes_a_complete_run_dir(tmp_path, monkeypatch):
     assert res.exit_code == 0, res.output
     assert str(out) in res.output.replace("\n", "")
     summary = _check_run_dir(out, 4)
-    events = pq.read_table(out / "events" / "events.parquet").to_pandas()
+    events = RunDir(out).read_events().to_pandas()
     sent = (events.kind == "send").sum()
     assert summary["messages_sent"] == sent == 100  # line3: 50 msg/s, constant, for 2 s
-    drops = pq.read_table(out / "links" / "drops.parquet").to_pandas()
+    drops = RunDir(out).read_drops().to_pandas()
     assert len(drops) > 0 and set(drops.reason) == {"loss"}
     # A run directory is never overwritten.
     again = CliRunner().invoke(app, ["sim", str(REPO / "experiments" / "line3.yaml"), "--out", str(out)])
@@ -59,6 +60,11 @@ def test_quickstart_through_the_real_cli(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = _check_run_dir(out, 1)
     assert summary["agreement"] is True and summary["messages_lost"] == 0
+    # The command line, not the simulator, prints the summary table, the simulator's figures
+    # and where the run went.
+    printed = " ".join(proc.stdout.split())
+    assert f"messages_sent │ {summary['messages_sent']}" in printed and "simulator │" in printed, proc.stdout
+    assert f"run directory: {out}" in proc.stdout.replace("\n", "")
     assert summary["messages_sent"] > 0 and summary["messages_delivered_min"] == summary["messages_sent"]
 
 

@@ -1,14 +1,14 @@
-"""summary.summarize on tiny hand-made event tables: every figure against a value worked out
-by hand from the definitions in rmptwin/summary.py."""
+"""analysis.summary.summarize on tiny hand-made event tables: every figure against a value
+worked out by hand from the definitions in rmptwin/analysis/summary.py."""
 
 from __future__ import annotations
 
 import pyarrow as pa
 import pytest
 
+from rmptwin.analysis.summary import summarize
 from rmptwin.events import Event
 from rmptwin.tables import EventLog
-from rmptwin.summary import summarize
 from sim_stubs import loaded
 
 MS = 1_000_000

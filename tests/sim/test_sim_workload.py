@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 
-from rmptwin.trade_report import TradeReport, stripe_of
+from rmptwin.rmp.striping import symbol_stripe
+from rmptwin.trade_report import TradeReport
 from rmptwin.ticker_workload import schedule
 from sim_stubs import loaded
 
@@ -35,7 +36,7 @@ def test_poisson_rate_stripes_and_payloads():
     for p in pubs[:200]:
         assert len(p.payload) == 100
         r = TradeReport.decode(p.payload)
-        assert r.time_ns == p.t_ns and stripe_of(int(r.symbol[1:]), 3) == p.stripe and r.price_e4 > 0
+        assert r.time_ns == p.t_ns and symbol_stripe(int(r.symbol[1:]), 3) == p.stripe and r.price_e4 > 0
 
 
 def test_constant_rate_is_exact_and_sources_are_staggered():

@@ -3,7 +3,6 @@ Chromium, metrics consistent with the generated log, compare, and one-line error
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import sys
@@ -12,6 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from rmptwin.analysis import compare, job, plots, synthetic
+from rmptwin.rundir import RunDir
 
 pytestmark = pytest.mark.spark
 
@@ -27,21 +27,21 @@ def analysed(spark, tmp_path_factory):
 
 def test_report_files_and_plots(analysed):
     run, report = analysed
-    assert report == run / "analysis" / "report.html"
+    assert report == RunDir(run).report_path
     html = report.read_text()
     for name in plots.PLOTS:
-        png = run / "analysis" / name
+        png = RunDir(run).analysis_path(name)
         assert png.exists() and png.stat().st_size > 1000, name
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert f"src='{name}'" in html  # relative link: the directory can be moved or mailed
     for table in ("latency", "fairness", "receiver_loss", "correlation", "minc", "throughput"):
-        assert pq.read_table(run / "analysis" / f"{table}.parquet").num_rows > 0, table
+        assert pq.read_table(RunDir(run).analysis_path(f"{table}.parquet")).num_rows > 0, table
 
 
 def test_metrics_match_the_generated_log(analysed):
     run, _ = analysed
-    m = json.loads((run / "analysis" / "metrics.json").read_text())
-    events = pq.read_table(run / "events").to_pandas()
+    m = RunDir(run).read_metrics()
+    events = RunDir(run).read_events().to_pandas()
     h = m["headline"]
     assert h["packets"] == 2_000 and h["events"] == len(events) and h["receivers"] == 8
     recv = events[events.kind == "recv"]

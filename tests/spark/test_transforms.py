@@ -26,13 +26,14 @@ def test_delivery_latency_per_receiver_stage_and_region(spark, events_df):
         ev(1500, "a", "primary", "deliver", "h0", 0, 0), ev(1700, "a", "primary", "deliver", "h0", 0, 0),
         ev(1800, "c", "primary", "deliver", "h0", 0, 0), ev(2600, "a", "primary", "deliver", "h0", 1, 1),
         ev(5000, "a", "primary", "release", gseq=0), ev(5300, "c", "primary", "release", gseq=0),
+        ev(5200, "b", "primary", "release", "h0", 1, 1),  # a release naming its message (the cores' own)
         ev(5100, "x", "customer", "cust_recv", gseq=0, stripe=0, repair=False),
         ev(5450, "y", "customer", "cust_recv", gseq=0, stripe=0, repair=False),
     ])
     got = by(latency.delivery_latency(e, hosts(spark)).collect(), "stage", "node", "src_seq")
     expect = {
         ("deliver", "a", 0): (500, "west"), ("deliver", "c", 0): (800, "east"),
-        ("deliver", "a", 1): (600, "west"), ("release", "a", 0): (4000, "west"),
+        ("deliver", "a", 1): (600, "west"), ("release", "a", 0): (4000, "west"), ("release", "b", 1): (3200, "west"),
         ("release", "c", 0): (4300, "east"), ("customer", "x", 0): (4100, "west"),
         ("customer", "y", 0): (4450, "east"),
     }
@@ -42,14 +43,18 @@ def test_delivery_latency_per_receiver_stage_and_region(spark, events_df):
 def test_fairness_spread_across_rt_and_customers(spark, events_df):
     e = events_df([
         ev(5000, "a", "primary", "release", gseq=0), ev(5300, "c", "primary", "release", gseq=0),
-        ev(5100, "b", "primary", "release", gseq=0), ev(6000, "a", "primary", "release", gseq=1),
+        ev(5100, "b", "primary", "release", gseq=0), ev(5150, "b", "primary", "release", gseq=0),
+        ev(6000, "a", "primary", "release", gseq=1),   # one R_T released it: spread 0
+        ev(6500, "c", "primary", "release", gseq=2),   # only c, which is down at the end: no row
+        ev(100, "b", "primary", "crash"), ev(200, "b", "primary", "recover"),  # b is back: counts
+        ev(7000, "c", "primary", "crash"),             # c is down at the end: its releases do not count
         ev(5100, "x", "customer", "cust_recv", gseq=0, stripe=0),
         ev(5450, "y", "customer", "cust_recv", gseq=0, stripe=0),
         ev(5999, "y", "customer", "cust_recv", gseq=0, stripe=0),  # a later copy: first copy counts
     ])
     got = by(latency.fairness_spread(e).collect(), "scope", "gseq")
     assert {k: (r["nodes"], r["first_ns"], r["spread_ns"]) for k, r in got.items()} == {
-        ("release", 0): (3, 5000, 300), ("customer", 0): (2, 5100, 350)}
+        ("release", 0): (2, 5000, 150), ("release", 1): (1, 6000, 0), ("customer", 0): (2, 5100, 350)}
 
 
 def loss_log(events_df):
@@ -150,12 +155,16 @@ def test_reformation_outages_crashes_and_delivery_gaps(spark, events_df):
         ev(90, "a", "primary", "crash"), ev(100, "rf", "reformation", "reform_start"),
         ev(350, "rf", "reformation", "reform_done"), ev(1000, "rf", "reformation", "reform_start"),
         ev(1100, "rf", "reformation", "reform_done"),
+        ev(300, "b", "primary", "ack_sent"), ev(420, "b", "primary", "ack_sent"),  # the ring acknowledges again
+        ev(500, "h0", "source", "crash"),                 # not a ring member: no ring outage
+        ev(1200, "c", "primary", "crash"), ev(1300, "b", "primary", "ack_sent"),  # no re-formation after it
         *[ev(t, "b", "primary", "deliver", "h0", i, i) for i, t in enumerate([0, 100, 400, 450])],
     ])
     out = [(r["start_ns"], r["done_ns"], r["duration_ns"]) for r in control.reformation_outages(e).orderBy("start_ns").collect()]
     assert out == [(100, 350, 250), (1000, 1100, 100)]
-    (c,) = control.crash_recovery(e).collect()
-    assert (c["node"], c["crash_ns"], c["reformed_ns"], c["outage_ns"]) == ("a", 90, 350, 260)
+    got = [(c["node"], c["crash_ns"], c["reformed_ns"], c["resumed_ns"], c["outage_ns"])
+           for c in control.crash_recovery(e).orderBy("crash_ns").collect()]
+    assert got == [("a", 90, 350, 420, 330), ("c", 1200, None, 1300, 100)]
     (g,) = control.delivery_gaps(e).collect()
     assert (g["node"], g["max_gap_ns"], g["from_ns"]) == ("b", 300, 100)
 
@@ -224,3 +233,10 @@ def test_latency_summary_per_region_and_overall_in_one_pass(spark, events_df):
         ("deliver", "east"): (False, 1, 800.0, [800, 800, 800, 800], 800),
         ("deliver", "all"): (True, 5, 360.0, [100, 300, 800, 800], 800),
     }
+    # p50 and p99 exact, interpolated between the two nearest values (as summary.json's):
+    # west 100..400: p50 at 1.5 -> 250, p99 at 2.97 -> 397; all: p99 at 3.96 -> 400 + 0.96 x 400.
+    exact = {("deliver", "west"): (250.0, 397.0), ("deliver", "east"): (800.0, 800.0),
+             ("deliver", "all"): (300.0, 784.0)}
+    assert set(got) == set(exact)
+    for k, (p50, p99) in exact.items():
+        assert (got[k]["p50_ns"], got[k]["p99_ns"]) == pytest.approx((p50, p99), rel=1e-12), k

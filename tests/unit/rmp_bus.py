@@ -8,7 +8,8 @@ from typing import Callable
 
 from rmptwin.sansio import Unicast
 from rmptwin.rmp import wire
-from rmptwin.rmp.common import Timing
+from rmptwin.rmp.timing import Timing
+from rmptwin.factories.rmp import timing_from_protocol
 from rmptwin.rmp.primary import PrimaryCore
 from rmptwin.spec import Protocol
 
@@ -100,7 +101,7 @@ MS = 1_000_000
 def timing(**kw) -> Timing:
     base = {"token_mode": "event_driven", "dn_ms": 10, "k_r": 3, "p_ms": 1, "null_token_ms": 50}
     base.update(kw)
-    return Timing.from_protocol(Protocol(**base))
+    return timing_from_protocol(Protocol(**base))
 
 
 def member(name="rp2", ring=("rp1", "rp2", "rp3"), **kw) -> PrimaryCore:

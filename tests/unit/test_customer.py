@@ -16,10 +16,11 @@ from hypothesis import strategies as st
 from rmptwin.sansio import Group, Unicast
 from rmptwin.groups import region_group
 from rmptwin.events import Kind
-from rmptwin.rmp.customer import FIRST_MOLD_SEQ, CustomerCore, customer_stripes
+from rmptwin.factories.rmp import build_customer, build_retransmit, customer_stripes
 from rmptwin.rmp.moldudp64 import MoldPacket, MoldRequest, decode_packet
-from rmptwin.rmp.remulticast import Remulticaster, request_stripe, session_name
-from rmptwin.rmp.retransmit import RetransmitCore
+from rmptwin.rmp.remulticast import Remulticaster
+from rmptwin.rmp.repair import FIRST_MOLD_SEQ
+from rmptwin.rmp.striping import request_stripe, session_name
 from rmptwin.spec import Experiment, LoadedExperiment, Topology
 from rmptwin.trade_report import TradeReport
 
@@ -214,7 +215,7 @@ def test_lossless_customer_receives_everything_in_order_once():
     loaded = make_loaded(customers=[{"name": "c1", "regions": ["eu"]}], rts=[("rt1", ["eu"])])
     rel = releases(200)
     nodes = {"rt1": FakeRT(["eu"], 0, rel),
-             "c1": CustomerCore(loaded.topology.host("c1"), loaded, random.Random(1))}
+             "c1": build_customer(loaded.topology.host("c1"), loaded, random.Random(1))}
     net = Net(nodes)
     net.run(2_000 * MS)
     c = nodes["c1"]
@@ -233,8 +234,8 @@ def test_guaranteed_customer_repairs_every_gap_from_its_retransmit_server(seed):
         retransmits=[("rx1", ["eu"])], rts=[("rt1", ["eu"])])
     rel = releases(400)
     nodes = {"rt1": FakeRT(["eu"], 0, rel),
-             "rx1": RetransmitCore(loaded.topology.host("rx1"), loaded, random.Random(2)),
-             "c1": CustomerCore(loaded.topology.host("c1"), loaded, random.Random(1))}
+             "rx1": build_retransmit(loaded.topology.host("rx1"), loaded, random.Random(2)),
+             "c1": build_customer(loaded.topology.host("c1"), loaded, random.Random(1))}
     lost = set()
 
     def loss(src, dst, data):
@@ -263,8 +264,8 @@ def test_best_effort_customer_skips_gaps_and_keeps_order():
                          retransmits=[("rx1", ["eu"])], rts=[("rt1", ["eu"])])
     rel = releases(300)
     nodes = {"rt1": FakeRT(["eu"], 0, rel),
-             "rx1": RetransmitCore(loaded.topology.host("rx1"), loaded, random.Random(2)),
-             "c1": CustomerCore(loaded.topology.host("c1"), loaded, random.Random(1))}
+             "rx1": build_retransmit(loaded.topology.host("rx1"), loaded, random.Random(2)),
+             "c1": build_customer(loaded.topology.host("c1"), loaded, random.Random(1))}
     lost = set()
     rng = random.Random(7)
 
@@ -290,7 +291,7 @@ def test_overlapping_regions_are_deduplicated_and_cover_each_others_losses():
                          rts=[("rta", ["eu"]), ("rtb", ["us"])])
     rel = releases(200, every_ns=3 * MS)
     nodes = {"rta": FakeRT(["eu"], 0, rel), "rtb": FakeRT(["us"], 0, rel),
-             "c1": CustomerCore(loaded.topology.host("c1"), loaded, random.Random(1))}
+             "c1": build_customer(loaded.topology.host("c1"), loaded, random.Random(1))}
 
     def loss(src, dst, data):
         p = decode_packet(data)
@@ -310,7 +311,7 @@ def test_overlapping_regions_without_loss_deliver_each_message_once():
                          rts=[("rta", ["eu", "us"]), ("rtb", ["us"])])
     rel = releases(100)
     nodes = {"rta": FakeRT(["eu", "us"], 0, rel), "rtb": FakeRT(["us"], 0, rel),
-             "c1": CustomerCore(loaded.topology.host("c1"), loaded, random.Random(1))}
+             "c1": build_customer(loaded.topology.host("c1"), loaded, random.Random(1))}
     net = Net(nodes)
     net.run(1_000 * MS)
     c = nodes["c1"]
@@ -324,8 +325,8 @@ def test_tail_loss_is_found_by_the_heartbeat_and_repaired():
                          retransmits=[("rx1", ["eu"])], rts=[("rt1", ["eu"])])
     rel = releases(10, every_ns=0)  # one packet
     nodes = {"rt1": FakeRT(["eu"], 0, rel),
-             "rx1": RetransmitCore(loaded.topology.host("rx1"), loaded, random.Random(2)),
-             "c1": CustomerCore(loaded.topology.host("c1"), loaded, random.Random(1))}
+             "rx1": build_retransmit(loaded.topology.host("rx1"), loaded, random.Random(2)),
+             "c1": build_customer(loaded.topology.host("c1"), loaded, random.Random(1))}
 
     def loss(src, dst, data):  # the only data packet never reaches the customer
         return src == "rt1" and dst == "c1" and not decode_packet(data).is_heartbeat
@@ -341,8 +342,8 @@ def test_guaranteed_customer_gives_up_after_k_r_requests():
                          retransmits=[("rx1", ["us"])], rts=[("rt1", ["eu"])], k_r=3)
     rel = releases(50)
     nodes = {"rt1": FakeRT(["eu"], 0, rel),
-             "rx1": RetransmitCore(loaded.topology.host("rx1"), loaded, random.Random(2)),
-             "c1": CustomerCore(loaded.topology.host("c1"), loaded, random.Random(1))}
+             "rx1": build_retransmit(loaded.topology.host("rx1"), loaded, random.Random(2)),
+             "c1": build_customer(loaded.topology.host("c1"), loaded, random.Random(1))}
     gone = set(range(FIRST_MOLD_SEQ + 10, FIRST_MOLD_SEQ + 13))
 
     def loss(src, dst, data):
@@ -362,7 +363,7 @@ def test_guaranteed_customer_gives_up_after_k_r_requests():
 
 def test_malformed_packets_are_counted_and_never_crash():
     loaded = make_loaded(customers=[{"name": "c1", "regions": ["eu"]}], rts=[("rt1", ["eu"])])
-    c = CustomerCore(loaded.topology.host("c1"), loaded, random.Random(1))
+    c = build_customer(loaded.topology.host("c1"), loaded, random.Random(1))
     for junk in (b"", b"\xa5\x01\x02", b"RMPT000000" + b"\x00" * 8 + b"\x00\x05" + b"\x00",
                  MoldPacket("RMPT000000", 0, (b"short",)).encode()[:-1], bytes(range(256))):
         c.receive_datagram(junk, "rt1", 0)
@@ -379,8 +380,8 @@ def test_malformed_packets_are_counted_and_never_crash():
 def test_customer_joins_its_stripes_and_regions():
     loaded = make_loaded(customers=[{"name": "c1", "regions": ["eu", "us"], "stripes": [1, 3]},
                                     {"name": "c2", "regions": ["us"]}], stripes=4)
-    c1 = CustomerCore(loaded.topology.host("c1"), loaded, random.Random(1))
-    c2 = CustomerCore(loaded.topology.host("c2"), loaded, random.Random(1))
+    c1 = build_customer(loaded.topology.host("c1"), loaded, random.Random(1))
+    c2 = build_customer(loaded.topology.host("c2"), loaded, random.Random(1))
     assert c1.groups() == {region_group(r, k) for r in ("eu", "us") for k in (1, 3)}
     assert c2.groups() == {region_group("us", k) for k in range(4)}
 
@@ -406,7 +407,7 @@ def test_retransmit_server_fills_its_own_gaps_from_an_rt_and_rotates_on_failure(
     # rtb serves eu per the topology, but its multicast goes where rx1 does not listen: rx1 hears
     # rtb only through answers to requests.
     nodes = {"rta": FakeRT(["eu"], 0, rel), "rtb": FakeRT(["us"], 0, rel),
-             "rx1": RetransmitCore(loaded.topology.host("rx1"), loaded, random.Random(2))}
+             "rx1": build_retransmit(loaded.topology.host("rx1"), loaded, random.Random(2))}
 
     def loss(src, dst, data):
         # requests to rta are lost (as if it had crashed) and it loses 30..39 towards rx1
@@ -442,7 +443,7 @@ def test_any_loss_pattern_guaranteed_customers_end_complete_and_in_order(seed, c
         nodes[f"rtb{k}"] = FakeRT(["us"], k, rel)
     for name in ("rx1", "c1", "c2"):
         h = loaded.topology.host(name)
-        nodes[name] = (RetransmitCore if h.role == "retransmit" else CustomerCore)(h, loaded, random.Random(3))
+        nodes[name] = (build_retransmit if h.role == "retransmit" else build_customer)(h, loaded, random.Random(3))
     rng = random.Random(seed)
     rt_of_name = {f"rt{x}{k}": f"rt{x}" for k in range(stripes) for x in "ab"}
 

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from rmptwin.sansio import Group, Unicast
 from rmptwin.events import Kind
-from rmptwin.rmp import token_passing_time_ms, wire
+from rmptwin.rmp.timing import token_passing_time_ms
+from rmptwin.rmp import wire
 from rmptwin.rmp.nack_reduction import request_sets, request_slot
 from rmptwin.rmp.primary import PrimaryCore
 from rmptwin.rmp.reformation import ReformationCore, start_token

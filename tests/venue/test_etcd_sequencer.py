@@ -3,25 +3,37 @@
 Two venue cores (the real EV ordering code) race compare-and-swap on positions through
 etcd, each with the same requests in a different local order; one etcd member is
 killed in the middle of the load and restarted later. The total order must have no gap
-and no duplicate, and both venues must execute it identically.
+and no duplicate, and both venues must execute it identically. The same through the
+sequencer host of a real run: the pure proxy core, the etcd client's worker thread, and
+the node's adapters, which start and stop the cluster.
 """
 
 from __future__ import annotations
 
+import asyncio
+import queue
 import random
 import threading
+from pathlib import Path
 
 import pytest
 
 from rmptwin.events import Kind
+from rmptwin.factories import build_core
+from rmptwin.sansio import Unicast
+from rmptwin.runtime.etcd_client import EtcdCas, EtcdCasClient, serve_propose
+from rmptwin.runtime.etcd_cluster import EtcdCluster
+from rmptwin.runtime.venue_adapters import node_adapters
+from rmptwin.spec import load_experiment
 from rmptwin.venue import wire
-from rmptwin.venue.etcd_cluster import EtcdCluster
-from rmptwin.venue.etcd_sequencer import EtcdCas, serve_propose
 from rmptwin.venue.orderbook import LIMIT
-from rmptwin.venue.venue import VenueCore
+from rmptwin.venue.sequencer import CasProxyCore
+from rmptwin.venue.venue import VenueConfig, VenueCore
 from rmptwin.venue.wire import Order, Request
 
 pytestmark = [pytest.mark.etcd, pytest.mark.timeout(240)]
+
+REPO = Path(__file__).resolve().parents[2]
 
 N_PER_GW = 300
 
@@ -43,6 +55,12 @@ def local_order(reqs, rng):
     while a or b:
         out.append((a if a and (not b or rng.random() < 0.5) else b).pop(0))
     return out
+
+
+def make_ev(i: int, batch: int) -> VenueCore:
+    config = VenueConfig(ev_id=i, symbols=("IBM",), gateways=("gw1", "gw2"), sequencer="seq", history=None,
+                         durable=False, batch=batch, lookahead=16)
+    return VenueCore(config, lambda: 1)
 
 
 def drive(ev: VenueCore, cas: EtcdCas, stream, total: int, log: list, progress: list, idx: int):
@@ -72,8 +90,7 @@ def test_member_crash_during_load_no_gap_no_duplicate():
         cas = [EtcdCas(eps, prefix="test/seq", window=4 * total, timeout_s=1.0),
                EtcdCas(eps[1:] + eps[:1], prefix="test/seq", window=4 * total, timeout_s=1.0)]
         cas[0].init()
-        evs = [VenueCore(i, ["IBM"], ["gw1", "gw2"], sequencer="seq", history=None, service=lambda: 1,
-                         durable=False, batch=rng.choice([2, 4, 8]), lookahead=16) for i in range(2)]
+        evs = [make_ev(i, batch=rng.choice([2, 4, 8])) for i in range(2)]
         logs, progress = [[], []], [0, 0]
         threads = [threading.Thread(target=drive, args=(evs[i], cas[i], local_order(reqs, rng), total,
                                                         logs[i], progress, i), daemon=True) for i in range(2)]
@@ -107,3 +124,104 @@ def test_member_crash_during_load_no_gap_no_duplicate():
     trades = [[e for e in log if e.kind == Kind.TRADE] for log in logs]
     assert trades[0] == trades[1] and trades[0]
     assert evs[0].state_hash() == evs[1].state_hash()
+
+
+def test_sequencer_host_proxy_asks_etcd_from_its_worker_and_both_venues_agree():
+    """The sequencer host of a real run: ``CasProxyCore`` hands each PROPOSE to the etcd client's
+    worker thread and returns at once; the answers, brought back, become the DECIDEs."""
+    rng = random.Random(5)
+    reqs = requests(rng)[:120]
+    total = len(reqs)
+    with EtcdCluster(3) as cluster:
+        client = EtcdCasClient(EtcdCas(cluster.endpoints, prefix="test/proxy", window=4 * total))
+        proxy = CasProxyCore(client)
+        answers: queue.SimpleQueue = queue.SimpleQueue()
+        client.start(lambda request_id, answer: answers.put((request_id, answer)))
+        evs = [make_ev(i, batch=4) for i in range(2)]
+        for ev in evs:
+            for r in local_order(reqs, rng):
+                ev.receive_datagram(wire.request_frame(r), "gw", 0)
+        logs: list[list] = [[], []]
+        now = 0
+        while min(ev.next_pos for ev in evs) < total:
+            now += 1000
+            assert now < 50_000_000, f"venues stuck at {[ev.next_pos for ev in evs]}"
+            asked = 0
+            for i, ev in enumerate(evs):
+                for data, dest in ev.datagrams_to_send(now):
+                    if dest == Unicast("seq"):
+                        proxy.receive_datagram(data, f"ev{i}", now)
+                        asked += 1
+            assert proxy.datagrams_to_send(now) == []      # no answer inside receive_datagram
+            for _ in range(asked):
+                proxy.receive_answer(*_flatten(answers.get(timeout=30)), now)
+            for data, dest in proxy.datagrams_to_send(now):
+                evs[int(dest.node[2:])].receive_datagram(data, "seq", now)
+            for i, ev in enumerate(evs):
+                t = ev.get_timer()
+                if t is not None and t <= now:
+                    ev.handle_timer(now)
+                while (e := ev.next_event()) is not None:
+                    logs[i].append(e)
+        stored = client.cas.read_all()
+        client.close()
+    orders = [[(e.gseq, e.src, e.src_seq) for e in log if e.kind == Kind.SEQ_POSITION] for log in logs]
+    assert orders[0] == orders[1]
+    assert [g for g, _, _ in orders[0]] == list(range(total))      # no gap
+    assert len({(s, q) for _, s, q in orders[0]}) == total           # no duplicate
+    assert sorted(stored) == list(range(total))
+    assert evs[0].state_hash() == evs[1].state_hash()
+
+
+def _flatten(item):
+    request_id, (status, nxt, keys) = item
+    return request_id, status, nxt, keys
+
+
+class _LoopDriver:
+    """What ``NodeAdapters.attach`` needs of ``runtime.driver.NodeDriver``: the core, the clocks,
+    and ``after`` (here collecting what the core sends)."""
+
+    def __init__(self, core) -> None:
+        self.core = core
+        self.clock = type("Clock", (), {"local": staticmethod(lambda t: t)})()
+        self.sent: list = []
+        self.calls_after = asyncio.Event()
+
+    def true_now(self) -> int:
+        return 1
+
+    def after(self, t: int) -> None:
+        self.sent += self.core.datagrams_to_send(t)
+        self.calls_after.set()
+
+
+def test_a_real_sequencer_node_starts_etcd_answers_on_its_event_loop_and_stops_etcd(tmp_path):
+    """The sequencer host of ``rmptwin run`` on venue-failover (sequencer: etcd): its adapters start a
+    three-member cluster, the factory builds the proxy on it, answers come back on the node's loop,
+    and closing the adapters stops the cluster and removes its data."""
+    loaded = load_experiment(REPO / "experiments" / "venue-failover.yaml")
+    host = loaded.topology.host("seq1")
+    adapters = node_adapters(host, loaded, tmp_path)
+    assert adapters.cluster is not None and all(adapters.cluster.healthy(i) for i in range(3))
+    core = build_core(host, loaded, random.Random(1), adapters=adapters)
+    assert isinstance(core, CasProxyCore)
+    root = adapters.cluster.root
+
+    async def ask() -> list:
+        driver = _LoopDriver(core)
+        adapters.attach(driver, asyncio.get_running_loop())
+        core.receive_datagram(wire.propose_frame(0, 0, [(0, 0), (1, 0)]), "ev1", 0)
+        core.receive_datagram(wire.propose_frame(1, 0, [(1, 0)]), "ev2", 0)
+        assert core.datagrams_to_send(0) == []     # the node's loop is free while etcd works
+        while len(driver.sent) < 2:
+            driver.calls_after.clear()
+            await asyncio.wait_for(driver.calls_after.wait(), timeout=30)
+        return driver.sent
+
+    sent = asyncio.run(ask())
+    adapters.close()
+    assert [(wire.decode(d)[1], dest) for d, dest in sent] == [
+        ((wire.WON, 0, 2, [(0, 0), (1, 0)]), Unicast("ev1")), ((wire.LOST, 0, 2, [(0, 0), (1, 0)]), Unicast("ev2"))]
+    assert all(p is None for p in adapters.cluster.procs) and not root.exists()
+

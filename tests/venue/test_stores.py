@@ -1,10 +1,19 @@
-"""The real durable stores: gateway log file (fsync) and history recorder on SQLite (WAL)."""
+"""The real durable stores (runtime side): gateway log file (fsync), history recorder on SQLite
+(WAL), and the per-host stores a real node hands its venue factory; the simulator's in-memory ones."""
 
 from __future__ import annotations
 
+import random
 import sqlite3
+from pathlib import Path
 
-from rmptwin.venue.stores import FileGatewayLog, SqliteHistoryStore
+from rmptwin.factories import build_core
+from rmptwin.runtime.durable_stores import DurableStores, FileGatewayLog, SqliteHistoryStore
+from rmptwin.runtime.venue_adapters import node_adapters
+from rmptwin.spec import load_experiment
+from rmptwin.venue.stores import MemoryStores
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_gateway_log_survives_reopen_and_drops_a_torn_tail(tmp_path):
@@ -36,3 +45,39 @@ def test_sqlite_history_store_is_wal_and_keeps_everything_across_reopen(tmp_path
     assert again.hardened(1, 5) == [(1, b"r1"), (2, b"r2")]
     assert again.latest_checkpoint() == (1, b"book@1")
     again.close()
+
+
+def test_a_recovering_host_finds_its_store_and_a_fresh_start_begins_empty(tmp_path):
+    stores = DurableStores(tmp_path / "venue-state")
+    stores.gateway_log("gw1", fresh=True).append([(0, b"zero")])
+    stores.history_store("hr1", fresh=True).store([(0, b"r0", [(1, 2, 3, 4, 0)])])
+    stores.close()
+    again = DurableStores(tmp_path / "venue-state")          # a restarted process, the same directory
+    log, hr = again.gateway_log("gw1", fresh=False), again.history_store("hr1", fresh=False)
+    assert log.unfinished() == [(0, b"zero")] and hr.top() == 0 and hr.trade_count() == 1
+    assert again.gateway_log("gw1", fresh=True).last_seq() == -1    # a first start forgets an old run
+    assert again.history_store("hr1", fresh=True).top() == -1
+    again.close()
+    assert sorted(p.name for p in (tmp_path / "venue-state").iterdir() if not p.name.endswith(("-wal", "-shm"))) \
+        == ["gw1.gwlog", "hr1.sqlite"]
+
+
+def test_memory_stores_keep_each_host_across_recovery_and_start_fresh_on_a_first_start():
+    stores = MemoryStores()
+    log = stores.gateway_log("gw1", fresh=True)
+    log.append([(0, b"zero")])
+    assert stores.gateway_log("gw1", fresh=False) is log
+    assert stores.gateway_log("gw2", fresh=False) is not log
+    assert stores.gateway_log("gw1", fresh=True).last_seq() == -1
+    hr = stores.history_store("hr1", fresh=True)
+    assert stores.history_store("hr1", fresh=False) is hr and stores.history_store("hr1", fresh=True) is not hr
+
+
+def test_a_real_gateway_node_gets_its_log_in_the_state_dir_and_no_etcd(tmp_path):
+    loaded = load_experiment(REPO / "experiments" / "venue-failover.yaml")
+    adapters = node_adapters(loaded.topology.host("gw1"), loaded, tmp_path)
+    assert adapters.cluster is None and adapters.cas_client is None
+    gw = build_core(loaded.topology.host("gw1"), loaded, random.Random(1), adapters=adapters)
+    gw.log.append([(0, b"x")])
+    adapters.close()
+    assert (tmp_path / "venue-state" / "gw1.gwlog").stat().st_size > 0

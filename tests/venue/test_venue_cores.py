@@ -8,12 +8,12 @@ import random
 from rmptwin.sansio import Group, Unicast
 from rmptwin.events import Kind
 from rmptwin.venue import wire
-from rmptwin.venue.gateway import GatewayCore
-from rmptwin.venue.history import HistoryCore
+from rmptwin.venue.gateway import GatewayConfig, GatewayCore
+from rmptwin.venue.history import HistoryConfig, HistoryCore
 from rmptwin.venue.orderbook import BUY, LIMIT, SELL
-from rmptwin.venue.sequencer import CasLog, SequencerCore
+from rmptwin.venue.sequencer import CasLog, CasProxyCore, SequencerConfig, SequencerCore
 from rmptwin.venue.stores import MemoryGatewayLog, MemoryHistoryStore
-from rmptwin.venue.venue import VenueCore
+from rmptwin.venue.venue import VenueConfig, VenueCore
 from rmptwin.venue.wire import Order, Request
 
 GWS = ["gw1", "gw2"]
@@ -28,8 +28,9 @@ def events(core):
 
 def make_ev(ev_id, **kw):
     kw.setdefault("sequencer", "seq")
-    return VenueCore(ev_id, ["IBM"], GWS, history=None, service=lambda: 1, durable=False,
-                     checkpoint_every=kw.pop("checkpoint_every", 1000), **kw)
+    config = VenueConfig(ev_id=ev_id, symbols=("IBM",), gateways=tuple(GWS), history=None, durable=False,
+                         checkpoint_every=kw.pop("checkpoint_every", 1000), **kw)
+    return VenueCore(config, lambda: 1)
 
 
 def req(gw, seq, side, qty, price):
@@ -60,7 +61,7 @@ def test_seed_p_q_example_two_evs_agree_on_the_total_order():
     p = [req(0, i, BUY, 100, 1_000_000 - 100 * i) for i in range(3)]
     q = [req(1, i, SELL, 60, 999_900 + 100 * i) for i in range(3)]
     ev1, ev2 = make_ev(0, lookahead=1, batch=1), make_ev(1, lookahead=1, batch=1)
-    seq = SequencerCore(window=100)
+    seq = SequencerCore(SequencerConfig(window=100))
     now = 1000
     for r in (q[0], q[1], p[0], p[1], q[2], p[2]):
         ev1.receive_datagram(wire.request_frame(r), "gw", now)
@@ -92,7 +93,7 @@ def test_random_local_orders_and_races_give_identical_trades_and_state():
     reqs = [req(g, i, rng.randrange(2), rng.randint(1, 5) * 100, 1_000_000 + rng.randint(-5, 5) * 100)
             for g in range(2) for i in range(150)]
     evs = [make_ev(i, lookahead=rng.choice([1, 4, 16]), batch=rng.choice([1, 3, 8])) for i in range(3)]
-    seq = SequencerCore(window=10_000)
+    seq = SequencerCore(SequencerConfig(window=10_000))
     streams = []
     for _ in evs:   # per gateway FIFO, gateways interleaved differently at each EV
         a, b = [r for r in reqs if r.gw == 0], [r for r in reqs if r.gw == 1]
@@ -146,7 +147,7 @@ def test_cas_log_window_contiguity_and_too_far_behind():
 
 
 def test_follower_out_of_the_window_reports_soft_failure_and_resyncs():
-    seq = SequencerCore(window=2)
+    seq = SequencerCore(SequencerConfig(window=2))
     for i in range(5):
         seq.log.propose(i, [(0, i)])
     ev = make_ev(0)
@@ -159,9 +160,60 @@ def test_follower_out_of_the_window_reports_soft_failure_and_resyncs():
     assert Kind.SEQ_TOO_FAR in [e.kind for e in events(seq)]
 
 
+class DeferredCas:
+    """A CAS memory outside the core that answers only when told to (as etcd does, later)."""
+
+    def __init__(self, window: int) -> None:
+        self.log = CasLog(window)
+        self.asked: list[tuple[int, int, list]] = []
+
+    def submit(self, request_id, n, keys) -> None:
+        self.asked.append((request_id, n, list(keys)))
+
+    def answer_all(self, proxy: CasProxyCore, now: int) -> None:
+        asked, self.asked = self.asked, []
+        for request_id, n, keys in asked:
+            proxy.receive_answer(request_id, *self.log.propose(n, keys), now)
+
+
+def test_sequencer_proxy_never_waits_and_decides_what_the_outside_memory_answers():
+    cas = DeferredCas(window=100)
+    proxy = CasProxyCore(cas)
+    evs = {"ev1": make_ev(0), "ev2": make_ev(1)}
+    reqs = [req(0, k, BUY if k % 2 else SELL, 1, 1_000_000) for k in range(3)]
+    for ev, stream in zip(evs.values(), (reqs, reqs[::-1])):   # the two EVs get them in opposite orders
+        for r in stream:
+            ev.receive_datagram(wire.request_frame(r), "gw1", 10)
+    now = 10
+    for round_ in range(10):
+        for name, ev in evs.items():
+            for d in proposals(ev, now):
+                proxy.receive_datagram(d, name, now)
+        if round_ == 0:
+            proxy.receive_datagram(b"junk", "ev1", now)
+            assert proxy.datagrams_to_send(now) == [] and proxy.malformed == 1   # nothing decided before the answer
+            assert [(n, keys) for _, n, keys in cas.asked] == [(0, [(0, 0)]), (0, [(0, 2)])]
+        cas.answer_all(proxy, now + 5)
+        out = proxy.datagrams_to_send(now + 5)
+        if round_ == 0:   # the first proposal to reach the memory won; the other learns what stands there
+            assert [dest for _, dest in out] == [Unicast("ev1"), Unicast("ev2")]
+            assert [wire.decode(d)[1] for d, _ in out] == [(wire.WON, 0, 1, [(0, 0)]), (wire.LOST, 0, 1, [(0, 0)])]
+            proxy.receive_answer(99, wire.WON, 1, [(0, 1)], now)   # an answer nobody asked for: ignored
+            assert proxy.datagrams_to_send(now) == []
+        for d, dest in out:
+            evs[dest.node].receive_datagram(d, "seq", now + 10)
+        now += 100
+        for ev in evs.values():
+            settle(ev, now)
+    order = positions(events(evs["ev1"]))
+    assert order == positions(events(evs["ev2"]))                  # one total order at both EVs
+    assert [p for p, _, _ in order] == [0, 1, 2] and order[0] == (0, "gw1", 0)
+    assert sorted(s for _, _, s in order) == [0, 1, 2]                # every request once
+
+
 def test_gateway_rejects_malformed_orders_with_a_reason_and_never_numbers_them():
     log = MemoryGatewayLog()
-    gw = GatewayCore(0, ["ev1", "ev2"], ["IBM"], log, tick=100, fsync_ns=50)
+    gw = GatewayCore(GatewayConfig(gw_id=0, venues=("ev1", "ev2"), symbols=("IBM",), tick=100, fsync_ns=50), log)
     bad = [
         (Order(wire.NEW, LIMIT, BUY, "IBM", 1, -5, 1_000_000), "not positive"),
         (Order(wire.NEW, LIMIT, BUY, "ZZZZ", 2, 5, 1_000_000), "unknown symbol"),
@@ -188,7 +240,8 @@ def test_gateway_rejects_malformed_orders_with_a_reason_and_never_numbers_them()
 
 def test_gateway_replays_unfinished_requests_after_restart():
     log = MemoryGatewayLog()
-    gw = GatewayCore(0, ["ev1"], ["IBM"], log, fsync_ns=10)
+    config = GatewayConfig(gw_id=0, venues=("ev1",), symbols=("IBM",), fsync_ns=10)
+    gw = GatewayCore(config, log)
     for i in range(3):
         gw.receive_datagram(wire.order_frame(i, 0, Order(wire.NEW, LIMIT, BUY, "IBM", i, 5, 1_000_000)), "c", 0)
     for _ in range(2):                   # group fsyncs: [0], then [1, 2]
@@ -197,7 +250,7 @@ def test_gateway_replays_unfinished_requests_after_restart():
     gw.datagrams_to_send(20)
     gw.receive_datagram(wire.complete_frame(wire.T_COMPLETE, 1, 0, 0), "ev1", 30)
     assert [e.src_seq for e in events(gw) if e.kind == Kind.ORDER_DONE] == [1]
-    again = GatewayCore(0, ["ev1"], ["IBM"], log, fsync_ns=10, recovering=True)
+    again = GatewayCore(config, log, recovering=True)
     again.handle_timer(again.get_timer())
     replayed = [wire.decode(d)[1].gw_seq for d, dest in again.datagrams_to_send(30) if dest == Group(wire.REQUEST_GROUP)]
     assert replayed == [0, 2] and again.next_seq == 3
@@ -205,7 +258,7 @@ def test_gateway_replays_unfinished_requests_after_restart():
 
 def test_history_ignores_duplicate_positions_and_acknowledges_after_commit():
     store = MemoryHistoryStore()
-    hr = HistoryCore(store, commit_ns=100)
+    hr = HistoryCore(HistoryConfig(commit_ns=100), store)
     r0, r1 = req(0, 0, BUY, 1, 1_000_000), req(0, 1, SELL, 1, 1_000_000)
     hr.receive_datagram(wire.store_frame(0, [(0, r0, []), (1, r1, [(2, 1, 1_000_000, 1, SELL)])]), "ev1", 0)
     hr.receive_datagram(wire.store_frame(1, [(0, r0, []), (1, r1, [(2, 1, 1_000_000, 1, SELL)])]), "ev2", 5)

@@ -26,10 +26,11 @@ topology: {REPO / "topologies" / "venue.yaml"}
 duration_s: 8.0
 venue: {{rate: 200, symbols: [IBM], sequencer: etcd, ev_service_us: 0, start_s: 0.5, duration_s: 1.5}}
 """)
-    from rmptwin.runtime.runner import run_experiment
+    from rmptwin.experiment_run import EmulationOptions, run_experiment
 
     loaded = load_experiment(exp)
-    run_dir, s = run_experiment(loaded, out=tmp_path / "run", nodes="flat", capture=[])
+    s = run_experiment(loaded, "emulation", out=tmp_path / "run",
+                       options=EmulationOptions(nodes="flat", capture=[])).summary
     assert s["requests_accepted"] > 200
     assert s["ev_consistent"] is True and s["ev_order_conflicts"] == 0
     assert s["requests_ordered"] == s["requests_accepted"]          # both gateways' requests, one order

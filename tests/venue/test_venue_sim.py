@@ -3,22 +3,28 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import sqlite3
+import tempfile
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from rmptwin.analysis.venue_metrics import venue_summary
 from rmptwin.events import Kind
+from rmptwin.factories import Adapters, build_core
+from rmptwin.runtime.durable_stores import DurableStores
 from rmptwin.sim.runner import Simulation
-from rmptwin.spec import Bernoulli, LoadedExperiment, Topology, load_experiment
-from rmptwin.venue.summary import venue_summary
+from rmptwin.spec import Bernoulli, Fault, LoadedExperiment, Topology, load_experiment
 
 REPO = __import__("pathlib").Path(__file__).resolve().parents[2]
 
 
-def run(loaded: LoadedExperiment):
-    sim = Simulation(loaded)
+def run(loaded: LoadedExperiment, build=None):
+    sim = Simulation(loaded, build=build)
     sim.start()
     sim.sched.run_until(sim.end_ns)
     df = sim.event_table().to_pandas()
@@ -112,21 +118,13 @@ def test_lossy_exchange_lan_still_completes_every_request_in_one_order():
     assert len(set(s["ev_last_position"].values())) == 1
 
 
-def test_restart_recovers_from_sqlite_history_and_file_gateway_log(tmp_path, monkeypatch):
+def test_restart_recovers_from_sqlite_history_and_file_gateway_log(tmp_path):
     """The same cores on the real stores (gateway log file with fsync, HR on SQLite in WAL
-    mode): an EV killed and restarted recovers from the SQLite checkpoint and hardened
-    requests, and the database holds every trade."""
-    import sqlite3
-
-    from rmptwin.spec import Fault
-    from rmptwin.factories.venue import forget_stores
-
-    import os
-    import tempfile
-
+    mode), handed to the factories as a real node hands them: an EV killed and restarted
+    recovers from the SQLite checkpoint and hardened requests, and the database holds every trade."""
     # tmpfs when there is one: the code path is the real one, the disk's fsync time is not the point
     tmp_path = Path(tempfile.mkdtemp(dir="/dev/shm" if os.path.isdir("/dev/shm") else str(tmp_path)))
-    monkeypatch.setenv("RMPTWIN_VENUE_STATE_DIR", str(tmp_path))
+    stores = DurableStores(tmp_path)
     base = load_experiment(REPO / "experiments" / "venue-failover.yaml")
     loaded = with_venue(base, faults=[Fault(at_s=0.7, action="crash", node="ev2"),
                                       Fault(at_s=1.1, action="recover", node="ev2")],
@@ -134,9 +132,9 @@ def test_restart_recovers_from_sqlite_history_and_file_gateway_log(tmp_path, mon
     loaded = LoadedExperiment(experiment=loaded.experiment.model_copy(update={"duration_s": 2.5}),
                               topology=loaded.topology, path=loaded.path)
     try:
-        sim, df, s = run(loaded)
+        sim, df, s = run(loaded, build=partial(build_core, adapters=Adapters(stores=stores)))
     finally:
-        forget_stores(loaded)
+        stores.close()
     assert s["ev_agreement"] and s["trades_lost"] == 0 and s["sync_ms"] is not None
     assert s["requests_completed"] == s["requests_accepted"] > 2000
     db = sqlite3.connect(tmp_path / "hr1.sqlite")

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import html
-import json
 from pathlib import Path
 
+from rich.console import Console
+from rich.table import Table
+
 from ..errors import UserError
+from ..rundir import RunDir
 from .report import CSS, fmt
 
 
 def load_metrics(run: Path) -> dict:
-    path = run / "analysis" / "metrics.json"
     try:
-        return json.loads(path.read_text())
+        return RunDir(run).read_metrics()
     except FileNotFoundError:
         raise UserError(f"{run}: not analysed yet (run `rmptwin analyze {run}` first)") from None
 
@@ -35,9 +37,7 @@ def _name(m: dict, run: Path) -> str:
 
 
 def compare(run_a: Path, run_b: Path, html_out: Path | None = None, console=None) -> Path:
-    from rich.console import Console
-    from rich.table import Table
-
+    """Print the table and write the HTML page (default RUN_A's analysis/compare-<B>.html); returns its path."""
     a, b = load_metrics(run_a), load_metrics(run_b)
     table = Table(title="rmptwin compare")
     table.add_column("metric")
@@ -48,14 +48,15 @@ def compare(run_a: Path, run_b: Path, html_out: Path | None = None, console=None
     for k, va, vb, r in data:
         table.add_row(k, fmt(va), fmt(vb), fmt(r))
     (console or Console()).print(table)
-    out = html_out or run_a / "analysis" / f"compare-{run_b.name}.html"
+    out = html_out or RunDir(run_a).analysis_path(f"compare-{run_b.name}.html")
+    report_a, report_b = (html.escape(str(RunDir(r.resolve()).report_path)) for r in (run_a, run_b))
     body = "".join(f"<tr><td>{html.escape(k)}</td><td class='n'>{fmt(va)}</td><td class='n'>{fmt(vb)}</td>"
                    f"<td class='n'>{fmt(r)}</td></tr>" for k, va, vb, r in data)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(
         f"<!doctype html><html><head><meta charset='utf-8'><title>rmptwin compare</title><style>{CSS}</style>"
-        f"</head><body><h1>rmptwin compare</h1><p>A: <a href='{html.escape(str(run_a.resolve() / 'analysis' / 'report.html'))}'>"
-        f"{html.escape(_name(a, run_a))}</a><br>B: <a href='{html.escape(str(run_b.resolve() / 'analysis' / 'report.html'))}'>"
+        f"</head><body><h1>rmptwin compare</h1><p>A: <a href='{report_a}'>"
+        f"{html.escape(_name(a, run_a))}</a><br>B: <a href='{report_b}'>"
         f"{html.escape(_name(b, run_b))}</a></p><table><tr><th>metric</th><th>A</th><th>B</th><th>B / A</th></tr>"
         f"{body}</table></body></html>")
     return out

@@ -1,5 +1,10 @@
 """Transforms: control messages per data message, NACKs per lost message (implosion),
-token rotation period and jitter, reformation outages."""
+token rotation period and jitter, reformation outages.
+
+``control_per_data`` (type 'all') and ``crash_recovery``'s outage are summary.json's
+``control_per_data`` and ``reformation_ms``, defined in ``analysis.summary`` and computed
+here by the same words (tests/spark/test_summary_agrees.py).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from ..events import Kind
+from .extract import RECEIVER_ROLES
 
 
 def control_per_data(events: DataFrame) -> DataFrame:
@@ -85,13 +91,23 @@ def reformation_outages(events: DataFrame) -> DataFrame:
 
 
 def crash_recovery(events: DataFrame) -> DataFrame:
-    """Each CRASH with the first REFORM_DONE (any node) after it: crash_ns reformed_ns outage_ns."""
-    crashes = events.filter(F.col("kind") == Kind.CRASH).select("node", F.col("t_ns").alias("crash_ns"))
+    """Each CRASH of a ring member (R_P/R_S) with the first REFORM_DONE (any node) at or after
+    it, and the first ACK_SENT at or after that (after the crash if the ring never re-formed):
+    outage_ns is crash to that ACK, the time the ring acknowledged nothing (summary.json's
+    reformation_ms); null if no ACK followed. Columns: node crash_ns reformed_ns resumed_ns outage_ns."""
+    crashes = events.filter((F.col("kind") == Kind.CRASH) & F.col("role").isin(*RECEIVER_ROLES)) \
+        .select("node", F.col("t_ns").alias("crash_ns"))
     dones = events.filter(F.col("kind") == Kind.REFORM_DONE).select(F.col("t_ns").alias("done_ns"))
-    return (
+    acks = events.filter(F.col("kind") == Kind.ACK_SENT).select(F.col("t_ns").alias("ack_ns"))
+    reformed = (
         crashes.join(dones, F.col("done_ns") >= F.col("crash_ns"), "left")
         .groupBy("node", "crash_ns").agg(F.min("done_ns").alias("reformed_ns"))
-        .withColumn("outage_ns", F.col("reformed_ns") - F.col("crash_ns"))
+        .withColumn("from_ns", F.coalesce("reformed_ns", "crash_ns"))
+    )
+    return (
+        reformed.join(acks, F.col("ack_ns") >= F.col("from_ns"), "left")
+        .groupBy("node", "crash_ns", "reformed_ns").agg(F.min("ack_ns").alias("resumed_ns"))
+        .withColumn("outage_ns", F.col("resumed_ns") - F.col("crash_ns"))
     )
 
 

@@ -8,8 +8,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ..errors import UserError
-from ..results import read_manifest
+from ..rundir import RunDir
 from ..spec import Topology
 from . import schemas
 
@@ -80,8 +79,8 @@ class RunData:
     manifest: dict
     topology: Topology
     events: DataFrame           # parsed (see parse_events)
-    drops: DataFrame | None     # links/drops.parquet, None if the backend wrote none
-    counts: DataFrame | None    # links/counts.parquet
+    drops: DataFrame | None     # the link drops, None if the backend wrote none
+    counts: DataFrame | None    # the packets per link
     hosts: DataFrame
 
 
@@ -91,31 +90,13 @@ def _parquet(spark: SparkSession, path: Path, schema) -> DataFrame | None:
     return spark.read.schema(schema).parquet(str(path))
 
 
-def check_run(run: str | Path) -> tuple[dict, Topology, list[Path]]:
-    """The manifest, topology and event files of a run directory, or a one-line UserError."""
-    run = Path(run)
-    if not run.is_dir():
-        raise UserError(f"{run}: no such run directory")
-    manifest = read_manifest(run)
-    if "topology" not in manifest:
-        raise UserError(f"{run}/manifest.json: no resolved topology (was it written by rmptwin?)")
-    try:
-        topo = Topology.model_validate(manifest["topology"])
-    except Exception as e:  # pydantic ValidationError: the manifest was edited or is from elsewhere
-        raise UserError(f"{run}/manifest.json: topology is not valid ({str(e).splitlines()[0]})") from None
-    files = sorted((run / "events").glob("*.parquet"))
-    if not files:
-        raise UserError(f"{run}: no events/*.parquet (is this a run directory?)")
-    return manifest, topo, files
-
-
 def load_run(spark: SparkSession, run: str | Path) -> RunData:
-    run = Path(run)
-    manifest, topo, files = check_run(run)
+    rd = RunDir(run)
+    manifest, topo, files = rd.check()
     events = spark.read.schema(schemas.EVENTS).parquet(*[str(f) for f in files])
     return RunData(
-        path=run, manifest=manifest, topology=topo, events=parse_events(events),
-        drops=_parquet(spark, run / "links" / "drops.parquet", schemas.DROPS),
-        counts=_parquet(spark, run / "links" / "counts.parquet", schemas.LINK_COUNTS),
+        path=rd.path, manifest=manifest, topology=topo, events=parse_events(events),
+        drops=_parquet(spark, rd.drops_path, schemas.DROPS),
+        counts=_parquet(spark, rd.counts_path, schemas.LINK_COUNTS),
         hosts=hosts_frame(spark, topo),
     )

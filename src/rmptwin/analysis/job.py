@@ -1,36 +1,42 @@
 """`rmptwin analyze`: extract a run directory, run every transform, load the results into
-RUN/analysis/ (*.parquet, metrics.json) and render report.html with its plots."""
+its analysis directory (*.parquet, metrics.json) and render report.html with its plots.
+
+Figures summary.json also has are defined once, in ``analysis.summary``; the transforms
+compute them by the same words (see that module's table), and ``headline`` names them as
+summary.json does where they are the same figure.
+"""
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from . import control, extract, latency, loss, minc, throughput
+from ..rundir import RunDir
+from . import control, extract, latency, loss, minc, report, throughput
 
 QUANTILES = [i / 100 for i in range(101)]
+STEPS = ["extract", "latency", "fairness", "loss", "minc", "control", "throughput", "report"]
 
 
 def _rows(df: DataFrame) -> list[dict]:
     return [r.asDict(recursive=True) for r in df.collect()]
 
 
-def _write(df: DataFrame, out: Path, name: str) -> None:
+def _write(df: DataFrame, run: RunDir, name: str) -> None:
     # One file per cached partition: coalesce(1) would encode millions of rows in one task
     # while the other core idles (6 s of the latency step on 10M events).
-    df.write.mode("overwrite").parquet(str(out / f"{name}.parquet"))
+    df.write.mode("overwrite").parquet(str(run.analysis_path(f"{name}.parquet")))
 
 
-def _write_rows(rows: list[dict], out: Path, name: str) -> None:
+def _write_rows(rows: list[dict], run: RunDir, name: str) -> None:
     if rows:
-        pq.write_table(pa.Table.from_pylist(rows), out / f"{name}.parquet")
+        run.write_analysis_table(name, pa.Table.from_pylist(rows))
 
 
 def _clean(x):
@@ -44,81 +50,121 @@ def _clean(x):
     return x
 
 
-def compute(spark, run: Path, progress=None, bin_ns: int = 100_000_000) -> dict:
-    """Every metric of one run; big per-message tables go to RUN/analysis/*.parquet on the way."""
+def compute(spark, run: str | Path, progress=None, bin_ns: int = 100_000_000) -> dict:
+    """Every metric of one run; big per-message tables go to its analysis directory on the way."""
     step = progress or (lambda name: None)
-    out = run / "analysis"
-    out.mkdir(parents=True, exist_ok=True)
+    out = RunDir(run)
+    out.analysis_dir.mkdir(parents=True, exist_ok=True)
     step("extract")
     rd = extract.load_run(spark, run)
     events = rd.events.cache()
-    m: dict = {"run": str(run), "manifest": {k: rd.manifest.get(k) for k in
-               ("experiment", "seed", "backend", "created_utc", "git_commit", "experiment_file")}}
-    counts = _rows(events.groupBy("kind").count())
-    m["events"] = {r["kind"]: r["count"] for r in counts}
-    m["events_total"] = sum(m["events"].values())
-
+    m = overview(rd, events)
     step("latency")
-    lat = latency.delivery_latency(events, rd.hosts).cache()
-    # The aggregation fills the cache; _write comes last so that it only reads the cached rows.
-    # p50 and p99 are the 50th and 99th of the CDF's quantiles, from the same summary.
-    p50, p99 = QUANTILES.index(0.5), QUANTILES.index(0.99)
-    summary = _rows(latency.latency_summary(lat, QUANTILES).orderBy("stage", "region"))
-    m["latency"] = [{"stage": r["stage"], "region": r["region"], "n": r["n"], "mean_ns": r["mean_ns"],
-                     "p50_ns": r["q"][p50], "p99_ns": r["q"][p99], "max_ns": r["max_ns"]} for r in summary]
-    m["latency_cdf"] = [{"stage": r["stage"], "region": r["region"], "q": r["q"]} for r in summary if not r["overall"]]
-    _write(lat, out, "latency")
-    lat.unpersist()
-
+    m.update(latency_metrics(events, rd.hosts, out))
     step("fairness")
-    fair = latency.fairness_spread(events).cache()
-    q = F.percentile_approx("spread_ns", [0.5, 0.99], 10000)
-    m["fairness"] = _rows(fair.groupBy("scope").agg(
-        F.count("*").alias("messages"), q.alias("q"), F.max("spread_ns").alias("max_ns"))
-        .select("scope", "messages", F.col("q")[0].alias("p50_ns"), F.col("q")[1].alias("p99_ns"), "max_ns"))
-    m["fairness_series"] = _rows(
-        fair.withColumn("bin_ns", (F.floor(F.col("first_ns") / bin_ns) * bin_ns).cast("long"))
-        .groupBy("scope", "bin_ns").agg(F.percentile_approx("spread_ns", 0.5, 1000).alias("p50_ns"),
-                                        F.max("spread_ns").alias("max_ns")).orderBy("scope", "bin_ns"))
-    _write(fair, out, "fairness")  # after the aggregations filled the cache (see latency)
-    fair.unpersist()
-
+    m.update(fairness_metrics(events, out, bin_ns))
     step("loss")
-    dn = (rd.manifest.get("experiment") or {}).get("protocol", {}).get("dn_ms", 75.0)
-    windows = spark.createDataFrame(minc.receiver_windows(rd.topology, dn), minc.RECEIVER_WINDOWS)
-    fate = loss.fates(events, rd.hosts, windows).cache()
-    m["receiver_loss"] = _rows(loss.receiver_loss(fate).orderBy("node"))
-    _write_rows(m["receiver_loss"], out, "receiver_loss")
-    m["correlation"] = _rows(loss.loss_correlation(fate))
-    _write_rows(m["correlation"], out, "correlation")
-    m["customer_loss"] = _rows(loss.customer_loss(events).orderBy("node"))
-
+    fate = loss.fates(events, rd.hosts, _receiver_windows(spark, rd)).cache()
+    m.update(loss_metrics(events, fate, out))
     step("minc")
-    m["minc"] = minc.minc_links(spark, rd.topology, fate, latency.sends(events), rd.drops, rd.counts, dn)
-    _write_rows(m["minc"], out, "minc")
-    pairs = sorted({(r["src"], r["stripe"]) for r in m["minc"]})
-    trees = minc.trees_for(rd.topology, pairs[:1])
-    m["tree_order"] = next(iter(trees.values())).leaves_in_order() if trees else []
-
+    m.update(minc_metrics(spark, rd, events, fate, out))
     step("control")
-    m["control"] = _rows(control.control_per_data(events).orderBy("type"))
-    m["nacks"] = _rows(control.nack_summary(events, fate))[0]
-    per_packet = control.nacks_per_lost_packet(events, fate)
-    m["nacks_by_losers"] = _rows(per_packet.groupBy("receivers_lost").agg(
-        F.count("*").alias("packets"), F.mean("nacks").alias("mean_nacks"),
-        F.max("nacks").alias("max_nacks")).orderBy("receivers_lost"))
+    m.update(nack_metrics(events, fate))
     fate.unpersist()
-    m["token"] = _rows(control.token_rotation(control.token_intervals(events)).orderBy("stripe"))
-    m["reformation"] = _rows(control.reformation_outages(events).orderBy("start_ns"))
-    m["crashes"] = _rows(control.crash_recovery(events).orderBy("crash_ns"))
-    m["delivery_gaps"] = _rows(control.delivery_gaps(events).orderBy("node"))
-
+    m.update(control_metrics(events))
     step("throughput")
     m["throughput"] = _rows(throughput.throughput(events, rd.hosts, bin_ns).orderBy("dimension", "key", "bin_ns"))
     _write_rows(m["throughput"], out, "throughput")
     events.unpersist()
     m["headline"] = headline(m)
     return _clean(m)
+
+
+def overview(rd: extract.RunData, events: DataFrame) -> dict:
+    """The run, its manifest's headline keys, its receivers, and its events counted by kind."""
+    m: dict = {"run": str(rd.path), "manifest": {k: rd.manifest.get(k) for k in
+               ("experiment", "seed", "backend", "created_utc", "git_commit", "experiment_file")}}
+    m["receivers"] = sum(1 for h in rd.topology.hosts if h.role in extract.RECEIVER_ROLES)
+    m["events"] = {r["kind"]: r["count"] for r in _rows(events.groupBy("kind").count())}
+    m["events_total"] = sum(m["events"].values())
+    return m
+
+
+def latency_metrics(events: DataFrame, hosts: DataFrame, out: RunDir) -> dict:
+    """Latency per stage and region (p50/p99 exact; the CDF's quantiles approximate)."""
+    lat = latency.delivery_latency(events, hosts).cache()
+    # The aggregation fills the cache; _write comes last so that it only reads the cached rows.
+    summary = _rows(latency.latency_summary(lat, QUANTILES).orderBy("stage", "region"))
+    m = {"latency": [{k: r[k] for k in ("stage", "region", "n", "mean_ns", "p50_ns", "p99_ns", "max_ns")}
+                     for r in summary],
+         "latency_cdf": [{"stage": r["stage"], "region": r["region"], "q": r["q"]}
+                         for r in summary if not r["overall"]]}
+    _write(lat, out, "latency")
+    lat.unpersist()
+    return m
+
+
+def fairness_metrics(events: DataFrame, out: RunDir, bin_ns: int) -> dict:
+    """Fairness spread per scope (p50/p99 exact) and its median over time."""
+    fair = latency.fairness_spread(events).cache()
+    q = F.percentile("spread_ns", latency.EXACT_QUANTILES)
+    m = {"fairness": _rows(fair.groupBy("scope").agg(
+        F.count("*").alias("messages"), q.alias("q"), F.max("spread_ns").alias("max_ns"))
+        .select("scope", "messages", F.col("q")[0].alias("p50_ns"), F.col("q")[1].alias("p99_ns"), "max_ns"))}
+    m["fairness_series"] = _rows(
+        fair.withColumn("bin_ns", (F.floor(F.col("first_ns") / bin_ns) * bin_ns).cast("long"))
+        .groupBy("scope", "bin_ns").agg(F.percentile_approx("spread_ns", 0.5, 1000).alias("p50_ns"),
+                                        F.max("spread_ns").alias("max_ns")).orderBy("scope", "bin_ns"))
+    _write(fair, out, "fairness")  # after the aggregations filled the cache (see latency)
+    fair.unpersist()
+    return m
+
+
+def _dn_ms(rd: extract.RunData) -> float:
+    return (rd.manifest.get("experiment") or {}).get("protocol", {}).get("dn_ms", 75.0)
+
+
+def _receiver_windows(spark, rd: extract.RunData) -> DataFrame:
+    return spark.createDataFrame(minc.receiver_windows(rd.topology, _dn_ms(rd)), minc.RECEIVER_WINDOWS)
+
+
+def loss_metrics(events: DataFrame, fate: DataFrame, out: RunDir) -> dict:
+    """First-reception and residual loss per receiver, their correlation, customers' losses."""
+    m = {"receiver_loss": _rows(loss.receiver_loss(fate).orderBy("node"))}
+    _write_rows(m["receiver_loss"], out, "receiver_loss")
+    m["correlation"] = _rows(loss.loss_correlation(fate))
+    _write_rows(m["correlation"], out, "correlation")
+    m["customer_loss"] = _rows(loss.customer_loss(events).orderBy("node"))
+    return m
+
+
+def minc_metrics(spark, rd: extract.RunData, events: DataFrame, fate: DataFrame, out: RunDir) -> dict:
+    """MINC link-loss estimates beside the ground truth, and the receivers in tree order."""
+    rows = minc.minc_links(spark, rd.topology, fate, latency.sends(events), rd.drops, rd.counts, _dn_ms(rd))
+    _write_rows(rows, out, "minc")
+    pairs = sorted({(r["src"], r["stripe"]) for r in rows})
+    trees = minc.trees_for(rd.topology, pairs[:1])
+    return {"minc": rows, "tree_order": next(iter(trees.values())).leaves_in_order() if trees else []}
+
+
+def nack_metrics(events: DataFrame, fate: DataFrame) -> dict:
+    """NACKs per lost packet, and by how many receivers lost it (implosion)."""
+    per_packet = control.nacks_per_lost_packet(events, fate)
+    return {"nacks": _rows(control.nack_summary(events, fate))[0],
+            "nacks_by_losers": _rows(per_packet.groupBy("receivers_lost").agg(
+                F.count("*").alias("packets"), F.mean("nacks").alias("mean_nacks"),
+                F.max("nacks").alias("max_nacks")).orderBy("receivers_lost"))}
+
+
+def control_metrics(events: DataFrame) -> dict:
+    """Control per data message by type, token rotation, reformations, crashes, delivery gaps."""
+    return {
+        "control": _rows(control.control_per_data(events).orderBy("type")),
+        "token": _rows(control.token_rotation(control.token_intervals(events)).orderBy("stripe")),
+        "reformation": _rows(control.reformation_outages(events).orderBy("start_ns")),
+        "crashes": _rows(control.crash_recovery(events).orderBy("crash_ns", "node")),
+        "delivery_gaps": _rows(control.delivery_gaps(events).orderBy("node")),
+    }
 
 
 def _find(rows, **kv):
@@ -129,9 +175,13 @@ def _find(rows, **kv):
 
 
 def headline(m: dict) -> dict:
-    """The figures a reader looks at first (times in ms, rates as fractions)."""
+    """The figures a reader looks at first (times in ms, rates as fractions). packets,
+    events, receivers, control_per_data, release_latency_* and release_spread_* are
+    summary.json's messages_sent, events, receivers, control_per_data, delivery_latency_ms
+    and fairness_spread_ms."""
     ms = lambda x: None if x is None else x / 1e6  # noqa: E731
     dl = _find(m["latency"], stage="deliver", region="all")
+    rl_lat = _find(m["latency"], stage="release", region="all")
     cu = _find(m["latency"], stage="customer", region="all")
     rel = _find(m["fairness"], scope="release")
     cf = _find(m["fairness"], scope="customer")
@@ -142,10 +192,11 @@ def headline(m: dict) -> dict:
     src_rates = [r["rate_per_s"] for r in m["throughput"] if r["dimension"] == "source"]
     tok = m["token"][0] if m["token"] else {}
     return {
-        "packets": m["events"].get("send", 0),
+        "packets": allc.get("data", 0),
         "events": m["events_total"],
-        "receivers": len(rl),
+        "receivers": m["receivers"],
         "deliver_latency_p50_ms": ms(dl.get("p50_ns")), "deliver_latency_p99_ms": ms(dl.get("p99_ns")),
+        "release_latency_p50_ms": ms(rl_lat.get("p50_ns")), "release_latency_p99_ms": ms(rl_lat.get("p99_ns")),
         "customer_latency_p50_ms": ms(cu.get("p50_ns")), "customer_latency_p99_ms": ms(cu.get("p99_ns")),
         "release_spread_p50_ms": ms(rel.get("p50_ns")), "release_spread_max_ms": ms(rel.get("max_ns")),
         "customer_spread_p50_ms": ms(cf.get("p50_ns")), "customer_spread_max_ms": ms(cf.get("max_ns")),
@@ -163,26 +214,20 @@ def headline(m: dict) -> dict:
 
 
 def analyze(spark, run: str | Path, console=None) -> Path:
-    """Analyse one run directory; returns the path of its report.html."""
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from . import report
-
-    run = Path(run)
-    steps = ["extract", "latency", "fairness", "loss", "minc", "control", "throughput", "report"]
+    """Analyse one run directory: metrics.json, tables, plots and report.html; returns the report's path."""
+    out = RunDir(run)
     with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
                   console=console, transient=True) as prog:
-        task = prog.add_task(f"analysing {run}", total=len(steps))
+        task = prog.add_task(f"analysing {out.path}", total=len(STEPS))
 
         def step(name: str) -> None:
-            prog.update(task, description=f"{run.name}: {name}", completed=steps.index(name))
+            prog.update(task, description=f"{out.path.name}: {name}", completed=STEPS.index(name))
 
         t0 = time.perf_counter()
-        m = compute(spark, run, step)
+        m = compute(spark, out.path, step)
         m["analysis_seconds"] = round(time.perf_counter() - t0, 3)
         step("report")
-        out = run / "analysis"
-        (out / "metrics.json").write_text(json.dumps(m, indent=2, sort_keys=True, default=str) + "\n")
+        out.write_metrics(m)
         path = report.render(m, out)
-        prog.update(task, completed=len(steps))
+        prog.update(task, completed=len(STEPS))
     return path

@@ -1,4 +1,9 @@
-"""Transforms: delivery latency per message and receiver; fairness spread per message."""
+"""Transforms: delivery latency per message and receiver; fairness spread per message.
+
+The release stage of the latency and the release scope of the fairness spread are
+summary.json's ``delivery_latency_ms`` and ``fairness_spread_ms``, defined in
+``analysis.summary`` and computed here by the same words (tests/spark/test_summary_agrees.py).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,11 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ..events import Kind
+from .extract import RECEIVER_ROLES
+
+# p50 and p99 of every latency and spread table: exact, interpolated linearly between the two
+# nearest values, as summary.json's (analysis.summary.percentiles).
+EXACT_QUANTILES = [0.5, 0.99]
 
 
 def sends(events: DataFrame) -> DataFrame:
@@ -31,9 +41,22 @@ def sequence_map(events: DataFrame, sent: DataFrame) -> DataFrame:
     )
 
 
+def release_latency(events: DataFrame, sent: DataFrame, seqmap: DataFrame) -> DataFrame:
+    """Every RELEASE of an R_P/R_S (each one, not only a node's first) with its message: the
+    RELEASE's own src and src_seq, or the message its stripe and gseq number. Columns as
+    ``delivery_latency`` before the region: node role stage src src_seq stripe gseq send_ns t_ns."""
+    rel = events.filter((F.col("kind") == Kind.RELEASE) & F.col("role").isin(*RECEIVER_ROLES)) \
+        .withColumn("stage", F.lit("release"))
+    cols = ["src", "src_seq", "stripe", "gseq", "node", "role", "stage", "send_ns", "t_ns"]
+    named = rel.filter(F.col("src") != "").join(sent, ["src", "stripe", "src_seq"])
+    numbered = rel.filter(F.col("src") == "").drop("src", "src_seq").join(seqmap, ["stripe", "gseq"])
+    return named.select(*cols).unionByName(numbered.select(*cols))
+
+
 def delivery_latency(events: DataFrame, hosts: DataFrame) -> DataFrame:
-    """Latency from SEND to each node's first DELIVER (stage 'deliver', R_P/R_S), RELEASE
-    (stage 'release', R_T) and CUST_RECV (stage 'customer'), with the node's region.
+    """Latency from SEND to each node's first DELIVER (stage 'deliver', R_P/R_S), to every
+    RELEASE (stage 'release', R_T; ``release_latency``) and to each customer's first CUST_RECV
+    (stage 'customer'), with the node's region.
 
     Columns: src src_seq stripe gseq node role region stage send_ns latency_ns.
     """
@@ -46,17 +69,18 @@ def delivery_latency(events: DataFrame, hosts: DataFrame) -> DataFrame:
         .withColumn("stage", F.lit("deliver"))
     )
     seqmap = sequence_map(events, sent)
-    later = (
-        events.filter(F.col("kind").isin(Kind.RELEASE, Kind.CUST_RECV) & (F.col("gseq") >= 0))
-        .withColumn("stage", F.when(F.col("kind") == Kind.RELEASE, "release").otherwise("customer"))
+    received = (
+        events.filter((F.col("kind") == Kind.CUST_RECV) & (F.col("gseq") >= 0))
+        .withColumn("stage", F.lit("customer"))
         .groupBy("node", "role", "stage", "stripe", "gseq")
         .agg(F.min("t_ns").alias("t_ns"))
         .join(seqmap, ["stripe", "gseq"])
     )
     cols = ["src", "src_seq", "stripe", "gseq", "node", "role", "stage", "send_ns", "t_ns"]
-    both = delivered.select(*cols).unionByName(later.select(*cols))
+    every = (delivered.select(*cols).unionByName(release_latency(events, sent, seqmap))
+             .unionByName(received.select(*cols)))
     return (
-        both.join(hosts.select("node", "region"), "node", "left")
+        every.join(hosts.select("node", "region"), "node", "left")
         .withColumn("region", F.coalesce("region", F.lit("none")))
         .withColumn("latency_ns", F.col("t_ns") - F.col("send_ns"))
         .select("src", "src_seq", "stripe", "gseq", "node", "role", "region", "stage", "send_ns", "latency_ns")
@@ -65,38 +89,66 @@ def delivery_latency(events: DataFrame, hosts: DataFrame) -> DataFrame:
 
 def latency_summary(latency: DataFrame, quantiles: list[float]) -> DataFrame:
     """Per stage and region, and per stage over every region (region 'all', overall true):
-    n, mean_ns, q (latency at each of ``quantiles``; p50 and p99 for the table) and
-    max_ns. One aggregation over grouping sets: the latency table is read once, and one
-    quantile summary per group serves both the table (p50, p99) and the CDF plot.
+    n, mean_ns, p50_ns and p99_ns (exact, ``EXACT_QUANTILES``), max_ns, and q (approximate
+    latency at each of ``quantiles``, for the CDF plot). One aggregation over grouping sets:
+    the latency table is read once.
 
-    Columns: stage region overall n mean_ns q max_ns.
+    Columns: stage region overall n mean_ns p50_ns p99_ns max_ns q.
     """
     overall = F.grouping("region") == 1
     return (
         latency.groupingSets([["stage", "region"], ["stage"]], "stage", "region")
         .agg(F.count("*").alias("n"), F.mean("latency_ns").alias("mean_ns"),
+             F.percentile("latency_ns", EXACT_QUANTILES).alias("p"),
              F.percentile_approx("latency_ns", quantiles, 10000).alias("q"), F.max("latency_ns").alias("max_ns"),
              overall.alias("overall"))
         .select("stage", F.when(F.col("overall"), F.lit("all")).otherwise(F.col("region")).alias("region"),
-                "overall", "n", "mean_ns", "q", "max_ns")
+                "overall", "n", "mean_ns", F.col("p")[0].alias("p50_ns"), F.col("p")[1].alias("p99_ns"),
+                "max_ns", "q")
+    )
+
+
+def crashed_at_end(events: DataFrame) -> DataFrame:
+    """Nodes whose last CRASH/RECOVER is a CRASH (column node): not operable at the end."""
+    life = events.filter(F.col("kind").isin(Kind.CRASH, Kind.RECOVER))
+    return (life.groupBy("node").agg(F.max_by("kind", "t_ns").alias("last"))
+            .filter(F.col("last") == Kind.CRASH).select("node"))
+
+
+def release_spread(events: DataFrame) -> DataFrame:
+    """Per message (stripe, gseq): latest minus earliest RELEASE across the R_P/R_S operable at
+    the end, every RELEASE counted, 0 for a message one R_T released (summary.json's
+    fairness_spread_ms). Columns: scope stripe gseq nodes first_ns spread_ns."""
+    return (
+        events.filter((F.col("kind") == Kind.RELEASE) & F.col("role").isin(*RECEIVER_ROLES) & (F.col("gseq") >= 0))
+        .join(F.broadcast(crashed_at_end(events)), "node", "left_anti")
+        .groupBy("stripe", "gseq")
+        .agg(F.countDistinct("node").alias("nodes"), F.min("t_ns").alias("first_ns"),
+             (F.max("t_ns") - F.min("t_ns")).alias("spread_ns"))
+        .select(F.lit("release").alias("scope"), "stripe", "gseq", "nodes", "first_ns", "spread_ns")
+    )
+
+
+def customer_spread(events: DataFrame) -> DataFrame:
+    """Per message (stripe, gseq) two or more customers received: latest minus earliest first
+    reception across them. Columns: scope stripe gseq nodes first_ns spread_ns."""
+    firsts = (
+        events.filter((F.col("kind") == Kind.CUST_RECV) & (F.col("gseq") >= 0))
+        .groupBy("stripe", "gseq", "node")
+        .agg(F.min("t_ns").alias("t_ns"))
+    )
+    return (
+        firsts.groupBy("stripe", "gseq")
+        .agg(F.count("*").alias("nodes"), F.min("t_ns").alias("first_ns"),
+             (F.max("t_ns") - F.min("t_ns")).alias("spread_ns"))
+        .filter(F.col("nodes") >= 2)
+        .select(F.lit("customer").alias("scope"), "stripe", "gseq", "nodes", "first_ns", "spread_ns")
     )
 
 
 def fairness_spread(events: DataFrame) -> DataFrame:
-    """Per message: latest minus earliest release across R_T (scope 'release') and latest
-    minus earliest reception across customers (scope 'customer'); messages seen by >= 2 nodes.
+    """Per message: ``release_spread`` (scope 'release') and ``customer_spread`` (scope 'customer').
 
     Columns: scope stripe gseq nodes first_ns spread_ns.
     """
-    firsts = (
-        events.filter(F.col("kind").isin(Kind.RELEASE, Kind.CUST_RECV) & (F.col("gseq") >= 0))
-        .withColumn("scope", F.when(F.col("kind") == Kind.RELEASE, "release").otherwise("customer"))
-        .groupBy("scope", "stripe", "gseq", "node")
-        .agg(F.min("t_ns").alias("t_ns"))
-    )
-    return (
-        firsts.groupBy("scope", "stripe", "gseq")
-        .agg(F.count("*").alias("nodes"), F.min("t_ns").alias("first_ns"),
-             (F.max("t_ns") - F.min("t_ns")).alias("spread_ns"))
-        .filter(F.col("nodes") >= 2)
-    )
+    return release_spread(events).unionByName(customer_spread(events))

@@ -18,6 +18,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from ..rmp.striping import serves_stripe
 from ..spec import Topology
 from ..tree import multicast_tree, worst_delay_ms
 
@@ -264,7 +265,7 @@ WINDOWS = T.StructType(
 
 def receivers_of_stripe(topo: Topology, stripe: int) -> list[str]:
     return [h.name for h in topo.hosts if h.role in ("primary", "secondary")
-            and (h.stripes is None or stripe in h.stripes)]
+            and serves_stripe(h.stripes, stripe)]
 
 
 def trees_for(topo: Topology, pairs: list[tuple[str, int]]) -> dict[tuple[str, int], LogicalTree]:

@@ -1,4 +1,8 @@
-"""report.html: one self-contained page per run (PNG plots beside it, relative links, no server)."""
+"""report.html: one self-contained page per run (PNG plots beside it, relative links, no server).
+
+matplotlib (through ``plots``) is imported only when a report is rendered: `rmptwin compare`
+uses this module's table helpers without drawing anything.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ import html
 import json
 from pathlib import Path
 
-from . import plots
+from ..rundir import ANALYSIS, METRICS, RunDir
 
 CSS = """body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}
@@ -56,10 +60,16 @@ def kv_table(d: dict) -> str:
     return table([{"name": k, "value": v if not isinstance(v, (dict, list)) else json.dumps(v)} for k, v in d.items()])
 
 
-def render(m: dict, out: Path) -> Path:
-    """Write the plots and report.html into ``out``; returns the report's path."""
-    out.mkdir(parents=True, exist_ok=True)
-    plots.render_all(m, out)
+def render(m: dict, run: RunDir) -> Path:
+    """Write the plots and report.html into the run's analysis directory; returns the report's path."""
+    from . import plots  # matplotlib: only when drawing
+
+    run.analysis_dir.mkdir(parents=True, exist_ok=True)
+    plots.render_all(m, run.analysis_dir)
+    return run.write_report(_page(m, plots.PLOTS))
+
+
+def _page(m: dict, plot_names) -> str:
     man = m.get("manifest") or {}
     exp = man.get("experiment") or {}
     title = html.escape(exp.get("name", Path(m.get("run", "run")).name))
@@ -78,7 +88,7 @@ def render(m: dict, out: Path) -> Path:
         "<p>Protocol, workload and faults: see <a href='#configuration'>configuration</a>.</p>",
         "<h2>Plots</h2>",
     ]
-    for name in plots.PLOTS:
+    for name in plot_names:
         parts.append(f"<h3>{html.escape(name[:-4].replace('_', ' '))}</h3><img src='{name}' alt='{name}'>"
                      f"<div class='caption'>{html.escape(CAPTIONS.get(name, ''))}</div>")
     parts += [
@@ -99,9 +109,7 @@ def render(m: dict, out: Path) -> Path:
         "<h3>Workload</h3>", kv_table(exp.get("workload") or {}),
         "<h3>Faults</h3>", table(exp.get("faults") or []),
         "<h2>Event counts</h2>", kv_table(m.get("events") or {}),
-        "<p>Tables: <code>analysis/*.parquet</code>; all figures: <code>analysis/metrics.json</code>.</p>",
+        f"<p>Tables: <code>{ANALYSIS}/*.parquet</code>; all figures: <code>{ANALYSIS}/{METRICS}</code>.</p>",
         "</body></html>",
     ]
-    path = out / "report.html"
-    path.write_text("\n".join(parts))
-    return path
+    return "\n".join(parts)

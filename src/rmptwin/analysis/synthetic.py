@@ -4,16 +4,16 @@ link counts a backend would write. Vectorised: tens of millions of events in sec
 
 from __future__ import annotations
 
-import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from ..tables import DROP_SCHEMA, EVENT_SCHEMA, LINK_COUNT_SCHEMA
 from ..events import Kind
+from ..rundir import RunDir
 from ..spec import Experiment, Topology
+from ..tables import DROP_SCHEMA, EVENT_SCHEMA, LINK_COUNT_SCHEMA
 
 SWITCH_LINKS = [("s1", "s2"), ("s1", "s3"), ("s2", "s4"), ("s2", "s5"), ("s3", "s6"), ("s3", "s7")]
 LEAF_SWITCHES = ["s4", "s5", "s6", "s7"]
@@ -95,85 +95,121 @@ class _Blocks:
         ], schema=EVENT_SCHEMA)
 
 
+# The tree below the source host: each node's parent and the delay of the link into it.
+PARENT = {"s1": "src", **{v: u for u, v in SWITCH_LINKS}, **{r: LEAF_SWITCHES[i // 2] for i, r in enumerate(RECEIVERS)}}
+DELAY_MS = {"s1": 1.0, **{v: 5.0 for _, v in SWITCH_LINKS}, **{r: 1.0 for r in RECEIVERS}}
+ROLES = {"src": "source", **{r: "primary" for r in RECEIVERS}, **{c: "customer" for c in CUSTOMERS}}
+REPAIR_NS = 200_000_000   # a repaired copy arrives this much later than the first copy would have
+NACK_NS = 80_000_000      # a receiver NACKs a loss this long after the copy was due
+ACK_NS = 20_000_000       # the token site acknowledges a message this long after its send
+RELEASE_NS = 300_000_000  # the west R_T releases this long after the send; the east R_T 2 ms later
+
+
+@dataclass
+class _Fates:
+    """Which packet reached which tree node, and the ground truth of every link."""
+
+    seq: np.ndarray                      # packet numbers
+    send: np.ndarray                     # send times (ns)
+    passed: dict[str, np.ndarray]        # node -> the packets that reached it
+    dist_ms: dict[str, float]            # node -> delay from the source
+    drop_rows: list[tuple]               # per link: (times, link, from, to, seqs) of dropped packets
+    count_rows: list[tuple]              # per link: a LINK_COUNT_SCHEMA row
+
+
+def _draw_fates(rng: np.random.Generator, packets: int, rate: float, losses: dict) -> _Fates:
+    seq = np.arange(packets, dtype=np.int64)
+    send = (0.5e9 + seq * (1e9 / rate) + rng.integers(0, 1000, packets)).astype(np.int64)
+    f = _Fates(seq, send, {"src": np.ones(packets, dtype=bool)}, {"src": 0.0}, [], [])
+    for node in ["s1", "s2", "s3", "s4", "s5", "s6", "s7", *RECEIVERS]:
+        up = PARENT[node]
+        p = losses.get((up, node), 0.0)
+        f.passed[node] = f.passed[up] & (rng.random(packets) >= p)
+        f.dist_ms[node] = f.dist_ms[up] + DELAY_MS[node]
+        lost = f.passed[up] & ~f.passed[node]
+        f.drop_rows.append((send[lost] + int(f.dist_ms[up] * 1e6), f"{up}-{node}", up, node, seq[lost]))
+        f.count_rows.append((f"{up}-{node}", up, node, "DATA", int(f.passed[up].sum()), int(lost.sum())))
+    return f
+
+
+def _receiver_events(b: _Blocks, f: _Fates, rng: np.random.Generator, loss_only: bool) -> None:
+    """Each receiver's RECV (repair flagged), and unless ``loss_only`` its DELIVER and NACKs."""
+    packets = len(f.seq)
+    for r in RECEIVERS:
+        first = f.passed[r]
+        jitter = rng.integers(0, 200_000, packets)
+        t = f.send + int(f.dist_ms[r] * 1e6) + jitter + np.where(first, 0, REPAIR_NS)
+        b.add(t, r, Kind.RECV, f.seq, np.full(packets, -1), (first, '{"repair":false}', '{"repair":true}'))
+        if loss_only:
+            continue
+        b.add(t + 10_000, r, Kind.DELIVER, f.seq, f.seq)
+        lost = ~first
+        nack_t = f.send[lost] + int(f.dist_ms[r] * 1e6) + NACK_NS
+        b.add(nack_t, r, Kind.NACK_SENT, f.seq[lost], np.full(lost.sum(), -1))
+        b.add(nack_t, r, Kind.CTRL_SENT, f.seq[lost], np.full(lost.sum(), -1), '{"type":"NACK"}')
+
+
+def _ring_and_customer_events(b: _Blocks, f: _Fates, rng: np.random.Generator) -> None:
+    """One ACK per message, the token site rotating over the ring r1..r8; each region's R_T
+    releasing every message to the customers of its region."""
+    packets = len(f.seq)
+    site = f.seq % len(RECEIVERS)
+    for i, r in enumerate(RECEIVERS):
+        m = site == i
+        b.add(f.send[m] + ACK_NS, r, Kind.ACK_SENT, f.seq[m], f.seq[m], '{"token":0,"k":1}')
+        b.add(f.send[m] + ACK_NS, r, Kind.CTRL_SENT, f.seq[m], f.seq[m], '{"type":"ACK"}')
+    for region, rt in RELEASERS.items():
+        rel = f.send + RELEASE_NS + (0 if region == "west" else 2_000_000)
+        b.add(rel, rt, Kind.RELEASE, f.seq, f.seq)
+        for c, sw in CUSTOMERS.items():
+            if sw in REGIONS[region]:
+                b.add(rel + int((5.0 + 0.5) * 1e6) + rng.integers(0, 100_000, packets), c, Kind.CUST_RECV,
+                      f.seq, f.seq, '{"repair":false,"stripe":0}')
+
+
+def _link_tables(f: _Fates) -> tuple[pa.Table, pa.Table]:
+    """links/: every dropped packet (DROP_SCHEMA) and the packets per link (LINK_COUNT_SCHEMA)."""
+    rows = f.drop_rows
+    t = np.concatenate([d[0] for d in rows])
+    s = np.concatenate([d[4] for d in rows])
+    link_ix = np.concatenate([np.full(len(d[0]), i) for i, d in enumerate(rows)])
+    drops = pa.Table.from_arrays([
+        pa.array(t), _strings([d[1] for d in rows], link_ix), _strings([d[2] for d in rows], link_ix),
+        _strings([d[3] for d in rows], link_ix), _strings(["DATA"], np.zeros(len(t))),
+        _strings(["src"], np.zeros(len(t))), pa.array(s), pa.array(s), _strings(["rmp/0"], np.zeros(len(t))),
+        _strings(["loss"], np.zeros(len(t))),
+    ], schema=DROP_SCHEMA)
+    counts = pa.Table.from_pylist([dict(zip(LINK_COUNT_SCHEMA.names, r)) for r in f.count_rows],
+                                  schema=LINK_COUNT_SCHEMA)
+    return drops, counts
+
+
 def write_run(path: str | Path, packets: int = 20_000, seed: int = 1,
               losses: dict[tuple[str, str], float] | None = None, rate: float = 1000.0,
               loss_only: bool = False) -> Path:
     """A complete run directory for ``packets`` messages from host ``src`` on the binary tree.
     ``loss_only`` logs just SEND and RECV (what loss and MINC read): a smaller log, same fates."""
-    path = Path(path)
-    (path / "events").mkdir(parents=True, exist_ok=True)
-    (path / "links").mkdir(parents=True, exist_ok=True)
     losses = losses or default_losses()
     topo = topology(losses)
     rng = np.random.default_rng(seed)
-    seq = np.arange(packets, dtype=np.int64)
-    send = (0.5e9 + seq * (1e9 / rate) + rng.integers(0, 1000, packets)).astype(np.int64)
-    parent = {"s1": "src", **{v: u for u, v in SWITCH_LINKS},
-              **{r: LEAF_SWITCHES[i // 2] for i, r in enumerate(RECEIVERS)}}
-    delay_ms = {"s1": 1.0, **{v: 5.0 for _, v in SWITCH_LINKS}, **{r: 1.0 for r in RECEIVERS}}
-    passed = {"src": np.ones(packets, dtype=bool)}
-    dist = {"src": 0.0}
-    drop_rows, count_rows = [], []
-    for node in ["s1", "s2", "s3", "s4", "s5", "s6", "s7", *RECEIVERS]:
-        up = parent[node]
-        p = losses.get((up, node), 0.0)
-        passed[node] = passed[up] & (rng.random(packets) >= p)
-        dist[node] = dist[up] + delay_ms[node]
-        lost = passed[up] & ~passed[node]
-        drop_rows.append((send[lost] + int(dist[up] * 1e6), f"{up}-{node}", up, node, seq[lost]))
-        count_rows.append((f"{up}-{node}", up, node, "DATA", int(passed[up].sum()), int(lost.sum())))
+    f = _draw_fates(rng, packets, rate, losses)
     b = _Blocks()
-    roles = {"src": "source", **{r: "primary" for r in RECEIVERS}, **{c: "customer" for c in CUSTOMERS}}
-    b.add(send, "src", Kind.SEND, seq, np.full(packets, -1))
-    repair_ns = 200_000_000
-    recv_t = {}
-    for r in RECEIVERS:
-        first = passed[r]
-        jitter = rng.integers(0, 200_000, packets)
-        t = send + int(dist[r] * 1e6) + jitter + np.where(first, 0, repair_ns)
-        recv_t[r] = t
-        b.add(t, r, Kind.RECV, seq, np.full(packets, -1), (first, '{"repair":false}', '{"repair":true}'))
-        if loss_only:
-            continue
-        b.add(t + 10_000, r, Kind.DELIVER, seq, seq)
-        lost = ~first
-        b.add(send[lost] + int(dist[r] * 1e6) + 80_000_000, r, Kind.NACK_SENT, seq[lost], np.full(lost.sum(), -1))
-        b.add(send[lost] + int(dist[r] * 1e6) + 80_000_000, r, Kind.CTRL_SENT, seq[lost],
-              np.full(lost.sum(), -1), '{"type":"NACK"}')
-    # Token: one ACK per message, the token site rotating over the ring r1..r8.
-    site = seq % len(RECEIVERS)
-    for i, r in enumerate(RECEIVERS if not loss_only else []):
-        m = site == i
-        b.add(send[m] + 20_000_000, r, Kind.ACK_SENT, seq[m], seq[m], '{"token":0,"k":1}')
-        b.add(send[m] + 20_000_000, r, Kind.CTRL_SENT, seq[m], seq[m], '{"type":"ACK"}')
-    for region, rt in (RELEASERS if not loss_only else {}).items():
-        rel = send + 300_000_000 + (0 if region == "west" else 2_000_000)
-        b.add(rel, rt, Kind.RELEASE, seq, seq)
-        for c, sw in CUSTOMERS.items():
-            if sw in REGIONS[region]:
-                b.add(rel + int((5.0 + 0.5) * 1e6) + rng.integers(0, 100_000, packets), c, Kind.CUST_RECV,
-                      seq, seq, '{"repair":false,"stripe":0}')
-    pq.write_table(b.table(roles), path / "events" / "synthetic.parquet")
-    t = np.concatenate([d[0] for d in drop_rows])
-    s = np.concatenate([d[4] for d in drop_rows])
-    link_ix = np.concatenate([np.full(len(d[0]), i) for i, d in enumerate(drop_rows)])
-    drops = pa.Table.from_arrays([
-        pa.array(t), _strings([d[1] for d in drop_rows], link_ix), _strings([d[2] for d in drop_rows], link_ix),
-        _strings([d[3] for d in drop_rows], link_ix), _strings(["DATA"], np.zeros(len(t))),
-        _strings(["src"], np.zeros(len(t))), pa.array(s), pa.array(s), _strings(["rmp/0"], np.zeros(len(t))),
-        _strings(["loss"], np.zeros(len(t))),
-    ], schema=DROP_SCHEMA)
-    pq.write_table(drops, path / "links" / "drops.parquet")
-    pq.write_table(pa.Table.from_pylist([dict(zip(LINK_COUNT_SCHEMA.names, r)) for r in count_rows],
-                                        schema=LINK_COUNT_SCHEMA), path / "links" / "counts.parquet")
+    b.add(f.send, "src", Kind.SEND, f.seq, np.full(packets, -1))
+    _receiver_events(b, f, rng, loss_only)
+    if not loss_only:
+        _ring_and_customer_events(b, f, rng)
+    run = RunDir(path)
+    run.write_events(b.table(ROLES), name="synthetic")
+    drops, counts = _link_tables(f)
+    run.write_drops(drops)
+    run.write_link_counts(counts)
     exp = Experiment(name="synthetic", topology="synthetic-binary.yaml", seed=seed)
-    manifest = {"experiment": exp.model_dump(mode="json"), "topology": topo.model_dump(mode="json"),
-                "experiment_file": "synthetic", "backend": "synthetic", "seed": seed}
-    (path / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-    return path
+    run.replace_manifest({"experiment": exp.model_dump(mode="json"), "topology": topo.model_dump(mode="json"),
+                          "experiment_file": "synthetic", "backend": "synthetic", "seed": seed})
+    return run.path
 
 
 def true_drop_rates(path: str | Path) -> dict[tuple[str, str], float]:
     """Actual fraction dropped on each (parent, child) link: dropped / arrived (links/counts)."""
-    t = pq.read_table(Path(path) / "links" / "counts.parquet").to_pylist()
+    t = RunDir(path).read_link_counts().to_pylist()
     return {(r["from_node"], r["to_node"]): r["dropped"] / r["packets"] for r in t}

@@ -17,6 +17,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 import rmptwin.bench as pkg
+from rmptwin.provenance import git_commit
 
 COLUMNS = ("bench", "metric", "value", "unit", "goal", "ok", "note")
 
@@ -52,12 +53,10 @@ def run_one(name: str, quick: bool) -> list[dict]:
 
 
 def write_markdown(rows: list[dict], path: Path, quick: bool) -> None:
-    from rmptwin.results import git_commit
-
     lines = [
         "# rmptwin benchmarks", "",
         f"- run: {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}{' (quick)' if quick else ''}",
-        f"- git commit: {git_commit()}",
+        f"- git commit: {git_commit() or 'unknown'}",
         f"- machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}", "",
         "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS),
     ]

@@ -19,6 +19,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from ..emulation import env
+from ..emulation.flows import HostPort, Policy, Wiring, known_group_names
+from ..emulation.measure import run_probe
+from ..emulation.network import EmulatedNetwork
+from ..groups import group_ip, host_ip, region_group, rmp_group
 from ..spec import Topology, load_experiment
 
 REPO = Path(__file__).resolve().parents[3]
@@ -27,8 +32,6 @@ LOSS_TOL, DELAY_TOL = 0.015, 2.0
 
 
 def _bringup(topo: Topology, nodes: str) -> list[dict]:
-    from ..emulation.network import EmulatedNetwork
-
     with tempfile.TemporaryDirectory(prefix="rmptwin-bench-") as tmp:
         net = EmulatedNetwork(topo, nodes=nodes, state_dir=tmp)
         t0 = time.perf_counter()
@@ -47,9 +50,6 @@ def _bringup(topo: Topology, nodes: str) -> list[dict]:
 
 
 def _link_rates(rates: tuple[int, ...], seconds: float) -> list[dict]:
-    from ..emulation.measure import run_probe
-    from ..emulation.network import EmulatedNetwork
-
     topo = Topology.model_validate({
         "name": "bench-link", "switches": ["a", "b"], "links": [{"a": "a", "b": "b", **LINK}],
         "hosts": [{"name": "tx", "switch": "a", "role": "source"}, {"name": "rx", "switch": "b", "role": "primary"}],
@@ -80,9 +80,6 @@ def _link_rates(rates: tuple[int, ...], seconds: float) -> list[dict]:
 
 def _controller_joins(topo: Topology) -> list[dict]:
     """Policy time per IGMP join: every switch's desired state recomputed, as the app does."""
-    from ..groups import group_ip, host_ip
-    from ..groups import region_group, rmp_group
-    from ..emulation.flows import HostPort, Policy, Wiring, known_group_names
 
     ports = {s: {} for s in topo.switches}
     nxt = {s: 1 for s in topo.switches}
@@ -113,7 +110,6 @@ def run(quick: bool) -> list[dict]:
     if os.geteuid() != 0:
         return rows + [{"metric": "emulation", "value": "skipped", "ok": None,
                         "note": "needs root (Mininet, Open vSwitch)"}]
-    from ..emulation import env
 
     rows += _bringup(topo, "ns")
     if env.docker_state() != "missing":

@@ -7,8 +7,9 @@ from __future__ import annotations
 import random
 import time
 
+from ..analysis.summary import summarize
 from ..rmp import wire
-from ..rmp.scenarios import loaded_experiment, max_path_delay_ms, random_tree
+from ..sim.random_trees import loaded_experiment, max_path_delay_ms, random_tree
 from ..sim.runner import simulate
 
 
@@ -31,8 +32,8 @@ def _ring_run(mode: str, rate: float, seconds: float, max_loss: float, seed: int
                                workload={"rate_per_source": rate / 3, "start_s": 0.0, "duration_s": seconds,
                                          "arrival": "constant"})
     t0 = time.perf_counter()
-    res = simulate(loaded)
-    return res.summary, time.perf_counter() - t0
+    summary = summarize(simulate(loaded).events, loaded)
+    return summary, time.perf_counter() - t0
 
 
 def run(quick: bool) -> list[dict]:

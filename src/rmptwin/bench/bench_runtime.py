@@ -18,6 +18,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from ..experiment_run import EmulationOptions, run_experiment
 from ..spec import LoadedExperiment, Topology, load_experiment
 from ..tree import worst_delay_ms
 
@@ -45,7 +46,6 @@ def at_rate(loaded: LoadedExperiment, total_rate: float, trade_s: float) -> Load
 def run(quick: bool) -> list[dict]:
     if os.geteuid() != 0:
         return [{"metric": "runtime ticker rate", "value": None, "ok": False, "note": "needs root (Mininet, OVS)"}]
-    from ..runtime.runner import run_experiment
 
     base = load_experiment(REPO / "experiments" / "quickstart.yaml")
     safe = load_experiment(REPO / "experiments" / "quickstart-safe.yaml")
@@ -59,7 +59,8 @@ def run(quick: bool) -> list[dict]:
     def step(rate: int, experiment: LoadedExperiment = base) -> bool:
         nonlocal best
         loaded = at_rate(experiment, rate, trade_s)
-        _, s = run_experiment(loaded, out=tmp / loaded.experiment.name, nodes="ns", capture=[])
+        s = run_experiment(loaded, "emulation", out=tmp / loaded.experiment.name,
+                           options=EmulationOptions(nodes="ns", capture=[])).summary
         p99 = s["delivery_latency_ms"]["p99"]
         bound_ms = 2 * (experiment.experiment.protocol.delta_a + path_ms)
         ok = bool(s["agreement"]) and p99 is not None and p99 < bound_ms

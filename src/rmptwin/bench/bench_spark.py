@@ -12,6 +12,7 @@ from pathlib import Path
 def run(quick: bool) -> list[dict]:
     from ..analysis import extract, job, loss, synthetic
     from ..analysis.session import spark_session
+    from ..rundir import RunDir
 
     packets = 36_000 if quick else 360_000   # ~28.6 events per packet on the synthetic tree
     rows = []
@@ -19,9 +20,7 @@ def run(quick: bool) -> list[dict]:
         t0 = time.perf_counter()
         run_dir = synthetic.write_run(Path(tmp) / "run", packets=packets, seed=1, rate=20_000.0)
         gen = time.perf_counter() - t0
-        import pyarrow.parquet as pq
-
-        n_events = pq.read_metadata(run_dir / "events" / "synthetic.parquet").num_rows
+        n_events = RunDir(run_dir).event_count()
         t0 = time.perf_counter()
         spark = spark_session()
         startup = time.perf_counter() - t0

@@ -7,8 +7,18 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import statistics
+import tempfile
 import time
+from pathlib import Path
+
+from rmptwin.experiment_run import EmulationOptions, run_experiment
+from rmptwin.runtime.etcd_client import EtcdCas
+from rmptwin.runtime.etcd_cluster import EtcdCluster
+from rmptwin.runtime.venue_realtime import run_realtime
+from rmptwin.spec import load_experiment
+from rmptwin.venue.orderbook import BookError, OrderBook, SortedListBook
 
 
 def _ops(n: int, seed: int = 1) -> list[tuple]:
@@ -25,8 +35,6 @@ def _ops(n: int, seed: int = 1) -> list[tuple]:
 
 
 def _time_book(cls, ops) -> float:
-    from rmptwin.venue.orderbook import BookError
-
     book = cls("IBM")
     submit, cancel = book.submit, book.cancel
     t = time.perf_counter()
@@ -42,8 +50,6 @@ def _time_book(cls, ops) -> float:
 
 
 def _matching(quick: bool) -> list[dict]:
-    from rmptwin.venue.orderbook import OrderBook, SortedListBook
-
     n, m = (30_000, 5_000) if quick else (200_000, 20_000)
     ops = _ops(n)
     fast = statistics.median(_time_book(OrderBook, ops) for _ in range(3))
@@ -60,13 +66,8 @@ def _matching(quick: bool) -> list[dict]:
 
 
 def _etcd(quick: bool) -> list[dict]:
-    import shutil
-
     if shutil.which("etcd") is None:
         return [{"metric": "etcd sequencer", "value": "skipped", "ok": None, "note": "etcd not installed"}]
-    from rmptwin.venue.etcd_cluster import EtcdCluster
-    from rmptwin.venue.etcd_sequencer import EtcdCas
-    from rmptwin.venue.realtime import run_realtime
 
     rows = []
     load = os.getloadavg()[0]
@@ -102,14 +103,9 @@ def _etcd(quick: bool) -> list[dict]:
 
 def _emulated(quick: bool) -> list[dict]:
     """The same cores as processes in network namespaces (H6's runtime, flat bridge), etcd sequencer."""
-    import shutil
-    import tempfile
-    from pathlib import Path
 
     if quick or os.geteuid() != 0 or shutil.which("etcd") is None:
         return []
-    from rmptwin.runtime.runner import run_experiment
-    from rmptwin.spec import load_experiment
 
     repo = Path(__file__).resolve().parents[3]
     tmp = Path(tempfile.mkdtemp(prefix="rmptwin-bench-venue-"))
@@ -120,7 +116,8 @@ def _emulated(quick: bool) -> list[dict]:
             exp.write_text(f"name: bench-venue-{rate}\ntopology: {repo / 'topologies' / 'venue1.yaml'}\n"
                            f"duration_s: 6.0\nvenue: {{rate: {rate}, sequencer: etcd, ev_service_us: 0, "
                            f"start_s: 0.5, duration_s: 3.0}}\n")
-            _, s = run_experiment(load_experiment(exp), out=tmp / f"run-{rate}", nodes="flat", capture=[])
+            s = run_experiment(load_experiment(exp), "emulation", out=tmp / f"run-{rate}",
+                               options=EmulationOptions(nodes="flat", capture=[])).summary
             lat = s["latency_ms"]
             rows.append({"metric": f"emulated venue (flat namespaces, etcd), offered {rate:,}/s",
                          "value": s["requests_completed"] / 3.0, "unit": "req/s",

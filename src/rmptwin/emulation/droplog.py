@@ -1,10 +1,10 @@
-"""Ground truth from the user-space relays: dropped frames -> ``events.DROP_SCHEMA`` rows,
-per-direction totals -> ``events.LINK_COUNT_SCHEMA`` rows.
+"""Ground truth from the user-space relays: dropped frames -> ``tables.DROP_SCHEMA`` rows,
+per-direction totals -> ``tables.LINK_COUNT_SCHEMA`` rows.
 
 A relay stores each dropped Ethernet frame's first bytes; naming happens here, after the
-run, so the relay's hot loop never parses packets. The UDP payload is named with the
-simulator's ``sim.frames.describe`` (RMP frames, MoldUDP64), so both backends label
-drops alike.
+run, so the relay's hot loop never parses packets. The UDP payload is named with
+``frame_names.describe`` (RMP, venue and MoldUDP64 frames), as the simulator names its
+drops, so both backends label drops alike.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from ..frame_names import describe
 from ..tables import DROP_SCHEMA, LINK_COUNT_SCHEMA
 from .relay import DROP_RECORD, REASONS
 
@@ -32,17 +33,6 @@ class DroppedFrame:
     dst_ip: str
     dst_port: int
     payload: bytes   # UDP payload prefix, b"" when the frame is not IPv4/UDP
-
-
-def _describe(payload: bytes) -> tuple[str, str, int, int]:
-    try:
-        from ..sim.frames import describe
-    except ImportError:
-        return ("OTHER", "", -1, -1)
-    try:
-        return describe(payload)
-    except Exception:  # noqa: BLE001 - naming is best effort
-        return ("OTHER", "", -1, -1)
 
 
 def parse_frame(frame: bytes) -> tuple[str, str, int, bytes]:
@@ -83,7 +73,7 @@ def read_drop_file(path: Path, link: str, a: str, b: str) -> list[DroppedFrame]:
 def drops_table(frames: list[DroppedFrame], ip_names: dict[str, str], group_names: dict[str, str]) -> pa.Table:
     cols: dict[str, list] = {f.name: [] for f in DROP_SCHEMA}
     for fr in sorted(frames, key=lambda f: (f.t_ns, f.link)):
-        kind, src, src_seq, gseq = _describe(fr.payload) if fr.payload else ("OTHER", "", -1, -1)
+        kind, src, src_seq, gseq = describe(fr.payload) if fr.payload else ("OTHER", "", -1, -1)
         cols["t_ns"].append(fr.t_ns)
         cols["link"].append(fr.link)
         cols["from_node"].append(fr.from_node)

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from .cgroups import parse_mountinfo
+from .relay import boost_priority
 
 IMPAIR_BACKENDS = ("netem", "relay")
 
@@ -221,8 +222,6 @@ def _boost_ovs() -> None:
         pid = int(Path("/var/run/openvswitch/ovs-vswitchd.pid").read_text().strip())
     except (OSError, ValueError):
         return
-    from .relay import boost_priority
-
     boost_priority(pid)
 
 

@@ -6,6 +6,7 @@ import json
 import statistics
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 
 PROBE = [sys.executable, "-m", "rmptwin.emulation.probe"]
@@ -82,8 +83,6 @@ def run_probe(sender, receivers: list, dst: str, *, count: int, rate: float, siz
     IGMP reports to reach the controller and trees to be installed). ``leave_after``:
     host -> seconds after its start at which it leaves the group.
     """
-    import time
-
     leave_after = leave_after or {}
     send_s = count / rate if rate else 1.0
     duration = duration or settle + send_s + idle + 3.0

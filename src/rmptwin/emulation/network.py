@@ -1,8 +1,11 @@
 """`EmulatedNetwork`: a spec ``Topology`` as a live Mininet network.
 
-Open vSwitch switches (kernel datapath where the module exists, else userspace), the
-rmptwin controller (os-ken, multicast trees from IGMP), hosts as plain namespaces or
-Docker containers, and every impaired link through netem or the user-space relay.
+Mininet builds the topology from ``topo.RmpTopo`` (switches, hosts, links, and a relay
+node per impaired link on the relay backend) with Open vSwitch switches (kernel datapath
+where the module exists, else userspace) and hosts as plain namespaces or Docker
+containers. Around that build this module runs what stock Mininet does not: the rmptwin
+controller (os-ken, multicast trees from IGMP), the relay processes or netem qdiscs of the
+impaired links, host settings, and the bookkeeping that lets cleanup undo it all.
 
 Names on the machine carry the project's marks so cleanup can find them after a crash,
 and a per-network tag k so several networks can be up at once: switches ``r<k>s<N>``,
@@ -20,17 +23,22 @@ import sys
 import time
 from functools import partial
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import pyarrow as pa
 
 from ..groups import host_ip
 from ..errors import UserError
-from ..spec import Bernoulli, LinkParams, Topology, load_topology
+from ..spec import Bernoulli, Topology, load_topology
 from . import env as envmod
+from .cleanup import claim_tag, cleanup_state_dir, register_state_dir
 from .droplog import counts_table, drops_table, read_drop_file
-from .flows import DEFAULT_METER_PPS, HostPort, Wiring, known_group_names
-from .impair import NetemLink, RelayLink, disable_tx_offload, is_impaired
+from .flows import DEFAULT_METER_PPS, Wiring, known_group_names
+from .image import ensure_image
+from .impair import NetemLink, RelayLink
+
+if TYPE_CHECKING:   # topo subclasses Mininet's classes; mininet is imported only to build
+    from .topo import ImpairedLink
 
 REPO = Path(__file__).resolve().parents[3]
 CONTROLLER_LAUNCH = REPO / "controllers" / "launch.py"
@@ -43,14 +51,12 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _params(link) -> LinkParams:
-    """The impairment part of a topology link (LinkSpec minus its ends)."""
-    return LinkParams.model_validate(link.model_dump(exclude={"a", "b"}))
-
-
-def host_mac(index: int) -> str:
-    n = index + 1
-    return f"02:00:00:{(n >> 16) & 255:02x}:{(n >> 8) & 255:02x}:{n & 255:02x}"
+def link_aliases(topo: Topology) -> dict[str, str]:
+    """Other spellings of link names: ``b-a`` for the switch link ``a-b``, ``switch-host``
+    for a host's access link ``host-switch``."""
+    aliases = {f"{lk.b}-{lk.a}": lk.name for lk in topo.links}
+    aliases.update({f"{h.switch}-{h.name}": f"{h.name}-{h.switch}" for h in topo.hosts})
+    return aliases
 
 
 class EmuHost:
@@ -109,15 +115,15 @@ class EmulatedNetwork:
         self.env: envmod.MachineEnv | None = None
         self.impair: str | None = None
         self.links: dict[str, RelayLink | NetemLink] = {}
-        self._aliases: dict[str, str] = {}
+        self._aliases = link_aliases(self.topo)
         self.hosts: dict[str, EmuHost] = {}
         self.controller_proc: subprocess.Popen | None = None
         self.containers: list[str] = []
-        self._link_nodes: list = []
         self.t0_ns = time.time_ns()
         self._stopped = False
         self.tag: int | None = None
         self.sw_name: dict[str, str] = {}
+        self.mininet_topo = None       # RmpTopo, once the tag that names its nodes is claimed
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -153,14 +159,11 @@ class EmulatedNetwork:
         if self.nodes_mode == "docker":
             envmod.ensure_dockerd()   # before touching anything: a missing engine is one clear line
         envmod.ensure_ovs()
-        from .cleanup import claim_tag
-
         self.tag = claim_tag()
-        self.sw_name = {s: f"r{self.tag}s{i + 1}" for i, s in enumerate(self.topo.switches)}
+        self.mininet_topo = self._mininet_topo()
+        self.sw_name = self.mininet_topo.switch_names
         self._claim_state_dir()
         if self.nodes_mode == "docker":
-            from .image import ensure_image
-
             self.image = ensure_image(progress=self.progress)
         self.progress(f"building {self.topo.name}: {len(self.topo.switches)} switches, "
                       f"{len(self.topo.hosts)} hosts ({self.nodes_mode}), impairment {self.impair}, "
@@ -182,8 +185,6 @@ class EmulatedNetwork:
         self.progress("network up")
 
     def _claim_state_dir(self) -> None:
-        from .cleanup import register_state_dir
-
         self.state_dir.mkdir(parents=True, exist_ok=True)
         register_state_dir(self.state_dir)
         net_json = self.state_dir / "net.json"
@@ -195,117 +196,63 @@ class EmulatedNetwork:
             if owner and owner != os.getpid() and Path(f"/proc/{owner}").exists():
                 raise UserError(f"a network is already up in {self.state_dir} (pid {owner}); "
                                 f"run `rmptwin net down` first")
-            from .cleanup import cleanup_state_dir
-
             cleanup_state_dir(self.state_dir)
         (self.state_dir / "links").mkdir(parents=True, exist_ok=True)
         for f in (self.state_dir / "links").iterdir():
             f.unlink()
         self._record(owner_pid=os.getpid(), topology=self.topo.name, nodes=self.nodes_mode,
                      switches=sorted(self.sw_name.values()), hosts=[h.name for h in self.topo.hosts],
-                     impair=self.impair, containers=[], started_ns=self.t0_ns, tag=self.tag)
+                     impair=self.impair, containers=[], started_ns=self.t0_ns, tag=self.tag,
+                     link_nodes=self.mininet_topo.relay_nodes)
+
+    def _mininet_topo(self):
+        from .topo import RmpTopo   # subclasses Mininet's Topo: mininet is imported only to build
+
+        return RmpTopo(self.topo, impair=self.impair, tag=self.tag)
 
     def _build(self) -> None:
-        from mininet.link import Link, TCLink
+        """Mininet builds ``RmpTopo``; then the impaired links get their handles and the
+        controller its wiring."""
         from mininet.log import setLogLevel
         from mininet.net import Mininet
-        from mininet.node import Host, Node, OVSSwitch, RemoteController
+        from mininet.node import OVSSwitch, RemoteController
 
         self.port = _free_port()
         setLogLevel("error")  # Mininet warns about the controller we start just after
+        topo = self.mininet_topo
         switch_cls = partial(OVSSwitch, datapath=self.env.datapath, protocols="OpenFlow13", failMode="secure")
-        net = Mininet(topo=None, switch=switch_cls, controller=None, build=False, autoSetMacs=False,
-                      autoStaticArp=False, waitConnected=False)
-        self.net = net
-        net.addController(RemoteController("c0", ip="127.0.0.1", port=self.port))
-        for i, s in enumerate(self.topo.switches):
-            net.addSwitch(self.sw_name[s], dpid=f"{i + 1:016x}")
-        if self.nodes_mode == "docker":
-            from .dockerhost import DockerHost
-
-            host_cls = partial(DockerHost, image=self.image, cpus=self.cpus, memory_mb=self.memory_mb,
-                               mounts=self.mounts, on_container=self._on_container,
-                               state_dir=str(self.state_dir.resolve()), remove_on_terminate=False)
-        else:
-            host_cls = Host
-        self.progress("creating hosts")
-        for i, h in enumerate(self.topo.hosts):
-            net.addHost(h.name, cls=host_cls, ip=f"{host_ip(i)}/8", mac=host_mac(i))
-        ports: dict[str, dict[str, int]] = {s: {} for s in self.topo.switches}
-        hostports: dict[str, HostPort] = {}
-        relay_dir = self.state_dir / "links"
-        n_relay = 0
-
-        def relay_between(name, a, b, node_a, node_b, params, port_a=None, port_b=None):
-            """node_a -- [r<k>l<N>: relay] -- node_b; returns the two Links."""
-            nonlocal n_relay
-            n_relay += 1
-            lname = f"r{self.tag}l{n_relay}"
-            lnode = Node(lname, inNamespace=True)
-            self._link_nodes.append(lnode)
-            self._record(link_nodes=[n.name for n in self._link_nodes])
-            # The root-namespace (or switch) end creates each veth pair.
-            la = Link(node_a, lnode, port1=port_a, intfName2=f"{lname}a")
-            lb = Link(node_b, lnode, port1=port_b, intfName2=f"{lname}b") if node_b.inNamespace is False else \
-                Link(lnode, node_b, intfName1=f"{lname}b", port2=port_b)
-            for intf in (f"{lname}a", f"{lname}b"):
-                lnode.cmd(f"ip link set {intf} up")
-                disable_tx_offload(lnode, intf)
-            self.links[name] = RelayLink(name, a, b, lnode, f"{lname}a", f"{lname}b", params, relay_dir,
-                                         self.seed, self.t0_ns)
-            net.links.extend([la, lb])
-            return la, lb
-
-        self.progress("wiring links")
-        for link in self.topo.links:
-            sa, sb = net.get(self.sw_name[link.a]), net.get(self.sw_name[link.b])
-            pa_, pb_ = len(sa.intfs) + 1, len(sb.intfs) + 1
-            if self.impair == "relay":
-                relay_between(link.name, link.a, link.b, sa, sb, _params(link), pa_, pb_)
-            else:
-                lk = net.addLink(sa, sb, port1=pa_, port2=pb_, cls=TCLink, **self._tc_params(link))
-                self.links[link.name] = NetemLink(link.name, link.a, link.b, lk, _params(link))
-            ports[link.a][link.b] = pa_
-            ports[link.b][link.a] = pb_
-            self._aliases[f"{link.b}-{link.a}"] = link.name
-        for i, h in enumerate(self.topo.hosts):
-            sw, node = net.get(self.sw_name[h.switch]), net.get(h.name)
-            port = len(sw.intfs) + 1
-            name = f"{h.name}-{h.switch}"
-            self._aliases[f"{h.switch}-{h.name}"] = name
-            if is_impaired(h.link) and self.impair == "relay":
-                # Host first so the host keeps eth0 at intf index 0.
-                relay_between(name, h.name, h.switch, node, sw, h.link, None, port)
-            elif is_impaired(h.link):
-                lk = net.addLink(node, sw, port2=port, cls=TCLink, **self._tc_params(h.link))
-                self.links[name] = NetemLink(name, h.name, h.switch, lk, h.link)
-            else:
-                net.addLink(sw, node, port1=port)
-            hostports[h.name] = HostPort(h.name, h.switch, port, host_ip(i))
+        self.net = Mininet(topo=topo, switch=switch_cls, host=self._host_class(), controller=None, build=False,
+                           autoSetMacs=False, autoStaticArp=False, waitConnected=False)
+        self.net.addController(RemoteController("c0", ip="127.0.0.1", port=self.port))
         self.progress("building")
-        net.build()
+        self.net.build()
+        self.links = {name: self._impaired_link(lk) for name, lk in topo.impaired.items()}
         for lk in self.links.values():
             if isinstance(lk, NetemLink):
                 lk.apply()
-        self._record(host_pids=[net.get(h.name).pid for h in self.topo.hosts],
-                     link_node_pids=[n.pid for n in self._link_nodes])
-        wiring = Wiring(self.topo, {s: i + 1 for i, s in enumerate(self.topo.switches)}, ports, hostports,
-                        known_group_names(self.topo), self.meter_pps)
-        (self.state_dir / "wiring.json").write_text(json.dumps(wiring.to_json(), indent=1))
-        self.wiring = wiring
+        self._record(host_pids=[self.net.get(h.name).pid for h in self.topo.hosts],
+                     link_node_pids=[self.net.get(n).pid for n in topo.relay_nodes])
+        self.wiring = Wiring(self.topo, {s: i + 1 for i, s in enumerate(self.topo.switches)}, topo.switch_ports,
+                             topo.host_ports, known_group_names(self.topo), self.meter_pps)
+        (self.state_dir / "wiring.json").write_text(json.dumps(self.wiring.to_json(), indent=1))
 
-    @staticmethod
-    def _tc_params(p: LinkParams) -> dict:
-        d: dict = {"max_queue_size": p.queue_limit(), "use_htb": True}
-        if p.delay_ms or p.jitter_ms:
-            d["delay"] = f"{p.delay_ms + p.jitter_ms / 2}ms"
-            if p.jitter_ms:
-                d["jitter"] = f"{p.jitter_ms / 2}ms"
-        if isinstance(p.loss, Bernoulli) and p.loss.p:
-            d["loss"] = p.loss.p * 100
-        if p.bandwidth_mbps:
-            d["bw"] = p.bandwidth_mbps
-        return d
+    def _host_class(self):
+        if self.nodes_mode != "docker":
+            from mininet.node import Host
+
+            return Host
+        from .dockerhost import DockerHost
+
+        return partial(DockerHost, image=self.image, cpus=self.cpus, memory_mb=self.memory_mb, mounts=self.mounts,
+                       on_container=self._on_container, state_dir=str(self.state_dir.resolve()),
+                       remove_on_terminate=False)
+
+    def _impaired_link(self, lk: ImpairedLink) -> RelayLink | NetemLink:
+        """The handle that changes a built link's impairment: its relay, or its TCLink's qdiscs."""
+        if lk.relay is not None:
+            return RelayLink(lk.name, lk.a, lk.b, self.net.get(lk.relay), f"{lk.relay}a", f"{lk.relay}b", lk.params,
+                             self.state_dir / "links", self.seed, self.t0_ns)
+        return NetemLink(lk.name, lk.a, lk.b, self.net.get(lk.switch).intfs[lk.port].link, lk.params)
 
     def _on_container(self, name: str) -> None:
         self.containers.append(name)
@@ -463,19 +410,12 @@ class EmulatedNetwork:
                 self.net.stop()
             except Exception as e:  # noqa: BLE001
                 errors.append(e)
-        for node in self._link_nodes:
-            try:
-                node.terminate()
-            except Exception as e:  # noqa: BLE001
-                errors.append(e)
         if self.controller_proc is not None and self.controller_proc.poll() is None:
             self.controller_proc.terminate()
             try:
                 self.controller_proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 self.controller_proc.kill()
-        from .cleanup import cleanup_state_dir
-
         if self.state_dir.exists() and (self.state_dir / "net.json").exists():
             cleanup_state_dir(self.state_dir, own_pid=os.getpid())
         if errors:

@@ -63,15 +63,19 @@ def _udp_frame(frame: bytes, port: int, group: str | None):
     return frame[14 + ihl + 8:]
 
 
-def recv(port: int, group: str | None, intf: str | None, intf_ip: str | None, raw: bool, duration: float,
-         idle: float, leave_after: float | None, join: bool = True) -> dict:
+def _membership(group: str, intf_ip: str | None) -> bytes:
+    return socket.inet_aton(group) + socket.inet_aton(intf_ip or "0.0.0.0")
+
+
+def _open_sockets(port: int, group: str | None, intf: str | None, intf_ip: str | None, raw: bool,
+                  join: bool) -> tuple[socket.socket, socket.socket | None]:
+    """(the socket to read, the group member socket or None)."""
     member = None
     if group and join:
         member = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         member.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         member.bind(("", port))
-        mreq = socket.inet_aton(group) + socket.inet_aton(intf_ip or "0.0.0.0")
-        member.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, mreq)
+        member.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, _membership(group, intf_ip))
     if raw:
         sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
         sock.bind((intf, 0))
@@ -87,10 +91,24 @@ def recv(port: int, group: str | None, intf: str | None, intf_ip: str | None, ra
     # Kernel receive timestamps: the receiver's own scheduling delay is not the network's.
     sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
     sock.settimeout(0.05)
+    return sock, member
+
+
+def _kernel_time(ancillary, default_ns: int) -> int:
+    for level, kind, value in ancillary:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(value) >= 16:
+            sec, nsec = struct.unpack_from("@qq", value)
+            return sec * 1_000_000_000 + nsec
+    return default_ns
+
+
+def recv(port: int, group: str | None, intf: str | None, intf_ip: str | None, raw: bool, duration: float,
+         idle: float, leave_after: float | None, join: bool = True) -> dict:
+    sock, member = _open_sockets(port, group, intf, intf_ip, raw, join)
     seqs, delays, arrivals = [], [], []
     t_start = time.time_ns()
     left_at = None
-    first = last = None
+    last = None
     nbytes = 0
     print(json.dumps({"ready": True}), flush=True)
     while True:
@@ -100,18 +118,13 @@ def recv(port: int, group: str | None, intf: str | None, intf_ip: str | None, ra
         if last is not None and (now - last) / 1e9 > idle and left_at is None and leave_after is None:
             break
         if leave_after is not None and left_at is None and (now - t_start) / 1e9 >= leave_after:
-            mreq = socket.inet_aton(group) + socket.inet_aton(intf_ip or "0.0.0.0")
-            member.setsockopt(socket.IPPROTO_IP, socket.IP_DROP_MEMBERSHIP, mreq)
+            member.setsockopt(socket.IPPROTO_IP, socket.IP_DROP_MEMBERSHIP, _membership(group, intf_ip))
             left_at = time.time_ns()
         try:
             data, anc, _, _ = sock.recvmsg(65535, 64)
         except socket.timeout:
             continue
-        t = time.time_ns()
-        for level, kind, value in anc:
-            if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(value) >= 16:
-                sec, nsec = struct.unpack_from("@qq", value)
-                t = sec * 1_000_000_000 + nsec
+        t = _kernel_time(anc, time.time_ns())
         if raw:
             data = _udp_frame(data, port, group)
             if data is None:
@@ -123,11 +136,10 @@ def recv(port: int, group: str | None, intf: str | None, intf_ip: str | None, ra
         delays.append(t - sent)
         arrivals.append(t)
         nbytes += len(data)
-        first = t if first is None else first
         last = t
-    out = {"received": len(seqs), "seqs": seqs, "delays_ns": delays, "bytes": nbytes,
-           "first_ns": first, "last_ns": last, "left_ns": left_at, "arrivals_ns": arrivals}
-    return out
+    return {"received": len(seqs), "seqs": seqs, "delays_ns": delays, "bytes": nbytes,
+            "first_ns": arrivals[0] if arrivals else None, "last_ns": last, "left_ns": left_at,
+            "arrivals_ns": arrivals}
 
 
 def main(argv: list[str] | None = None) -> int:

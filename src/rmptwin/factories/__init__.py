@@ -2,17 +2,21 @@
 
 Each entry is "module:function" with the signature
 ``factory(host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False) -> Core``
-and is imported only when a host of that role is built.
+and is imported only when a host of that role is built. The roles in ``TAKES_ADAPTERS``
+also take ``adapters=``: the I/O their cores are handed, which the driver owns.
 """
 
 from __future__ import annotations
 
 import importlib
 import random
+from dataclasses import dataclass, field
 
 from ..sansio import Core
 from ..errors import UserError
 from ..spec import LoadedExperiment
+from ..venue.sequencer import CasClient
+from ..venue.stores import MemoryStores, VenueStores
 
 FACTORIES: dict[str, str] = {
     "source": "rmptwin.factories.rmp:build_source",
@@ -28,11 +32,35 @@ FACTORIES: dict[str, str] = {
     "client": "rmptwin.factories.venue:build_client",
 }
 
+TAKES_ADAPTERS = frozenset({"gateway", "venue", "sequencer", "history", "client"})
 
-def build_core(host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False) -> Core:
+
+@dataclass
+class Adapters:
+    """The I/O a driver owns and hands to the factories (cores never open a file or a socket).
+
+    ``stores`` keeps each gateway's log and each history recorder's store; it outlives the
+    cores, so a recovering host gets back what it had. The simulator keeps them in memory,
+    one ``Adapters`` per run; a real node keeps them as files in its state directory
+    (``runtime.durable_stores``). ``cas_client`` is the CAS memory of the sequencer host
+    when it lives outside the core (etcd, in a real run of a ``sequencer: etcd``
+    experiment); None: the in-memory CAS sequencer.
+    """
+
+    stores: VenueStores = field(default_factory=MemoryStores)
+    cas_client: CasClient | None = None
+
+
+def build_core(host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False,
+               adapters: Adapters | None = None) -> Core:
+    """The core of ``host``. Without ``adapters`` a venue host gets fresh in-memory stores,
+    which do not survive a recovery: a driver that crashes and recovers hosts passes its own."""
     try:
         target = FACTORIES[host.role]
     except KeyError:
         raise UserError(f"host {host.name}: unknown role {host.role!r}; known: {', '.join(FACTORIES)}") from None
     module, func = target.split(":")
-    return getattr(importlib.import_module(module), func)(host, loaded, rng, recovering=recovering)
+    factory = getattr(importlib.import_module(module), func)
+    if host.role in TAKES_ADAPTERS:
+        return factory(host, loaded, rng, recovering=recovering, adapters=adapters or Adapters())
+    return factory(host, loaded, rng, recovering=recovering)

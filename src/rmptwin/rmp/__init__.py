@@ -1,6 +1,17 @@
-"""RMP cores (seed: rmp-internet-stock-market.txt sections 2, 4, 5): wire frames, source S_P,
-primary R_P, secondary R_S, reformation server X_R, and H6's customer edge."""
+"""RMP cores (seed: rmp-internet-stock-market.txt sections 2, 4, 5), pure sans-IO state machines.
 
-from ..spec import token_passing_time_ms
+Where each seed concept lives:
 
-__all__ = ["token_passing_time_ms"]
+- token ring (R_P members, token passing, acks, stability): ``token_ring``; the R_P host: ``primary``
+- secondary ring (R_S and their R_P, secondary token): ``secondary_ring``; the R_S host: ``secondary``
+- striping (which stripe a symbol, host, customer or MoldUDP64 session is on): ``striping``
+- remulticast into regions as MoldUDP64: ``remulticast`` (frames: ``moldudp64``)
+- repair (gaps, re-requests, the retransmit server's logic): ``repair``; ``customer``, ``retransmit``
+- sources: ``source``; ring reformation: ``reformation``; failure reports: ``report``
+- stream reception shared by R_P and R_S: ``receiver``, ``receiver_host``; NACK reduction: ``nack_reduction``
+- timing (tau_t formula, ``Timing``): ``timing``; the core base class and timers: ``corebase``
+- wire frames: ``wire``
+
+Group naming and addressing are in ``rmptwin.groups``; spec -> config translation in
+``rmptwin.factories.rmp``.
+"""

@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from ..sansio import Unicast
 from ..events import Event, Kind
 from . import wire
-from .common import CoreBase, Timing
+from .corebase import CoreBase
 from .report import Reporter
+from .timing import Timing
 
 MAX_RANGE = 128        # most acks or messages one NACK asks for
 

@@ -5,15 +5,12 @@ from __future__ import annotations
 
 from ..groups import rmp_group
 from . import wire
-from .common import CoreBase, Timing
+from .corebase import CoreBase
 from .receiver import StreamReceiver
+from .remulticast import Remulticaster
 from .report import Reporter
 from .secondary_ring import SecondaryRing
-
-try:  # H6's regional remulticast; without it a host simply does not remulticast
-    from .remulticast import Remulticaster
-except ImportError:  # pragma: no cover
-    Remulticaster = None
+from .timing import Timing
 
 
 class ReceiverHost(CoreBase):
@@ -25,14 +22,14 @@ class ReceiverHost(CoreBase):
         super().__init__(name)
         self.reporter = Reporter(self, reformers, timing)
         self.receivers: dict[int, StreamReceiver] = {}
-        self.remulticasters = {}
+        self.remulticasters: dict[int, Remulticaster] = {}
         self.sec_rings: dict[tuple[str, int], SecondaryRing] = {}
         self._regions = list(regions)
         self._heartbeat_ns = heartbeat_ns
 
     def add_remulticaster(self, stripe: int):
         """The stripe's remulticaster into this host's regions, or None when it serves none."""
-        if not self._regions or Remulticaster is None:
+        if not self._regions:
             return None
         kw = {} if self._heartbeat_ns is None else {"heartbeat_ns": self._heartbeat_ns}
         rm = self.remulticasters[stripe] = Remulticaster(list(self._regions), stripe, **kw)

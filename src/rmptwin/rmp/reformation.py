@@ -25,8 +25,9 @@ from ..sansio import Unicast
 from ..groups import rmp_group
 from ..events import Event, Kind
 from . import wire
-from .common import CoreBase, Timing
+from .corebase import CoreBase
 from .report import Reporter
+from .timing import Timing
 
 EPOCH_RANKS = 8
 

@@ -27,33 +27,12 @@ from .moldudp64 import (
     DEFAULT_MAX_PACKET, MAX_MESSAGE_COUNT, MoldDecodeError, MoldPacket, decode_request, is_request,
     pack_messages,
 )
+from .striping import session_name
 
-SESSION_PREFIX = "RMPT"
 DEFAULT_HEARTBEAT_NS = 250_000_000
 DEFAULT_HISTORY = 1 << 17
 # Most messages one re-request is answered with; a larger gap is asked for again.
 MAX_SERVE = 1024
-
-
-def session_name(stripe: int) -> str:
-    """The MoldUDP64 session of a stripe (10 ASCII characters)."""
-    return f"{SESSION_PREFIX}{stripe:06d}"
-
-
-def session_stripe(session: str) -> int | None:
-    """The stripe a session name belongs to, or None if it is not one of ours."""
-    if len(session) != 10 or not session.startswith(SESSION_PREFIX) or not session[4:].isdigit():
-        return None
-    return int(session[4:])
-
-
-def request_stripe(data: bytes) -> int | None:
-    """The stripe a re-request asks about (None if ``data`` is not a valid request):
-    an R_T serving several stripes routes the request to that stripe's Remulticaster."""
-    try:
-        return session_stripe(decode_request(data).session)
-    except MoldDecodeError:
-        return None
 
 
 def runs(seqs: list[int]) -> list[tuple[int, int]]:

@@ -7,7 +7,8 @@ from typing import Callable
 
 from ..sansio import Unicast
 from . import wire
-from .common import CoreBase, Timing
+from .corebase import CoreBase
+from .timing import Timing
 
 
 class Reporter:

@@ -11,21 +11,31 @@ from __future__ import annotations
 
 import functools
 import random
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 from ..sansio import Unicast
 from ..events import Event, Kind
-from ..spec import LoadedExperiment
-from .customer import MAX_REQUEST, GapRepairer, in_turn, remulticasters
 from .moldudp64 import MoldDecodeError, decode_packet, decode_request, is_request
-from .remulticast import DEFAULT_HISTORY, DEFAULT_MAX_PACKET, MessageHistory, session_stripe
+from .remulticast import DEFAULT_HISTORY, DEFAULT_MAX_PACKET, MessageHistory
+from .repair import MAX_REQUEST, GapRepairer, RepairConfig, in_turn
+from .striping import session_stripe
+
+
+@dataclass(frozen=True)
+class RetransmitConfig:
+    """A retransmit server's host spec and surroundings as plain values (built by ``factories.rmp``)."""
+
+    repair: RepairConfig                      # its stripes: every stripe of the workload
+    upstream: Mapping[int, tuple[str, ...]]   # per stripe: R_T into our regions, topology order
+    history: int = DEFAULT_HISTORY            # messages cached per stripe
 
 
 class RetransmitCore(GapRepairer):
-    def __init__(self, host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False,
-                 history: int = DEFAULT_HISTORY) -> None:
-        super().__init__(host, loaded, rng, list(range(loaded.experiment.workload.stripes)), recovering=recovering)
-        self.caches = {k: MessageHistory(history) for k in self.stripes}
-        self.upstream = {k: remulticasters(loaded, self.regions, k) for k in self.stripes}
+    def __init__(self, config: RetransmitConfig, rng: random.Random, *, recovering: bool = False) -> None:
+        super().__init__(config.repair, rng, recovering=recovering)
+        self.caches = {k: MessageHistory(config.history) for k in self.stripes}
+        self.upstream = {k: list(config.upstream[k]) for k in self.stripes}
         self.malformed = 0
         self.requests_served = 0
         self.messages_served = 0
@@ -56,13 +66,7 @@ class RetransmitCore(GapRepairer):
                 _, g, j = track.add(seq, None, now)
                 gaps += g
                 jumped += j
-        for first, count in gaps:
-            self._events.append(Event(Kind.CUST_GAP, gseq=first, detail={
-                "first": first, "count": count, "stripe": stripe, "session": pkt.session}))
-        for first, count in jumped:
-            self.given_up += count
-            self._events.append(Event(Kind.CUST_SKIP, gseq=first, detail={
-                "first": first, "count": count, "stripe": stripe, "reason": "too_far_behind"}))
+        self.given_up += self._note_gaps(stripe, gaps, jumped)
         track.deliverable()  # the cache holds the data; the tracker only keeps count
 
     def _serve(self, data: bytes, src: str, now: int) -> None:
@@ -78,9 +82,7 @@ class RetransmitCore(GapRepairer):
         track = self.tracks[stripe]
         if track.top is not None and req.seq + req.count <= track.top + MAX_REQUEST:
             # The customer saw these numbers exist; if we lack them too, start fetching them.
-            for first, count in track.heartbeat(req.seq + req.count, now)[0]:
-                self._events.append(Event(Kind.CUST_GAP, gseq=first, detail={
-                    "first": first, "count": count, "stripe": stripe, "session": req.session}))
+            self._note_gaps(stripe, track.heartbeat(req.seq + req.count, now)[0], [])
         packets = self.caches[stripe].answer(req.session, req.seq, req.count, DEFAULT_MAX_PACKET)
         served = sum(len(p.messages) for p in packets)
         self.requests_served += 1

@@ -5,13 +5,14 @@ secondary token of its ring."""
 
 from __future__ import annotations
 
+from ..sansio import Unicast
 from . import wire
-from .common import CoreBase, Timing
+from .corebase import CoreBase
 from .receiver import StreamReceiver
 from .receiver_host import ReceiverHost
 from .report import Reporter
 from .secondary_ring import SecondaryRing
-from ..sansio import Unicast
+from .timing import Timing
 
 
 class SecondaryReceiver(StreamReceiver):

@@ -16,9 +16,10 @@ from dataclasses import replace
 from ..sansio import Unicast
 from ..events import Event, Kind
 from . import wire
-from .common import CoreBase, Timing
+from .corebase import CoreBase
 from .receiver import StreamReceiver
 from .report import Reporter
+from .timing import Timing
 
 
 class SecondaryRing:

@@ -16,8 +16,9 @@ from ..sansio import Unicast
 from ..groups import rmp_group
 from ..events import Event, Kind
 from . import wire
-from .common import CoreBase, Timing
+from .corebase import CoreBase
 from .report import Reporter
+from .timing import Timing
 
 # acks remembered per stripe to re-send what a reformation dropped
 ACK_MEMORY = 4096

@@ -19,6 +19,7 @@ Best-effort customers skip gaps by design and are not waited for.
 from __future__ import annotations
 
 from ..events import Event, Kind
+from ..factories.rmp import customer_stripes, stripes_of
 from ..spec import LoadedExperiment
 
 STATUS_EVERY_S = 0.25
@@ -27,8 +28,6 @@ DRAIN_MAX_S = 60.0  # past the duration; a run that needs more has a real proble
 
 def owed_stripes(loaded: LoadedExperiment) -> dict[str, list[int]]:
     """Per R_T and guaranteed customer, the stripes it must complete before the run stops."""
-    from ..rmp.common import stripes_of
-    from ..rmp.customer import customer_stripes
 
     topo = loaded.topology
     owes = {h.name: stripes_of(h, loaded) for h in topo.hosts if h.role in ("primary", "secondary")}

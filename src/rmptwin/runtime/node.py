@@ -16,15 +16,24 @@ import argparse
 import asyncio
 import json
 import random
+import resource
 import signal
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import UserError
+from ..factories import build_core
+from ..sansio import Core
+from ..spec import HostSpec, LoadedExperiment
+from ..ticker_workload import schedule
 from .config import NodeConfig
 from .drain import DRAIN_MAX_S, STATUS_EVERY_S
+from .driver import NodeDriver
+from .eventlog import EventWriter
+from .venue_adapters import NodeAdapters, node_adapters
 
 FLUSH_EVERY_S = 0.2
 
@@ -34,83 +43,109 @@ def _say(msg: str) -> None:
     sys.stdout.flush()
 
 
-async def _run(cfg: NodeConfig, name: str, incarnation: int) -> dict:
-    from ..factories import build_core
-    from ..ticker_workload import schedule
-    from .driver import NodeDriver
-    from .eventlog import EventWriter
+@dataclass
+class Node:
+    """This host's core and what runs it: its venue adapters, its event log, its driver."""
 
+    loaded: LoadedExperiment
+    host: HostSpec
+    core: Core
+    adapters: NodeAdapters
+    log: EventWriter
+    driver: NodeDriver
+
+
+def _open_node(cfg: NodeConfig, name: str, incarnation: int) -> Node:
     loaded = cfg.loaded()
     host = loaded.topology.host(name)
     recovering = incarnation > 0
     tag = f"recover{incarnation}" if recovering else "start"
     rng = random.Random(f"{cfg.seed}:host:{name}:{tag}")
-    core = build_core(host, loaded, rng, recovering=recovering)
+    adapters = node_adapters(host, loaded, Path(cfg.log_dir))   # venue stores, etcd: this node's own
+    core = build_core(host, loaded, rng, recovering=recovering, adapters=adapters)
     log = EventWriter(Path(cfg.log_dir) / f"{name}.{incarnation}.jsonl")
-    t0 = cfg.t0_ns
-    driver = NodeDriver(core, name, host.role, cfg.hosts, t0 or 0, log, loaded.experiment.clocks.get(name),
+    driver = NodeDriver(core, name, host.role, cfg.hosts, cfg.t0_ns or 0, log, loaded.experiment.clocks.get(name),
                         guaranteed=host.role == "customer" and host.grade == "guaranteed")
     driver.open()
-    loop = asyncio.get_running_loop()
-    go: asyncio.Future = loop.create_future()
-    stop: asyncio.Future = loop.create_future()
+    return Node(loaded, host, core, adapters, log, driver)
 
-    def settle(fut: asyncio.Future, value) -> None:
-        if not fut.done():
-            fut.set_result(value)
 
-    def control() -> None:
-        """The runner's line protocol on stdin (see runtime.runner)."""
+def _settle(fut: asyncio.Future, value) -> None:
+    if not fut.done():
+        fut.set_result(value)
+
+
+def _listen_to_runner(loop: asyncio.AbstractEventLoop, go: asyncio.Future, stop: asyncio.Future) -> None:
+    """The runner's line protocol on stdin (see runtime.runner), read by a thread of its own."""
+    def read() -> None:
         for line in sys.stdin:
             cmd = line.split()
             if cmd[:1] == ["GO"] and len(cmd) == 2 and cmd[1].isdigit():
-                loop.call_soon_threadsafe(settle, go, int(cmd[1]))
+                loop.call_soon_threadsafe(_settle, go, int(cmd[1]))
             elif cmd == ["STOP"]:
-                loop.call_soon_threadsafe(settle, stop, "stop")
-        loop.call_soon_threadsafe(settle, go, None)
-        loop.call_soon_threadsafe(settle, stop, "eof")
+                loop.call_soon_threadsafe(_settle, stop, "stop")
+        loop.call_soon_threadsafe(_settle, go, None)
+        loop.call_soon_threadsafe(_settle, stop, "eof")
 
-    threading.Thread(target=control, daemon=True).start()
+    threading.Thread(target=read, daemon=True).start()
+
+
+def _every(loop: asyncio.AbstractEventLoop, seconds: float, stop: asyncio.Future, fn) -> None:
+    """Call ``fn`` now and every ``seconds`` until ``stop`` is done."""
+    def tick() -> None:
+        if not stop.done():
+            fn()
+            loop.call_later(seconds, tick)
+    tick()
+
+
+def _report_status(driver: NodeDriver) -> None:
+    st = {**driver.progress.status(), "t_ns": driver.true_now()}
+    _say("STATUS " + json.dumps(st, separators=(",", ":")))
+
+
+def _counters(node: Node, reason: str) -> dict:
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    d = node.driver
+    return {"reason": reason, "sent": d.sent, "received": d.received, "events": node.log.count,
+            "cpu_s": round(ru.ru_utime + ru.ru_stime, 2),
+            "send_errors": d.send_errors, "malformed": getattr(node.core, "malformed", 0)}
+
+
+async def _run(cfg: NodeConfig, name: str, incarnation: int) -> dict:
+    node = _open_node(cfg, name, incarnation)
+    driver = node.driver
+    loop = asyncio.get_running_loop()
+    node.adapters.attach(driver, loop)
+    go: asyncio.Future = loop.create_future()
+    stop: asyncio.Future = loop.create_future()
+    _listen_to_runner(loop, go, stop)
     _say("READY " + json.dumps(sorted(driver.joined)))
+    t0 = cfg.t0_ns
     if t0 is None:
         t0 = await go
         if t0 is None:
             raise UserError(f"node {name}: stdin closed before 'GO <t0_ns>'")
         driver.t0 = t0
-    end_ns = round(loaded.experiment.duration_s * 1e9)
+    end_ns = round(node.loaded.experiment.duration_s * 1e9)
     # Start at true time 0 exactly (or at once when recovering mid-run).
     await asyncio.sleep(max(0.0, (t0 - time.time_ns()) / 1e9))
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, settle, stop, "signal")
+        loop.add_signal_handler(sig, _settle, stop, "signal")
     driver.start(loop)
-    if host.role == "source":
+    if node.host.role == "source":
         now = driver.true_now()
-        pubs = [p for p in schedule(loaded, cfg.seed) if p.source == name and p.t_ns >= now]
+        pubs = [p for p in schedule(node.loaded, cfg.seed) if p.source == name and p.t_ns >= now]
         driver.schedule_publications(pubs)
-
-    def flush() -> None:
-        if not stop.done():
-            log.flush()
-            loop.call_later(FLUSH_EVERY_S, flush)
-
-    def status() -> None:
-        if not stop.done():
-            st = {**driver.progress.status(), "t_ns": driver.true_now()}
-            _say("STATUS " + json.dumps(st, separators=(",", ":")))
-            loop.call_later(STATUS_EVERY_S, status)
-    flush()
-    status()
+    _every(loop, FLUSH_EVERY_S, stop, node.log.flush)
+    _every(loop, STATUS_EVERY_S, stop, lambda: _report_status(driver))
     # The runner stops every node once the run is quiescent; this is only the backstop.
-    loop.call_later(max(0.0, (end_ns - driver.true_now()) / 1e9 + DRAIN_MAX_S + 10), settle, stop, "end")
+    loop.call_later(max(0.0, (end_ns - driver.true_now()) / 1e9 + DRAIN_MAX_S + 10), _settle, stop, "end")
     reason = await stop
     driver.close()
-    log.close()
-    import resource
-
-    ru = resource.getrusage(resource.RUSAGE_SELF)
-    return {"reason": reason, "sent": driver.sent, "received": driver.received, "events": log.count,
-            "cpu_s": round(ru.ru_utime + ru.ru_stime, 2),
-            "send_errors": driver.send_errors, "malformed": getattr(core, "malformed", 0)}
+    node.adapters.close()
+    node.log.close()
+    return _counters(node, reason)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,8 +7,10 @@ captures, releases everyone at the same instant t0, applies the fault schedule w
 progress bar runs, lets the run drain past its duration until every message is
 acknowledged, released and delivered (``runtime.drain``; a loaded machine falls behind
 the schedule), then stops the nodes, collects and merges their logs and tears everything
-down.
-The run directory has the same layout and summary.json keys as `rmptwin sim`, plus pcaps/.
+down. ``emulate`` returns the tables (events, drops, link counts), what the manifest
+records of the emulation and the runtime's figures; it writes no run-directory file and
+computes no summary (``rmptwin.experiment_run`` does both). The nodes write their config,
+logs and captures where the ``RunDir`` says.
 
 Node control is a line protocol on the node's stdin (works the same through mnexec and
 through a container): ``GO <t0_ns>`` starts it, ``STOP`` ends it cleanly; EOF (the runner
@@ -31,14 +33,17 @@ from typing import Callable
 
 import pyarrow as pa
 
-from ..groups import group_ip
 from ..errors import UserError
-from ..tables import DROP_SCHEMA, LINK_COUNT_SCHEMA
 from ..events import Event, Kind
+from ..groups import group_ip
+from ..provenance import emulation_facts
+from ..rundir import RunDir
 from ..spec import LoadedExperiment
+from ..tables import DROP_SCHEMA, LINK_COUNT_SCHEMA
 from .config import NodeConfig
 from .drain import DRAIN_MAX_S, owed_stripes, quiescent
 from .eventlog import EventWriter, merge_logs
+from .flatnet import FlatNetwork
 
 REPO = Path(__file__).resolve().parents[3]
 SETTLE_S = 1.0           # after the controller saw every join: its flow mods land before t0
@@ -102,16 +107,28 @@ def _wait_line(np: NodeProc, want: str, deadline: float, err_path: Path) -> None
             raise UserError(f"node {np.name} exited at start ({tail[0] if tail else 'no message'}); see {err_path}")
 
 
-class Run:
-    """One emulated run; ``execute()`` does everything and returns the summary."""
+@dataclass
+class EmulationResult:
+    """What an emulated run produced, for ``experiment_run`` to write and summarize."""
 
-    def __init__(self, loaded: LoadedExperiment, seed: int, run_dir: Path, nodes: str = "docker",
+    events: pa.Table
+    drops: pa.Table
+    link_counts: pa.Table
+    manifest: dict      # the manifest's emulation keys: nodes, impair, capture, faults applied, t0, pcaps
+    environment: dict   # provenance.emulation_facts: node mode, impairment backend, datapath, image
+    stats: dict         # summary.json's "runtime": wall time, drain, torn log lines, node counters
+
+
+class Run:
+    """One emulated run; ``execute()`` does everything and returns the tables."""
+
+    def __init__(self, loaded: LoadedExperiment, seed: int, run_dir: RunDir, nodes: str = "docker",
                  impair: str = "auto", capture: list[str] | None = None,
                  progress: Callable[[float, str], None] | None = None, settle_s: float = SETTLE_S) -> None:
         self.loaded = loaded
         self.exp = loaded.experiment
         self.seed = seed
-        self.run_dir = run_dir.resolve()
+        self.run = RunDir(run_dir.path.resolve())
         self.nodes_mode = nodes
         self.impair = impair
         self.capture = capture if capture is not None else default_capture(loaded)
@@ -119,27 +136,26 @@ class Run:
         self.settle_s = settle_s
         self.procs: dict[str, NodeProc] = {}
         self.captures: list[subprocess.Popen] = []
-        self.node_dir = self.run_dir / "nodes"
         self.t0: int | None = None
         self.net = None
         self.faults_applied: list[dict] = []
+        self.hosts: dict[str, str] = {}   # host name -> IP, once the network is up
         self.missing_joins: list[str] = []
         self.drain_s = 0.0
         self.outstanding = ""
+        self.torn_lines = 0
 
     # ------------------------------------------------------------------ network
 
     def _network(self):
         if self.nodes_mode == "flat":
-            from .flatnet import FlatNetwork
-
             bad = [f for f in self.exp.faults if f.action in ("link_down", "link_up", "loss")]
             if bad:
                 raise UserError(f"fault '{bad[0].action}' needs link impairment; run with --nodes ns or docker")
             return FlatNetwork(self.loaded.topology, tag=str(os.getpid() % 100000))
-        from ..emulation.network import EmulatedNetwork
+        from ..emulation.network import EmulatedNetwork  # Mininet: loaded only for a switched network
 
-        mounts = [(str(REPO), str(REPO), "ro"), (str(self.run_dir), str(self.run_dir), "rw")]
+        mounts = [(str(REPO), str(REPO), "ro"), (str(self.run.path), str(self.run.path), "rw")]
         # A state directory of our own: a network some other tool left up elsewhere is not ours to claim.
         state = Path("/run/rmptwin") / f"run-{os.getpid()}"
         return EmulatedNetwork(self.loaded.topology, nodes=self.nodes_mode, impair=self.impair, seed=self.seed,
@@ -149,11 +165,11 @@ class Run:
 
     def _start_node(self, name: str, config: Path, incarnation: int) -> NodeProc:
         host = self.net.host(name)
-        err = open(self.node_dir / f"{name}.{incarnation}.stderr", "wb")
+        err = open(self.run.node_stderr_path(name, incarnation), "wb")
         # Venue roles keep their durable state (gateway log, history SQLite) inside the run.
         env = {"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "PYTHONUNBUFFERED": "1",
                "HOME": "/tmp", "RMPTWIN_REAL_NODE": "1",
-               "RMPTWIN_VENUE_STATE_DIR": str(self.node_dir / "venue-state")}
+               "RMPTWIN_VENUE_STATE_DIR": str(self.run.venue_state_dir)}
         cmd = [sys.executable, "-m", "rmptwin.runtime.node", str(config), name, "--incarnation", str(incarnation)]
         proc = host.popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=env, cwd="/")
         err.close()
@@ -162,11 +178,9 @@ class Run:
         return np
 
     def _start_captures(self) -> None:
-        pcaps = self.run_dir / "pcaps"
-        pcaps.mkdir(exist_ok=True)
         for name in self.capture:
             host = self.net.host(name)
-            p = host.popen(["tcpdump", "-i", host.intf, "-U", "-n", "-w", str(pcaps / f"{name}.pcap"), CAPTURE_PORTS],
+            p = host.popen(["tcpdump", "-i", host.intf, "-U", "-n", "-w", str(self.run.pcap_path(name)), CAPTURE_PORTS],
                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
             self.captures.append(p)
         time.sleep(0.5 if self.captures else 0)  # tcpdump opens its socket before t0
@@ -200,8 +214,8 @@ class Run:
                 except subprocess.TimeoutExpired:
                     return  # never crashed: nothing to recover
             inc = (old.incarnation + 1) if old else 1
-            config = NodeConfig.for_run(self.loaded, self.seed, self.hosts, self.node_dir, t0_ns=self.t0)
-            path = config.write(self.node_dir / f"config.{fault.node}.{inc}.json")
+            config = NodeConfig.for_run(self.loaded, self.seed, self.hosts, self.run.nodes_dir, t0_ns=self.t0)
+            path = config.write(self.run.node_config_path(fault.node, inc))
             np = self._start_node(fault.node, path, inc)
             self.procs[fault.node] = np
             log.add(t, fault.node, np.role, Event(Kind.RECOVER, detail={"incarnation": inc}))
@@ -214,7 +228,7 @@ class Run:
     # ------------------------------------------------------------------ run
 
     def execute(self) -> tuple[pa.Table, pa.Table, pa.Table]:
-        self.node_dir.mkdir(parents=True, exist_ok=True)
+        self.run.make_node_dirs()
         self.net = self._network()
         try:
             self.net.__enter__()
@@ -229,24 +243,41 @@ class Run:
                     shutil.rmtree(state, ignore_errors=True)  # its drop logs are in links/ now
 
     def _run(self) -> tuple[pa.Table, pa.Table, pa.Table]:
+        self._start_nodes()
+        self._wait_trees()
+        self._start_captures()
+        self.t0 = time.time_ns() + int(self.settle_s * 1e9)
+        for np in self.procs.values():
+            np.send(f"GO {self.t0}")
+        log = EventWriter(self.run.runner_log_path)
+        self._apply_schedule(log)
+        self._drain()
+        self.progress(1.0, "collecting")
+        self._stop_nodes()
+        self._stop_captures()
+        log.close()
+        events, self.torn_lines = merge_logs(self.run.node_event_logs())
+        drops = self.net.drops()
+        counts = self.net.link_counts() if hasattr(self.net, "link_counts") else LINK_COUNT_SCHEMA.empty_table()
+        return events, drops, counts
+
+    def _start_nodes(self) -> None:
+        """Every node started from one config, and each READY (bound, joined)."""
         topo = self.loaded.topology
         self.hosts = {h.name: self.net.host(h.name).ip for h in topo.hosts}
-        config = NodeConfig.for_run(self.loaded, self.seed, self.hosts, self.node_dir)
-        path = config.write(self.node_dir / "config.json")
+        config = NodeConfig.for_run(self.loaded, self.seed, self.hosts, self.run.nodes_dir)
+        path = config.write(self.run.node_config_path())
         self._static_neighbours()
         self.progress(0.0, f"starting {len(topo.hosts)} nodes")
         for h in topo.hosts:
             self.procs[h.name] = self._start_node(h.name, path, 0)
         deadline = time.monotonic() + READY_TIMEOUT_S
         for i, np in enumerate(self.procs.values()):
-            _wait_line(np, "READY", deadline, self.node_dir / f"{np.name}.0.stderr")
+            _wait_line(np, "READY", deadline, self.run.node_stderr_path(np.name, 0))
             self.progress(0.0, f"nodes ready {i + 1}/{len(self.procs)}")
-        self._wait_trees()
-        self._start_captures()
-        self.t0 = time.time_ns() + int(self.settle_s * 1e9)
-        for np in self.procs.values():
-            np.send(f"GO {self.t0}")
-        log = EventWriter(self.node_dir / "runner.jsonl")
+
+    def _apply_schedule(self, log: EventWriter) -> None:
+        """From t0 to the end of the duration: each fault at its time, the progress meanwhile."""
         duration = self.exp.duration_s
         faults = sorted(self.exp.faults, key=lambda f: f.at_s)
         end_ns = self.t0 + round(duration * 1e9)
@@ -260,24 +291,18 @@ class Run:
             self.progress(max(0.0, (now - self.t0) / 1e9) / duration, "running")
             nxt = min([end_ns] + [self.t0 + round(f.at_s * 1e9) for f in faults[:1]])
             time.sleep(min(0.1, max(0.0, (nxt - now) / 1e9)))
-        self._drain()
-        self.progress(1.0, "collecting")
+
+    def _stop_nodes(self) -> None:
+        """STOP to every live node, and time for them to flush their logs."""
         for np in self.procs.values():
             if np.proc.poll() is None:
                 np.send("STOP")
-        limit = time.monotonic() + 30  # time to flush their logs
+        limit = time.monotonic() + 30
         for np in self.procs.values():
             try:
                 np.proc.wait(timeout=max(0.1, limit - time.monotonic()))
             except subprocess.TimeoutExpired:
                 pass
-        self._stop_captures()
-        log.close()
-        events, bad = merge_logs(list(self.node_dir.glob("*.jsonl")))
-        self.torn_lines = bad
-        drops = self.net.drops()
-        counts = self.net.link_counts() if hasattr(self.net, "link_counts") else LINK_COUNT_SCHEMA.empty_table()
-        return events, drops, counts
 
     def _drain(self) -> None:
         """Past the duration: wait until the live nodes' progress is quiescent, or the cap."""
@@ -348,14 +373,8 @@ def default_capture(loaded: LoadedExperiment) -> list[str]:
     return [h.name for h in loaded.topology.hosts if h.role in ("customer", "retransmit")]
 
 
-def run_experiment(loaded: LoadedExperiment, seed: int | None = None, out: Path | None = None,
-                   nodes: str = "docker", impair: str = "auto", capture: list[str] | None = None,
-                   progress: Callable[[float, str], None] | None = None) -> tuple[Path, dict]:
-    """Run ``loaded`` on the emulated network; returns (run directory, summary)."""
-    from ..provenance import emulation_facts
-    from ..results import new_run_dir, write_manifest, write_summary, write_table
-    from ..summary import summarize
-
+def check_arguments(loaded: LoadedExperiment, nodes: str, capture: list[str] | None) -> None:
+    """One UserError line for what cannot run, before a run directory is made."""
     if nodes not in ("docker", "ns", "flat"):
         raise UserError(f"unknown node mode {nodes!r}; choose docker, ns or flat")
     if os.geteuid() != 0:
@@ -364,24 +383,23 @@ def run_experiment(loaded: LoadedExperiment, seed: int | None = None, out: Path 
     unknown = [n for n in capture or [] if n not in names]
     if unknown:
         raise UserError(f"--capture: no host {unknown[0]!r} in topology {loaded.topology.name}")
-    seed = loaded.experiment.seed if seed is None else seed
-    run_dir = new_run_dir(loaded.experiment.name, out)
+
+
+def emulate(loaded: LoadedExperiment, seed: int, run_dir: RunDir, nodes: str = "docker", impair: str = "auto",
+            capture: list[str] | None = None,
+            progress: Callable[[float, str], None] | None = None) -> EmulationResult:
+    """Run ``loaded`` on the emulated network; the nodes leave their logs and captures in ``run_dir``."""
+    check_arguments(loaded, nodes, capture)
     wall = time.monotonic()
     r = Run(loaded, seed, run_dir, nodes=nodes, impair=impair, capture=capture, progress=progress)
     events, drops, counts = r.execute()
-    write_table(run_dir, "events/events.parquet", events)
-    write_table(run_dir, "links/drops.parquet", drops if drops is not None else DROP_SCHEMA.empty_table())
-    write_table(run_dir, "links/counts.parquet", counts)
     # `rmptwin rerun` passes nodes, the impairment actually used and capture back to this function.
-    manifest = {**loaded.to_manifest(), "nodes": nodes, "impair": getattr(r.net, "impair", impair),
-                "impair_requested": impair, "capture": list(r.capture),
-                "faults_applied": r.faults_applied, "t0_unix_ns": r.t0,
-                "pcaps": sorted(p.name for p in (run_dir / "pcaps").glob("*.pcap"))}
-    write_manifest(run_dir, manifest, backend="emulation", seed=seed, emulation=emulation_facts(nodes, r.net))
-    summary = summarize(events, loaded)
-    summary["runtime"] = {"wall_s": round(time.monotonic() - wall, 1), "nodes": nodes,
-                          "drain_s": round(r.drain_s, 2), "outstanding": r.outstanding or None,
-                          "torn_log_lines": r.torn_lines, "missing_joins": r.missing_joins,
-                          "node_counters": {n: np.done for n, np in r.procs.items()}}
-    write_summary(run_dir, summary)
-    return run_dir, summary
+    manifest = {"nodes": nodes, "impair": getattr(r.net, "impair", impair), "impair_requested": impair,
+                "capture": list(r.capture), "faults_applied": r.faults_applied, "t0_unix_ns": r.t0,
+                "pcaps": [p.name for p in r.run.pcap_files()]}
+    stats = {"wall_s": round(time.monotonic() - wall, 1), "nodes": nodes,
+             "drain_s": round(r.drain_s, 2), "outstanding": r.outstanding or None,
+             "torn_log_lines": r.torn_lines, "missing_joins": r.missing_joins,
+             "node_counters": {n: np.done for n, np in r.procs.items()}}
+    return EmulationResult(events, drops if drops is not None else DROP_SCHEMA.empty_table(), counts,
+                           manifest, emulation_facts(nodes, r.net), stats)

@@ -30,7 +30,7 @@ from ..tables import DROP_SCHEMA, LINK_COUNT_SCHEMA
 from ..lossmodels import BernoulliLoss, make_loss
 from ..spec import Bernoulli, GilbertElliott, LinkParams, Topology
 from ..tree import multicast_tree, unicast_path
-from .frames import describe
+from ..frame_names import describe
 from .scheduler import Scheduler
 
 # Ethernet (14) + IPv4 (20) + UDP (8): what a datagram costs on the wire beyond its payload.

@@ -7,6 +7,9 @@ schedule. After every call into a core it drains ``datagrams_to_send`` and
 ``next_event`` and re-reads ``groups()`` and ``get_timer()``. Events are logged at TRUE
 simulated time; each core sees its own clock (``experiment.clocks``: offset and drift),
 and its timer deadlines are converted back to true time.
+
+It returns tables (events, link drops, link counts) and counters; it writes no file, computes
+no summary and prints nothing (``rmptwin.experiment_run`` and the CLI do).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import math
 import random
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
+from functools import partial
 from typing import Callable
 
 import pyarrow as pa
@@ -38,8 +41,7 @@ class SimResult:
     events: pa.Table
     drops: pa.Table
     link_counts: pa.Table
-    summary: dict
-    stats: dict = field(default_factory=dict)  # wall time and counters (not deterministic)
+    stats: dict = field(default_factory=dict)  # wall time and counters (wall time is not deterministic)
 
 
 class _Node:
@@ -87,7 +89,8 @@ class Simulation:
         self.loaded = loaded
         self.exp = loaded.experiment
         self.seed = self.exp.seed if seed is None else seed
-        self.build = build or factories.build_core
+        self.adapters = factories.Adapters()   # this run's venue stores, kept per host across crash and recovery
+        self.build = build or partial(factories.build_core, adapters=self.adapters)
         self.sched = Scheduler()
         self.net = SimNetwork(loaded.topology, self.sched, self.seed, self._deliver)
         self._rows: list[tuple[int, _Node, Event]] = []  # (true time, node, event); tabled at the end
@@ -247,8 +250,7 @@ class Simulation:
         return pa.Table.from_arrays(cols, schema=EVENT_SCHEMA)
 
     def run(self, progress: Callable[[int], None] | None = None) -> SimResult:
-        from ..summary import summarize
-
+        """Simulate to the end of the duration; ``progress`` gets the simulated time (ns) now and then."""
         wall = time.perf_counter()
         self.start()
         self.sched.run_until(self.end_ns, tick=progress)
@@ -261,66 +263,10 @@ class Simulation:
             "logged_events": len(self._rows),
             "publications": len(self._workload),
         }
-        return SimResult(events, self.net.drop_table(), self.net.count_table(),
-                         summarize(events, self.loaded), stats)
+        return SimResult(events, self.net.drop_table(), self.net.count_table(), stats)
 
 
 def simulate(loaded: LoadedExperiment, seed: int | None = None, progress: Callable[[int], None] | None = None,
              build: BuildFn | None = None) -> SimResult:
     """Run ``loaded`` in the simulator; ``build`` replaces ``factories.build_core`` (tests, benchmarks)."""
     return Simulation(loaded, seed, build).run(progress)
-
-
-def run_experiment_cli(path: Path, seed: int | None, out: Path | None, console) -> Path:
-    """`rmptwin sim`: load, simulate with a progress bar, write the run directory, print a summary."""
-    from ..spec import load_experiment
-
-    loaded = load_experiment(path)
-    return simulate_into_run_dir(loaded, seed, out, console)
-
-
-def simulate_into_run_dir(loaded: LoadedExperiment, seed: int | None, out: Path | None, console) -> Path:
-    """Simulate with a progress bar, write the run directory, print a summary (`rmptwin sim`, `rmptwin rerun`)."""
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from ..results import new_run_dir, write_manifest, write_summary, write_table
-
-    seed = loaded.experiment.seed if seed is None else seed
-    run = new_run_dir(loaded.experiment.name, out)
-    try:
-        with Progress(TextColumn("[bold]simulating[/] {task.description}"), BarColumn(),
-                      TextColumn("{task.completed:.2f}/{task.total:.2f} s simulated"), TimeElapsedColumn(),
-                      console=console, transient=True) as bar:
-            task = bar.add_task(loaded.experiment.name, total=loaded.experiment.duration_s)
-            result = simulate(loaded, seed, progress=lambda t: bar.update(task, completed=t / 1e9))
-    except BaseException:
-        _remove_if_empty(run)
-        raise
-    write_manifest(run, loaded.to_manifest(), backend="sim", seed=seed)
-    write_table(run, "events/events.parquet", result.events)
-    write_table(run, "links/drops.parquet", result.drops)
-    write_table(run, "links/counts.parquet", result.link_counts)
-    write_summary(run, result.summary)
-    print_summary(console, result, run)
-    return run
-
-
-def _remove_if_empty(run: Path) -> None:
-    for sub in ("events", "links"):
-        d = run / sub
-        if d.is_dir() and not any(d.iterdir()):
-            d.rmdir()
-    if run.is_dir() and not any(run.iterdir()):
-        run.rmdir()
-
-
-def print_summary(console, result: SimResult, run: Path) -> None:
-    from ..summary import summary_table
-
-    table = summary_table(result.summary)
-    st = result.stats
-    rate = st["scheduler_events"] / st["wall_s"] if st["wall_s"] > 0 else 0.0
-    table.add_row("simulator", f"{st['scheduler_events']:,} events, {st['deliveries']:,} deliveries "
-                                f"in {st['wall_s']:.1f} s ({rate:,.0f} events/s)")
-    console.print(table)
-    console.print(f"run directory: {run}")

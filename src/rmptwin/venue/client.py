@@ -10,6 +10,7 @@ off-tick price) to exercise the gateway's validation.
 from __future__ import annotations
 
 from collections import deque
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..sansio import Dest, Unicast
@@ -25,19 +26,31 @@ MID_PRICE = 1_000_000      # $100.00 in ticker units (price x 10,000)
 MAX_RESTING = 40           # per client: beyond this, cancel the oldest instead of adding
 
 
+@dataclass(frozen=True)
+class ClientConfig:
+    index: int                    # this client's number (order ids are unique per client)
+    gateway: str                  # the gateway it sends its orders to
+    symbols: tuple[str, ...]
+    rate: float                   # orders per second (Poisson)
+    start_ns: int
+    stop_ns: int
+    tick: int = 100
+    malformed_fraction: float = 0.0
+
+
 class ClientCore:
-    def __init__(self, index: int, gateway: str, symbols: list[str], rate: float, rng: random.Random, *,
-                 start_ns: int, stop_ns: int, tick: int = 100, malformed_fraction: float = 0.0) -> None:
-        self.index = index
-        self.gateway = gateway
-        self.symbols = symbols
-        self.rate = rate
+    def __init__(self, config: ClientConfig, rng: random.Random) -> None:
+        self.config = config
+        self.index = config.index
+        self.gateway = config.gateway
+        self.symbols = list(config.symbols)
+        self.rate = config.rate
         self.rng = rng
-        self.stop_ns = stop_ns
-        self.tick = tick
-        self.malformed_fraction = malformed_fraction
+        self.stop_ns = config.stop_ns
+        self.tick = config.tick
+        self.malformed_fraction = config.malformed_fraction
         self.seq = 0
-        self._next = start_ns + (int(rng.expovariate(rate) * 1e9) if rate > 0 else 0)
+        self._next = config.start_ns + (int(rng.expovariate(self.rate) * 1e9) if self.rate > 0 else 0)
         self._resting: deque[tuple[int, str, int]] = deque()   # (oid, symbol, side)
         self._out: list[tuple[bytes, Dest]] = []
         self.acked = self.rejected = self.done = 0

@@ -11,11 +11,13 @@ EVs drop the duplicates by [gw id, gw seq] and complete them again.
 from __future__ import annotations
 
 from collections import deque
+from dataclasses import dataclass
 
 from ..sansio import Dest, Group, Unicast
 from ..events import Event, Kind
 from . import wire
 from .orderbook import BUY, FOK, SELL
+from .stores import GatewayLog
 from .wire import Order, Request
 
 
@@ -39,16 +41,26 @@ def validate(order: Order, symbols: frozenset[str], tick: int) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class GatewayConfig:
+    gw_id: int                    # this gateway's number: the first half of [gw id, gw seq]
+    venues: tuple[str, ...]       # the EVs, which complete its requests
+    symbols: tuple[str, ...]      # the symbols it accepts orders for
+    tick: int = 100               # price tick in ticker units
+    fsync_ns: int = 100_000       # modelled group-fsync latency (0: the store's own fsync is the cost)
+    replay_ns: int = 1_000_000_000   # resend a request not completed within this long
+
+
 class GatewayCore:
-    def __init__(self, gw_id: int, venues: list[str], symbols: list[str], log, *, tick: int = 100,
-                 fsync_ns: int = 100_000, replay_ns: int = 1_000_000_000, recovering: bool = False) -> None:
-        self.gw_id = gw_id
-        self.venues = venues
-        self.symbols = frozenset(symbols)
-        self.tick = tick
+    def __init__(self, config: GatewayConfig, log: GatewayLog, *, recovering: bool = False) -> None:
+        self.config = config
+        self.gw_id = config.gw_id
+        self.venues = list(config.venues)
+        self.symbols = frozenset(config.symbols)
+        self.tick = config.tick
         self.log = log
-        self.fsync_ns = fsync_ns
-        self.replay_ns = replay_ns
+        self.fsync_ns = config.fsync_ns
+        self.replay_ns = config.replay_ns
         self.next_seq = log.last_seq() + 1
         self._pending: list[tuple[str, int, Request]] = []      # received, awaiting fsync
         self._fsync: tuple[int, list] | None = None              # (done at, batch in flight)

@@ -12,18 +12,26 @@ hardened requests to a recovering EV. The store itself is injected (stores.py).
 from __future__ import annotations
 
 from collections import deque
+from dataclasses import dataclass
 
 from ..sansio import Dest, Group, Unicast
 from ..events import Event, Kind
 from . import wire
+from .stores import HistoryStore
 
 HARDENED_PER_FRAME = 18   # keeps a HARDENED frame under one Ethernet MTU
 
 
+@dataclass(frozen=True)
+class HistoryConfig:
+    commit_ns: int = 300_000   # modelled group-commit latency (0: the store's own commit is the cost)
+
+
 class HistoryCore:
-    def __init__(self, store, *, commit_ns: int = 300_000) -> None:
+    def __init__(self, config: HistoryConfig, store: HistoryStore) -> None:
+        self.config = config
         self.store = store
-        self.commit_ns = commit_ns
+        self.commit_ns = config.commit_ns
         self.top = store.top()                     # highest position committed
         self._waiting: dict[int, tuple] = {}       # position -> (request, trades), not yet contiguous
         self._commit: tuple[int, list] | None = None

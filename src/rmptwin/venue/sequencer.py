@@ -11,12 +11,17 @@ no position written twice. A request already placed (same [gw, gw seq]) is never
 again: the index of keys inside the window refuses it.
 
 ``SequencerCore`` serves ``CasLog`` over datagrams (the simulator's in-memory
-sequencer); ``etcd_sequencer.EtcdCas`` gives the same answers from an etcd cluster.
+sequencer). ``CasProxyCore`` is the sequencer host whose CAS memory lives outside it (an
+etcd cluster in a real run, ``rmptwin.runtime.etcd_client``, which gives the same answers
+as ``CasLog``): it hands each proposal to the ``CasClient`` its driver gave it and turns
+the answer, when the driver brings it back, into the DECIDE datagram. It never waits.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from dataclasses import dataclass
+from typing import Protocol
 
 from ..sansio import Dest, Unicast
 from ..events import Event, Kind
@@ -65,11 +70,17 @@ class CasLog:
         return wire.LOST, self.next, [self._slots[i - self.low] for i in range(n, last)]
 
 
+@dataclass(frozen=True)
+class SequencerConfig:
+    window: int   # positions kept; a proposer further behind is told TOO_FAR
+
+
 class SequencerCore:
     """In-memory sequencer reached by PROPOSE/DECIDE datagrams."""
 
-    def __init__(self, window: int) -> None:
-        self.log = CasLog(window)
+    def __init__(self, config: SequencerConfig) -> None:
+        self.config = config
+        self.log = CasLog(config.window)
         self._out: list[tuple[bytes, Dest]] = []
         self._events: deque[Event] = deque()
         self.malformed = 0
@@ -100,6 +111,62 @@ class SequencerCore:
 
     def next_event(self) -> Event | None:
         return self._events.popleft() if self._events else None
+
+    def groups(self) -> frozenset[str]:
+        return frozenset()
+
+
+class CasClient(Protocol):
+    """A CAS memory outside the core. ``submit`` only starts the request (it must not block);
+    the driver later hands the answer, ``(status, next, keys standing at n, ...)`` exactly as
+    ``CasLog.propose`` gives it, to ``CasProxyCore.receive_answer`` with the same id."""
+
+    def submit(self, request_id: int, n: int, keys: list[Key]) -> None: ...
+
+
+class CasProxyCore:
+    """The sequencer host of a real run: PROPOSE datagrams become requests to an outside CAS
+    memory (``client``), and its answers DECIDE datagrams to the proposers."""
+
+    def __init__(self, client: CasClient) -> None:
+        self.client = client
+        self._asked: dict[int, tuple[str, int]] = {}   # request id -> (proposer, position n)
+        self._next_id = 0
+        self._out: list[tuple[bytes, Dest]] = []
+        self.malformed = 0
+
+    def receive_datagram(self, data: bytes, src: str, now: int) -> None:
+        try:
+            ftype, fields = wire.decode(data)
+        except wire.VenueWireError:
+            self.malformed += 1
+            return
+        if ftype != wire.T_PROPOSE:
+            return
+        _, n, keys = fields
+        request_id, self._next_id = self._next_id, self._next_id + 1
+        self._asked[request_id] = (src, n)
+        self.client.submit(request_id, n, keys)
+
+    def receive_answer(self, request_id: int, status: int, nxt: int, keys: list[Key], now: int) -> None:
+        """The CAS memory's answer to request ``request_id`` (unknown ids are ignored)."""
+        asked = self._asked.pop(request_id, None)
+        if asked is not None:
+            src, n = asked
+            self._out.append((wire.decide_frame(status, n, nxt, keys), Unicast(src)))
+
+    def datagrams_to_send(self, now: int) -> list[tuple[bytes, Dest]]:
+        out, self._out = self._out, []
+        return out
+
+    def get_timer(self) -> int | None:
+        return None
+
+    def handle_timer(self, now: int) -> None:
+        pass
+
+    def next_event(self) -> Event | None:
+        return None
 
     def groups(self) -> frozenset[str]:
         return frozenset()

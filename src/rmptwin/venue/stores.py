@@ -1,18 +1,47 @@
-"""Durable stores injected into the gateway and history-recorder cores.
+"""The store interfaces the gateway and history-recorder cores are given, and their in-memory kind.
 
-The cores call these synchronously and model the fsync/commit *latency* themselves (a
-timer), so the same core runs against an in-memory store in the simulator and against
-a real file (gateway, fsync) or SQLite database in WAL mode (history recorder) where it
-runs for real. A store object outlives the core that uses it: a crashed and restarted
-core is handed the same store, as a restarted process finds its disk.
+The cores call a store synchronously and model the fsync/commit *latency* themselves (a
+timer), so the same core runs against an in-memory store in the simulator and against a
+real file (gateway, fsync) or SQLite database (history recorder) where it runs for real
+(``rmptwin.runtime.durable_stores``). A store outlives the core that uses it: a crashed
+and restarted core is handed the same store, as a restarted process finds its disk. The
+driver owns the stores (``VenueStores``) and hands them to the factories.
 """
 
 from __future__ import annotations
 
-import os
-import sqlite3
-import struct
-from pathlib import Path
+from typing import Protocol
+
+
+class GatewayLog(Protocol):
+    """Numbered requests of one gateway and which of them are complete."""
+
+    def append(self, batch: list[tuple[int, bytes]]) -> None: ...
+    def mark_done(self, seq: int) -> None: ...
+    def last_seq(self) -> int: ...
+    def get(self, seq: int) -> bytes | None: ...
+    def unfinished(self) -> list[tuple[int, bytes]]: ...
+
+
+class HistoryStore(Protocol):
+    """Hardened requests by position, their trades, and order-book checkpoints."""
+
+    commits: int
+
+    def store(self, batch: list[tuple[int, bytes, list]]) -> None: ...
+    def top(self) -> int: ...
+    def hardened(self, first: int, last: int) -> list[tuple[int, bytes]]: ...
+    def put_checkpoint(self, n: int, blob: bytes) -> None: ...
+    def latest_checkpoint(self) -> tuple[int, bytes] | None: ...
+    def trade_count(self) -> int: ...
+
+
+class VenueStores(Protocol):
+    """Where a driver keeps each host's store: ``fresh`` (a first start) begins with an empty
+    one, otherwise (a recovering host) it gets back what that host had."""
+
+    def gateway_log(self, host: str, *, fresh: bool) -> GatewayLog: ...
+    def history_store(self, host: str, *, fresh: bool) -> HistoryStore: ...
 
 
 # ---------------------------------------------------------------------- gateway log
@@ -38,44 +67,6 @@ class MemoryGatewayLog:
 
     def unfinished(self) -> list[tuple[int, bytes]]:
         return sorted((s, b) for s, b in self.requests.items() if s not in self.done)
-
-
-_REC = struct.Struct("!BqI")   # kind (0 request, 1 done), seq, body length
-
-
-class FileGatewayLog(MemoryGatewayLog):
-    """Append-only file, fsync per batch: a request is acknowledged only once on disk."""
-
-    def __init__(self, path: str | Path) -> None:
-        super().__init__()
-        self.path = Path(path)
-        if self.path.exists():
-            data = self.path.read_bytes()
-            off = 0
-            while off + _REC.size <= len(data):
-                kind, seq, n = _REC.unpack_from(data, off)
-                body = data[off + _REC.size: off + _REC.size + n]
-                if len(body) < n:
-                    break   # torn tail write: never acknowledged, drop it
-                off += _REC.size + n
-                if kind == 0:
-                    self.requests[seq] = body
-                else:
-                    self.done.add(seq)
-        self._f = open(self.path, "ab")
-
-    def append(self, batch: list[tuple[int, bytes]]) -> None:
-        super().append(batch)
-        self._f.write(b"".join(_REC.pack(0, s, len(b)) + b for s, b in batch))
-        self._f.flush()
-        os.fsync(self._f.fileno())
-
-    def mark_done(self, seq: int) -> None:
-        super().mark_done(seq)
-        self._f.write(_REC.pack(1, seq, 0))   # no fsync: losing it only causes a replay
-
-    def close(self) -> None:
-        self._f.close()
 
 
 # ---------------------------------------------------------------------- history store
@@ -113,51 +104,21 @@ class MemoryHistoryStore:
         return sum(c for _, c in self.entries.values())
 
 
-class SqliteHistoryStore:
-    """The same interface on SQLite in WAL mode: one transaction per group commit."""
+class MemoryStores:
+    """Every host's store in memory, kept across crash and recovery (the simulator's disks).
 
-    def __init__(self, path: str | Path) -> None:
-        self.path = str(path)
-        self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=FULL")
-        self.db.executescript(
-            """
-            CREATE TABLE IF NOT EXISTS requests (pos INTEGER PRIMARY KEY, body BLOB NOT NULL, ntrades INTEGER);
-            CREATE TABLE IF NOT EXISTS trades (pos INTEGER, idx INTEGER, taker INTEGER, maker INTEGER,
-                price INTEGER, qty INTEGER, side INTEGER, PRIMARY KEY (pos, idx));
-            CREATE TABLE IF NOT EXISTS checkpoints (pos INTEGER PRIMARY KEY, blob BLOB NOT NULL);
-            """
-        )
-        self.commits = 0
+    One of these belongs to one run: the stores go when it does."""
 
-    def store(self, batch: list[tuple[int, bytes, list]]) -> None:
-        cur = self.db.cursor()
-        cur.execute("BEGIN")
-        cur.executemany("INSERT OR IGNORE INTO requests VALUES (?, ?, ?)",
-                        [(n, body, len(tr)) for n, body, tr in batch])
-        cur.executemany("INSERT OR IGNORE INTO trades VALUES (?, ?, ?, ?, ?, ?, ?)",
-                        [(n, i, *t) for n, _, tr in batch for i, t in enumerate(tr)])
-        cur.execute("COMMIT")
-        self.commits += 1
+    def __init__(self) -> None:
+        self.gateway_logs: dict[str, MemoryGatewayLog] = {}
+        self.history_stores: dict[str, MemoryHistoryStore] = {}
 
-    def top(self) -> int:
-        row = self.db.execute("SELECT MAX(pos) FROM requests").fetchone()
-        return -1 if row[0] is None else row[0]
+    def gateway_log(self, host: str, *, fresh: bool) -> MemoryGatewayLog:
+        if fresh or host not in self.gateway_logs:
+            self.gateway_logs[host] = MemoryGatewayLog()
+        return self.gateway_logs[host]
 
-    def hardened(self, first: int, last: int) -> list[tuple[int, bytes]]:
-        return [(n, bytes(b)) for n, b in self.db.execute(
-            "SELECT pos, body FROM requests WHERE pos BETWEEN ? AND ? ORDER BY pos", (first, last))]
-
-    def put_checkpoint(self, n: int, blob: bytes) -> None:
-        self.db.execute("INSERT OR IGNORE INTO checkpoints VALUES (?, ?)", (n, blob))
-
-    def latest_checkpoint(self) -> tuple[int, bytes] | None:
-        row = self.db.execute("SELECT pos, blob FROM checkpoints ORDER BY pos DESC LIMIT 1").fetchone()
-        return None if row is None else (row[0], bytes(row[1]))
-
-    def trade_count(self) -> int:
-        return self.db.execute("SELECT COALESCE(SUM(ntrades), 0) FROM requests").fetchone()[0]
-
-    def close(self) -> None:
-        self.db.close()
+    def history_store(self, host: str, *, fresh: bool) -> MemoryHistoryStore:
+        if fresh or host not in self.history_stores:
+            self.history_stores[host] = MemoryHistoryStore()
+        return self.history_stores[host]

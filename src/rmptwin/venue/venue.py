@@ -27,6 +27,7 @@ import hashlib
 import json
 import struct
 from collections import OrderedDict, deque
+from dataclasses import dataclass
 from typing import Callable
 
 from ..sansio import Dest, Unicast
@@ -77,23 +78,37 @@ def _placeholder(key: Key) -> Request:
     return Request(key[0], key[1], 0, wire.Order(wire.CANCEL, 0, 0, "", -1, 0, 0))
 
 
+@dataclass(frozen=True)
+class VenueConfig:
+    ev_id: int
+    symbols: tuple[str, ...]
+    gateways: tuple[str, ...]     # gw id -> host name
+    sequencer: str | None         # None: order = arrival order (one gateway, no sequencer)
+    history: str | None           # the HR host, or None: no durability, no recovery source
+    durable: bool = True          # complete a request only once the HR holds its result
+    checkpoint_every: int = 1000  # positions between state hashes and checkpoints
+    lookahead: int = 64           # positions ordered ahead of execution
+    batch: int = 32               # requests proposed at once
+    retry_ns: int = 20_000_000    # resend an unanswered question after this long
+
+
 class VenueCore:
-    def __init__(self, ev_id: int, symbols: list[str], gateways: list[str], *, sequencer: str | None,
-                 history: str | None, service: Callable[[], int], durable: bool = True,
-                 checkpoint_every: int = 1000, lookahead: int = 64, batch: int = 32,
-                 retry_ns: int = 20_000_000, recovering: bool = False) -> None:
-        self.ev_id = ev_id
-        self.symbols = list(symbols)
-        self.gateways = gateways          # gw id -> host name
-        self.sequencer = sequencer        # None: order = arrival order (one gateway, no sequencer)
-        self.history = history
+    """One EV. ``service()`` draws the modelled CPU cost of executing one request (ns)."""
+
+    def __init__(self, config: VenueConfig, service: Callable[[], int], *, recovering: bool = False) -> None:
+        self.config = config
+        self.ev_id = config.ev_id
+        self.symbols = list(config.symbols)
+        self.gateways = list(config.gateways)
+        self.sequencer = config.sequencer
+        self.history = config.history
         self.service = service
-        self.durable = durable and history is not None
-        self.checkpoint_every = checkpoint_every
-        self.lookahead = lookahead
-        self.batch = batch
-        self.retry_ns = retry_ns
-        self._propose_wait = retry_ns   # doubles on each unanswered proposal: a slow sequencer is not flooded
+        self.durable = config.durable and config.history is not None
+        self.checkpoint_every = config.checkpoint_every
+        self.lookahead = config.lookahead
+        self.batch = config.batch
+        self.retry_ns = config.retry_ns
+        self._propose_wait = self.retry_ns   # doubles on each unanswered proposal: a slow sequencer is not flooded
         self._out: list[tuple[bytes, Dest]] = []
         self._events: deque[Event] = deque()
         self.malformed = self.duplicates = 0

@@ -1,4 +1,4 @@
-"""The CAS sequencer on a real fault-tolerant store: etcd v3 through its JSON gateway.
+"""The CAS sequencer's memory on a real fault-tolerant store: etcd v3 through its JSON gateway.
 
 Same answers as ``sequencer.CasLog``: proposing keys k_0..k_m for positions n..n+m is
 ONE etcd transaction (one round trip)::
@@ -17,6 +17,12 @@ broken connection or an etcd error the client moves to the next member and asks 
 Asking again is safe: if the first attempt was applied, the retry fails its compare and
 returns the very entries the first attempt wrote, which the caller adopts as its own.
 So one member's crash is invisible to the venues.
+
+``EtcdCas`` blocks on each round trip. ``EtcdCasClient`` is what a real sequencer host
+hands its ``venue.sequencer.CasProxyCore``: a worker thread runs the transactions, in
+arrival order, and the answers go back to the core on the event loop, which never waits.
+``serve_propose`` answers one PROPOSE datagram at once, for drivers with threads of their
+own (``runtime.venue_realtime``, tests).
 """
 
 from __future__ import annotations
@@ -24,12 +30,16 @@ from __future__ import annotations
 import base64
 import http.client
 import json
+import queue
+import sys
+import threading
 import time
+from typing import Callable
 from urllib.parse import urlsplit
 
 from ..errors import UserError
-from . import wire
-from .sequencer import REPLY_MAX
+from ..venue import wire
+from ..venue.sequencer import REPLY_MAX
 
 Key = tuple[int, int]
 
@@ -194,38 +204,45 @@ def serve_propose(cas: EtcdCas, data: bytes) -> bytes | None:
     return wire.decide_frame(status, n, nxt, standing)
 
 
-class EtcdProxyCore:
-    """The sequencer host of a real run: answers PROPOSE datagrams from the etcd cluster.
+Answer = tuple[int, int, list[Key]]   # (status, next, keys standing at n, n+1, ...)
 
-    Core-shaped so the runtime can drive it like any role, but NOT pure: each PROPOSE is
-    one blocking etcd transaction inside ``receive_datagram`` (the sequencer host does
-    nothing else). The simulator uses the pure ``sequencer.SequencerCore`` instead.
+
+class EtcdCasClient:
+    """A ``venue.sequencer.CasClient`` on etcd: ``submit`` queues, one worker thread asks etcd.
+
+    ``start(deliver)`` starts the worker; ``deliver(request_id, answer)`` is called from the
+    worker thread, so it must hand the answer over to the driver's own thread (the runtime
+    passes ``loop.call_soon_threadsafe``). A request etcd never answers (the cluster gone for
+    ``give_up_s``) is reported on stderr and dropped: the EV asks again, as after a lost DECIDE.
     """
 
     def __init__(self, cas: EtcdCas) -> None:
         self.cas = cas
-        self.cas.init()
-        self._out: list = []
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
 
-    def receive_datagram(self, data: bytes, src: str, now: int) -> None:
-        from ..sansio import Unicast
+    def submit(self, request_id: int, n: int, keys: list[Key]) -> None:
+        self._queue.put((request_id, n, keys))
 
-        answer = serve_propose(self.cas, data)
-        if answer is not None:
-            self._out.append((answer, Unicast(src)))
+    def start(self, deliver: Callable[[int, Answer], None]) -> None:
+        self._thread = threading.Thread(target=self._work, args=(deliver,), name="etcd-cas", daemon=True)
+        self._thread.start()
 
-    def datagrams_to_send(self, now: int) -> list:
-        out, self._out = self._out, []
-        return out
+    def _work(self, deliver: Callable[[int, Answer], None]) -> None:
+        try:
+            self.cas.init()
+        except UserError as e:
+            sys.stderr.write(f"rmptwin: {e}\n")
+        while (item := self._queue.get()) is not None:
+            request_id, n, keys = item
+            try:
+                deliver(request_id, self.cas.propose(n, keys))
+            except UserError as e:
+                sys.stderr.write(f"rmptwin: {e}\n")
 
-    def get_timer(self) -> int | None:
-        return None
-
-    def handle_timer(self, now: int) -> None:
-        pass
-
-    def next_event(self):
-        return None
-
-    def groups(self) -> frozenset[str]:
-        return frozenset()
+    def close(self) -> None:
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join(timeout=self.cas.timeout_s + 1.0)
+            self._thread = None
+        self.cas.close()

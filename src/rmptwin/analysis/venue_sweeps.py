@@ -1,7 +1,8 @@
 """Venue experiment sweeps in the simulator: the seed's Table 1 (gap) and latency figures.
 
 Each point is one seeded simulation of an experiment file with the ``venue:`` section
-changed; results are a list of dict rows, written as a Markdown table and a plot.
+changed; results are a list of dict rows, written as a Markdown table and a plot
+(matplotlib is imported only where a plot is drawn).
 """
 
 from __future__ import annotations
@@ -9,7 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from ..spec import LoadedExperiment, load_experiment
+import numpy as np
+
+from ..errors import UserError
+from ..events import Kind
+from ..sim.runner import Simulation
+from ..spec import LoadedExperiment, load_experiment, load_topology
+from .venue_metrics import venue_summary
 
 # The seed's Table 1 (IBM z990 prototype): req/s -> (max gap, max delay ms, avg gap, avg delay ms)
 SEED_TABLE1 = {5000: (57, 6.3, 3, 0.3), 9000: (81, 9.0, 7, 0.8)}
@@ -17,8 +24,6 @@ SEED_TABLE1 = {5000: (57, 6.3, 3, 0.3), 9000: (81, 9.0, 7, 0.8)}
 
 def variant(loaded: LoadedExperiment, topology_file: str | None = None, **venue) -> LoadedExperiment:
     """The same experiment with venue fields replaced (and optionally another topology)."""
-    from ..spec import load_topology
-
     exp = loaded.experiment
     v = exp.venue.model_copy(update=venue)
     duration = max(exp.duration_s, v.start_s + v.duration_s + 0.3)
@@ -31,17 +36,11 @@ def variant(loaded: LoadedExperiment, topology_file: str | None = None, **venue)
 
 
 def simulate_summary(loaded: LoadedExperiment) -> dict:
-    from ..sim.runner import Simulation
-    from ..factories.venue import forget_stores
-    from .summary import venue_summary
-
+    """The venue metrics of one simulation (its stores go with the ``Simulation``)."""
     sim = Simulation(loaded)
-    try:
-        sim.start()
-        sim.sched.run_until(sim.end_ns)
-        return venue_summary(sim.event_table().to_pandas(), loaded)
-    finally:
-        forget_stores(loaded)
+    sim.start()
+    sim.sched.run_until(sim.end_ns)
+    return venue_summary(sim.event_table().to_pandas(), loaded)
 
 
 def gap_table(path: Path, rates=(5000, 9000), duration_s: float | None = None,
@@ -156,15 +155,10 @@ def plot_timeline(events, loaded_venues: list[str], out: Path, bin_ms: float = 1
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import numpy as np
-
-    from ..events import Kind
 
     df = events.to_pandas() if hasattr(events, "to_pandas") else events
     sp = df[(df.kind == Kind.SEQ_POSITION) & df.node.isin(loaded_venues)]
     if sp.empty:
-        from ..errors import UserError
-
         raise UserError("no venue executions (seq_position events) in this run")
     t_end = float(df.t_ns.max()) / 1e9
     edges = np.arange(0.0, t_end + bin_ms / 1e3, bin_ms / 1e3)

@@ -1,4 +1,4 @@
-"""`rmptwin venue ...`: the exchange-venue sweeps (mounted by rmptwin.cli)."""
+"""`rmptwin venue ...`: the exchange-venue sweeps and a run's timeline (mounted by rmptwin.cli)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,13 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.progress import Progress
 from rich.table import Table
 
-venue_app = typer.Typer(no_args_is_help=True, help="exchange venues: gap table and latency sweep (simulator)")
+from ..rundir import RunDir
+from .venue_sweeps import LATENCY_CONFIGS, gap_table, latency_sweep, markdown, plot_gap, plot_latency, plot_timeline
+
+app = typer.Typer(no_args_is_help=True, help="exchange venues: gap table and latency sweep (simulator)")
 console = Console()
 
 
@@ -23,20 +27,16 @@ def _show(title: str, rows: list[dict]) -> None:
 
 
 def _write(out: Path, name: str, rows: list[dict]) -> None:
-    from .sweeps import markdown
-
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{name}.md").write_text(markdown(rows))
     (out / f"{name}.json").write_text(json.dumps(rows, indent=2) + "\n")
 
 
-@venue_app.command()
+@app.command()
 def gap(experiment: Path = typer.Argument(Path("experiments/venue-gap.yaml")),
         out: Path = typer.Option(Path("results/venue-gap"), help="where table and plot go"),
         duration_s: float = typer.Option(0.0, help="load duration per rate; 0: the experiment's")) -> None:
     """Leader/follower gap at 5,000 and 9,000 req/s beside the seed's Table 1."""
-    from .sweeps import gap_table, plot_gap
-
     with console.status("simulating") as st:
         rows = gap_table(experiment, duration_s=duration_s or None, progress=lambda m: st.update(m))
     _show("leader/follower gap (seed: 57/3 at 5,000; 81/7 at 9,000)", rows)
@@ -44,16 +44,12 @@ def gap(experiment: Path = typer.Argument(Path("experiments/venue-gap.yaml")),
     console.print(f"wrote {out}/gap.md, {plot_gap(rows, out / 'gap.png')}")
 
 
-@venue_app.command()
+@app.command()
 def latency(experiment: Path = typer.Argument(Path("experiments/venue-latency.yaml")),
             out: Path = typer.Option(Path("results/venue-latency")),
             quick: bool = typer.Option(False, help="three rates, 0.5 s each"),
             duration_s: float = typer.Option(1.0)) -> None:
     """Latency vs throughput: 1/2 gateways, 1/10 symbols, with/without sequencer and durable HR."""
-    from rich.progress import Progress
-
-    from .sweeps import LATENCY_CONFIGS, latency_sweep, plot_latency
-
     rates = (1000, 5000, 9000) if quick else (1000, 3000, 5000, 7000, 9000)
     with Progress(console=console, transient=True) as bar:
         task = bar.add_task("latency sweep", total=len(rates) * len(LATENCY_CONFIGS))
@@ -64,18 +60,12 @@ def latency(experiment: Path = typer.Argument(Path("experiments/venue-latency.ya
     console.print(f"wrote {out}/latency.md, {plot_latency(rows, out / 'latency.png')}")
 
 
-@venue_app.command()
+@app.command()
 def timeline(run: Path) -> None:
     """Plot a venue run's per-EV throughput and EV gap over time into RUN/analysis/venue-timeline.png."""
-    from ..results import read_events, read_manifest
-    from .sweeps import plot_timeline
-
-    manifest = read_manifest(run)
+    rundir = RunDir(run)
+    manifest = rundir.read_manifest()
     venues = [h["name"] for h in manifest["topology"]["hosts"] if h["role"] == "venue"]
-    out = run / "analysis"
-    out.mkdir(parents=True, exist_ok=True)
-    console.print(f"wrote {plot_timeline(read_events(run), venues, out / 'venue-timeline.png')}")
-
-
-def register(app: typer.Typer) -> None:
-    app.add_typer(venue_app, name="venue")
+    rundir.analysis_dir.mkdir(parents=True, exist_ok=True)
+    plot = rundir.analysis_path("venue-timeline.png")
+    console.print(f"wrote {plot_timeline(rundir.read_events(), venues, plot)}")

@@ -1,46 +1,16 @@
-"""Plumbing shared by the RMP cores: protocol timing in nanoseconds, a timer heap, and a
-base class that queues datagrams and events and logs every control datagram it sends."""
+"""What every RMP core is built on: ``CoreBase`` (outbox, event queue, control-datagram
+logging, frame decoding) and ``Timers`` (named deadlines on a lazy-deleting heap)."""
 
 from __future__ import annotations
 
 import heapq
 from collections import deque
-from dataclasses import dataclass
 from typing import Hashable
 
 from ..sansio import Dest, Group
 from ..groups import rmp_group
 from ..events import Event, Kind
-from ..spec import LoadedExperiment, Protocol
 from . import wire
-
-MS = 1_000_000
-
-
-@dataclass(frozen=True)
-class Timing:
-    """``spec.Protocol`` resolved to integer nanoseconds (what the cores compute with)."""
-
-    time_driven: bool
-    dn: int
-    tau_t: int
-    tau_r: int
-    delta_a: int
-    null_token: int
-    k_r: int
-    k_p: int | None
-    batch_limit: int
-    start_policy: str
-    safe: bool = False             # delivery "safe": stable positions only, majority rings
-
-    @classmethod
-    def from_protocol(cls, p: Protocol) -> "Timing":
-        return cls(
-            time_driven=p.token_mode == "time_driven",
-            dn=round(p.dn_ms * MS), tau_t=round(p.tau_t * MS), tau_r=round(p.tau_r * MS),
-            delta_a=round(p.delta_a * MS), null_token=round(p.null_token * MS), k_r=p.k_r, k_p=p.k_p,
-            batch_limit=p.batch_limit, start_policy=p.start_policy, safe=p.delivery == "safe",
-        )
 
 
 class Timers:
@@ -140,28 +110,3 @@ class CoreBase:
 
     def multicast(self, stripe: int, frame: wire.Frame, *, control: bool = True) -> bytes:
         return self.send(frame, Group(rmp_group(stripe)), control=control)
-
-
-def stripes_of(host, loaded: LoadedExperiment) -> list[int]:
-    """The stripes a host serves: its own list, else every stripe of the workload."""
-    own = getattr(host, "stripes", None)
-    return sorted(own) if own is not None else list(range(loaded.experiment.workload.stripes))
-
-
-def primary_ring(loaded: LoadedExperiment, stripe: int) -> list[str]:
-    """The initial primary token ring of a stripe: its primaries in topology order."""
-    return [h.name for h in loaded.topology.hosts_with_role("primary") if stripe in stripes_of(h, loaded)]
-
-
-def reformation_servers(loaded: LoadedExperiment) -> list[str]:
-    return [h.name for h in loaded.topology.hosts_with_role("reformation")]
-
-
-def secondary_ring(loaded: LoadedExperiment, ring: str, stripe: int) -> list[str]:
-    """A secondary ring on a stripe: the R_P of its first R_S, then its R_S in topology order."""
-    members = [
-        h for h in loaded.topology.hosts_with_role("secondary") if h.ring == ring and stripe in stripes_of(h, loaded)
-    ]
-    if not members:
-        return []
-    return [members[0].primary] + [h.name for h in members]

@@ -1,6 +1,7 @@
-"""Random RMP scenarios built in Python (no YAML): random multicast trees with per-link
-loss, a ring of primaries, sources, secondaries and reformation servers. Used by the
-protocol tests and benchmarks; every choice comes from the ``random.Random`` given."""
+"""Random RMP scenarios for the simulator, built in Python (no YAML): random multicast trees
+with per-link loss, a ring of primaries, sources, secondaries and reformation servers, and
+the loaded experiment around them. Used by the protocol property tests and the benchmark;
+every choice comes from the ``random.Random`` given."""
 
 from __future__ import annotations
 

@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rmptwin.rmp import wire
-from rmptwin.sim.frames import describe
+from rmptwin.venue import wire as vwire
+from rmptwin.frame_names import describe
 
 
 def test_rmp_frames_are_named_with_their_message():
@@ -25,8 +26,6 @@ def test_rmp_frames_are_named_with_their_message():
 def test_mold_and_venue_frames_are_named():
     assert describe(struct.pack("!10sQH", b"RMPT000000", 77, 1) + struct.pack("!H", 2) + b"ab") == ("MOLD", "", -1, 77)
     assert describe(struct.pack("!10sQH", b"RMPT000000", 5, 3))[0] == "MOLD_REQ"
-    from rmptwin.venue import wire as vwire
-
     assert describe(vwire.range_frame(vwire.T_RESEND_REQ, 1, 2))[0] == "RESEND_REQ"
 
 

@@ -1,4 +1,4 @@
-"""The venue section of summary.json, from the event table alone.
+"""The venue metrics of summary.json, from the event table alone (pandas, no Spark).
 
 - ev_agreement: ev_consistent, and every EV alive at the end executed up to the same
   last position. ev_consistent: every pair of EVs that executed the same position
@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -40,16 +41,24 @@ def _details(series) -> list[dict]:
     return [json.loads(d) if d and d != "{}" else {} for d in series]
 
 
-def venue_summary(events, loaded) -> dict:
-    df = events.to_pandas() if not isinstance(events, pd.DataFrame) else events
-    venues = [h.name for h in loaded.topology.hosts_with_role("venue")]
-    v = loaded.experiment.venue
+def _live_venues(df: pd.DataFrame, venues: list[str]) -> list[str]:
+    """The EVs not crashed at the end of the run."""
     life = df[df.kind.isin([Kind.CRASH, Kind.RECOVER]) & df.node.isin(venues)].sort_values("t_ns", kind="stable")
     crashed_at_end = {n for n, g in life.groupby("node") if g.iloc[-1].kind == Kind.CRASH}
-    live = [n for n in venues if n not in crashed_at_end]
+    return [n for n in venues if n not in crashed_at_end]
 
-    # --- agreement on order, trades and state
-    sp = df[(df.kind == Kind.SEQ_POSITION) & df.node.isin(venues)]
+
+@dataclass
+class _Order:
+    """Which request each position holds, and what the EVs say about it."""
+
+    order: dict[int, tuple]      # position -> (gateway, gw seq), as first executed
+    produced: dict[int, int]     # position -> trades it produced (the most any EV reported)
+    conflicts: int               # executions that placed another request at a taken position
+    consistent: bool             # no position, request, trade or checkpoint differs between EVs
+
+
+def _order_and_consistency(df: pd.DataFrame, sp: pd.DataFrame, venues: list[str]) -> _Order:
     order: dict[int, tuple] = {}
     produced: dict[int, int] = {}
     agree = True
@@ -63,6 +72,12 @@ def venue_summary(events, loaded) -> dict:
     for g, key in order.items():
         if inverse.setdefault(key, g) != g:
             agree = False   # one request at two positions
+    return _Order(order, produced, conflicts, agree and _same_trades_and_states(df, venues))
+
+
+def _same_trades_and_states(df: pd.DataFrame, venues: list[str]) -> bool:
+    """Every EV produced the same trades at each position and logged the same checkpoint hashes."""
+    agree = True
     tr = df[(df.kind == Kind.TRADE) & df.node.isin(venues)]
     trades_at: dict[tuple[str, int], list] = {}
     for node, g, q, b, d in zip(tr.node, tr.gseq, tr.src_seq, tr.bytes, tr.detail):
@@ -77,49 +92,55 @@ def venue_summary(events, loaded) -> dict:
         st = (d.get("state_hash"), d.get("trade_hash"))
         if states.setdefault(int(g), st) != st:
             agree = False
-    consistent = agree   # no position, trade or checkpoint differs between EVs
-    last = {n: int(sp[sp.node == n].gseq.max()) if (sp.node == n).any() else -1 for n in live}
-    if len(set(last.values())) > 1:
-        agree = False
+    return agree
 
-    # --- durability
+
+def _trades_lost(df: pd.DataFrame, loaded, produced: dict[int, int]) -> int | None:
+    if not loaded.topology.hosts_with_role("history"):
+        return None
     hr = df[df.kind == Kind.HR_STORE]
-    trades_lost = None
-    if loaded.topology.hosts_with_role("history"):
-        stored = {int(g): json.loads(d).get("trades", 0) for g, d in zip(hr.gseq, hr.detail)}
-        trades_lost = int(sum(max(0, c - stored.get(g, 0)) for g, c in produced.items()))
+    stored = {int(g): json.loads(d).get("trades", 0) for g, d in zip(hr.gseq, hr.detail)}
+    return int(sum(max(0, c - stored.get(g, 0)) for g, c in produced.items()))
 
-    # --- recovery
-    sync = df[(df.kind == Kind.SYNC_DONE) & df.node.isin(venues)]
-    sync_ms = [d["sync_ns"] / 1e6 for d in _details(sync.detail)]
 
-    # --- leader/follower gap
-    gaps = _gaps(sp, live, df)
-    service_ms = (v.ev_service_us / 1000.0) if v is not None else 0.0
-
-    # --- latency and requests
-    done = df[df.kind == Kind.ORDER_DONE]
-    lat = [d["latency_ns"] / 1e6 for d in _details(done.detail)]
-    accepted = int((df.kind == Kind.ORDER_IN).sum())
+def _gap_metrics(gaps: list[int], service_ms: float) -> dict:
     return {
-        "venues": len(venues),
-        "live_venues": len(live),
-        "ev_agreement": bool(agree),
-        "ev_consistent": bool(consistent),
-        "ev_order_conflicts": conflicts,
-        "ev_last_position": last,
-        "requests_accepted": accepted,
-        "requests_rejected": int((df.kind == Kind.ORDER_REJECT).sum()),
-        "requests_completed": int(done.src_seq.size),
-        "requests_ordered": len(order),
-        "trades": int(sum(produced.values())),
-        "trades_lost": trades_lost,
-        "sync_ms": max(sync_ms) if sync_ms else None,
-        "sync_ms_all": sync_ms,
         "max_gap": int(max(gaps)) if gaps else None,
         "avg_gap": float(np.mean(gaps)) if gaps else None,
         "max_gap_delay_ms": float(max(gaps) * service_ms) if gaps else None,
         "avg_gap_delay_ms": float(np.mean(gaps) * service_ms) if gaps else None,
+    }
+
+
+def venue_summary(events, loaded) -> dict:
+    df = events.to_pandas() if not isinstance(events, pd.DataFrame) else events
+    venues = [h.name for h in loaded.topology.hosts_with_role("venue")]
+    v = loaded.experiment.venue
+    live = _live_venues(df, venues)
+    sp = df[(df.kind == Kind.SEQ_POSITION) & df.node.isin(venues)]
+    o = _order_and_consistency(df, sp, venues)
+    last = {n: int(sp[sp.node == n].gseq.max()) if (sp.node == n).any() else -1 for n in live}
+    sync = df[(df.kind == Kind.SYNC_DONE) & df.node.isin(venues)]
+    sync_ms = [d["sync_ns"] / 1e6 for d in _details(sync.detail)]
+    service_ms = (v.ev_service_us / 1000.0) if v is not None else 0.0
+    done = df[df.kind == Kind.ORDER_DONE]
+    lat = [d["latency_ns"] / 1e6 for d in _details(done.detail)]
+    return {
+        "venues": len(venues),
+        "live_venues": len(live),
+        "ev_agreement": bool(o.consistent and len(set(last.values())) <= 1),
+        "ev_consistent": bool(o.consistent),
+        "ev_order_conflicts": o.conflicts,
+        "ev_last_position": last,
+        "requests_accepted": int((df.kind == Kind.ORDER_IN).sum()),
+        "requests_rejected": int((df.kind == Kind.ORDER_REJECT).sum()),
+        "requests_completed": int(done.src_seq.size),
+        "requests_ordered": len(o.order),
+        "trades": int(sum(o.produced.values())),
+        "trades_lost": _trades_lost(df, loaded, o.produced),
+        "sync_ms": max(sync_ms) if sync_ms else None,
+        "sync_ms_all": sync_ms,
+        **_gap_metrics(_gaps(sp, live, df), service_ms),
         "latency_ms": _pct(lat),
         "live_throughput_ratio": _throughput_ratios(df, sp, venues, sync),
     }

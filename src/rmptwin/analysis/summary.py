@@ -1,0 +1,290 @@
+"""Headline figures of a run (summary.json), computed from the event table alone: the
+analysis layer's non-Spark path, run after every experiment.
+
+One definition per metric. The Spark jobs (``job``) compute some of these figures again, at
+scale, beside many finer ones. Rather than one code path for both engines, each overlapping
+figure is defined once, here, in words; the Spark transform follows the same words, and
+tests/spark/test_summary_agrees.py computes both on the same simulated runs (quickstart,
+line3-crash) and requires them equal (to float rounding) for every figure both compute:
+
+    summary.json                    Spark (metrics.json)
+    events                          events_total
+    receivers                       headline.receivers
+    messages_sent                   control[type=all].data
+    control_per_data                control[type=all].per_data
+    delivery_latency_ms             release_latency (latency.release_latency)
+    fairness_spread_ms              release_fairness (latency.release_spread)
+    reformation_ms                  crashes[].outage_ns (control.crash_recovery)
+
+Definitions (the same for simulated and emulated runs):
+
+- receivers: number of R_P + R_S hosts. Operable: not crashed at the end (last of
+  CRASH/RECOVER is not CRASH).
+- agreement: per stripe, every operable receiver's DELIVER map gseq -> (src, src_seq) is
+  the same. A receiver that never crashed must hold exactly the reference map; one that
+  recovered must match it from its first gseq after recovering on. A gseq mapped to two
+  messages, or a message at two gseqs, is a disagreement.
+- order_consistent: the safety half of agreement alone: no two operable receivers placed
+  different messages at one gseq, and no message sits at two gseqs. A run that ends before a
+  slow receiver caught up has agreement false but order_consistent true.
+- A message is (stripe, src, src_seq): sources number their messages per stripe.
+- messages_sent: distinct messages of SEND.
+- messages_delivered_min: least number of distinct messages delivered by an operable receiver.
+- messages_lost: acknowledged messages (delivered by some receiver, or SRC_ACKED) that
+  some operable receiver serving their stripe did not deliver (a recovered receiver only
+  owes messages from its first gseq after recovering).
+- control_per_data: CTRL_SENT / messages_sent.
+- delivery_latency_ms: RELEASE time - SEND time (the message's first SEND) over every RELEASE
+  event of an R_P/R_S; a RELEASE without src names its message by its stripe and gseq.
+- fairness_spread_ms: per message, latest minus earliest RELEASE across operable R_T (0 for
+  a message one R_T released).
+- reformation_ms: per CRASH of a ring member (R_P/R_S), the time until the next ACK_SENT
+  after the first REFORM_DONE that follows the crash (the next ACK_SENT at all if no
+  reformation is logged); empty if none.
+- customers: count, and guaranteed_complete: guaranteed-grade customers that received
+  (CUST_RECV, Mold seq = gseq) every gseq released on each of their stripes.
+- Percentiles (p50, p99) interpolate linearly between the two nearest values.
+
+The stripe of an event comes from ``detail.stripe`` (0 when absent).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from ..events import Kind
+from ..factories.rmp import customer_stripes
+from ..spec import LoadedExperiment
+from .venue_metrics import venue_summary
+
+RT_ROLES = ("primary", "secondary")
+
+Message = tuple[int, str, int]  # (stripe, src, src_seq)
+
+
+def percentiles(values) -> dict:
+    """p50, p99 (linear interpolation), max and n of ``values``; None for an empty set."""
+    a = np.asarray(list(values), dtype=float)
+    if a.size == 0:
+        return {"p50": None, "p99": None, "max": None, "n": 0}
+    return {"p50": float(np.percentile(a, 50)), "p99": float(np.percentile(a, 99)),
+            "max": float(a.max()), "n": int(a.size)}
+
+
+def _stripe(detail: str) -> int:
+    if not detail or detail == "{}" or "stripe" not in detail:
+        return 0
+    try:
+        return int(json.loads(detail).get("stripe", 0))
+    except (ValueError, TypeError, AttributeError):
+        return 0
+
+
+def _host_stripes(host, n: int) -> set[int]:
+    s = getattr(host, "stripes", None)
+    return set(s) if s else set(range(n))
+
+
+@dataclass
+class _Deliveries:
+    """Who delivered what where: the receivers' DELIVER maps and the reference they agree on."""
+
+    maps: dict[tuple[str, int], dict[int, Message]] = field(default_factory=dict)  # (node, stripe) -> gseq -> msg
+    reference: dict[int, dict[int, Message]] = field(default_factory=dict)          # stripe -> gseq -> msg
+    conflict: bool = False
+
+
+def _lifecycle(df: pd.DataFrame) -> tuple[set[str], dict[str, int]]:
+    """Nodes crashed at the end, and the time each recovered node last recovered."""
+    life = df[df.kind.isin([Kind.CRASH, Kind.RECOVER])].sort_values("t_ns", kind="stable")
+    crashed_at_end, recovered_at = set(), {}
+    for node, g in life.groupby("node", sort=False):
+        last = g.iloc[-1]
+        if last.kind == Kind.CRASH:
+            crashed_at_end.add(node)
+        else:
+            recovered_at[node] = int(last.t_ns)
+    return crashed_at_end, recovered_at
+
+
+def _deliveries(df: pd.DataFrame, rt_names: set[str], crashed_at_end: set[str],
+                recovered_at: dict[str, int]) -> _Deliveries:
+    dl = df[(df.kind == Kind.DELIVER) & df.node.isin(rt_names)]
+    dl = dl.assign(stripe=[_stripe(d) for d in dl.detail]) if len(dl) else dl.assign(stripe=pd.Series(dtype=int))
+    out = _Deliveries()
+    for node, stripe, t, gseq, src, sseq in zip(dl.node, dl.stripe, dl.t_ns, dl.gseq, dl.src, dl.src_seq):
+        if node in recovered_at and t < recovered_at[node]:
+            continue  # before its last recovery: the recovered receiver owes only what follows
+        m = out.maps.setdefault((node, stripe), {})
+        msg = (int(stripe), src, int(sseq))
+        if m.setdefault(int(gseq), msg) != msg:
+            out.conflict = True
+    for (node, stripe), m in out.maps.items():
+        if node in crashed_at_end:
+            continue
+        ref = out.reference.setdefault(stripe, {})
+        for g, msg in m.items():
+            if ref.setdefault(g, msg) != msg:
+                out.conflict = True
+    for ref in out.reference.values():
+        inverse: dict[Message, int] = {}
+        for g, msg in ref.items():
+            if inverse.setdefault(msg, g) != g:
+                out.conflict = True
+    return out
+
+
+def _agreement(d: _Deliveries, operable: list, recovered_at: dict[str, int], n_stripes: int) -> bool:
+    """No conflict, and every operable receiver holds the reference map of each of its stripes."""
+    if d.conflict:
+        return False
+    for h in operable:
+        for stripe in _host_stripes(h, n_stripes):
+            ref = d.reference.get(stripe, {})
+            mine = d.maps.get((h.name, stripe), {})
+            if h.name in recovered_at:
+                lo = min(mine) if mine else None
+                want = {g: m for g, m in ref.items() if lo is not None and g >= lo}
+            else:
+                want = ref
+            if mine != want:
+                return False
+    return True
+
+
+def _messages_of(rows: pd.DataFrame) -> set[Message]:
+    return {(_stripe(d), s, int(q)) for s, q, d in zip(rows.src, rows.src_seq, rows.detail)}
+
+
+def _message_figures(df: pd.DataFrame, d: _Deliveries, operable: list, recovered_at: dict[str, int],
+                     n_stripes: int) -> dict:
+    """messages_sent, messages_acknowledged, messages_delivered_min, messages_lost."""
+    sent = _messages_of(df[df.kind == Kind.SEND])
+    msg_gseq: dict[Message, int] = {}
+    for ref in d.reference.values():
+        for g, msg in ref.items():
+            msg_gseq.setdefault(msg, g)
+    for m in d.maps.values():
+        for g, msg in m.items():
+            msg_gseq.setdefault(msg, g)
+    acked = set(msg_gseq) | _messages_of(df[df.kind == Kind.SRC_ACKED])
+    delivered_by = {h.name: set() for h in operable}
+    for (node, _stripe_), m in d.maps.items():
+        if node in delivered_by:
+            delivered_by[node].update(m.values())
+    lost = set()
+    for h in operable:
+        stripes = _host_stripes(h, n_stripes)
+        mine = delivered_by[h.name]
+        first = {st: min(m) for (n, st), m in d.maps.items() if n == h.name and m}
+        for msg in acked:
+            if msg[0] not in stripes or msg in mine:
+                continue
+            if h.name in recovered_at:
+                g, lo = msg_gseq.get(msg), first.get(msg[0])
+                if g is None or lo is None or g < lo:
+                    continue
+            lost.add(msg)
+    return {"messages_sent": len(sent), "messages_acknowledged": len(acked),
+            "messages_delivered_min": int(min((len(v) for v in delivered_by.values()), default=0)),
+            "messages_lost": len(lost)}
+
+
+def _release_figures(df: pd.DataFrame, d: _Deliveries, rt_names: set[str], operable_names: set[str]) -> dict:
+    """delivery_latency_ms and fairness_spread_ms, from RELEASE."""
+    send = df[df.kind == Kind.SEND]
+    send_t: dict[Message, int] = {}
+    for s, q, t, det in zip(send.src, send.src_seq, send.t_ns, send.detail):
+        send_t.setdefault((_stripe(det), s, int(q)), int(t))
+    gseq_msg = {(stripe, g): msg for stripe, ref in d.reference.items() for g, msg in ref.items()}
+    rel = df[(df.kind == Kind.RELEASE) & df.node.isin(rt_names)]
+    latencies, rel_times = [], {}
+    for node, t, gseq, src, sseq, det in zip(rel.node, rel.t_ns, rel.gseq, rel.src, rel.src_seq, rel.detail):
+        stripe = _stripe(det)
+        msg = (stripe, src, int(sseq)) if src else gseq_msg.get((stripe, int(gseq)))
+        if msg is None:
+            continue
+        if msg in send_t:
+            latencies.append((int(t) - send_t[msg]) / 1e6)
+        if node in operable_names:
+            rel_times.setdefault(msg, []).append(int(t))
+    spreads = [(max(ts) - min(ts)) / 1e6 for ts in rel_times.values()]
+    return {"delivery_latency_ms": percentiles(latencies), "fairness_spread_ms": percentiles(spreads)}
+
+
+def reformation_outages(df: pd.DataFrame, rt_names: set[str]) -> list[float]:
+    """Per CRASH of an R_P/R_S in time order: ms until the next ACK_SENT after the first
+    REFORM_DONE at or after the crash (after the crash itself if none); crashes no ACK
+    follows are left out."""
+    outages = []
+    ack_t = np.sort(df[df.kind == Kind.ACK_SENT].t_ns.to_numpy())
+    done_t = np.sort(df[df.kind == Kind.REFORM_DONE].t_ns.to_numpy())
+    crashes = df[(df.kind == Kind.CRASH) & df.node.isin(rt_names)]
+    for t in sorted(int(x) for x in crashes.t_ns):
+        after = t
+        i = np.searchsorted(done_t, t, side="left")
+        if i < len(done_t):
+            after = int(done_t[i])
+        j = np.searchsorted(ack_t, after, side="left")
+        if j < len(ack_t):
+            outages.append((int(ack_t[j]) - t) / 1e6)
+    return outages
+
+
+def _customer_figures(df: pd.DataFrame, loaded: LoadedExperiment, rt_names: set[str],
+                      crashed_at_end: set[str]) -> dict:
+    """Customers, guaranteed-grade ones, and those of them that got every released gseq."""
+    rel = df[(df.kind == Kind.RELEASE) & df.node.isin(rt_names)]
+    released: dict[int, set[int]] = {}
+    for g, det in zip(rel.gseq, rel.detail):
+        released.setdefault(_stripe(det), set()).add(int(g))
+    cr = df[df.kind == Kind.CUST_RECV]
+    got: dict[tuple[str, int], set[int]] = {}
+    for node, g, det in zip(cr.node, cr.gseq, cr.detail):
+        got.setdefault((node, _stripe(det)), set()).add(int(g))
+    customers = loaded.topology.hosts_with_role("customer")
+    complete = 0
+    for c in customers:
+        if c.grade != "guaranteed" or c.name in crashed_at_end:
+            continue
+        if all(released.get(s, set()) <= got.get((c.name, s), set()) for s in customer_stripes(c, loaded)):
+            complete += 1
+    return {"count": len(customers), "guaranteed_complete": complete,
+            "guaranteed": sum(1 for c in customers if c.grade == "guaranteed")}
+
+
+def summarize(events: pa.Table | pd.DataFrame, loaded: LoadedExperiment) -> dict:
+    """summary.json of a run: every figure the module docstring defines."""
+    topo = loaded.topology
+    n_stripes = loaded.experiment.workload.stripes
+    df = events.to_pandas() if isinstance(events, pa.Table) else events
+    rt_hosts = [h for h in topo.hosts if h.role in RT_ROLES]
+    rt_names = {h.name for h in rt_hosts}
+    crashed_at_end, recovered_at = _lifecycle(df)
+    operable = [h for h in rt_hosts if h.name not in crashed_at_end]
+    d = _deliveries(df, rt_names, crashed_at_end, recovered_at)
+    ctrl = int((df.kind == Kind.CTRL_SENT).sum())
+    messages = _message_figures(df, d, operable, recovered_at, n_stripes)
+    sent = messages["messages_sent"]
+    outages = reformation_outages(df, rt_names)
+    out = {
+        "receivers": len(rt_hosts),
+        "operable_receivers": len(operable),
+        "agreement": _agreement(d, operable, recovered_at, n_stripes),
+        "order_consistent": not d.conflict,
+        **messages,
+        "control_per_data": float(ctrl / sent if sent else 0.0),
+        **_release_figures(df, d, rt_names, {h.name for h in operable}),
+        "reformation_ms": outages,
+        "reformation_median_ms": float(np.median(outages)) if outages else None,
+        "customers": _customer_figures(df, loaded, rt_names, crashed_at_end),
+        "events": int(len(df)),
+    }
+    if loaded.experiment.venue is not None and topo.hosts_with_role("venue"):
+        out.update(venue_summary(df, loaded))
+    return out

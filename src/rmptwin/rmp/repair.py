@@ -1,0 +1,244 @@
+"""Repair: noticing gaps in a MoldUDP64 stream and re-requesting them (seed 4.1, 7.1).
+
+What customers (``customer``) and retransmit servers R_x (``retransmit``) share:
+``SequenceTracker`` (one session as received: in-order delivery, gaps, retry deadlines)
+and ``GapRepairer`` (per-stripe trackers; when a missing number's deadline passes, give it
+up or re-request it, in runs of at most ``MAX_REQUEST``, from the server ``in_turn``).
+
+A missing sequence number first waits ``wait_ns`` (dN: a copy may still come through
+another region), then is re-requested every ``retry_ns`` (tau_r) until ``k_r`` tries; the
+owner decides whom to ask and when to give up.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..sansio import Dest, Unicast
+from ..groups import region_group
+from ..events import Event, Kind
+from .moldudp64 import MoldRequest
+from .remulticast import runs
+from .striping import session_name
+
+# The first Mold sequence number of every session: the first gseq the rings assign.
+FIRST_MOLD_SEQ = 1  # the rings number messages from t = 1 (rmp.receiver)
+# Most sequence numbers one gap may span before the tracker jumps ahead instead.
+MAX_GAP = 1 << 16
+# Most messages asked for in one re-request.
+MAX_REQUEST = 512
+
+
+@dataclass(frozen=True)
+class RepairConfig:
+    """What a gap repairer knows of itself and the protocol (built by ``factories.rmp``)."""
+
+    name: str
+    regions: tuple[str, ...]       # the regional groups it listens to
+    stripes: tuple[int, ...]       # the stripes it tracks
+    wait_ns: int                   # dN: a missing number may still arrive by itself until then
+    retry_ns: int                  # tau_r: between re-requests of one number
+    k_r: int                       # re-requests before a number is given up
+
+
+class SequenceTracker:
+    """One MoldUDP64 session as received: in-order delivery, gaps, retry deadlines.
+
+    ``next`` is the next sequence number to hand over; ``top`` is one past the highest
+    sequence number known to exist (from data or heartbeats). A missing sequence number
+    carries [tries, deadline]; the owner decides what a deadline means (request, skip).
+    """
+
+    def __init__(self, wait_ns: int, start: int | None) -> None:
+        self.wait_ns = wait_ns
+        self.next = start
+        self.top = start
+        self.buffer: dict[int, object] = {}
+        self.missing: dict[int, list[int]] = {}
+        self.skipped: set[int] = set()
+        self._heap: list[tuple[int, int]] = []
+
+    def _notice(self, lo: int, hi: int, now: int) -> list[tuple[int, int]]:
+        fresh = []
+        for s in range(lo, hi):
+            if s not in self.buffer and s not in self.missing:
+                deadline = now + self.wait_ns
+                self.missing[s] = [0, deadline]
+                heapq.heappush(self._heap, (deadline, s))
+                fresh.append(s)
+        return runs(fresh)
+
+    def _extend(self, upto: int, now: int) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+        """Learn that every sequence number below ``upto`` exists: (new gaps, jumped over)."""
+        jumped: list[tuple[int, int]] = []
+        if upto - self.top > MAX_GAP:
+            # Too far behind to repair: start afresh near the head of the stream.
+            new_next = upto - MAX_GAP
+            lost = [s for s in range(self.next, min(new_next, self.top)) if s not in self.buffer]
+            jumped = runs(lost) + ([(self.top, new_next - self.top)] if new_next > self.top else [])
+            for s in list(self.buffer):
+                if s < new_next:
+                    del self.buffer[s]
+            for s in list(self.missing):
+                if s < new_next:
+                    del self.missing[s]
+            self.skipped = {s for s in self.skipped if s >= new_next}
+            self.next = new_next
+            self.top = max(self.top, new_next)
+        gaps = self._notice(self.top, upto, now) if upto > self.top else []
+        self.top = max(self.top, upto)
+        return gaps, jumped
+
+    def add(self, seq: int, item: object, now: int):
+        """Record message ``seq``. Returns (new, gaps, jumped): ``new`` is False for a
+        duplicate or a message already delivered or given up."""
+        if self.next is None:
+            self.next = self.top = seq
+        if seq < self.next or seq in self.buffer or seq in self.skipped:
+            return False, [], []
+        gaps, jumped = self._extend(seq, now)
+        if seq < self.next:
+            return False, gaps, jumped
+        self.top = max(self.top, seq + 1)
+        self.missing.pop(seq, None)
+        self.buffer[seq] = item
+        return True, gaps, jumped
+
+    def heartbeat(self, next_seq: int, now: int):
+        """A heartbeat says every sequence number below ``next_seq`` was sent: (gaps, jumped)."""
+        if self.next is None:
+            self.next = self.top = next_seq
+            return [], []
+        return self._extend(next_seq, now)
+
+    def deliverable(self) -> list[tuple[int, object]]:
+        """Messages now in order, removed from the buffer; skipped numbers are passed over."""
+        out = []
+        while self.next is not None:
+            if self.next in self.buffer:
+                out.append((self.next, self.buffer.pop(self.next)))
+            elif self.next in self.skipped:
+                self.skipped.discard(self.next)
+            else:
+                break
+            self.next += 1
+        return out
+
+    def due(self, now: int) -> list[int]:
+        """Missing sequence numbers whose deadline has passed (their entries stay)."""
+        out = []
+        while self._heap and self._heap[0][0] <= now:
+            deadline, s = heapq.heappop(self._heap)
+            entry = self.missing.get(s)
+            if entry is not None and entry[1] == deadline:
+                out.append(s)
+        return out
+
+    def retry_at(self, seq: int, deadline: int) -> None:
+        entry = self.missing[seq]
+        entry[0] += 1
+        entry[1] = deadline
+        heapq.heappush(self._heap, (deadline, seq))
+
+    def tries(self, seq: int) -> int:
+        return self.missing[seq][0]
+
+    def skip(self, seq: int) -> None:
+        self.missing.pop(seq, None)
+        if self.next is not None and seq >= self.next:
+            self.skipped.add(seq)
+
+    def timer(self) -> int | None:
+        while self._heap:
+            deadline, s = self._heap[0]
+            entry = self.missing.get(s)
+            if entry is not None and entry[1] == deadline:
+                return deadline
+            heapq.heappop(self._heap)
+        return None
+
+
+def in_turn(servers: list[str], attempt: int) -> str:
+    """The server for the ``attempt``-th request (1-based) when requests go round ``servers``."""
+    return servers[(attempt - 1) % len(servers)]
+
+
+class GapRepairer:
+    """What customers and retransmit servers share: per-stripe ``tracks``, queued datagrams
+    and events, reporting new gaps, and acting on the gaps whose deadline has passed (skip or
+    re-request)."""
+
+    def __init__(self, config: RepairConfig, rng: random.Random, *, recovering: bool) -> None:
+        self.name = config.name
+        self.regions = list(config.regions)
+        self.stripes = list(config.stripes)
+        self.rng = rng
+        self.wait_ns = config.wait_ns
+        self.retry_ns = config.retry_ns
+        self.k_r = config.k_r
+        self._groups = frozenset(region_group(r, k) for r in self.regions for k in self.stripes)
+        start = None if recovering else FIRST_MOLD_SEQ
+        self.tracks = {k: SequenceTracker(self.wait_ns, start) for k in self.stripes}
+        self._out: list[tuple[bytes, Dest]] = []
+        self._events: deque[Event] = deque()
+        self.requests_sent = 0
+
+    def groups(self) -> frozenset[str]:
+        return self._groups
+
+    def datagrams_to_send(self, now: int) -> list[tuple[bytes, Dest]]:
+        out, self._out = self._out, []
+        return out
+
+    def get_timer(self) -> int | None:
+        deadlines = [d for d in (t.timer() for t in self.tracks.values()) if d is not None]
+        return min(deadlines) if deadlines else None
+
+    def next_event(self) -> Event | None:
+        return self._events.popleft() if self._events else None
+
+    def _note_gaps(self, stripe: int, gaps: list[tuple[int, int]], jumped: list[tuple[int, int]]) -> int:
+        """Log new ``gaps`` (CUST_GAP), then the numbers ``jumped`` over as too far behind to
+        repair (CUST_SKIP). Returns how many were jumped over."""
+        for first, count in gaps:
+            self._events.append(Event(Kind.CUST_GAP, gseq=first, detail={
+                "first": first, "count": count, "stripe": stripe, "session": session_name(stripe)}))
+        for first, count in jumped:
+            self._events.append(Event(Kind.CUST_SKIP, gseq=first, detail={
+                "first": first, "count": count, "stripe": stripe, "reason": "too_far_behind"}))
+        return sum(count for _, count in jumped)
+
+    def _repair(self, stripe: int, track: SequenceTracker, due: list[int], now: int, *, max_tries: int,
+                servers: list[str], server_for: Callable[[int], str], reason: str) -> int:
+        """Give up the ``due`` numbers that had ``max_tries`` requests or have no server (CUST_SKIP
+        ``reason``); re-request the others from ``server_for(attempt)`` and retry them after
+        ``retry_ns``. Returns how many were given up."""
+        ask: list[int] = []
+        give_up: list[int] = []
+        for s in due:
+            (give_up if not servers or track.tries(s) >= max_tries else ask).append(s)
+        for s in give_up:
+            track.skip(s)
+        for first, count in runs(sorted(give_up)):
+            self._events.append(Event(Kind.CUST_SKIP, gseq=first, detail={
+                "first": first, "count": count, "stripe": stripe, "reason": reason}))
+        for s in ask:
+            track.retry_at(s, now + self.retry_ns)
+        for first, count in runs(sorted(ask)):
+            self._request(stripe, first, count, server_for(track.tries(first)))
+        return len(give_up)
+
+    def _request(self, stripe: int, first: int, count: int, server: str) -> None:
+        session = session_name(stripe)
+        while count > 0:
+            n = min(count, MAX_REQUEST)
+            self._out.append((MoldRequest(session, first, n).encode(), Unicast(server)))
+            self.requests_sent += 1
+            self._events.append(Event(Kind.NACK_SENT, gseq=first, detail={
+                "mold": True, "stripe": stripe, "first": first, "count": n, "to": server}))
+            first += n
+            count -= n

@@ -1,0 +1,68 @@
+"""The venue I/O a real node hands its core's factory: durable stores and the etcd sequencer.
+
+``node_adapters`` makes them for one host of an emulated run. A gateway or history
+recorder keeps its store as a file in the node's state directory (``<node dir>/venue-state``,
+inside the run). The sequencer host of a ``sequencer: etcd`` experiment starts a
+3-member etcd cluster on its own loopback and asks it through an ``EtcdCasClient``; the
+driver's event loop gets the answers (``attach``). ``close`` releases all of it; a
+cluster is also stopped if the process exits without ``close`` (its members die with the
+process in any case).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..factories import Adapters
+from ..spec import LoadedExperiment
+from .durable_stores import DurableStores
+from .etcd_client import Answer, EtcdCas, EtcdCasClient
+from .etcd_cluster import EtcdCluster
+
+ETCD_MEMBERS = 3
+
+
+@dataclass
+class NodeAdapters(Adapters):
+    cluster: EtcdCluster | None = None
+    closed: bool = False
+
+    def attach(self, driver, loop: asyncio.AbstractEventLoop) -> None:
+        """Start asking etcd; each answer goes to ``driver``'s core on ``loop``'s thread."""
+        if not isinstance(self.cas_client, EtcdCasClient):
+            return
+
+        def deliver(request_id: int, answer: Answer) -> None:
+            if self.closed:
+                return   # an answer that arrived while the node was stopping: nobody to tell
+            t = driver.true_now()
+            driver.core.receive_answer(request_id, *answer, driver.clock.local(t))
+            driver.after(t)
+
+        self.cas_client.start(lambda request_id, answer: loop.call_soon_threadsafe(deliver, request_id, answer))
+
+    def close(self) -> None:
+        self.closed = True
+        if self.cas_client is not None:
+            self.cas_client.close()
+        if isinstance(self.stores, DurableStores):
+            self.stores.close()
+        if self.cluster is not None:
+            self.cluster.stop()
+
+
+def node_adapters(host, loaded: LoadedExperiment, node_dir: Path) -> NodeAdapters:
+    """The adapters of ``host`` in a real run whose node files live in ``node_dir``."""
+    adapters = NodeAdapters(stores=DurableStores(node_dir / "venue-state"))
+    venue = loaded.experiment.venue
+    if host.role == "sequencer" and venue is not None and venue.sequencer == "etcd":
+        cluster = EtcdCluster(ETCD_MEMBERS).start()
+        weakref.finalize(adapters, cluster.stop)
+        prefix = f"rmptwin/{loaded.experiment.name}/{os.getpid()}"
+        adapters.cluster = cluster
+        adapters.cas_client = EtcdCasClient(EtcdCas(cluster.endpoints, prefix=prefix, window=venue.window))
+    return adapters
