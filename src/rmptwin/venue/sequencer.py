@@ -75,12 +75,11 @@ class SequencerConfig:
     window: int   # positions kept; a proposer further behind is told TOO_FAR
 
 
-class SequencerCore:
-    """In-memory sequencer reached by PROPOSE/DECIDE datagrams."""
+class _ProposalServer:
+    """What both sequencer hosts share: they answer PROPOSE datagrams, keep no timer and
+    join no group. ``on_propose`` is the host's own part."""
 
-    def __init__(self, config: SequencerConfig) -> None:
-        self.config = config
-        self.log = CasLog(config.window)
+    def __init__(self) -> None:
         self._out: list[tuple[bytes, Dest]] = []
         self._events: deque[Event] = deque()
         self.malformed = 0
@@ -91,13 +90,12 @@ class SequencerCore:
         except wire.VenueWireError:
             self.malformed += 1
             return
-        if ftype != wire.T_PROPOSE:
-            return
-        ev, n, keys = fields
-        status, nxt, standing = self.log.propose(n, keys)
-        if status == wire.TOO_FAR:
-            self._events.append(Event(Kind.SEQ_TOO_FAR, src=src, gseq=n, detail={"low": self.log.low}))
-        self._out.append((wire.decide_frame(status, n, nxt, standing), Unicast(src)))
+        if ftype == wire.T_PROPOSE:
+            _, n, keys = fields
+            self.on_propose(src, n, keys)
+
+    def on_propose(self, src: str, n: int, keys: list[Key]) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
 
     def datagrams_to_send(self, now: int) -> list[tuple[bytes, Dest]]:
         out, self._out = self._out, []
@@ -116,6 +114,21 @@ class SequencerCore:
         return frozenset()
 
 
+class SequencerCore(_ProposalServer):
+    """In-memory sequencer reached by PROPOSE/DECIDE datagrams."""
+
+    def __init__(self, config: SequencerConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.log = CasLog(config.window)
+
+    def on_propose(self, src: str, n: int, keys: list[Key]) -> None:
+        status, nxt, standing = self.log.propose(n, keys)
+        if status == wire.TOO_FAR:
+            self._events.append(Event(Kind.SEQ_TOO_FAR, src=src, gseq=n, detail={"low": self.log.low}))
+        self._out.append((wire.decide_frame(status, n, nxt, standing), Unicast(src)))
+
+
 class CasClient(Protocol):
     """A CAS memory outside the core. ``submit`` only starts the request (it must not block);
     the driver later hands the answer, ``(status, next, keys standing at n, ...)`` exactly as
@@ -124,26 +137,17 @@ class CasClient(Protocol):
     def submit(self, request_id: int, n: int, keys: list[Key]) -> None: ...
 
 
-class CasProxyCore:
+class CasProxyCore(_ProposalServer):
     """The sequencer host of a real run: PROPOSE datagrams become requests to an outside CAS
     memory (``client``), and its answers DECIDE datagrams to the proposers."""
 
     def __init__(self, client: CasClient) -> None:
+        super().__init__()
         self.client = client
         self._asked: dict[int, tuple[str, int]] = {}   # request id -> (proposer, position n)
         self._next_id = 0
-        self._out: list[tuple[bytes, Dest]] = []
-        self.malformed = 0
 
-    def receive_datagram(self, data: bytes, src: str, now: int) -> None:
-        try:
-            ftype, fields = wire.decode(data)
-        except wire.VenueWireError:
-            self.malformed += 1
-            return
-        if ftype != wire.T_PROPOSE:
-            return
-        _, n, keys = fields
+    def on_propose(self, src: str, n: int, keys: list[Key]) -> None:
         request_id, self._next_id = self._next_id, self._next_id + 1
         self._asked[request_id] = (src, n)
         self.client.submit(request_id, n, keys)
@@ -154,19 +158,3 @@ class CasProxyCore:
         if asked is not None:
             src, n = asked
             self._out.append((wire.decide_frame(status, n, nxt, keys), Unicast(src)))
-
-    def datagrams_to_send(self, now: int) -> list[tuple[bytes, Dest]]:
-        out, self._out = self._out, []
-        return out
-
-    def get_timer(self) -> int | None:
-        return None
-
-    def handle_timer(self, now: int) -> None:
-        pass
-
-    def next_event(self) -> Event | None:
-        return None
-
-    def groups(self) -> frozenset[str]:
-        return frozenset()
