@@ -16,8 +16,9 @@ run: provision
 test: provision
 	@$(PY) -m pytest $(PYTEST_ARGS)
 
+# `make bench QUICK=1`: smaller sizes; BENCH_ARGS, e.g. "--only matching --write-reference".
 bench: provision
-	@$(PY) -m rmptwin.bench
+	@$(PY) -m rmptwin.bench $(if $(QUICK),--quick) $(BENCH_ARGS)
 
 clean:
 	@$(VENV)/bin/rmptwin net down 2>/dev/null || true

@@ -6,6 +6,8 @@ import sys
 import types
 
 from rmptwin.bench import __main__ as bench
+from rmptwin.bench import harness
+from rmptwin.bench.harness import BenchFiles
 
 
 def test_discovers_benchmarks_and_rejects_unknown_names(capsys):
@@ -28,8 +30,8 @@ def test_rows_failures_and_report(tmp_path, monkeypatch):
     assert rows[0] == {"bench": "zzgood", "metric": "speed", "value": 1234.5, "unit": "x/s", "goal": ">= 1k", "ok": True}
     assert rows[1]["metric"] == "benchmark wall time"
     assert rows[2]["bench"] == "zzbad" and rows[2]["ok"] is False and "RuntimeError: no" in rows[2]["note"]
-    out = tmp_path / "bench.md"
-    bench.write_markdown(rows, out, quick=True)
-    text = out.read_text()
-    assert "| zzgood | speed | 1,234 | x/s | >= 1k | yes |" in text and "| zzbad | (failed) |" in text
-    assert (tmp_path / "bench.json").exists()
+    files = BenchFiles(tmp_path)
+    bench.write_report(harness.merge_runs([rows]), files, bench.header(quick=True))
+    text = files.markdown_path.read_text()
+    assert "| zzgood | speed | 1,234 |" in text and "| zzbad | (failed) |" in text
+    assert files.json_path.exists()

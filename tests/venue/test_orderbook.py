@@ -1,4 +1,5 @@
-"""Matching engine: hand-made cases for every order type, and properties against the plain book."""
+"""Matching engine: hand-made cases for every order type, and properties against the
+sortedcontainers baseline book that `make bench` measures it against."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rmptwin.venue.orderbook import BUY, FOK, IOC, LIMIT, MARKET, SELL, BookError, OrderBook, SortedListBook
+from rmptwin.bench.baseline_books import SortedContainersBook
+from rmptwin.bench.bench_matching import order_flow, replay
+from rmptwin.venue.orderbook import BUY, FOK, IOC, LIMIT, MARKET, SELL, BookError, OrderBook
 
 
 def book_with_asks(*asks):
@@ -121,11 +124,15 @@ def _apply(book, ops):
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(op, max_size=60))
-def test_fast_book_matches_the_plain_sorted_list_book(ops):
-    """Same trades and same resting orders as an independent, obvious implementation."""
-    fast, plain = OrderBook("X"), SortedListBook("X")
-    assert _apply(fast, ops)[0] == _apply(plain, ops)[0]
-    assert fast.resting() == plain.resting()
+def test_fast_book_matches_the_sortedcontainers_baseline(ops):
+    """Same trades, errors, resting orders and depth as the benchmark's baseline book, so the
+    benchmark compares two implementations of one behaviour."""
+    fast, base = OrderBook("X"), SortedContainersBook("X")
+    assert _apply(fast, ops)[0] == _apply(base, ops)[0]
+    assert fast.resting() == base.resting()
+    for side in (BUY, SELL):
+        assert fast.depth(side) == base.depth(side)
+        assert fast.best(side) == base.best(side)
 
 
 @settings(max_examples=300, deadline=None)
@@ -180,3 +187,24 @@ def test_book_updates_report_every_level_change():
     b.submit(3, BUY, 7, 100)      # takes 5 from order 1 and 2 from order 2
     b.cancel(2)
     assert b.updates == [(SELL, 100, 5), (SELL, 100, 10), (SELL, 100, 3), (SELL, 100, 0)]
+
+
+def test_baseline_cancel_frees_the_level_and_the_order_id():
+    b = SortedContainersBook("IBM")
+    b.submit(1, SELL, 5, 100)
+    b.submit(2, SELL, 7, 101)
+    assert b.cancel(1) == 5 and b.best(SELL) == 101 and len(b) == 1
+    with pytest.raises(BookError):
+        b.cancel(1)
+    assert b.submit(1, SELL, 3, 99) == []        # the id is free again once it no longer rests
+    assert b.depth(SELL) == [(99, 3), (101, 7)]
+
+
+def test_benchmark_order_flow_cancels_mostly_hit_resting_orders():
+    """The bench's flow must measure cancels of resting orders, not failed look-ups."""
+    ops = order_flow(20_000, seed=3)
+    _, cancels, hits = replay(OrderBook, ops)
+    assert cancels >= 0.2 * len(ops)
+    assert hits / cancels >= 0.8
+    # both books see the same flow the same way
+    assert replay(SortedContainersBook, ops)[1:] == (cancels, hits)

@@ -41,12 +41,14 @@ def run(quick: bool) -> list[dict]:
     n = 20_000 if quick else 100_000
     rate = _codec(n)
     rows.append({"metric": "wire encode+decode (DATA / 32-message ACK)", "value": rate, "unit": "frames/s",
-                 "goal": ">= 20k/s (10x a 2,000 msg/s stream)", "ok": rate >= 20_000})
+                 "goal": ">= 20k/s (10x a 2,000 msg/s stream)", "ok": rate >= 20_000, "goal_min": 20_000,
+                 "better": "higher", "conditions": f"{n:,} frames, half DATA (64 B), half 32-message ACKs, uncached"})
 
     secs = 2.0 if quick else 10.0
     s, wall = _ring_run("event_driven", 60, secs, 0.0, 1, batch_limit=1, null_token_ms=1000)
     rows.append({"metric": "control/data, event-driven, no loss, 1 msg/ack", "value": s["control_per_data"],
                  "unit": "ratio", "goal": "~1 (seed 2)", "ok": 0.95 <= s["control_per_data"] <= 1.15,
+                 "goal_min": 0.95, "goal_max": 1.15, "conditions": f"simulated 6-member ring, 60 msg/s, {secs:g} s",
                  "note": f"{s['messages_sent']} msgs, agreement={s['agreement']}"})
     tau_t = 0.05
     s, wall = _ring_run("time_driven", 400, secs, 0.0, 2, drain=0.1, tau_t_ms=tau_t * 1e3)
@@ -56,16 +58,18 @@ def run(quick: bool) -> list[dict]:
     rows.append({"metric": f"control/data, time-driven, no loss, k={k:.0f} msgs/token", "value": s["control_per_data"],
                  "unit": "ratio", "goal": f"~1/k = {1 / k:.3f} (tokens/msgs = {expect:.3f})",
                  "ok": abs(s["control_per_data"] - expect) <= 0.1 * expect,
+                 "conditions": f"simulated 6-member ring, 400 msg/s, tau_t {tau_t * 1e3:.0f} ms, {secs:g} s",
                  "note": f"{s['messages_sent']} msgs, agreement={s['agreement']}"})
     s, wall = _ring_run("time_driven", 2000, secs / 2, 0.1, 3, tau_t_ms=50, delta_a_ms=300)
     rows.append({"metric": "6-member ring, 2,000 msg/s, <=10 % loss/link: simulated msgs per wall s",
-                 "value": s["messages_sent"] / wall, "unit": "msg/s",
+                 "value": s["messages_sent"] / wall, "unit": "msg/s", "better": "higher",
+                 "conditions": f"simulated, real RMP cores, random 8-switch tree, {secs / 2:g} s of traffic",
                  "note": f"agreement={s['agreement']} lost={s['messages_lost']} "
                          f"control/data={s['control_per_data']:.2f} wall={wall:.1f}s",
                  "ok": bool(s["agreement"] and s["messages_lost"] == 0)})
     # Seed 5.1: fairness is guaranteed only when Delta_A >= dN + 2 k_r tau_r, the worst-case
     # recovery time; this run's Delta_A (300 ms) is deliberately below that, so a spread is expected.
     rows.append({"metric": "  same run: fairness spread p99 (Delta_A below dN + 2 k_r tau_r)",
-                 "value": s["fairness_spread_ms"]["p99"], "unit": "ms",
+                 "value": s["fairness_spread_ms"]["p99"], "unit": "ms", "better": "lower",
                  "note": "seed 5.1 guarantees 0 only for Delta_A >= dN + 2 k_r tau_r; tests/sim/test_rmp_fairness.py checks that case"})
     return rows

@@ -10,15 +10,14 @@ Order types: LIMIT rests what it does not fill; MARKET fills at any price and dr
 rest; IOC fills up to its limit and drops the rest; FOK fills completely or not at all.
 ``replace`` keeps time priority only when the price is unchanged and the size shrinks.
 
-``SortedListBook`` is the plain reference (one sorted list per side, linear scans):
-the property tests check the fast book against it and ``make bench`` measures both.
+The property tests check this book against a plain ``sortedcontainers`` book
+(rmptwin.bench.baseline_books), which ``make bench`` also measures beside it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import struct
-from bisect import insort
 from collections import deque
 from heapq import heappop, heappush
 
@@ -222,69 +221,3 @@ class OrderBook:
         """Equal on two books exactly when they hold the same orders in the same priority."""
         return hashlib.blake2b(self.snapshot(), digest_size=16).hexdigest()
 
-
-class SortedListBook:
-    """The obvious implementation: per side one list of [key, seq, oid, qty, price], kept sorted."""
-
-    def __init__(self, symbol: str) -> None:
-        self.symbol = symbol
-        self._sides: tuple[list, list] = ([], [])
-        self._seq = 0
-        self._oids: set[int] = set()
-
-    def submit(self, oid: int, side: int, qty: int, price: int | None = None, kind: int = LIMIT) -> list[Trade]:
-        if oid in self._oids:
-            raise BookError(f"order {oid} already rests in the book")
-        book = self._sides[1 - side]
-        if kind == MARKET:
-            price = None
-        if kind == FOK:
-            avail = sum(e[3] for e in book if price is None or (e[4] <= price if side == BUY else e[4] >= price))
-            if avail < qty:
-                return []
-        trades = []
-        while qty and book:
-            e = book[0]
-            if price is not None and (e[4] > price if side == BUY else e[4] < price):
-                break
-            fill = min(qty, e[3])
-            trades.append((oid, e[2], e[4], fill, side))
-            qty -= fill
-            e[3] -= fill
-            if e[3] == 0:
-                book.pop(0)
-                self._oids.discard(e[2])
-        if qty and kind == LIMIT:
-            self._seq += 1
-            self._oids.add(oid)
-            insort(self._sides[side], [-price if side == BUY else price, self._seq, oid, qty, price])
-        return trades
-
-    def cancel(self, oid: int) -> int:
-        for s in self._sides:
-            for i, e in enumerate(s):
-                if e[2] == oid:
-                    del s[i]
-                    self._oids.discard(oid)
-                    return e[3]
-        raise BookError(f"order {oid} is not in the book")
-
-    def replace(self, oid: int, qty: int, price: int) -> list[Trade]:
-        for side, s in enumerate(self._sides):
-            for e in s:
-                if e[2] == oid:
-                    if price == e[4] and 0 < qty <= e[3]:
-                        e[3] = qty
-                        return []
-                    self.cancel(oid)
-                    return self.submit(oid, side, qty, price, LIMIT) if qty > 0 else []
-        raise BookError(f"order {oid} is not in the book")
-
-    def depth(self, side: int) -> list[tuple[int, int]]:
-        out: dict[int, int] = {}
-        for e in self._sides[side]:
-            out[e[4]] = out.get(e[4], 0) + e[3]
-        return list(out.items())
-
-    def resting(self) -> dict[int, tuple[int, int, int]]:
-        return {e[2]: (side, e[4], e[3]) for side, s in enumerate(self._sides) for e in s}
