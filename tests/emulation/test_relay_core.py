@@ -20,7 +20,7 @@ MS = 1_000_000
 
 
 def _drops(params: LinkParams, seed: int, n: int, gap_ns: int = 100_000) -> list[bool]:
-    d = Direction("ab", params, seed, "x-y")
+    d = Direction("ab", params, seed, "x-y", "x", "y")
     out = []
     for i in range(n):
         r = d.admit(b"\0" * 100, i * gap_ns)
@@ -56,7 +56,7 @@ def test_gilbert_elliott_mean_and_bursts():
 
 
 def test_delay_and_no_reordering_with_jitter():
-    d = Direction("ab", LinkParams(delay_ms=20, jitter_ms=10), 1, "x-y")
+    d = Direction("ab", LinkParams(delay_ms=20, jitter_ms=10), 1, "x-y", "x", "y")
     for i in range(2000):
         d.admit(b"\0" * 100, i * 50_000)
     releases = [r for r, _ in d.line]
@@ -66,7 +66,7 @@ def test_delay_and_no_reordering_with_jitter():
 
 
 def test_bandwidth_spaces_frames_by_their_serialisation_time():
-    d = Direction("ab", LinkParams(bandwidth_mbps=8), 1, "x-y")
+    d = Direction("ab", LinkParams(bandwidth_mbps=8), 1, "x-y", "x", "y")
     for _ in range(10):
         d.admit(b"\0" * 1000, 0)   # a burst at t=0
     releases = [r for r, _ in d.line]
@@ -75,13 +75,13 @@ def test_bandwidth_spaces_frames_by_their_serialisation_time():
 
 
 def test_queue_limit_drops_what_does_not_fit():
-    d = Direction("ab", LinkParams(bandwidth_mbps=1, queue_packets=5), 1, "x-y")
+    d = Direction("ab", LinkParams(bandwidth_mbps=1, queue_packets=5), 1, "x-y", "x", "y")
     reasons = [d.admit(b"\0" * 1000, 0) for _ in range(8)]
     assert reasons == [-1] * 5 + [QUEUE] * 3
 
 
 def test_down_link_drops_everything():
-    d = Direction("ab", LinkParams(), 1, "x-y")
+    d = Direction("ab", LinkParams(), 1, "x-y", "x", "y")
     d.up = False
     assert all(d.admit(b"x", i) == 2 for i in range(10))
 

@@ -172,9 +172,9 @@ def _missed_new_ring(seed: int, delivery: str):
                                    workload={"rate_per_source": 40, "start_s": 0.2, "duration_s": 1.0})
 
 
-@pytest.mark.parametrize("seed, delivery", [(91, "agreed"), (0, "safe")])
+@pytest.mark.parametrize("seed, delivery", [(10, "agreed"), (0, "safe")])
 def test_a_receiver_that_missed_every_new_ring_announcement_asks_and_catches_up(seed, delivery):
-    """seed 91: the secondary lost every NEW_RING and held back the new ring's acks for good;
+    """seed 10 (91 with the link model of before issue 10): the secondary lost every NEW_RING and held back the new ring's acks for good;
     seed 0: a member that had answered the invitation waited k_r tau_r before asking again,
     and the token site reported it lost first, reformation after reformation. Both now ask
     as soon as an ack shows the ring exists, and every survivor delivers everything."""

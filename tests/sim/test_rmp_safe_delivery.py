@@ -51,9 +51,9 @@ def test_safe_delivery_never_places_two_messages_at_one_number(seed, dn_factor):
     assert chaotic(seed, "safe", dn_factor=dn_factor)["order_consistent"]
 
 
-@pytest.mark.parametrize("seed", [26, 298])
+@pytest.mark.parametrize("seed", [943, 1279])
 def test_where_agreed_delivery_disagrees_safe_delivery_does_not(seed):
-    """Two runs (of the 4 in 300 seeds that break) where the seed's
+    """Two runs (of the 4 in seeds 0-1599 that break: 943, 1023, 1279, 1581) where the seed's
     simplified reformation lets receivers disagree under agreed delivery: a member that
     missed its one invitation went on acknowledging with the old ring."""
     assert not chaotic(seed, "agreed")["order_consistent"]
@@ -72,10 +72,21 @@ def test_without_faults_safe_delivery_agrees_loses_nothing_and_costs_one_rotatio
     assert_agreement_and_no_loss(frame(safe), {h.name: [0] for h in base.topology.hosts
                                                if h.role in ("primary", "secondary")})
     assert summaries["safe"]["messages_lost"] == 0
-    # line3: three primaries, Delta_A 150 ms, a token pass per message at 50 msg/s or a null
-    # token every 100 ms: the stable point trails the ack by two passes, past Delta_A.
-    agreed_p50 = summaries["agreed"]["delivery_latency_ms"]["p50"]
-    assert summaries["safe"]["delivery_latency_ms"]["p50"] > agreed_p50
+    # line3: three primaries, a token pass per message at 50 msg/s (20 ms): a message is
+    # stable m - 1 = 2 passes after its ack. Both runs lose the same packets (the link draws
+    # are keyed by the seed and the packet), so compare message by message: safe delivery
+    # never delivers earlier, and typically two passes later. Delta_A (150 ms) covers that,
+    # so the release times (the summary's latency) only grow in the tail.
+    def delivered(run):
+        ev = run.events.to_pandas()
+        return ev[ev.kind == "deliver"].set_index(["node", "src", "src_seq"]).t_ns
+
+    extra_ms = (delivered(safe) - delivered(runs["agreed"])) / 1e6
+    assert extra_ms.notna().all() and (extra_ms >= 0).all()
+    passes_ms = 2 * 1000 / base.experiment.workload.rate_per_source
+    assert extra_ms.median() >= 0.9 * passes_ms
+    latency = {d: summaries[d]["delivery_latency_ms"] for d in runs}
+    assert latency["safe"]["p50"] >= latency["agreed"]["p50"] and latency["safe"]["p99"] > latency["agreed"]["p99"]
 
 
 def test_quickstart_safe_releases_simultaneously_with_delta_a_over_a_rotation(repo):

@@ -4,10 +4,10 @@ Used where the kernel has no sch_netem. The process lives in the link's own netw
 namespace holding two interfaces, ``a`` (towards the link's a end) and ``b``. Per
 direction it keeps a FIFO of (release time, frame): frames leave in arrival order, so
 jitter never reorders (as ``LinkParams`` promises), and a FIFO is a heap whose keys are
-already sorted. Loss is drawn per frame from ``rmptwin.lossmodels`` with a seeded
-``random.Random`` per direction, so a run repeats packet for packet; bandwidth is a
-serialisation clock (a token bucket of depth one frame); the queue limit counts every
-frame held, as netem's does.
+already sorted. What happens to each frame (loss, queue limit, serialization, delay,
+jitter) is decided by ``rmptwin.linkmodel.LinkDirection``, the simulator's own link model,
+seeded with the same direction name (``stream_seed(seed, link, from, to)``) and keyed by
+the frame's identity, so a seed drops the same first copies here as in the simulator.
 
 Every dropped frame is logged (time, direction, reason, first bytes) to a binary file
 that ``droplog`` turns into ``events.DROP_SCHEMA`` rows. A unix stream socket takes
@@ -22,7 +22,6 @@ from __future__ import annotations
 import collections
 import json
 import os
-import random
 import select
 import signal
 import socket
@@ -30,7 +29,7 @@ import struct
 import sys
 import time
 
-from ..lossmodels import make_loss
+from ..linkmodel import UNKEYED, LinkConfig, LinkDirection, frame_key, stream_seed
 from ..spec import LinkParams
 
 ETH_P_ALL = 0x0003
@@ -38,7 +37,7 @@ SOL_PACKET = 263
 PACKET_IGNORE_OUTGOING = 23
 CAPTURE = 200                      # bytes of each dropped frame kept for naming it
 DROP_RECORD = struct.Struct("<qBBH")  # t_ns, direction (0 a->b, 1 b->a), reason, caplen
-REASONS = ("loss", "queue", "down")
+REASONS = ("loss", "queue", "down")   # the drop log's reason codes (linkmodel.REASONS' order)
 LOSS, QUEUE, DOWN = 0, 1, 2
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
 _TIMESPEC = struct.Struct("@qq")
@@ -56,49 +55,37 @@ def _big_buffers(s: socket.socket, size: int) -> None:
 
 
 class Direction:
-    """One way across the link: its loss process, delay line and counters."""
+    """One way across the link (``frm`` to ``to``): its link model, delay line and counters."""
 
-    def __init__(self, name: str, params: LinkParams, seed: int, link: str) -> None:
+    def __init__(self, name: str, params: LinkParams, seed: int, link: str, frm: str, to: str) -> None:
         self.name = name
-        # Independent streams for loss and jitter: changing the jitter must not move
-        # which frames are lost.
-        self.loss_rng = random.Random(f"{seed}:{link}:{name}:loss")
-        self.jitter_rng = random.Random(f"{seed}:{link}:{name}:jitter")
+        self.params = params
+        self.model = LinkDirection(LinkConfig.from_spec(params), stream_seed(seed, link, frm, to))
         self.line: collections.deque = collections.deque()
-        self.tx_free = 0
-        self.last_release = 0
         self.packets = 0
         self.dropped = [0, 0, 0]
-        self.up = True
-        self.apply(params)
+
+    @property
+    def up(self) -> bool:
+        return self.model.up
+
+    @up.setter
+    def up(self, up: bool) -> None:
+        self.model.set_up(up)
 
     def apply(self, params: LinkParams) -> None:
+        """New parameters from now on; frames already queued leave as decided."""
         self.params = params
-        self.loss = make_loss(params.loss)
-        self.delay_ns = int(params.delay_ms * 1e6)
-        self.jitter_ns = int(params.jitter_ms * 1e6)
-        self.ns_per_byte = 8000.0 / params.bandwidth_mbps if params.bandwidth_mbps else 0.0
-        self.limit = params.queue_limit()
+        self.model.reconfigure(LinkConfig.from_spec(params))
 
     def admit(self, frame: bytes, now: int) -> int:
         """Queue ``frame`` for release; returns -1 when queued, else the drop reason."""
         self.packets += 1
-        if not self.up:
-            return DOWN
-        if self.loss.drop(self.loss_rng):
-            return LOSS
-        if len(self.line) >= self.limit:
-            return QUEUE
-        depart = now
-        if self.ns_per_byte:
-            depart = max(now, self.tx_free) + int(len(frame) * self.ns_per_byte)
-            self.tx_free = depart
-        release = depart + self.delay_ns
-        if self.jitter_ns:
-            release += int(self.jitter_rng.random() * self.jitter_ns)
-        if release < self.last_release:
-            release = self.last_release
-        self.last_release = release
+        model = self.model
+        # A link that only delays takes no draws: spare it the frame's identity (~0.5 us).
+        release = model.offer(now, len(frame), frame_key(frame) if model.draws else UNKEYED)
+        if release < 0:
+            return -release - 1
         self.line.append((release, frame))
         return -1
 
@@ -109,7 +96,8 @@ class Relay:
         self.link = cfg["link"]
         params = LinkParams.model_validate(cfg["params"])
         seed = int(cfg.get("seed", 1))
-        self.dirs = (Direction("ab", params, seed, self.link), Direction("ba", params, seed, self.link))
+        a, b = cfg["a_node"], cfg["b_node"]   # the simulator's names for the link's ends
+        self.dirs = (Direction("ab", params, seed, self.link, a, b), Direction("ba", params, seed, self.link, b, a))
         self.socks = (self._packet_socket(cfg["a_intf"]), self._packet_socket(cfg["b_intf"]))
         # Wall time of the run's t=0, and the monotonic clock's offset from wall time.
         self.t0 = int(cfg.get("t0_ns", time.time_ns()))
@@ -147,7 +135,7 @@ class Relay:
         sock, direction = self.socks[d], self.dirs[d]
         recvmsg = sock.recvmsg
         now = time.monotonic_ns()
-        earliest = now - 50_000_000
+        earliest = now - 1_000_000_000  # a kernel stamp older than this is bogus, not lag
         offset = self.wall_offset
         unpack = _TIMESPEC.unpack_from
         for _ in range(256):  # bounded so one busy direction cannot starve the other
@@ -161,7 +149,7 @@ class Relay:
                 arrived = min(now, max(earliest, sec * 1_000_000_000 + nsec - offset))
             reason = direction.admit(frame, arrived)
             if reason >= 0:
-                self._log_drop(now, d, reason, frame)
+                self._log_drop(arrived, d, reason, frame)  # when it reached the link, however late we read it
 
     def _release(self, now: int) -> int | None:
         """Send every frame that is due; return the earliest pending release time."""

@@ -6,10 +6,12 @@ is missed by the whole subtree below it: loss is correlated exactly as on a real
 Unicast follows ``tree.unicast_path``. Routing is static (computed from the topology);
 a link that is down drops what is routed over it.
 
-Each link direction has its own propagation delay, uniform jitter that never reorders,
-serialization at its bandwidth behind a drop-tail queue of ``LinkParams.queue_limit()``
-packets, and its own seeded loss process. Every link direction draws from RNGs seeded by
-the run seed and its own name, so adding a link never changes another link's draws.
+Each link direction is a ``linkmodel.LinkDirection``, the model the emulation's relay
+uses too: propagation delay, uniform jitter that never reorders, serialization at its
+bandwidth behind a drop-tail queue of ``LinkParams.queue_limit()`` packets, and its own
+loss process. Its draws are keyed by the run seed, the direction's name and the packet's
+identity (``linkmodel.packet_key``), so the same seed drops the same first copies here
+and in the emulation, and adding a link never changes another link's draws.
 
 Ground truth: one drop-log row per packet lost on a link, and per link direction and
 frame type the packets offered and dropped.
@@ -17,8 +19,6 @@ frame type the packets offered and dropped.
 
 from __future__ import annotations
 
-import random
-from collections import deque
 from heapq import heappush
 from typing import Callable
 
@@ -27,7 +27,7 @@ import pyarrow as pa
 from ..sansio import Group, Unicast
 from ..groups import group_region
 from ..tables import DROP_SCHEMA, LINK_COUNT_SCHEMA
-from ..lossmodels import BernoulliLoss, make_loss
+from ..linkmodel import REASONS, LinkConfig, LinkDirection, packet_key, stream_seed
 from ..spec import Bernoulli, GilbertElliott, LinkParams, Topology
 from ..tree import multicast_tree, unicast_path
 from ..frame_names import describe
@@ -75,40 +75,35 @@ class _HostBatch:
 
 
 class LinkDir:
-    """One direction of a link: the state that delay, queueing and loss need."""
+    """One direction of a link: its link model (shared with the relay) and packet counts."""
 
-    __slots__ = (
-        "link", "frm", "to", "delay_ns", "jitter_ns", "ns_per_byte", "qlimit", "loss", "loss_rng",
-        "jitter_rng", "up", "backlog", "last_arrival", "counts", "simple",
-    )
+    __slots__ = ("link", "frm", "to", "model", "delay_ns", "counts", "simple")
 
     def __init__(self, link: str, frm: str, to: str, params: LinkParams, seed: int) -> None:
         self.link, self.frm, self.to = link, frm, to
-        self.delay_ns = round(params.delay_ms * 1e6)
-        self.jitter_ns = round(params.jitter_ms * 1e6)
-        # bytes * 8 bits / (Mbit/s) = bytes * 8000 / Mbps ns
-        self.ns_per_byte = 8000.0 / params.bandwidth_mbps if params.bandwidth_mbps else 0.0
-        self.qlimit = params.queue_limit()
-        self.loss_rng = random.Random(f"{seed}:{link}:{frm}>{to}:loss")
-        self.jitter_rng = random.Random(f"{seed}:{link}:{frm}>{to}:jitter")
-        self.up = True
-        self.backlog: deque[int] = deque()  # transmission end times of queued packets
-        self.last_arrival = 0
+        self.model = LinkDirection(LinkConfig.from_spec(params), stream_seed(seed, link, frm, to))
+        self.delay_ns = self.model.config.delay_ns
         self.counts: dict[str, list[int]] = {}  # frame -> [packets, dropped]
-        self.set_loss(params.loss)
+        self._refresh()
+
+    @property
+    def up(self) -> bool:
+        return self.model.up
 
     def set_loss(self, model: Bernoulli | GilbertElliott) -> None:
-        proc = make_loss(model)
-        self.loss = None if isinstance(proc, BernoulliLoss) and proc.p <= 0.0 else proc
+        self.model.set_loss(model)
         self._refresh()
 
     def set_up(self, up: bool) -> None:
-        self.up = up
+        self.model.set_up(up)
         self._refresh()
 
     def _refresh(self) -> None:
-        # The fan-out fast path handles a link that only delays.
-        self.simple = self.up and self.loss is None and not self.jitter_ns and not self.ns_per_byte
+        # The fan-out fast path handles a link that only delays: no draws, no serialization.
+        # (Its queue limit, counting packets in flight, cannot fill at a host's rates: at
+        # least 1000 packets within one access link's delay.)
+        m = self.model
+        self.simple = m.up and not m.draws and not m.config.bandwidth_mbps
 
 
 class SimNetwork:
@@ -194,7 +189,7 @@ class SimNetwork:
     # Batches are the member hosts of that switch whose access link only delays, grouped
     # by delay: one scheduler entry reaches them all. The other hosts go one by one.
     # A packet is (data, sender index, describe(data), group or "", bytes on the wire,
-    # host index that must not receive it: the multicast sender, else -1).
+    # host index that must not receive it: the multicast sender, else -1, packet_key(data)).
 
     def _mroute(self, group: str, root: str) -> tuple | None:
         per_root = self._mroutes.setdefault(group, {})
@@ -248,14 +243,14 @@ class SimNetwork:
             route = self._mroute(group, self.host_switch[sender])
             if route is None:
                 return
-            pkt = (data, sender, describe(data), group, len(data) + HEADER_BYTES, sender)
+            pkt = (data, sender, describe(data), group, len(data) + HEADER_BYTES, sender, packet_key(data))
         else:
             dst = self.host_index.get(dest.node)
             desc = describe(data)
             if dst is None:
                 self.drops.append((t, "", self.host_names[sender], dest.node, *desc, "", "unknown_host"))
                 return
-            pkt = (data, sender, desc, "", len(data) + HEADER_BYTES, -1)
+            pkt = (data, sender, desc, "", len(data) + HEADER_BYTES, -1, packet_key(data))
             if dst == sender:
                 s = self.sched
                 heappush(s.heap, (t, next(s.counter), self._arrive, pkt, (dst,)))
@@ -278,26 +273,9 @@ class SimNetwork:
         if c is None:
             c = ld.counts[pkt[2][0]] = [0, 0]
         c[0] += 1
-        if not ld.up:
-            return self._drop(ld, t, pkt, "down", c)
-        end = t
-        if ld.ns_per_byte:
-            backlog = ld.backlog
-            while backlog and backlog[0] <= t:
-                backlog.popleft()
-            if len(backlog) >= ld.qlimit:
-                return self._drop(ld, t, pkt, "queue", c)
-            end = (backlog[-1] if backlog else t) + round(pkt[4] * ld.ns_per_byte)
-            backlog.append(end)
-        # Lost on the wire after being transmitted: the transmission still occupied the link.
-        if ld.loss is not None and ld.loss.drop(ld.loss_rng):
-            return self._drop(ld, t, pkt, "loss", c)
-        arr = end + ld.delay_ns
-        if ld.jitter_ns:
-            arr += int(ld.jitter_rng.random() * ld.jitter_ns)
-            if arr < ld.last_arrival:
-                arr = ld.last_arrival
-            ld.last_arrival = arr
+        arr = ld.model.offer(t, pkt[4], pkt[6])
+        if arr < 0:
+            return self._drop(ld, t, pkt, REASONS[-arr - 1], c)
         return arr
 
     def _at_switch(self, t: int, pkt: tuple, hop: tuple) -> None:
