@@ -41,6 +41,8 @@ class Kind:
     # faults
     CRASH = "crash"
     RECOVER = "recover"
+    # emulated runtime (never in a simulated run)
+    TIMER_LATENESS = "timer_lateness"  # once per node at its end; detail: lateness histogram, priority
     # venues (exchange)
     ORDER_IN = "order_in"
     ORDER_REJECT = "order_reject"

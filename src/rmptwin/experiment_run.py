@@ -35,6 +35,8 @@ class EmulationOptions:
     nodes: str = "docker"                # docker, ns or flat
     impair: str = "auto"                 # auto, netem or relay
     capture: list[str] | None = None     # None: customers and retransmit servers
+    cpus: float | None = runner.NODE_CPUS          # per Docker host; None: unlimited
+    memory_mb: int | None = runner.NODE_MEMORY_MB  # per Docker host; None: unlimited
 
 
 class RunOutcome(NamedTuple):
@@ -82,7 +84,8 @@ def _emulated(loaded: LoadedExperiment, spec: dict, seed: int, out, options: Emu
     runner.check_arguments(loaded, options.nodes, options.capture)
     run = RunDir.create(loaded.experiment.name, out)
     result = runner.emulate(loaded, seed, run, nodes=options.nodes, impair=options.impair,
-                            capture=options.capture, progress=progress)
+                            capture=options.capture, progress=progress, cpus=options.cpus,
+                            memory_mb=options.memory_mb)
     run.write_events(result.events)
     run.write_drops(result.drops)
     run.write_link_counts(result.link_counts)

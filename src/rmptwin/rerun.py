@@ -11,7 +11,7 @@ whether the summary does (`rmptwin rerun` in rmptwin.cli prints them).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -38,6 +38,7 @@ class Replay:
     nodes: str | None = None            # emulation: docker, ns or flat
     impair: str | None = None           # emulation: netem, relay, or auto for the flat network
     capture: list[str] | None = None    # emulation: None is the runner's default (customers)
+    limits: dict | None = None          # emulation: {cpus, memory_mb} per Docker host, as recorded
 
 
 def _first_error(key: str, err: ValidationError) -> str:
@@ -85,7 +86,10 @@ def replay_from_manifest(manifest: dict, where: str) -> Replay:
     capture = manifest.get("capture")
     if capture is not None and not (isinstance(capture, list) and all(isinstance(c, str) for c in capture)):
         raise UserError(f"{where}: capture: expected a list of host names")
-    return Replay(loaded, seed, "emulation", nodes=nodes, impair=impair, capture=capture)
+    limits = manifest.get("limits")
+    if limits is not None and not (isinstance(limits, dict) and set(limits) <= {"cpus", "memory_mb"}):
+        raise UserError(f"{where}: limits: expected {{cpus, memory_mb}}")
+    return Replay(loaded, seed, "emulation", nodes=nodes, impair=impair, capture=capture, limits=limits)
 
 
 def read_replay(original: RunDir) -> tuple[dict, Replay]:
@@ -107,6 +111,8 @@ def repeat(replay: Replay, original: RunDir, out: Path | None, progress: Progres
                         f"lacks (no sch_netem); rerun it where netem exists")
     options = EmulationOptions(nodes=replay.nodes or "docker", impair=replay.impair or "auto",
                                capture=replay.capture)
+    if replay.limits is not None:  # runs from before limits were recorded keep today's defaults
+        options = replace(options, cpus=replay.limits.get("cpus"), memory_mb=replay.limits.get("memory_mb"))
     return run_experiment(replay.loaded, replay.backend, seed=replay.seed, out=out, options=options,
                           progress=progress, manifest_extra={"rerun_of": str(original.path.resolve())})
 

@@ -75,6 +75,12 @@ def print_emulation_summary(console: Console, outcome: RunOutcome) -> None:
     table.add_row("runtime", f"{rt.get('nodes')} nodes, {rt.get('wall_s')} s wall{drained}")
     if rt.get("outstanding"):
         console.print(f"[yellow]not quiescent after the drain cap: {rt['outstanding']}[/yellow]")
+    if rt.get("overloaded"):
+        load = rt.get("load", {})
+        console.print(f"[yellow]machine overloaded (run queue p90 {load.get('run_queue', {}).get('p90')} on "
+                      f"{load.get('cpus')} CPUs, timers {load.get('timer_lateness_p99_ms')} ms late at p99): "
+                      f"latency and fairness figures are distorted by this machine, not the protocol[/yellow]",
+                      soft_wrap=True)  # one line, however narrow the terminal
     console.print(table)
     pcaps = run.pcap_files()
     if pcaps:

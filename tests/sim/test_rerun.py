@@ -127,7 +127,8 @@ def test_a_bad_run_dir_is_one_line_and_exit_2(tmp_path, make, expected):
 def _emulated_manifest(**extra) -> dict:
     loaded = spec.load_experiment(QUICKSTART)
     return {**loaded.to_manifest(), "backend": "emulation", "seed": 7, "nodes": "ns", "impair": "relay",
-            "impair_requested": "auto", "capture": ["cu1", "cu2"], **extra}
+            "impair_requested": "auto", "capture": ["cu1", "cu2"],
+            "limits": {"cpus": 1.5, "memory_mb": 256}, **extra}
 
 
 def test_an_emulated_run_is_replayed_with_its_node_mode_impairment_and_capture():
@@ -155,8 +156,10 @@ def test_rerun_of_an_emulated_run_calls_the_runtime_runner_with_the_recorded_arg
     original.write_summary({**summarize(events, loaded), "messages_sent": 5, "runtime": {"wall_s": 80.0}})
     calls = []
 
-    def fake_emulate(loaded, seed, run_dir, nodes="docker", impair="auto", capture=None, progress=None):
-        calls.append(dict(loaded=loaded, seed=seed, out=run_dir.path, nodes=nodes, impair=impair, capture=capture))
+    def fake_emulate(loaded, seed, run_dir, nodes="docker", impair="auto", capture=None, progress=None,
+                     cpus=None, memory_mb=None):
+        calls.append(dict(loaded=loaded, seed=seed, out=run_dir.path, nodes=nodes, impair=impair, capture=capture,
+                          limits={"cpus": cpus, "memory_mb": memory_mb}))
         return runner.EmulationResult(
             events, DROP_SCHEMA.empty_table(), LINK_COUNT_SCHEMA.empty_table(),
             manifest={"nodes": nodes, "impair": impair, "capture": capture},
@@ -173,6 +176,7 @@ def test_rerun_of_an_emulated_run_calls_the_runtime_runner_with_the_recorded_arg
     [call] = calls
     assert (call["seed"], call["out"], call["nodes"], call["impair"], call["capture"]) == \
         (7, new, "docker", "relay", ["cu1", "cu2"])
+    assert call["limits"] == {"cpus": 1.5, "memory_mb": 256}  # the recorded limits, not today's defaults
     assert call["loaded"].to_manifest()["experiment"] == _emulated_manifest()["experiment"]
     out = " ".join(res.output.split())
     # runtime.wall_s differs and does not count; the edited figure does.

@@ -13,8 +13,10 @@ from typing import List, Optional
 import typer
 from rich.console import Console
 
+from ..errors import UserError
 from ..rundir import RunDir
 from .compare import compare as compare_runs
+from .compare import verdict as twin_verdict
 
 app = typer.Typer(add_completion=False, help="analysis of run directories with PySpark")
 console = Console()
@@ -48,14 +50,27 @@ def analyze(
 
 @app.command()
 def compare(
-    run_a: Path, run_b: Path,
+    run_a: Path = typer.Argument(..., metavar="SIM_RUN", help="run A: the simulated run"),
+    run_b: Path = typer.Argument(..., metavar="EMU_RUN", help="run B: the emulated run of the same experiment and seed"),
     html: Optional[Path] = typer.Option(None, help="HTML output (default RUN_A/analysis/compare-<B>.html)"),
     master: Optional[str] = typer.Option(None, help="Spark master for runs not analysed yet"),
+    verdict: bool = typer.Option(True, "--verdict/--no-verdict",
+                                 help="judge B against A (exit 1 on a failed rule); --no-verdict: side by side "
+                                      "only, exit 0 (two runs that are not twins, e.g. different settings)"),
+    analyze: bool = typer.Option(True, "--analyze/--no-analyze",
+                                 help="analyse runs without metrics with Spark for the side-by-side table; "
+                                      "--no-analyze: the verdict alone (summary.json and links/, no Spark)"),
 ) -> None:
-    """Two runs' metrics side by side (analyses either run first if it has no metrics yet)."""
+    """Two runs' metrics side by side and the twin verdict: per metric its tolerance and pass or
+    fail, then one PASS/FAIL line; exit code 1 if a rule failed."""
     for r in (run_a, run_b):
         RunDir(r).check()
-    todo = [r for r in (run_a, run_b) if not RunDir(r).metrics_path.exists()]
-    if todo:
-        _analyze_with_spark(todo, master, announce=False)
-    console.print(f"comparison: {compare_runs(run_a, run_b, html, console=console)}")
+    if analyze:
+        todo = [r for r in (run_a, run_b) if not RunDir(r).metrics_path.exists()]
+        if todo:
+            _analyze_with_spark(todo, master, announce=False)
+        console.print(f"comparison: {compare_runs(run_a, run_b, html, console=console)}")
+    elif not verdict:
+        raise UserError("--no-analyze --no-verdict leaves nothing to show; drop one of them")
+    if verdict and not twin_verdict(run_a, run_b, console=console):
+        raise typer.Exit(1)

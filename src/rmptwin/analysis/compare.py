@@ -1,4 +1,6 @@
-"""`rmptwin compare RUN_A RUN_B`: two runs' headline metrics side by side (terminal and HTML)."""
+"""`rmptwin compare RUN_A RUN_B`: two runs' headline metrics side by side (terminal and HTML),
+and the twin verdict (``twin_verdict``: A simulated, B emulated, one rule per metric with its
+tolerance) with one final PASS/FAIL line."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from rich.table import Table
 from ..errors import UserError
 from ..rundir import RunDir
 from .report import CSS, fmt
+from .twin_verdict import FAIL, PASS, Rule, inputs_of, passed, twin_verdict
 
 
 def load_metrics(run: Path) -> dict:
@@ -34,6 +37,33 @@ def rows(a: dict, b: dict) -> list[tuple[str, object, object, float | None]]:
 def _name(m: dict, run: Path) -> str:
     exp = (m.get("manifest") or {}).get("experiment") or {}
     return f"{exp.get('name', run.name)} ({run.name})"
+
+
+STYLE = {PASS: "green", FAIL: "bold red"}
+
+
+def verdict(run_a: Path, run_b: Path, console=None) -> bool:
+    """Print the twin verdict of B (emulated) against A (simulated): a table of rules and one
+    final PASS/FAIL line. Returns whether no rule failed."""
+    rules = twin_verdict(inputs_of(RunDir(run_a)), inputs_of(RunDir(run_b)))
+    console = console or Console()
+    console.print(verdict_table(rules))
+    ok = passed(rules)
+    skipped = [r.metric for r in rules if r.status not in (PASS, FAIL)]
+    tail = f" ({len(skipped)} not judged: {', '.join(skipped)})" if skipped else ""
+    console.print(f"[{STYLE[PASS if ok else FAIL]}]twin verdict: {'PASS' if ok else 'FAIL'}[/]"
+                  f" — {sum(r.status == PASS for r in rules)} pass, {sum(r.status == FAIL for r in rules)} fail{tail}")
+    return ok
+
+
+def verdict_table(rules: list[Rule]) -> Table:
+    table = Table(title="twin verdict (A simulated, B emulated)")
+    for col in ("metric", "A", "B", "tolerance", "verdict", "note"):
+        table.add_column(col, justify="right" if col in ("A", "B") else "left")
+    for r in rules:
+        style = STYLE.get(r.status, "yellow")
+        table.add_row(r.metric, r.a, r.b, r.tolerance, f"[{style}]{r.status}[/]", r.note)
+    return table
 
 
 def compare(run_a: Path, run_b: Path, html_out: Path | None = None, console=None) -> Path:

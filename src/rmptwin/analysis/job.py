@@ -19,6 +19,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..rundir import RunDir
 from . import control, extract, latency, loss, minc, report, throughput
+from .first_copy import first_copy_slack_ms
 
 QUANTILES = [i / 100 for i in range(101)]
 STEPS = ["extract", "latency", "fairness", "loss", "minc", "control", "throughput", "report"]
@@ -120,12 +121,13 @@ def fairness_metrics(events: DataFrame, out: RunDir, bin_ns: int) -> dict:
     return m
 
 
-def _dn_ms(rd: extract.RunData) -> float:
-    return (rd.manifest.get("experiment") or {}).get("protocol", {}).get("dn_ms", 75.0)
+def _slack_ms(rd: extract.RunData) -> float:
+    """How late after its send a copy still counts as the first (first_copy.first_copy_slack_ms)."""
+    return first_copy_slack_ms((rd.manifest.get("experiment") or {}).get("protocol"))
 
 
 def _receiver_windows(spark, rd: extract.RunData) -> DataFrame:
-    return spark.createDataFrame(minc.receiver_windows(rd.topology, _dn_ms(rd)), minc.RECEIVER_WINDOWS)
+    return spark.createDataFrame(minc.receiver_windows(rd.topology, _slack_ms(rd)), minc.RECEIVER_WINDOWS)
 
 
 def loss_metrics(events: DataFrame, fate: DataFrame, out: RunDir) -> dict:
@@ -140,11 +142,12 @@ def loss_metrics(events: DataFrame, fate: DataFrame, out: RunDir) -> dict:
 
 def minc_metrics(spark, rd: extract.RunData, events: DataFrame, fate: DataFrame, out: RunDir) -> dict:
     """MINC link-loss estimates beside the ground truth, and the receivers in tree order."""
-    rows = minc.minc_links(spark, rd.topology, fate, latency.sends(events), rd.drops, rd.counts, _dn_ms(rd))
+    rows = minc.minc_links(spark, rd.topology, fate, latency.sends(events), rd.drops, rd.counts, _slack_ms(rd))
     _write_rows(rows, out, "minc")
     pairs = sorted({(r["src"], r["stripe"]) for r in rows})
     trees = minc.trees_for(rd.topology, pairs[:1])
-    return {"minc": rows, "tree_order": next(iter(trees.values())).leaves_in_order() if trees else []}
+    return {"minc": rows, "tree_order": next(iter(trees.values())).leaves_in_order() if trees else [],
+            "minc_first_copy_slack_ms": _slack_ms(rd)}
 
 
 def nack_metrics(events: DataFrame, fate: DataFrame) -> dict:

@@ -20,7 +20,7 @@ from pyspark.sql import types as T
 
 from ..rmp.striping import serves_stripe
 from ..spec import Topology
-from ..tree import multicast_tree, worst_delay_ms
+from ..tree import multicast_tree, path_links
 
 
 @dataclass
@@ -203,7 +203,7 @@ def hop_drops(drops: DataFrame, sent: DataFrame, windows: DataFrame) -> DataFram
     """Distinct first-copy DATA packets dropped per (src, stripe, from_node, to_node).
 
     A drop counts as the first copy's if it happened within the hop's window after the send
-    (path delay to the hop plus half of dN); later drops of the same packet are repairs.
+    (see hop_windows); later drops of the same packet are the source's re-sends.
     """
     data = drops.filter(F.upper(F.col("frame")) == "DATA").withColumn(
         "stripe", F.regexp_extract("group", r"^rmp/(\d+)$", 1)
@@ -226,29 +226,32 @@ def hop_params(topo: Topology, u: str, v: str):
     return topo.link(u, v)
 
 
-def hop_windows(topo: Topology, trees: dict[tuple[str, int], LogicalTree], dn_ms: float) -> list[tuple]:
-    """(src, from_node, to_node, window_ns) for every physical hop of every tree: the path
-    delay (with jitter) from the source to the hop, plus 1 ms, plus dN/2."""
+def hop_windows(topo: Topology, trees: dict[tuple[str, int], LogicalTree], slack_ms: float) -> list[tuple]:
+    """(src, from_node, to_node, window_ns) for every physical hop of every tree: just under
+    the earliest a re-send can get there, ``slack_ms`` (first_copy.first_copy_slack_ms) plus
+    the path delay from the source without jitter, less 1 ms."""
     out = {}
     for (src, _), t in trees.items():
         dist = {t.root: 0.0}
         for node in t.nodes():
             for u, v in t.hops[node]:
                 p = hop_params(topo, u, v)
-                out[(src, u, v)] = int((dist[u] + 1.0 + dn_ms / 2) * 1e6)
-                dist[v] = dist[u] + p.delay_ms + p.jitter_ms
+                out[(src, u, v)] = int((dist[u] + slack_ms - 1.0) * 1e6)
+                dist[v] = dist[u] + p.delay_ms
     return [(s, u, v, w) for (s, u, v), w in out.items()]
 
 
-def receiver_windows(topo: Topology, dn_ms: float) -> list[tuple]:
-    """(src, node, window_ns) for every source and receiver: the latest a first copy can
-    arrive (path delay with jitter, plus 1 ms, plus dN/2); later copies are re-sends."""
+def receiver_windows(topo: Topology, slack_ms: float) -> list[tuple]:
+    """(src, node, window_ns) for every source and receiver: just under the earliest a
+    re-send can arrive, ``slack_ms`` (first_copy.first_copy_slack_ms) plus the path delay
+    without jitter, less 1 ms. Any copy before that is the first; later ones may be re-sends."""
     out = []
     for s in topo.hosts_with_role("source"):
         for r in topo.hosts:
             if r.role not in ("primary", "secondary"):
                 continue
-            out.append((s.name, r.name, int((worst_delay_ms(topo, s, r) + 1.0 + dn_ms / 2) * 1e6)))
+            delay = sum(p.delay_ms for p in path_links(topo, s, r))
+            out.append((s.name, r.name, int((delay + slack_ms - 1.0) * 1e6)))
     return out
 
 
@@ -281,7 +284,7 @@ def configured_loss(topo: Topology, hops: list[tuple[str, int]]) -> float:
 
 
 def minc_links(spark: SparkSession, topo: Topology, fate: DataFrame, sent: DataFrame,
-               drops: DataFrame | None, counts: DataFrame | None, dn_ms: float) -> list[dict]:
+               drops: DataFrame | None, counts: DataFrame | None, slack_ms: float) -> list[dict]:
     """One row per logical link of every (source, stripe) tree: MINC estimate, configured
     loss, and ground truth (distinct first copies dropped on the link / copies that reached it)."""
     receivers = sorted(h.name for h in topo.hosts if h.role in ("primary", "secondary"))
@@ -296,7 +299,7 @@ def minc_links(spark: SparkSession, topo: Topology, fate: DataFrame, sent: DataF
     dropped: dict[tuple, int] | None = None
     rates: dict[tuple[str, str], float] | None = None
     if drops is not None:
-        windows = spark.createDataFrame(hop_windows(topo, trees, dn_ms), WINDOWS)
+        windows = spark.createDataFrame(hop_windows(topo, trees, slack_ms), WINDOWS)
         sent = sent.join(complete.select("src", "stripe", "src_seq"), ["src", "stripe", "src_seq"], "left_semi")
         dropped = {(r["src"], r["stripe"], r["from_node"], r["to_node"]): r["dropped"]
                    for r in hop_drops(drops, sent, windows).collect()}

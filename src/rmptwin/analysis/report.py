@@ -60,6 +60,37 @@ def kv_table(d: dict) -> str:
     return table([{"name": k, "value": v if not isinstance(v, (dict, list)) else json.dumps(v)} for k, v in d.items()])
 
 
+def _span(lo, hi) -> str:
+    return f"{lo}" if lo == hi else f"{lo}–{hi}"
+
+
+def minc_note(m: dict) -> str:
+    """What the MINC table rests on: packets per tree, first copies lost per link, the
+    largest error and what bounds it (sampling: one drop is 1/packets of a link's rate)."""
+    rows = [r for r in m.get("minc", []) if r.get("packets")]
+    if not rows:
+        return "No MINC estimate: no packet reached every receiver of a source's tree."
+    n = sorted({int(r["packets"]) for r in rows})
+    judged = [r for r in rows if r.get("truth") is not None and r.get("estimate") == r.get("estimate")]
+    lost = [round(r["truth"] * r["packets"]) for r in judged]
+    parts = [f"Each (source, stripe) tree has {_span(n[0], n[-1])} packets every receiver expected, so one "
+             f"lost packet moves a link's rate by {_span(f'{100 / n[-1]:.2g}', f'{100 / n[0]:.2g}')} points"]
+    slack = m.get("minc_first_copy_slack_ms")
+    if slack is not None:
+        parts.append(f"a copy counts as the first if it comes before a re-send could (the source re-sends "
+                     f"{slack:g} ms after the send at the earliest, plus the path delay), so a first copy a "
+                     "loaded node logs late is not taken for a loss")
+    if lost:
+        worst = max(judged, key=lambda r: abs(r["estimate"] - r["truth"]))
+        err = abs(worst["estimate"] - worst["truth"])
+        cause = ("within two packets of its tree: sampling" if err * worst["packets"] <= 2 + 1e-9 else
+                 "more than two packets of its tree: not sampling alone")
+        parts.append(f"the links' ground truth rests on {_span(min(lost), max(lost))} first copies lost per link; "
+                     f"the largest error is {100 * err:.2f} points ({worst['link']}, source {worst['src']}, "
+                     f"stripe {worst['stripe']}, {worst['packets']} packets), {cause}")
+    return "; ".join(parts) + "."
+
+
 def render(m: dict, run: RunDir) -> Path:
     """Write the plots and report.html into the run's analysis directory; returns the report's path."""
     from . import plots  # matplotlib: only when drawing
@@ -96,7 +127,7 @@ def _page(m: dict, plot_names) -> str:
         "<h2>Fairness spread (ns)</h2>", table(m.get("fairness", [])),
         "<h2>Receivers: loss and repair</h2>", table(m.get("receiver_loss", [])),
         "<h2>Customers</h2>", table(m.get("customer_loss", [])),
-        "<h2>MINC link-loss inference</h2>",
+        "<h2>MINC link-loss inference</h2>", f"<p class='caption'>{html.escape(minc_note(m))}</p>",
         table(m.get("minc", []), ["src", "stripe", "link", "packets", "gamma", "estimate", "truth", "configured"]),
         "<h2>Control messages per data message</h2>", table(m.get("control", [])),
         "<h2>NACKs</h2>", kv_table(m.get("nacks") or {}), table(m.get("nacks_by_losers", [])),

@@ -45,6 +45,20 @@ Definitions (the same for simulated and emulated runs):
   (CUST_RECV, Mold seq = gseq) every gseq released on each of their stripes.
 - Percentiles (p50, p99) interpolate linearly between the two nearest values.
 
+Emulated runs only (their nodes log TIMER_LATENESS; a simulated run has none, and its
+summary has none of these keys):
+
+- timer_lateness_ms: per role, p50/p99/max/n of the lateness of every timer the role's nodes
+  fired (wall time the core's handle_timer ran minus the deadline it asked for), merged from
+  the nodes' histograms (``rmptwin.timer_lateness``: p50/p99 within 4.4 %, max exact).
+- The scheduled release of a RELEASE: the deadline its receiver's timer was set for, i.e. the
+  later of its due time (ack ts + Delta_A; in true time, t_ns - detail.late_ns) and the time
+  the receiver DELIVERed that gseq (a message placed after its due time is released at once).
+- fairness_protocol_ms: per message, latest minus earliest scheduled release across the
+  operable R_T: the spread the protocol (and the network's delays) causes.
+- fairness_timer_ms: per message, fairness_spread minus fairness_protocol: the part late
+  timers add (negative when a late timer happened to narrow the spread).
+
 The stripe of an event comes from ``detail.stripe`` (0 when absent).
 """
 
@@ -60,6 +74,7 @@ import pyarrow as pa
 from ..events import Kind
 from ..factories.rmp import customer_stripes
 from ..spec import LoadedExperiment
+from ..timer_lateness import merge_by_key
 from .venue_metrics import venue_summary
 
 RT_ROLES = ("primary", "secondary")
@@ -195,26 +210,74 @@ def _message_figures(df: pd.DataFrame, d: _Deliveries, operable: list, recovered
             "messages_lost": len(lost)}
 
 
+def _released(df: pd.DataFrame, d: _Deliveries, rt_names: set[str]):
+    """(node, t_ns, message, detail) of every RELEASE of an R_P/R_S whose message is known."""
+    gseq_msg = {(stripe, g): msg for stripe, ref in d.reference.items() for g, msg in ref.items()}
+    rel = df[(df.kind == Kind.RELEASE) & df.node.isin(rt_names)]
+    for node, t, gseq, src, sseq, det in zip(rel.node, rel.t_ns, rel.gseq, rel.src, rel.src_seq, rel.detail):
+        stripe = _stripe(det)
+        msg = (stripe, src, int(sseq)) if src else gseq_msg.get((stripe, int(gseq)))
+        if msg is not None:
+            yield node, int(t), int(gseq), msg, det
+
+
 def _release_figures(df: pd.DataFrame, d: _Deliveries, rt_names: set[str], operable_names: set[str]) -> dict:
     """delivery_latency_ms and fairness_spread_ms, from RELEASE."""
     send = df[df.kind == Kind.SEND]
     send_t: dict[Message, int] = {}
     for s, q, t, det in zip(send.src, send.src_seq, send.t_ns, send.detail):
         send_t.setdefault((_stripe(det), s, int(q)), int(t))
-    gseq_msg = {(stripe, g): msg for stripe, ref in d.reference.items() for g, msg in ref.items()}
-    rel = df[(df.kind == Kind.RELEASE) & df.node.isin(rt_names)]
     latencies, rel_times = [], {}
-    for node, t, gseq, src, sseq, det in zip(rel.node, rel.t_ns, rel.gseq, rel.src, rel.src_seq, rel.detail):
-        stripe = _stripe(det)
-        msg = (stripe, src, int(sseq)) if src else gseq_msg.get((stripe, int(gseq)))
-        if msg is None:
-            continue
+    for node, t, _gseq, msg, _det in _released(df, d, rt_names):
         if msg in send_t:
-            latencies.append((int(t) - send_t[msg]) / 1e6)
+            latencies.append((t - send_t[msg]) / 1e6)
         if node in operable_names:
-            rel_times.setdefault(msg, []).append(int(t))
+            rel_times.setdefault(msg, []).append(t)
     spreads = [(max(ts) - min(ts)) / 1e6 for ts in rel_times.values()]
     return {"delivery_latency_ms": percentiles(latencies), "fairness_spread_ms": percentiles(spreads)}
+
+
+def _late_ns(detail: str) -> int:
+    try:
+        return int(json.loads(detail).get("late_ns", 0)) if detail and "late_ns" in detail else 0
+    except (ValueError, TypeError, AttributeError):
+        return 0
+
+
+def fairness_split(df: pd.DataFrame, d: _Deliveries, rt_names: set[str], operable_names: set[str]) -> dict:
+    """fairness_protocol_ms and fairness_timer_ms (see the module docstring)."""
+    dl = df[(df.kind == Kind.DELIVER) & df.node.isin(rt_names)]
+    delivered: dict[tuple[str, int, int], int] = {}
+    for node, t, gseq, det in zip(dl.node, dl.t_ns, dl.gseq, dl.detail):
+        key = (node, _stripe(det), int(gseq))
+        delivered[key] = max(delivered.get(key, 0), int(t))
+    times: dict[Message, list[tuple[int, int]]] = {}   # message -> [(actual, scheduled)]
+    for node, t, gseq, msg, det in _released(df, d, rt_names):
+        if node in operable_names:
+            sched = max(t - _late_ns(det), min(t, delivered.get((node, msg[0], gseq), 0)))
+            times.setdefault(msg, []).append((t, sched))
+    protocol, timer = [], []
+    for pairs in times.values():
+        actual = max(a for a, _ in pairs) - min(a for a, _ in pairs)
+        scheduled = max(s for _, s in pairs) - min(s for _, s in pairs)
+        protocol.append(scheduled / 1e6)
+        timer.append((actual - scheduled) / 1e6)
+    return {"fairness_protocol_ms": percentiles(protocol), "fairness_timer_ms": percentiles(timer)}
+
+
+def timer_lateness_by_role(df: pd.DataFrame) -> dict:
+    """{role: {p50, p99, max, n}} in ms, from the nodes' TIMER_LATENESS events."""
+    rows = df[df.kind == Kind.TIMER_LATENESS]
+    merged = merge_by_key((role, json.loads(det) if isinstance(det, str) else det)
+                          for role, det in zip(rows.role, rows.detail))
+    return {role: h.summary_ms() for role, h in sorted(merged.items())}
+
+
+def _emulated_figures(df: pd.DataFrame, d: _Deliveries, rt_names: set[str], operable_names: set[str]) -> dict:
+    """Timer lateness and the fairness split: only for a run whose nodes measured their timers."""
+    if not (df.kind == Kind.TIMER_LATENESS).any():
+        return {}
+    return {**fairness_split(df, d, rt_names, operable_names), "timer_lateness_ms": timer_lateness_by_role(df)}
 
 
 def reformation_outages(df: pd.DataFrame, rt_names: set[str]) -> list[float]:
@@ -272,6 +335,7 @@ def summarize(events: pa.Table | pd.DataFrame, loaded: LoadedExperiment) -> dict
     messages = _message_figures(df, d, operable, recovered_at, n_stripes)
     sent = messages["messages_sent"]
     outages = reformation_outages(df, rt_names)
+    operable_names = {h.name for h in operable}
     out = {
         "receivers": len(rt_hosts),
         "operable_receivers": len(operable),
@@ -279,7 +343,8 @@ def summarize(events: pa.Table | pd.DataFrame, loaded: LoadedExperiment) -> dict
         "order_consistent": not d.conflict,
         **messages,
         "control_per_data": float(ctrl / sent if sent else 0.0),
-        **_release_figures(df, d, rt_names, {h.name for h in operable}),
+        **_release_figures(df, d, rt_names, operable_names),
+        **_emulated_figures(df, d, rt_names, operable_names),
         "reformation_ms": outages,
         "reformation_median_ms": float(np.median(outages)) if outages else None,
         "customers": _customer_figures(df, loaded, rt_names, crashed_at_end),

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..frame_names import describe
 from ..tables import DROP_SCHEMA, LINK_COUNT_SCHEMA
@@ -118,3 +119,14 @@ def collect(state_dir: Path) -> tuple[pa.Table, pa.Table]:
         frames.extend(read_drop_file(Path(cfg["droplog"]), cfg["link"], cfg["a_node"], cfg["b_node"]))
     counts = counts_table(list((state_dir / "links").glob("*.counts.json")))
     return drops_table(frames, ip_names, wiring.get("group_names", {})), counts
+
+
+def rebased(drops: pa.Table, clock_t0_ns: int, run_t0_ns: int) -> pa.Table:
+    """``drops`` with times counted from the run's t0 (the events' origin) instead of
+    ``clock_t0_ns``, the origin the relays were given (the network's start, seconds earlier:
+    without this, every drop looks tens of seconds later than its packet's send)."""
+    if clock_t0_ns == run_t0_ns or drops.num_rows == 0:
+        return drops
+    i = drops.schema.get_field_index("t_ns")
+    shifted = pc.add(drops.column(i), pa.scalar(clock_t0_ns - run_t0_ns, pa.int64()))
+    return drops.set_column(i, drops.schema.field(i), shifted)

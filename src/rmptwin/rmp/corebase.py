@@ -38,6 +38,10 @@ class Timers:
     def has(self, key: Hashable) -> bool:
         return key in self._due
 
+    def keys_due_at(self, when: int) -> list[Hashable]:
+        """The keys set to fire at ``when`` (a driver asks which timer a deadline is)."""
+        return [key for key, due in self._due.items() if due == when]
+
     def next(self) -> int | None:
         h = self._heap
         while h and self._due.get(h[0][2]) != h[0][0]:

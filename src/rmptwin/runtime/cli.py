@@ -10,10 +10,11 @@ import typer
 from rich.console import Console
 
 from ..bound_warnings import print_bound_warnings
+from ..errors import UserError
 from ..experiment_run import EmulationOptions, run_experiment
 from ..run_display import print_emulation_summary, progress_bar
 from ..spec import LoadedExperiment, load_experiment
-from .runner import default_capture
+from .runner import NODE_CPUS, NODE_MEMORY_MB, default_capture
 
 app = typer.Typer(add_completion=False, help="emulated runs: every role its own process in its own host")
 console = Console()
@@ -40,13 +41,18 @@ def run(
     impair: str = typer.Option("auto", help="link impairment backend: auto, netem or relay"),
     capture: str = typer.Option("customers", help="hosts to capture into pcaps/: customers (customers and "
                                                   "retransmit servers), all, none, or names a,b,c"),
+    node_cpus: float = typer.Option(NODE_CPUS, help="CPUs each Docker host may use (0: unlimited)"),
+    node_memory_mb: int = typer.Option(NODE_MEMORY_MB, help="memory each Docker host may use, MB (0: unlimited)"),
     strict: bool = typer.Option(False, "--strict", help="warnings (parameters outside the seed's bounds) "
                                                      "are errors: exit 2 before the network comes up"),
 ) -> None:
     """Run an experiment on the emulated network: every role its own process in its own host."""
     loaded = load_experiment(experiment)
     print_bound_warnings(loaded, experiment, strict=strict)
-    options = EmulationOptions(nodes=nodes, impair=impair, capture=capture_hosts(loaded, capture))
+    if node_cpus < 0 or node_memory_mb < 0:
+        raise UserError("--node-cpus and --node-memory-mb must be >= 0 (0: unlimited)")
+    options = EmulationOptions(nodes=nodes, impair=impair, capture=capture_hosts(loaded, capture),
+                               cpus=node_cpus or None, memory_mb=node_memory_mb or None)
     with progress_bar(console, loaded, "emulation") as progress:
         outcome = run_experiment(loaded, "emulation", seed=seed, out=out, options=options, progress=progress)
     print_emulation_summary(console, outcome)

@@ -10,12 +10,21 @@ port its bytes belong to: RMP frames start with 0xA5, a MoldUDP64 re-request is 
 Time: ``true`` ns since the run's start (CLOCK_REALTIME minus t0, the same clock for every
 node on this kernel) stamps events; the core sees its own clock (offset and drift from
 ``experiment.clocks``), exactly as in the simulator.
+
+Timers: the core's deadline is mapped to the loop's clock when it is armed (``call_at``, an
+absolute time, recomputed from the wall clock at each arming so nothing accumulates). The
+selector rounds its timeout up to the millisecond and a loaded machine wakes a process late,
+so a release deadline (a receiver releasing at ack ts + Delta_A: what fairness is made of) is
+armed ``EARLY_WAKE_NS`` early and finished by yielding the CPU until the wall clock reaches it.
+No timer is handed to the core before its deadline. Every fire's lateness (the wall time
+``handle_timer`` runs minus the deadline) goes into ``lateness`` (``rmptwin.timer_lateness``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import errno
+import os
 import socket
 import struct
 import time
@@ -25,12 +34,14 @@ from ..groups import REGION_PORT, REREQUEST_PORT, RMP_PORT, group_ip
 from ..sansio import Group, Unicast
 from ..rmp.moldudp64 import is_request
 from ..spec import Clock
+from ..timer_lateness import LatenessHistogram
 from .drain import NodeProgress
 from .eventlog import EventWriter
 
 RMP_MAGIC = 0xA5
 SOCKET_BUFFER = 4 << 20
 MAX_READS_PER_WAKEUP = 256
+EARLY_WAKE_NS = 2_000_000  # > the selector's 1 ms rounding plus a typical wake-up delay
 
 
 def port_for_group(name: str) -> int:
@@ -80,6 +91,17 @@ def _udp_socket(ip: str, port: int) -> socket.socket:
     return s
 
 
+def is_release_deadline(core, deadline: int) -> bool:
+    """Whether ``deadline`` is a receiver's release (timer key ``(stripe, "release")``).
+
+    Asks the RMP cores' ``Timers`` table (``rmp.corebase``); a core without one has no
+    release deadlines."""
+    timers = getattr(core, "timers", None)
+    if timers is None:
+        return False
+    return any(isinstance(key, tuple) and key[-1:] == ("release",) for key in timers.keys_due_at(deadline))
+
+
 class NodeDriver:
     """Runs one core on this host's sockets until ``stop()``."""
 
@@ -99,6 +121,8 @@ class NodeDriver:
         self.joined: set[str] = set()
         self._timer: asyncio.TimerHandle | None = None
         self._timer_local: int | None = None
+        self._timer_precise = False
+        self.lateness = LatenessHistogram()
         self.loop: asyncio.AbstractEventLoop | None = None
         self.sent = 0
         self.received = 0
@@ -180,8 +204,18 @@ class NodeDriver:
     def _fire(self) -> None:
         self._timer = None
         fired, self._timer_local = self._timer_local, None
+        due = self.clock.true(fired)
         t = self.true_now()
-        self.core.handle_timer(self.clock.local(t))
+        if due - t > 2 * EARLY_WAKE_NS + 1_000_000:  # the wall clock stepped back: wait again
+            self._arm(fired)
+            return
+        while t < due:  # woken early on purpose (or by the selector's rounding): finish precisely
+            if self._timer_precise and due - t > 50_000:
+                os.sched_yield()
+            t = self.true_now()
+        local = self.clock.local(t)
+        self.lateness.add(local - fired)
+        self.core.handle_timer(local)
         self.after(t, fired)
 
     def after(self, t: int, fired: int | None = None) -> None:
@@ -199,13 +233,20 @@ class NodeDriver:
         if deadline is not None and deadline == fired:
             deadline = None  # re-arming the deadline just handled would spin
         if deadline != self._timer_local:
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
-            self._timer_local = deadline
-            if deadline is not None and self.loop is not None:
-                delay = max(0, self.clock.true(deadline) - self.true_now()) / 1e9
-                self._timer = self.loop.call_later(delay, self._fire)
+            self._arm(deadline)
+
+    def _arm(self, deadline: int | None) -> None:
+        """(Re)arm the loop's one timer for the core's ``deadline`` (its local clock)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._timer_local = deadline
+        if deadline is None or self.loop is None:
+            return
+        self._timer_precise = is_release_deadline(self.core, deadline)
+        early = EARLY_WAKE_NS if self._timer_precise else 0
+        wait_ns = self.clock.true(deadline) - early - self.true_now()
+        self._timer = self.loop.call_at(self.loop.time() + max(0, wait_ns) / 1e9, self._fire)
 
     def _send(self, data: bytes, dest) -> None:
         if isinstance(dest, Group):

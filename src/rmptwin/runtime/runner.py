@@ -33,6 +33,7 @@ from typing import Callable
 
 import pyarrow as pa
 
+from ..emulation.droplog import rebased
 from ..errors import UserError
 from ..events import Event, Kind
 from ..groups import group_ip
@@ -44,12 +45,20 @@ from .config import NodeConfig
 from .drain import DRAIN_MAX_S, owed_stripes, quiescent
 from .eventlog import EventWriter, merge_logs
 from .flatnet import FlatNetwork
+from .hostload import LoadSampler, overload_verdict, run_lateness
+from .priority import ReleasePriority
 
 REPO = Path(__file__).resolve().parents[3]
 SETTLE_S = 1.0           # after the controller saw every join: its flow mods land before t0
 READY_TIMEOUT_S = 180.0  # dozens of Python processes importing on two cores
 TREES_TIMEOUT_S = 60.0
 CAPTURE_PORTS = "udp"    # everything UDP: RMP, remulticast and re-requests
+# Per Docker host. A node is one busy Python thread: one CPU never throttles it, yet a
+# runaway node cannot take both CPUs from the release path; 512 MB is ~10x a node's use.
+NODE_CPUS = 1.0
+NODE_MEMORY_MB = 512
+RELEASE_ROLES = ("primary", "secondary")  # their timers make the fairness spread
+
 
 
 @dataclass
@@ -124,7 +133,8 @@ class Run:
 
     def __init__(self, loaded: LoadedExperiment, seed: int, run_dir: RunDir, nodes: str = "docker",
                  impair: str = "auto", capture: list[str] | None = None,
-                 progress: Callable[[float, str], None] | None = None, settle_s: float = SETTLE_S) -> None:
+                 progress: Callable[[float, str], None] | None = None, settle_s: float = SETTLE_S,
+                 cpus: float | None = NODE_CPUS, memory_mb: int | None = NODE_MEMORY_MB) -> None:
         self.loaded = loaded
         self.exp = loaded.experiment
         self.seed = seed
@@ -134,6 +144,10 @@ class Run:
         self.capture = capture if capture is not None else default_capture(loaded)
         self.progress = progress or (lambda frac, msg: None)
         self.settle_s = settle_s
+        self.cpus, self.memory_mb = cpus, memory_mb
+        self.priority = ReleasePriority(sum(1 for h in loaded.topology.hosts if h.role in RELEASE_ROLES))
+        self.boosted: dict[str, str] = {}  # release-path node -> what the runner got for it
+        self.load = LoadSampler()
         self.procs: dict[str, NodeProc] = {}
         self.captures: list[subprocess.Popen] = []
         self.t0: int | None = None
@@ -159,7 +173,8 @@ class Run:
         # A state directory of our own: a network some other tool left up elsewhere is not ours to claim.
         state = Path("/run/rmptwin") / f"run-{os.getpid()}"
         return EmulatedNetwork(self.loaded.topology, nodes=self.nodes_mode, impair=self.impair, seed=self.seed,
-                               state_dir=state, mounts=mounts, progress=lambda msg: self.progress(0.0, msg))
+                               state_dir=state, mounts=mounts, progress=lambda msg: self.progress(0.0, msg),
+                               cpus=self.cpus, memory_mb=self.memory_mb)
 
     # ------------------------------------------------------------------ nodes
 
@@ -174,6 +189,8 @@ class Run:
         proc = host.popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=env, cwd="/")
         err.close()
         np = NodeProc(name, self.loaded.topology.host(name).role, incarnation, proc)
+        if np.role in RELEASE_ROLES:
+            self.boosted[name] = self.priority.boost(proc.pid)  # popen's pid is the node's own (mnexec execs it)
         threading.Thread(target=_pump, args=(np,), daemon=True).start()
         return np
 
@@ -237,6 +254,7 @@ class Run:
             try:
                 self._teardown_nodes()
             finally:
+                self.priority.restore()
                 self.net.__exit__(None, None, None)
                 state = getattr(self.net, "state_dir", None)
                 if state is not None and state.name.startswith("run-"):
@@ -250,14 +268,19 @@ class Run:
         for np in self.procs.values():
             np.send(f"GO {self.t0}")
         log = EventWriter(self.run.runner_log_path)
-        self._apply_schedule(log)
-        self._drain()
+        self.load.start()
+        try:
+            self._apply_schedule(log)
+            self._drain()
+        finally:
+            self.load.stop()
         self.progress(1.0, "collecting")
         self._stop_nodes()
         self._stop_captures()
         log.close()
         events, self.torn_lines = merge_logs(self.run.node_event_logs())
-        drops = self.net.drops()
+        # The relays count from the network's start; the events from t0.
+        drops = rebased(self.net.drops(), getattr(self.net, "t0_ns", self.t0), self.t0)
         counts = self.net.link_counts() if hasattr(self.net, "link_counts") else LINK_COUNT_SCHEMA.empty_table()
         return events, drops, counts
 
@@ -386,20 +409,26 @@ def check_arguments(loaded: LoadedExperiment, nodes: str, capture: list[str] | N
 
 
 def emulate(loaded: LoadedExperiment, seed: int, run_dir: RunDir, nodes: str = "docker", impair: str = "auto",
-            capture: list[str] | None = None,
-            progress: Callable[[float, str], None] | None = None) -> EmulationResult:
-    """Run ``loaded`` on the emulated network; the nodes leave their logs and captures in ``run_dir``."""
+            capture: list[str] | None = None, progress: Callable[[float, str], None] | None = None,
+            cpus: float | None = NODE_CPUS, memory_mb: int | None = NODE_MEMORY_MB) -> EmulationResult:
+    """Run ``loaded`` on the emulated network; the nodes leave their logs and captures in ``run_dir``.
+    ``cpus`` and ``memory_mb`` limit each Docker host (None: unlimited)."""
     check_arguments(loaded, nodes, capture)
     wall = time.monotonic()
-    r = Run(loaded, seed, run_dir, nodes=nodes, impair=impair, capture=capture, progress=progress)
+    r = Run(loaded, seed, run_dir, nodes=nodes, impair=impair, capture=capture, progress=progress,
+            cpus=cpus, memory_mb=memory_mb)
     events, drops, counts = r.execute()
-    # `rmptwin rerun` passes nodes, the impairment actually used and capture back to this function.
+    # `rmptwin rerun` passes nodes, the impairment actually used, capture and limits back here.
+    limits = {"cpus": cpus, "memory_mb": memory_mb} if nodes == "docker" else None
     manifest = {"nodes": nodes, "impair": getattr(r.net, "impair", impair), "impair_requested": impair,
-                "capture": list(r.capture), "faults_applied": r.faults_applied, "t0_unix_ns": r.t0,
-                "pcaps": [p.name for p in r.run.pcap_files()]}
+                "capture": list(r.capture), "limits": limits, "faults_applied": r.faults_applied,
+                "t0_unix_ns": r.t0, "pcaps": [p.name for p in r.run.pcap_files()]}
     stats = {"wall_s": round(time.monotonic() - wall, 1), "nodes": nodes,
              "drain_s": round(r.drain_s, 2), "outstanding": r.outstanding or None,
              "torn_log_lines": r.torn_lines, "missing_joins": r.missing_joins,
-             "node_counters": {n: np.done for n, np in r.procs.items()}}
+             "node_counters": {n: np.done for n, np in r.procs.items()},
+             "limits": limits,
+             "release_priority": r.boosted,
+             **overload_verdict(r.load.samples, run_lateness(events))}
     return EmulationResult(events, drops if drops is not None else DROP_SCHEMA.empty_table(), counts,
                            manifest, emulation_facts(nodes, r.net), stats)

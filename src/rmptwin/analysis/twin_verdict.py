@@ -1,0 +1,323 @@
+"""The twin verdict (issue 10, item 4): does run B (emulated) tell the same story as run A
+(simulated, same experiment and seed)? One rule per metric, each with its tolerance:
+
+- agreement, messages_lost: equal.
+- control_per_data: |B - A| <= 10 % of A.
+- delivery latency p50 (summary.json ``delivery_latency_ms``): |B - A| <= 10 % of A plus
+  B's measured timer lateness: the largest p99 of ``timer_lateness_ms`` over the receiving
+  roles (primary, secondary; every role if those are absent). A release fires on a timer, so
+  a late timer delays it by that much; a run without ``timer_lateness_ms`` counts 0 and the
+  rule's note says so.
+- fairness spread p99 of B <= 5 ms (issue 10's target; A's value is shown beside it: what
+  the protocol itself spreads, 0 on the quickstart).
+- per-link first-copy loss: per link direction, first copies lost / first copies offered.
+  A message's first copy is lost on a direction when its DATA frame was dropped there before
+  the source first re-sent it (its first SRC_RETX; any time if never re-sent): later drops
+  may be of re-sends, which a loaded emulation makes many more of (not a time window after
+  SEND: an overloaded emulation drops first copies seconds after their SEND). It is offered
+  to every direction of its (source, stripe) multicast tree (tree.multicast_tree to the hosts that
+  received the stripe, with the access links) that no upstream first-copy drop cut it off
+  from. The denominator therefore does not count re-sends, and is the same in both backends
+  when they lose the same first copies. Every direction must agree within 1 percentage point.
+  A run without a drop log (the netem backend keeps none) makes the rule 'not comparable'.
+- delivered order: the DELIVER sequence (messages in gseq order) of one reference receiver
+  (the first primary by name), per stripe, restricted to the messages both runs delivered.
+  A token site sequences waiting messages in their arrival order (rmp.token_ring
+  choose_batch), so where several sources feed a stripe their relative order depends on
+  arrival times that differ between backends by a few hundred microseconds: not
+  deterministic, the rule is skipped (its note gives the fraction of positions that agree
+  anyway). Where every stripe has one source, in both runs, the sequence is fixed by the
+  protocol and must be identical.
+
+``twin_verdict`` is pure over two ``TwinInputs`` (summary.json and small tables); ``inputs_of``
+builds one from a run directory. Rules that cannot be judged say 'not comparable' or 'not
+deterministic'; only 'fail' fails the verdict.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..events import Kind
+from ..rundir import RunDir
+from ..spec import Topology
+from ..tree import multicast_tree
+
+PASS, FAIL = "pass", "fail"
+NOT_COMPARABLE, NOT_DETERMINISTIC = "not comparable", "not deterministic"
+
+RELATIVE_TOLERANCE = 0.10     # control_per_data, latency p50
+FAIRNESS_P99_MAX_MS = 5.0
+LINK_LOSS_TOLERANCE = 0.01    # one percentage point
+RECEIVING_ROLES = ("primary", "secondary")
+
+Direction = tuple[str, str]                 # (from_node, to_node)
+Delivered = tuple[str, int]                 # (src, src_seq) within a stripe
+Message = tuple[int, str, int]              # (stripe, src, src_seq)
+
+
+@dataclass(frozen=True)
+class TwinInputs:
+    """What the verdict reads of one run."""
+
+    summary: dict
+    link_loss: dict[Direction, tuple[int, int]] | None = None   # direction -> (first copies lost, offered); None: no drop log
+    order: dict[int, list[Delivered]] = field(default_factory=dict)  # stripe -> reference receiver's DELIVERs
+    one_source_per_stripe: bool = False
+
+
+@dataclass(frozen=True)
+class Rule:
+    metric: str
+    a: str
+    b: str
+    tolerance: str
+    status: str
+    note: str = ""
+
+
+def passed(rules: list[Rule]) -> bool:
+    return all(r.status != FAIL for r in rules)
+
+
+def _num(v) -> str:
+    if v is None:
+        return "–"
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def _status(ok: bool) -> str:
+    return PASS if ok else FAIL
+
+
+def _equal(metric: str, a: dict, b: dict) -> Rule:
+    va, vb = a.get(metric), b.get(metric)
+    return Rule(metric, _num(va), _num(vb), "equal", _status(va is not None and va == vb))
+
+
+def _control(a: dict, b: dict) -> Rule:
+    va, vb = a.get("control_per_data"), b.get("control_per_data")
+    ok = va is not None and vb is not None and abs(vb - va) <= RELATIVE_TOLERANCE * va + 1e-12
+    return Rule("control_per_data", _num(va), _num(vb), "within 10 %", _status(ok))
+
+
+def timer_lateness_ms(summary: dict) -> float | None:
+    """The largest p99 timer lateness of the receiving roles (every role if none of them is
+    listed), in ms; None when the summary has no ``timer_lateness_ms``."""
+    per_role = summary.get("timer_lateness_ms")
+    if not isinstance(per_role, dict) or not per_role:
+        return None
+    chosen = {r: v for r, v in per_role.items() if r in RECEIVING_ROLES} or per_role
+    values = [v.get("p99") if isinstance(v, dict) else v for v in chosen.values()]
+    values = [float(v) for v in values if isinstance(v, (int, float))]
+    return max(values) if values else None
+
+
+def _latency(a: dict, b: dict) -> Rule:
+    pa_, pb = (s.get("delivery_latency_ms", {}).get("p50") for s in (a, b))
+    late = timer_lateness_ms(b)
+    note = (f"timer lateness {late:.3g} ms (B's p99, receiving roles)" if late is not None
+            else "B's summary has no timer_lateness_ms: lateness taken as 0")
+    if pa_ is None or pb is None:
+        return Rule("delivery_latency_p50_ms", _num(pa_), _num(pb), "within 10 % + lateness", FAIL, "no releases")
+    allowed = RELATIVE_TOLERANCE * pa_ + (late or 0.0)
+    return Rule("delivery_latency_p50_ms", _num(pa_), _num(pb), f"±{allowed:.3g} ms (10 % + lateness)",
+                _status(abs(pb - pa_) <= allowed + 1e-9), note)
+
+
+def _fairness(a: dict, b: dict) -> Rule:
+    pa_, pb = (s.get("fairness_spread_ms", {}).get("p99") for s in (a, b))
+    ok = pb is not None and pb <= FAIRNESS_P99_MAX_MS
+    return Rule("fairness_spread_p99_ms", _num(pa_), _num(pb), f"B <= {FAIRNESS_P99_MAX_MS:g} ms", _status(ok))
+
+
+def _loss_rates(a: dict, b: dict) -> dict[Direction, tuple[float, float]]:
+    """(rate in A, rate in B) per direction some run offered first copies on."""
+    out = {}
+    for d in sorted(set(a) | set(b)):
+        (da, oa), (db, ob) = a.get(d, (0, 0)), b.get(d, (0, 0))
+        if oa or ob:
+            out[d] = (da / oa if oa else 0.0, db / ob if ob else 0.0)
+    return out
+
+
+def _link_loss(a: TwinInputs, b: TwinInputs) -> Rule:
+    metric, tol = "first_copy_loss_per_link", "within 1 point per direction"
+    if a.link_loss is None or b.link_loss is None:
+        which = " and ".join(n for n, x in (("A", a), ("B", b)) if x.link_loss is None)
+        return Rule(metric, "–", "–", tol, NOT_COMPARABLE, f"{which}: no drop log (netem keeps none)")
+    rates = _loss_rates(a.link_loss, b.link_loss)
+    if not rates:
+        return Rule(metric, "–", "–", tol, NOT_COMPARABLE, "no first copy crossed a link in either run")
+    worst = max(rates, key=lambda d: (abs(rates[d][1] - rates[d][0]), max(rates[d])))  # ties: the lossiest
+    bad = [d for d, (ra, rb) in rates.items() if abs(rb - ra) > LINK_LOSS_TOLERANCE + 1e-12]
+    note = f"worst {worst[0]}>{worst[1]}; {len(rates)} directions"
+    if bad:
+        note += "; off by more than 1 point: " + ", ".join(
+            f"{u}>{v} {100 * rates[(u, v)][0]:.2f} % vs {100 * rates[(u, v)][1]:.2f} %"
+            for u, v in bad[:5]) + (" …" if len(bad) > 5 else "")
+    return Rule(metric, f"{100 * rates[worst][0]:.2f} %", f"{100 * rates[worst][1]:.2f} %", tol,
+                _status(not bad), note)
+
+
+def _common_sequences(a: dict[int, list[Delivered]], b: dict[int, list[Delivered]]) -> dict[int, tuple[list, list]]:
+    out = {}
+    for stripe in sorted(set(a) | set(b)):
+        sa, sb = a.get(stripe, []), b.get(stripe, [])
+        both = set(sa) & set(sb)
+        out[stripe] = ([m for m in sa if m in both], [m for m in sb if m in both])
+    return out
+
+
+def _order(a: TwinInputs, b: TwinInputs) -> Rule:
+    metric, tol = "delivered_order_across_sources", "identical per stripe"
+    seqs = _common_sequences(a.order, b.order)
+    positions = sum(len(x) for x, _ in seqs.values())
+    same = sum(p == q for x, y in seqs.values() for p, q in zip(x, y))
+    shown = f"{same}/{positions} positions agree"
+    if not positions:
+        return Rule(metric, "–", "–", tol, NOT_COMPARABLE, "no message delivered in both runs")
+    if not (a.one_source_per_stripe and b.one_source_per_stripe):
+        return Rule(metric, "–", "–", tol, NOT_DETERMINISTIC,
+                    f"several sources per stripe: token sites sequence in arrival order; {shown}")
+    return Rule(metric, "–", shown, tol, _status(same == positions), "one source per stripe")
+
+
+def twin_verdict(a: TwinInputs, b: TwinInputs) -> list[Rule]:
+    """One Rule per metric of the module docstring, A the simulated run and B the emulated one."""
+    sa, sb = a.summary, b.summary
+    return [_equal("agreement", sa, sb), _equal("messages_lost", sa, sb), _control(sa, sb),
+            _latency(sa, sb), _fairness(sa, sb), _link_loss(a, b), _order(a, b)]
+
+
+# ----------------------------------------------------------------------------- from a run directory
+
+
+TreeEdges = list[tuple[Direction, Direction | None]]   # (direction, the direction above it), parents first
+
+
+def first_copy_loss(drops: pa.Table, sends: dict[Message, int], resends: dict[Message, int],
+                    trees: dict[tuple[int, str], TreeEdges]) -> dict[Direction, tuple[int, int]]:
+    """Per link direction: (first copies lost there, first copies offered to it), from the
+    drop log, each message's first SEND and first SRC_RETX time (``message_times``) and the
+    (stripe, src) trees."""
+    lost: dict[tuple[int, str, Direction], set[int]] = {}
+    d = drops.to_pydict()
+    for t, u, v, frame, group, src, seq in zip(d["t_ns"], d["from_node"], d["to_node"], d["frame"], d["group"],
+                                               d["src"], d["src_seq"]):
+        msg = (_group_stripe(group), src, int(seq))
+        if frame.upper() == "DATA" and msg in sends and int(t) < resends.get(msg, int(t) + 1):
+            lost.setdefault((msg[0], src, (u, v)), set()).add(int(seq))
+    sent: dict[tuple[int, str], int] = {}
+    for stripe, src, _ in sends:
+        sent[(stripe, src)] = sent.get((stripe, src), 0) + 1
+    out: dict[Direction, list[int]] = {}
+    for (stripe, src), edges in trees.items():
+        cut_above: dict[Direction, set[int]] = {}   # messages lost on or above a direction
+        for e, up in edges:
+            above = cut_above.get(up, set()) if up else set()
+            here = lost.get((stripe, src, e), set()) - above
+            cut_above[e] = above | here
+            tally = out.setdefault(e, [0, 0])
+            tally[0] += len(here)
+            tally[1] += sent.get((stripe, src), 0) - len(above)
+    return {e: (n, offered) for e, (n, offered) in out.items()}
+
+
+def multicast_edges(topo: Topology, source: str, members: set[str]) -> TreeEdges:
+    """The directions a source's multicast to ``members`` (host names) crosses, parents first:
+    its access link, the switch tree, the members' access links."""
+    src = topo.host(source)
+    hosts = [topo.host(m) for m in sorted(members) if m != source]
+    tree = multicast_tree(topo, src.switch, {h.switch for h in hosts})
+    up: dict[str, Direction] = {src.switch: (source, src.switch)}
+    edges: TreeEdges = [((source, src.switch), None)]
+    todo = [src.switch]
+    while todo:
+        sw = todo.pop(0)
+        for child in tree.children.get(sw, ()):
+            edges.append(((sw, child), up[sw]))
+            up[child] = (sw, child)
+            todo.append(child)
+    edges += [((h.switch, h.name), up[h.switch]) for h in hosts if h.switch in up]
+    return edges
+
+
+def stripe_trees(topo: Topology, events: pa.Table) -> dict[tuple[int, str], TreeEdges]:
+    """(stripe, src) -> multicast_edges to the hosts that received that stripe's messages."""
+    ev = events.filter(pc.equal(events["kind"], Kind.RECV)).to_pydict()
+    members: dict[int, set[str]] = {}
+    for node, det in zip(ev["node"], ev["detail"]):
+        members.setdefault(_stripe(det), set()).add(node)
+    names = {h.name for h in topo.hosts}
+    pairs = {(stripe, src) for stripe, src, _ in message_times(events) if src in names}
+    return {(stripe, src): multicast_edges(topo, src, members.get(stripe, set())) for stripe, src in sorted(pairs)}
+
+
+def _group_stripe(group: str) -> int:
+    """The stripe of an RMP data group, rmp/<stripe> (groups.py); -1 for any other."""
+    head, _, tail = (group or "").partition("/")
+    return int(tail) if head == "rmp" and tail.isdigit() else -1
+
+
+def message_times(events: pa.Table, kind: str = Kind.SEND) -> dict[Message, int]:
+    """(stripe, src, src_seq) -> time of the message's first ``kind`` event (SEND; SRC_RETX for
+    its first re-send)."""
+    ev = events.filter(pc.equal(events["kind"], kind)).to_pydict()
+    out: dict[Message, int] = {}
+    for t, src, seq, det in zip(ev["t_ns"], ev["src"], ev["src_seq"], ev["detail"]):
+        key = (_stripe(det), src, int(seq))
+        out[key] = min(out.get(key, int(t)), int(t))
+    return out
+
+
+def _stripe(detail: str) -> int:
+    try:
+        return int(json.loads(detail or "{}").get("stripe", 0))
+    except (ValueError, TypeError, AttributeError):
+        return 0
+
+
+def delivered_order(events: pa.Table, receiver: str) -> dict[int, list[Delivered]]:
+    """Per stripe, ``receiver``'s delivered (src, src_seq) in gseq order (its last delivery of a gseq)."""
+    ev = events.filter(pc.and_(pc.equal(events["kind"], Kind.DELIVER),
+                                       pc.equal(events["node"], receiver))).to_pydict()
+    by_stripe: dict[int, dict[int, Delivered]] = {}
+    for g, src, seq, det in zip(ev["gseq"], ev["src"], ev["src_seq"], ev["detail"]):
+        by_stripe.setdefault(_stripe(det), {})[int(g)] = (src, int(seq))
+    return {k: [m[g] for g in sorted(m)] for k, m in by_stripe.items()}
+
+
+def one_source_per_stripe(events: pa.Table) -> bool:
+    ev = events.filter(pc.equal(events["kind"], Kind.SEND)).to_pydict()
+    sources: dict[int, set[str]] = {}
+    for src, det in zip(ev["src"], ev["detail"]):
+        sources.setdefault(_stripe(det), set()).add(src)
+    return all(len(s) <= 1 for s in sources.values())
+
+
+def reference_receiver(manifest: dict) -> str | None:
+    names = sorted(h["name"] for h in (manifest.get("topology") or {}).get("hosts", []) if h.get("role") == "primary")
+    return names[0] if names else None
+
+
+def has_drop_log(run: RunDir, manifest: dict) -> bool:
+    return manifest.get("impair") != "netem" and run.drops_path.exists()
+
+
+def inputs_of(run: RunDir) -> TwinInputs:
+    """TwinInputs of a finished run directory (summary.json, events, links/)."""
+    manifest, topo, _ = run.check()
+    events = run.read_events()
+    ref = reference_receiver(manifest)
+    loss = None
+    if has_drop_log(run, manifest):
+        loss = first_copy_loss(run.read_drops(), message_times(events), message_times(events, Kind.SRC_RETX),
+                               stripe_trees(topo, events))
+    return TwinInputs(summary=run.read_summary(), link_loss=loss,
+                      order=delivered_order(events, ref) if ref else {},
+                      one_source_per_stripe=one_source_per_stripe(events))

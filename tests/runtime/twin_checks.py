@@ -1,0 +1,64 @@
+"""The twin verdict (rmptwin.analysis.twin_verdict) as a test assertion, for the emulated
+tests that have a simulated twin of their run: test_runtime_emulated.py (quickstart) and
+test_twin_links.py (the scaled-down binary-tree-loss).
+
+    from twin_checks import assert_twin_verdict
+    rules = assert_twin_verdict(sim.run_dir, emu.run_dir)
+
+Every rule must pass, or be one the caller names in ``known_failures`` (a rule that cannot
+pass on this machine yet; the caller marks a separate test xfail(strict=True) on it, see
+``assert_rule_passes``), or be 'not comparable' / 'not deterministic' only where ``skippable``
+allows it (by default the order rule may be 'not deterministic': several sources per stripe).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rmptwin.analysis.twin_verdict import NOT_DETERMINISTIC, PASS, Rule, inputs_of, twin_verdict
+from rmptwin.rundir import RunDir
+
+ORDER_RULE = "delivered_order_across_sources"
+
+
+def twin_rules(sim_run: RunDir | Path, emu_run: RunDir | Path) -> dict[str, Rule]:
+    """The verdict's rules by metric name, run A simulated and run B emulated."""
+    a, b = (r if isinstance(r, RunDir) else RunDir(r) for r in (sim_run, emu_run))
+    return {r.metric: r for r in twin_verdict(inputs_of(a), inputs_of(b))}
+
+
+def _shown(r: Rule) -> str:
+    return f"{r.metric}: A {r.a}, B {r.b}, tolerance {r.tolerance}, {r.status} ({r.note})"
+
+
+def assert_twin_verdict(sim_run: RunDir | Path, emu_run: RunDir | Path, known_failures: frozenset[str] = frozenset(),
+                        skippable: dict[str, str] | None = None) -> dict[str, Rule]:
+    """Assert the twin verdict of ``emu_run`` against ``sim_run``; returns the rules.
+    ``skippable``: metric -> the one non-judged status it may have (default: the order rule
+    may be 'not deterministic'); every other rule must be judged."""
+    skippable = {ORDER_RULE: NOT_DETERMINISTIC} if skippable is None else skippable
+    rules = twin_rules(sim_run, emu_run)
+    bad = [_shown(r) for m, r in rules.items() if m not in known_failures
+           and r.status != PASS and skippable.get(m) != r.status]
+    assert not bad, "twin verdict failed:\n" + "\n".join(bad)
+    return rules
+
+
+# What the scaled-down emulated binary-tree-loss meets today on the 2-core machine (namespace hosts,
+# relays, no captures), measured 13:35-13:40 UTC: agreement, 0 lost, the same first copies lost on
+# all 23 link directions (s5>s11 11.46 % in both at 150 msg/s x 4 s; 10.26 % in both at 500 msg/s
+# x 3 s, test_twin_links.SCALED) and the same delivered order (one source). Allowed to fail here:
+# control per data (150 msg/s: 5.97 against 4.34; 500 msg/s, overloaded: 39.2 against 4.35),
+# latency p50 (passes at 150 msg/s, 468 against 448 ms; 6,655 against 498 ms at 500 msg/s,
+# overloaded) and fairness p99 (391 ms; the simulator itself spreads 220 ms on this experiment).
+BINARY_TREE_NOT_YET = frozenset({"control_per_data", "delivery_latency_p50_ms", "fairness_spread_p99_ms"})
+
+
+def assert_binary_tree_loss_twin(sim_run: RunDir | Path, emu_run: RunDir | Path,
+                                 known_failures: frozenset[str] = BINARY_TREE_NOT_YET) -> dict[str, Rule]:
+    """The twin verdict on binary-tree-loss: one source on one stripe, so every rule is judged
+    (the order rule too); agreement, losses, per-link first-copy loss and order must pass."""
+    rules = assert_twin_verdict(sim_run, emu_run, known_failures=known_failures, skippable={})
+    for metric in ("agreement", "messages_lost", "first_copy_loss_per_link", ORDER_RULE):
+        assert rules[metric].status == PASS, _shown(rules[metric])
+    return rules

@@ -1,0 +1,69 @@
+"""`rmptwin compare SIM_RUN EMU_RUN` on real simulated line3 runs: the twin verdict passes on
+two runs of one seed (they are identical) and fails, with a non-zero exit code, on the
+per-link loss rule when the second run's links lose more."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from rmptwin.analysis.twin_verdict import FAIL, PASS, inputs_of, twin_verdict
+from rmptwin.cli import app
+from rmptwin.experiment_run import run_experiment
+from rmptwin.rundir import RunDir
+from rmptwin.spec import LoadedExperiment, Topology, load_experiment
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _line3(core_loss: float | None = None) -> LoadedExperiment:
+    loaded = load_experiment(REPO / "experiments" / "line3.yaml")
+    if core_loss is None:
+        return loaded
+    topo = loaded.topology.model_dump(mode="json")
+    for link in topo["links"]:
+        link["loss"] = {"model": "bernoulli", "p": core_loss}
+    return LoadedExperiment(experiment=loaded.experiment, topology=Topology.model_validate(topo), path=loaded.path)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict[str, Path]:
+    base = tmp_path_factory.mktemp("twin")
+    out = {}
+    for name, loss in (("a", None), ("b", None), ("lossier", 0.08)):
+        out[name] = run_experiment(_line3(loss), "sim", seed=1, out=base / name).run_dir.path
+    return out
+
+
+def _compare(a: Path, b: Path):
+    return CliRunner().invoke(app, ["compare", str(a), str(b), "--no-analyze"], catch_exceptions=False)
+
+
+def test_same_seed_twice_passes_every_rule(runs):
+    res = _compare(runs["a"], runs["b"])
+    assert res.exit_code == 0, res.output
+    assert "twin verdict: PASS" in res.output
+    rules = {r.metric: r for r in twin_verdict(inputs_of(RunDir(runs["a"])), inputs_of(RunDir(runs["b"])))}
+    # line3 has one source on one stripe: the order rule is judged, not skipped.
+    assert {r.status for r in rules.values()} == {PASS}, rules
+    assert len(rules) == 7
+
+
+def test_more_loss_fails_the_per_link_loss_rule_and_exits_non_zero(runs):
+    res = _compare(runs["a"], runs["lossier"])
+    assert res.exit_code == 1, res.output
+    assert "twin verdict: FAIL" in res.output
+    rules = {r.metric: r for r in twin_verdict(inputs_of(RunDir(runs["a"])), inputs_of(RunDir(runs["lossier"])))}
+    assert rules["first_copy_loss_per_link"].status == FAIL
+    assert "s1>s2" in rules["first_copy_loss_per_link"].note or "s2>s3" in rules["first_copy_loss_per_link"].note
+
+
+def test_no_analyze_with_no_verdict_is_one_error_line(runs):
+    p = subprocess.run([sys.executable, "-m", "rmptwin.cli", "compare", str(runs["a"]), str(runs["lossier"]),
+                        "--no-analyze", "--no-verdict"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1 and "nothing to show" in p.stderr
