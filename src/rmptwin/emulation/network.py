@@ -173,6 +173,9 @@ class EmulatedNetwork:
         self.progress("starting switches")
         self.net.start()
         self._configure_hosts()
+        # The simulator has no ARP. Resolve every host statically, so that a lost ARP frame on an
+        # impaired link cannot silence a unicast flow for a second (the kernel drops what waits).
+        self.net.staticArp()
         for link in self.links.values():
             if isinstance(link, RelayLink):
                 link.start()
