@@ -100,13 +100,10 @@ def test_updated_reference_replaces_only_the_benchmarks_run_and_lists_absent_one
 
 
 # ---------------------------------------------------------------------------- the command
-@pytest.fixture
-def fake_bench(monkeypatch):
-    """A benchmark that measures 100, 200, 300 in its three runs, and one that always fails."""
-    values = iter([100.0, 300.0, 200.0])
+def install_fake_benchmarks(monkeypatch, good_run) -> None:
+    """Benchmarks ``zzgood`` (runs ``good_run``) and ``zzbad`` (always raises), importable by name."""
     good = types.ModuleType("rmptwin.bench.bench_zzgood")
-    good.run = lambda quick: [{"metric": "speed", "value": next(values), "unit": "x/s", "better": "higher",
-                               "goal": ">= 150", "goal_min": 150, "conditions": "hand-made"}]
+    good.run = good_run
     bad = types.ModuleType("rmptwin.bench.bench_zzbad")
 
     def boom(quick):
@@ -114,7 +111,36 @@ def fake_bench(monkeypatch):
     bad.run = boom
     monkeypatch.setitem(sys.modules, good.__name__, good)
     monkeypatch.setitem(sys.modules, bad.__name__, bad)
+
+
+@pytest.fixture
+def fake_bench(monkeypatch):
+    """A benchmark that measures 100, 200, 300 in its three runs, and one that always fails."""
+    values = iter([100.0, 300.0, 200.0])
+    install_fake_benchmarks(monkeypatch, lambda quick: [
+        {"metric": "speed", "value": next(values), "unit": "x/s", "better": "higher",
+         "goal": ">= 150", "goal_min": 150, "conditions": "hand-made"}])
     monkeypatch.setattr(bench, "discover", lambda: ["zzbad", "zzgood"])
+
+
+def test_discovers_benchmarks_and_rejects_unknown_names(capsys):
+    assert "sim" in bench.discover()
+    assert bench.main(["--only", "no_such_bench"]) == 2
+    assert "no_such_bench" in capsys.readouterr().out
+
+
+def test_one_run_gives_rows_a_broken_benchmark_does_not_stop_the_rest(tmp_path, monkeypatch):
+    install_fake_benchmarks(monkeypatch, lambda quick: [
+        {"metric": "speed", "value": 1234.5, "unit": "x/s", "goal": ">= 1k", "ok": quick}])
+    rows = bench.run_one("zzgood", True) + bench.run_one("zzbad", True)
+    assert rows[0] == {"bench": "zzgood", "metric": "speed", "value": 1234.5, "unit": "x/s", "goal": ">= 1k", "ok": True}
+    assert rows[1]["metric"] == "benchmark wall time"
+    assert rows[2]["bench"] == "zzbad" and rows[2]["ok"] is False and "RuntimeError: no" in rows[2]["note"]
+    files = harness.BenchFiles(tmp_path)
+    bench.write_report(harness.merge_runs([rows]), files, bench.header(quick=True))
+    text = files.markdown_path.read_text()
+    assert "| zzgood | speed | 1,234 |" in text and "| zzbad | (failed) |" in text
+    assert files.json_path.exists()
 
 
 def test_bench_writes_json_and_markdown_and_flags_a_regression(tmp_path, fake_bench, capsys):
