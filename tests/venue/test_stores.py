@@ -75,7 +75,7 @@ def test_memory_stores_keep_each_host_across_recovery_and_start_fresh_on_a_first
 
 def test_a_real_gateway_node_gets_its_log_in_the_state_dir_and_no_etcd(tmp_path):
     loaded = load_experiment(REPO / "experiments" / "venue-failover.yaml")
-    adapters = node_adapters(loaded.topology.host("gw1"), loaded, tmp_path)
+    adapters = node_adapters(loaded.topology.host("gw1"), loaded, tmp_path / "venue-state")
     assert adapters.cluster is None and adapters.cas_client is None
     gw = build_core(loaded.topology.host("gw1"), loaded, random.Random(1), adapters=adapters)
     gw.log.append([(0, b"x")])

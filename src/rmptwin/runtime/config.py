@@ -22,12 +22,15 @@ class NodeConfig:
     hosts: dict[str, str]          # host name -> IP
     log_dir: str
     t0_ns: int | None = None       # None: wait for "GO <t0>" on stdin
+    state_dir: str | None = None   # the venue roles' durable stores (RunDir.venue_state_dir)
 
     @classmethod
     def for_run(cls, loaded: LoadedExperiment, seed: int, hosts: dict[str, str], log_dir: Path,
-                t0_ns: int | None = None) -> "NodeConfig":
+                t0_ns: int | None = None, state_dir: Path | None = None) -> "NodeConfig":
+        """``state_dir`` defaults to ``log_dir`` (a test's one scratch directory)."""
         m = loaded.to_manifest()
-        return cls(m["experiment"], m["topology"], m["experiment_file"], seed, dict(hosts), str(log_dir), t0_ns)
+        return cls(m["experiment"], m["topology"], m["experiment_file"], seed, dict(hosts), str(log_dir), t0_ns,
+                   str(state_dir or log_dir))
 
     def loaded(self) -> LoadedExperiment:
         return LoadedExperiment(experiment=Experiment.model_validate(self.experiment),

@@ -70,7 +70,7 @@ def _open_node(cfg: NodeConfig, name: str, incarnation: int) -> Node:
     recovering = incarnation > 0
     tag = f"recover{incarnation}" if recovering else "start"
     rng = random.Random(f"{cfg.seed}:host:{name}:{tag}")
-    adapters = node_adapters(host, loaded, Path(cfg.log_dir))   # venue stores, etcd: this node's own
+    adapters = node_adapters(host, loaded, Path(cfg.state_dir or cfg.log_dir))   # venue stores, etcd: this node's own
     core = build_core(host, loaded, rng, recovering=recovering, adapters=adapters)
     log = EventWriter(Path(cfg.log_dir) / f"{name}.{incarnation}.jsonl")
     driver = NodeDriver(core, name, host.role, cfg.hosts, cfg.t0_ns or 0, log, loaded.experiment.clocks.get(name),

@@ -181,10 +181,8 @@ class Run:
     def _start_node(self, name: str, config: Path, incarnation: int) -> NodeProc:
         host = self.net.host(name)
         err = open(self.run.node_stderr_path(name, incarnation), "wb")
-        # Venue roles keep their durable state (gateway log, history SQLite) inside the run.
         env = {"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "PYTHONUNBUFFERED": "1",
-               "HOME": "/tmp", "RMPTWIN_REAL_NODE": "1",
-               "RMPTWIN_VENUE_STATE_DIR": str(self.run.venue_state_dir)}
+               "HOME": "/tmp"}
         cmd = [sys.executable, "-m", "rmptwin.runtime.node", str(config), name, "--incarnation", str(incarnation)]
         proc = host.popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=env, cwd="/")
         err.close()
@@ -231,7 +229,8 @@ class Run:
                 except subprocess.TimeoutExpired:
                     return  # never crashed: nothing to recover
             inc = (old.incarnation + 1) if old else 1
-            config = NodeConfig.for_run(self.loaded, self.seed, self.hosts, self.run.nodes_dir, t0_ns=self.t0)
+            config = NodeConfig.for_run(self.loaded, self.seed, self.hosts, self.run.nodes_dir, t0_ns=self.t0,
+                                         state_dir=self.run.venue_state_dir)
             path = config.write(self.run.node_config_path(fault.node, inc))
             np = self._start_node(fault.node, path, inc)
             self.procs[fault.node] = np
@@ -288,7 +287,8 @@ class Run:
         """Every node started from one config, and each READY (bound, joined)."""
         topo = self.loaded.topology
         self.hosts = {h.name: self.net.host(h.name).ip for h in topo.hosts}
-        config = NodeConfig.for_run(self.loaded, self.seed, self.hosts, self.run.nodes_dir)
+        config = NodeConfig.for_run(self.loaded, self.seed, self.hosts, self.run.nodes_dir,
+                                    state_dir=self.run.venue_state_dir)
         path = config.write(self.run.node_config_path())
         self._static_neighbours()
         self.progress(0.0, f"starting {len(topo.hosts)} nodes")

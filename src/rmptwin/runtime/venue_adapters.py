@@ -1,8 +1,8 @@
 """The venue I/O a real node hands its core's factory: durable stores and the etcd sequencer.
 
 ``node_adapters`` makes them for one host of an emulated run. A gateway or history
-recorder keeps its store as a file in the node's state directory (``<node dir>/venue-state``,
-inside the run). The sequencer host of a ``sequencer: etcd`` experiment starts a
+recorder keeps its store as a file in the run's venue state directory (``RunDir.venue_state_dir``,
+handed over in the node's config). The sequencer host of a ``sequencer: etcd`` experiment starts a
 3-member etcd cluster on its own loopback and asks it through an ``EtcdCasClient``; the
 driver's event loop gets the answers (``attach``). ``close`` releases all of it; a
 cluster is also stopped if the process exits without ``close`` (its members die with the
@@ -55,9 +55,9 @@ class NodeAdapters(Adapters):
             self.cluster.stop()
 
 
-def node_adapters(host, loaded: LoadedExperiment, node_dir: Path) -> NodeAdapters:
-    """The adapters of ``host`` in a real run whose node files live in ``node_dir``."""
-    adapters = NodeAdapters(stores=DurableStores(node_dir / "venue-state"))
+def node_adapters(host, loaded: LoadedExperiment, state_dir: Path) -> NodeAdapters:
+    """The adapters of ``host`` in a real run whose venue roles keep their stores in ``state_dir``."""
+    adapters = NodeAdapters(stores=DurableStores(state_dir))
     venue = loaded.experiment.venue
     if host.role == "sequencer" and venue is not None and venue.sequencer == "etcd":
         cluster = EtcdCluster(ETCD_MEMBERS).start()
