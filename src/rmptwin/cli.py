@@ -27,7 +27,7 @@ from .rerun import environment_line, read_replay, repeat, replay_line, summary_l
 from .run_display import print_sim_summary, print_summary, progress_bar
 from .rundir import RunDir
 from .runtime import cli as runtime_cli
-from .spec import _read_yaml, json_schemas, load_experiment, load_topology
+from .spec import read_yaml, json_schemas, load_experiment, load_topology
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="rmptwin: RMP and exchange-venue testbed")
 console = Console()
@@ -41,7 +41,7 @@ def validate(
 ) -> None:
     """Check a topology or experiment YAML; print one line saying it is valid or what to fix, and for an
     experiment one warning line per seed bound its parameters break."""
-    data, _ = _read_yaml(file)
+    data, _ = read_yaml(file)
     if "topology" in data:
         loaded = load_experiment(file)
         print_bound_warnings(loaded, file, strict=strict)

@@ -21,7 +21,7 @@ from .errors import UserError
 from .experiment_run import EmulationOptions, ProgressFn, RunOutcome, run_experiment
 from .provenance import differences
 from .rundir import RunDir
-from .spec import Experiment, LoadedExperiment, Topology, _cross_check
+from .spec import Experiment, LoadedExperiment, Topology, cross_check
 
 NODE_MODES = ("docker", "ns", "flat")
 # summary.json keys that measure the machine rather than the run (wall clock, drain time).
@@ -60,7 +60,7 @@ def loaded_from_manifest(manifest: dict, where: str) -> LoadedExperiment:
         topo = Topology.model_validate(manifest["topology"])
     except ValidationError as e:
         raise UserError(f"{where}: {_first_error('topology', e)}") from None
-    _cross_check(Path(where), exp, topo)  # the same cross-references load_experiment checks
+    cross_check(Path(where), exp, topo)  # the same cross-references load_experiment checks
     path = manifest.get("experiment_file")
     return LoadedExperiment(experiment=exp, topology=topo, path=Path(path if isinstance(path, str) else where))
 

@@ -43,7 +43,7 @@ def _refuse_yaml(monkeypatch) -> None:
     def refuse(path):
         raise AssertionError(f"rerun read a YAML file: {path}")
 
-    monkeypatch.setattr(spec, "_read_yaml", refuse)
+    monkeypatch.setattr(spec.loading, "read_yaml", refuse)
 
 
 def test_rerun_of_a_simulated_quickstart_from_its_manifest_alone_is_identical(tmp_path, monkeypatch):

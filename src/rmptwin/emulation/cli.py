@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..errors import UserError
-from ..spec import _read_yaml, load_experiment, load_topology
+from ..spec import read_yaml, load_experiment, load_topology
 from . import env
 from .cleanup import cleanup_all
 from .image import ensure_image
@@ -30,7 +30,7 @@ IMPAIR_HELP = "link impairment: auto (netem where the kernel has it, else relay)
 
 def load_any_topology(path: Path):
     """A topology YAML, or an experiment YAML (its topology)."""
-    data, _ = _read_yaml(path)
+    data, _ = read_yaml(path)
     if "topology" in data and isinstance(data["topology"], str):
         return load_experiment(path).topology
     return load_topology(path)

@@ -1,0 +1,138 @@
+"""An experiment: protocol parameters, workload, venue load, faults and clocks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from ..rmp.timing import token_passing_time_ms
+from ._base import _Model
+from .links import LossModel, _coerce_loss
+from .topology import Topology
+
+
+class Protocol(_Model):
+    token_mode: Literal["time_driven", "event_driven"] = "time_driven"
+    dn_ms: float = Field(75.0, gt=0, description="deltaN: delay after which a message is presumed lost")
+    k_r: int = Field(3, ge=1, description="request attempts before declaring a failure")
+    x_ms: float = Field(0.0, ge=0, description="X: time to transmit a request and its response")
+    p_ms: float = Field(10.0, ge=0, description="P: time to process a request and its response")
+    tau_t_ms: float | None = Field(None, gt=0, description="token period; None: the seed's formula")
+    tau_r_ms: float | None = Field(None, gt=0, description="request resend interval; None: 2 dN + X + P")
+    delta_a_ms: float | None = Field(None, ge=0, description="delayed delivery; None: tau_t")
+    k_p: int | None = Field(None, ge=1, description="NACK reduction request sets (seed 5.2); None: off")
+    batch_limit: int = Field(256, ge=1, description="most source messages one ack may acknowledge")
+    null_token_ms: float | None = Field(
+        None, gt=0, description="event-driven idle interval before a null token; None: tau_t"
+    )
+    start_policy: Literal["ticker", "conservative"] = "ticker"
+    delivery: Literal["agreed", "safe"] = Field(
+        "agreed", description="agreed: deliver on acknowledgement (the seed's ticker); safe: only once the "
+        "token has gone round the ring since (stable), with rings formed from a majority of the primaries")
+
+    @property
+    def tau_t(self) -> float:
+        if self.tau_t_ms is not None:
+            return self.tau_t_ms
+        return token_passing_time_ms(self.dn_ms, self.k_r, self.x_ms, self.p_ms)
+
+    @property
+    def tau_r(self) -> float:
+        return self.tau_r_ms if self.tau_r_ms is not None else 2 * self.dn_ms + self.x_ms + self.p_ms
+
+    @property
+    def delta_a(self) -> float:
+        return self.delta_a_ms if self.delta_a_ms is not None else self.tau_t
+
+    @property
+    def null_token(self) -> float:
+        return self.null_token_ms if self.null_token_ms is not None else self.tau_t
+
+
+class Workload(_Model):
+    sources: list[str] | None = Field(None, description="source hosts; None: every source host")
+    rate_per_source: float = Field(100.0, ge=0, description="messages per second per source")
+    arrival: Literal["constant", "poisson"] = "poisson"
+    message_bytes: int = Field(64, ge=16, le=1400)
+    stripes: int = Field(1, ge=1)
+    symbols: int = Field(20, ge=1, description="stocks; symbol i goes on stripe i mod stripes")
+    start_s: float = Field(0.5, ge=0)
+    duration_s: float = Field(5.0, gt=0, description="how long sources publish")
+
+
+class Fault(_Model):
+    at_s: float = Field(ge=0)
+    action: Literal["crash", "recover", "link_down", "link_up", "loss"]
+    node: str | None = None
+    link: str | None = Field(None, description="'a-b' as in the topology")
+    loss: LossModel | None = None
+
+    _coerce = field_validator("loss", mode="before")(_coerce_loss)
+
+    @model_validator(mode="after")
+    def _target(self) -> "Fault":
+        if self.action in ("crash", "recover") and not self.node:
+            raise ValueError(f"{self.action} needs node")
+        if self.action in ("link_down", "link_up", "loss") and not self.link:
+            raise ValueError(f"{self.action} needs link")
+        if self.action == "loss" and self.loss is None:
+            raise ValueError("loss needs loss (a probability or a loss model)")
+        return self
+
+
+class Clock(_Model):
+    offset_ms: float = 0.0
+    drift_ppm: float = 0.0
+
+
+class VenueWorkload(_Model):
+    """Exchange-venue load (issue: exchange venues). Unused by pure-RMP experiments."""
+
+    rate: float = Field(1000.0, gt=0, description="requests per second over all gateways")
+    symbols: list[str] = Field(default_factory=lambda: ["IBM"])
+    sequencer: Literal["cas", "none", "etcd"] = Field(
+        "cas", description="cas: in-memory CAS sequencer host; etcd: in a real run the sequencer host runs a "
+                           "3-member etcd cluster (the simulator models it as cas); none: arrival order (1 GW)")
+    durable_history: bool = True
+    checkpoint_every: int = Field(1000, ge=1)
+    window: int = Field(1024, ge=1, description="sequencer sliding window (positions)")
+    start_s: float = Field(0.5, ge=0)
+    duration_s: float = Field(5.0, gt=0)
+    tick: int = Field(100, ge=1, description="price tick in ticker units (price x 10,000): 100 = one cent")
+    ev_service_us: float = Field(60.0, ge=0, description="mean EV execution time per request (exponential)")
+    gw_fsync_us: float = Field(100.0, ge=0, description="gateway log fsync latency (group fsync)")
+    hr_commit_us: float = Field(300.0, ge=0, description="history-recorder group-commit latency when durable")
+    lookahead: int = Field(64, ge=1, description="positions an EV may order ahead of what it executed")
+    malformed_fraction: float = Field(0.0, ge=0, le=1, description="share of deliberately bad orders")
+
+
+class Experiment(_Model):
+    name: str
+    description: str = ""
+    topology: str = Field(description="topology YAML, relative to the experiment file")
+    seed: int = 1
+    backend: Literal["sim", "emulation"] = "sim"
+    duration_s: float = Field(10.0, gt=0, description="total run time, including the drain after the workload")
+    protocol: Protocol = Field(default_factory=Protocol)
+    workload: Workload = Field(default_factory=Workload)
+    venue: VenueWorkload | None = None
+    faults: list[Fault] = Field(default_factory=list)
+    clocks: dict[str, Clock] = Field(default_factory=dict)
+
+
+class LoadedExperiment(BaseModel):
+    """An experiment with its topology resolved and cross-checked."""
+
+    model_config = ConfigDict(frozen=True)
+    experiment: Experiment
+    topology: Topology
+    path: Path
+
+    def to_manifest(self) -> dict:
+        return {
+            "experiment": self.experiment.model_dump(mode="json"),
+            "topology": self.topology.model_dump(mode="json"),
+            "experiment_file": str(self.path),
+        }

@@ -1,0 +1,166 @@
+"""Reading spec YAML: one ``UserError`` line per problem, and JSON Schemas for editors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+
+from ..errors import UserError
+from .experiment import Experiment, LoadedExperiment
+from .hosts import ROLES
+from .topology import Topology
+
+
+def _line_index(text: str) -> dict[tuple, int]:
+    """Map each YAML path (tuple of keys/indices) to its 1-based line number."""
+    lines: dict[tuple, int] = {}
+
+    def walk(node, path):
+        lines.setdefault(path, node.start_mark.line + 1)
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                key = k.value
+                lines[path + (key,)] = k.start_mark.line + 1
+                walk(v, path + (key,))
+        elif isinstance(node, yaml.SequenceNode):
+            for i, v in enumerate(node.value):
+                walk(v, path + (i,))
+
+    try:
+        root = yaml.compose(text)
+    except yaml.YAMLError:
+        return lines
+    if root is not None:
+        walk(root, ())
+    return lines
+
+
+def read_yaml(path: Path) -> tuple[dict, str]:
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file") from None
+    except OSError as e:
+        raise UserError(f"{path}: cannot read ({e.strerror})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise UserError(f"{path}{where}: not valid YAML ({problem})") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: expected a YAML mapping at the top level")
+    return data, text
+
+
+def _validation_message(path: Path, text: str, err: ValidationError) -> str:
+    first = err.errors()[0]
+    loc = tuple(p for p in first["loc"] if not (isinstance(p, str) and p in ROLES + ("bernoulli", "gilbert_elliott")))
+    lines = _line_index(text)
+    line = None
+    for cut in range(len(loc), -1, -1):
+        if loc[:cut] in lines:
+            line = lines[loc[:cut]]
+            break
+    field = ".".join(str(p) for p in loc) or "(top level)"
+    msg = first["msg"].removeprefix("Value error, ")
+    if first["type"] == "extra_forbidden":
+        msg = "unknown field (check its spelling)"
+    elif first["type"] in ("union_tag_invalid", "union_tag_not_found"):
+        field += "." + first["ctx"]["discriminator"].strip("'")
+        msg = f"unknown or missing; expected one of: {first['ctx'].get('expected_tags', '')}"
+    more = f" (and {err.error_count() - 1} more)" if err.error_count() > 1 else ""
+    where = f":{line}" if line else ""
+    return f"{path}{where}: {field}: {msg}{more}"
+
+
+def load_topology(path: str | Path) -> Topology:
+    path = Path(path)
+    data, text = read_yaml(path)
+    try:
+        return Topology.model_validate(data)
+    except ValidationError as e:
+        raise UserError(_validation_message(path, text, e)) from None
+
+
+def load_experiment(path: str | Path) -> LoadedExperiment:
+    path = Path(path)
+    data, text = read_yaml(path)
+    try:
+        exp = Experiment.model_validate(data)
+    except ValidationError as e:
+        raise UserError(_validation_message(path, text, e)) from None
+    topo = load_topology((path.parent / exp.topology).resolve())
+    cross_check(path, exp, topo)
+    return LoadedExperiment(experiment=exp, topology=topo, path=path.resolve())
+
+
+def cross_check(path: Path, exp: Experiment, topo: Topology) -> None:
+    names = {h.name for h in topo.hosts}
+    link_names = {lk.name for lk in topo.links} | {f"{lk.b}-{lk.a}" for lk in topo.links}
+    sources = {h.name for h in topo.hosts_with_role("source")}
+    for s in exp.workload.sources or []:
+        if s not in sources:
+            raise UserError(f"{path}: workload.sources: {s!r} is not a source host of {topo.name}")
+    for i, f in enumerate(exp.faults):
+        if f.node and f.node not in names:
+            raise UserError(f"{path}: faults.{i}.node: unknown host {f.node!r}")
+        if f.link and f.link not in link_names:
+            raise UserError(f"{path}: faults.{i}.link: unknown link {f.link!r} (write it as 'a-b')")
+    for n in exp.clocks:
+        if n not in names:
+            raise UserError(f"{path}: clocks.{n}: unknown host")
+    for h in topo.hosts:
+        for k in getattr(h, "stripes", None) or []:
+            if k >= exp.workload.stripes:
+                raise UserError(
+                    f"{path}: host {h.name} names stripe {k} but workload.stripes is {exp.workload.stripes}"
+                )
+
+
+def json_schemas() -> dict[str, dict]:
+    """One standalone JSON Schema (draft 2020-12) per YAML kind, for editors.
+
+    ``schemas/<kind>.schema.json`` are these, as ``rmptwin schema <kind>`` prints them. Two
+    fixes make a schema accept what the loader accepts: a bare number is a loss
+    (``_coerce_loss`` makes it Bernoulli before validation, where pydantic's schema cannot
+    see it), and a tagged union's tag is required even where it has a default (pydantic
+    needs the tag to pick the variant).
+    """
+    bare_loss = {"type": "number", "minimum": 0, "maximum": 1, "description": "Bernoulli loss probability"}
+
+    def tagged_unions(node):
+        if isinstance(node, dict) and "discriminator" in node:
+            yield node["discriminator"]
+        for child in node.values() if isinstance(node, dict) else node if isinstance(node, list) else ():
+            yield from tagged_unions(child)
+
+    schemas = {}
+    for kind, model, where in (("topology", Topology, "topologies"), ("experiment", Experiment, "experiments")):
+        body = model.model_json_schema()
+        defs = body.get("$defs", {})
+        for union in list(tagged_unions(body)):
+            for ref in union["mapping"].values():
+                variant = defs[ref.removeprefix("#/$defs/")]
+                required = variant.get("required", [])
+                if union["propertyName"] not in required:
+                    variant["required"] = [union["propertyName"], *required]
+        for definition in defs.values():
+            loss = definition.get("properties", {}).get("loss")
+            if loss is not None:
+                keep = {k: loss.pop(k) for k in ("title", "default", "description") if k in loss}
+                definition["properties"]["loss"] = {"anyOf": [bare_loss, *loss.pop("anyOf", [loss])], **keep}
+        body.pop("title", None)
+        schemas[kind] = {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": f"urn:rmptwin:schema:{kind}",
+            "title": f"rmptwin {kind}",
+            "description": f"An rmptwin {kind} file ({where}/*.yaml).",
+            "$comment": f"Generated from rmptwin.spec.{model.__name__}: regenerate with "
+                        f"`rmptwin schema {kind} > schemas/{kind}.schema.json`.",
+            **body,
+        }
+    return schemas

@@ -1,0 +1,84 @@
+"""A topology: switches, regions, links and hosts, checked for dangling references."""
+
+from __future__ import annotations
+
+from pydantic import Field, model_validator
+
+from ._base import _Model
+from .hosts import CustomerHost, HostSpec, PrimaryHost, RetransmitHost, SecondaryHost
+from .links import LinkSpec
+
+
+class Topology(_Model):
+    name: str
+    switches: list[str] = Field(min_length=1)
+    regions: dict[str, list[str]] = Field(default_factory=dict, description="region -> its switches")
+    links: list[LinkSpec] = Field(default_factory=list)
+    hosts: list[HostSpec] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _references(self) -> "Topology":
+        sw = set(self.switches)
+        if len(sw) != len(self.switches):
+            raise ValueError("switch names must be unique")
+        for region, members in self.regions.items():
+            for s in members:
+                if s not in sw:
+                    raise ValueError(f"region {region!r} names unknown switch {s!r}")
+        seen_links = set()
+        for link in self.links:
+            for end in (link.a, link.b):
+                if end not in sw:
+                    raise ValueError(f"link {link.name} names unknown switch {end!r}")
+            key = frozenset((link.a, link.b))
+            if link.a == link.b or key in seen_links:
+                raise ValueError(f"link {link.name} is a self-loop or a duplicate")
+            seen_links.add(key)
+        names = [h.name for h in self.hosts]
+        if len(set(names)) != len(names):
+            raise ValueError("host names must be unique")
+        if set(names) & sw:
+            raise ValueError("a host and a switch share a name")
+        by_name = {h.name: h for h in self.hosts}
+        for h in self.hosts:
+            if h.switch not in sw:
+                raise ValueError(f"host {h.name} is attached to unknown switch {h.switch!r}")
+            for r in getattr(h, "regions", []):
+                if r not in self.regions:
+                    raise ValueError(f"host {h.name} names unknown region {r!r}")
+            if isinstance(h, SecondaryHost) and not isinstance(by_name.get(h.primary), PrimaryHost):
+                raise ValueError(f"secondary {h.name}: primary {h.primary!r} is not a primary host")
+            if isinstance(h, CustomerHost) and h.retransmit is not None:
+                if not isinstance(by_name.get(h.retransmit), RetransmitHost):
+                    raise ValueError(f"customer {h.name}: retransmit {h.retransmit!r} is not a retransmit host")
+        if not _connected(self.switches, self.links):
+            raise ValueError("the switches do not form one connected network")
+        return self
+
+    def hosts_with_role(self, role: str) -> list:
+        return [h for h in self.hosts if h.role == role]
+
+    def host(self, name: str):
+        for h in self.hosts:
+            if h.name == name:
+                return h
+        raise KeyError(name)
+
+    def link(self, a: str, b: str) -> LinkSpec:
+        for link in self.links:
+            if {link.a, link.b} == {a, b}:
+                return link
+        raise KeyError(f"{a}-{b}")
+
+
+def _connected(switches: list[str], links: list[LinkSpec]) -> bool:
+    adj: dict[str, set[str]] = {s: set() for s in switches}
+    for link in links:
+        adj[link.a].add(link.b)
+        adj[link.b].add(link.a)
+    seen, todo = {switches[0]}, [switches[0]]
+    while todo:
+        for n in adj[todo.pop()] - seen:
+            seen.add(n)
+            todo.append(n)
+    return len(seen) == len(switches)
