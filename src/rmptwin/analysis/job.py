@@ -20,6 +20,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from ..rundir import RunDir
 from . import control, extract, latency, loss, minc, report, throughput
 from .first_copy import first_copy_slack_ms
+from .sections import spark_sections
 
 QUANTILES = [i / 100 for i in range(101)]
 STEPS = ["extract", "latency", "fairness", "loss", "minc", "control", "throughput", "report"]
@@ -76,6 +77,7 @@ def compute(spark, run: str | Path, progress=None, bin_ns: int = 100_000_000) ->
     step("throughput")
     m["throughput"] = _rows(throughput.throughput(events, rd.hosts, bin_ns).orderBy("dimension", "key", "bin_ns"))
     _write_rows(m["throughput"], out, "throughput")
+    m.update(spark_sections(spark, events, rd))
     events.unpersist()
     m["headline"] = headline(m)
     return _clean(m)

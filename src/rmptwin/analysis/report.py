@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from ..rundir import ANALYSIS, METRICS, RunDir
+from .sections import report_sections
 
 CSS = """body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}
@@ -135,6 +136,7 @@ def _page(m: dict, plot_names) -> str:
         "<h2>Reformation outages (ns)</h2>", table(m.get("reformation", [])),
         "<h3>Crashes</h3>", table(m.get("crashes", [])),
         "<h3>Longest delivery silence per receiver (ns)</h3>", table(m.get("delivery_gaps", [])),
+        *report_sections(m),
         "<h2 id='configuration'>Configuration</h2>",
         "<h3>Protocol</h3>", kv_table(exp.get("protocol") or {}),
         "<h3>Workload</h3>", kv_table(exp.get("workload") or {}),

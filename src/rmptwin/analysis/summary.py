@@ -75,6 +75,7 @@ from ..events import Kind
 from ..factories.rmp import customer_stripes
 from ..spec import LoadedExperiment
 from ..timer_lateness import merge_by_key
+from .sections import summary_sections
 from .venue_metrics import venue_summary
 
 RT_ROLES = ("primary", "secondary")
@@ -352,4 +353,5 @@ def summarize(events: pa.Table | pd.DataFrame, loaded: LoadedExperiment) -> dict
     }
     if loaded.experiment.venue is not None and topo.hosts_with_role("venue"):
         out.update(venue_summary(df, loaded))
+    out.update(summary_sections(df, loaded))
     return out

@@ -1,0 +1,50 @@
+"""Application sections of a run: what an application adds to summary.json, metrics.json
+and report.html, beside the ticker's figures that every run has.
+
+Each entry of ``SECTIONS`` names a module that defines any of:
+
+- ``summarize(df: pandas.DataFrame, loaded) -> dict``: keys merged into summary.json; return
+  ``{}`` when the run is not of this application (look at the roles in the topology);
+- ``spark_metrics(spark, events: pyspark DataFrame, rd: extract.RunData) -> dict``: merged
+  into metrics.json under the section's name (omit it, or return ``{}``, when not applicable);
+- ``report_html(m: dict) -> str``: one HTML fragment (its own ``<h2>``) from metrics.json,
+  ``""`` when there is nothing to say.
+
+Modules are imported only when a run is summarised or analysed, so an application's
+dependencies stay out of every other run.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+SECTIONS: dict[str, str] = {
+    # name -> module; an application adds one line.
+}
+
+
+def _modules():
+    for name, module in SECTIONS.items():
+        yield name, importlib.import_module(module)
+
+
+def summary_sections(df, loaded) -> dict:
+    out: dict = {}
+    for _, mod in _modules():
+        if hasattr(mod, "summarize"):
+            out.update(mod.summarize(df, loaded))
+    return out
+
+
+def spark_sections(spark, events, rd) -> dict:
+    out: dict = {}
+    for name, mod in _modules():
+        if hasattr(mod, "spark_metrics"):
+            figures = mod.spark_metrics(spark, events, rd)
+            if figures:
+                out[name] = figures
+    return out
+
+
+def report_sections(m: dict) -> list[str]:
+    return [html for _, mod in _modules() if hasattr(mod, "report_html") and (html := mod.report_html(m))]
