@@ -43,7 +43,8 @@ Definitions (the same for simulated and emulated runs):
   reformation is logged); empty if none.
 - customers: count, and guaranteed_complete: guaranteed-grade customers that received
   (CUST_RECV, Mold seq = gseq) every gseq released on each of their stripes.
-- Percentiles (p50, p99) interpolate linearly between the two nearest values.
+- Percentiles: p50 and p99 interpolate linearly between the two nearest values; with max, mean
+  and n they come from ``stats.percentiles``, which every section shares.
 
 Emulated runs only (their nodes log TIMER_LATENESS; a simulated run has none, and its
 summary has none of these keys):
@@ -76,20 +77,12 @@ from ..factories.rmp import customer_stripes
 from ..spec import LoadedExperiment
 from ..timer_lateness import merge_by_key
 from .sections import summary_sections
+from .stats import percentiles
 from .venue_metrics import venue_summary
 
 RT_ROLES = ("primary", "secondary")
 
 Message = tuple[int, str, int]  # (stripe, src, src_seq)
-
-
-def percentiles(values) -> dict:
-    """p50, p99 (linear interpolation), max and n of ``values``; None for an empty set."""
-    a = np.asarray(list(values), dtype=float)
-    if a.size == 0:
-        return {"p50": None, "p99": None, "max": None, "n": 0}
-    return {"p50": float(np.percentile(a, 50)), "p99": float(np.percentile(a, 99)),
-            "max": float(a.max()), "n": int(a.size)}
 
 
 def _stripe(detail: str) -> int:

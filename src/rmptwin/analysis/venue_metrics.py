@@ -11,7 +11,7 @@
 - max_gap / avg_gap: executed-position difference between the two most advanced live EVs,
   sampled every ``GAP_SAMPLE_MS``; the delays divide the gap by the EV's service rate
   (the seed's Table 1 divides by the maximum processing rate).
-- latency_ms: gateway send to first completion (ORDER_DONE), p50/p99/mean.
+- latency_ms: gateway send to first completion (ORDER_DONE), p50/p99/max/mean/n (``stats.percentiles``).
 - live_throughput_ratio: for each EV crash, the other EVs' execution rate from the crash
   until the crashed EV synchronized, over their rate in as long a window before the crash.
 """
@@ -25,16 +25,9 @@ import numpy as np
 import pandas as pd
 
 from ..events import Kind
+from .stats import percentiles
 
 GAP_SAMPLE_MS = 10.0
-
-
-def _pct(values) -> dict:
-    a = np.asarray(list(values), dtype=float)
-    if a.size == 0:
-        return {"p50": None, "p99": None, "mean": None, "n": 0}
-    return {"p50": float(np.percentile(a, 50)), "p99": float(np.percentile(a, 99)),
-            "mean": float(a.mean()), "n": int(a.size)}
 
 
 def _details(series) -> list[dict]:
@@ -141,7 +134,7 @@ def venue_summary(events, loaded) -> dict:
         "sync_ms": max(sync_ms) if sync_ms else None,
         "sync_ms_all": sync_ms,
         **_gap_metrics(_gaps(sp, live, df), service_ms),
-        "latency_ms": _pct(lat),
+        "latency_ms": percentiles(lat),
         "live_throughput_ratio": _throughput_ratios(df, sp, venues, sync),
     }
 
