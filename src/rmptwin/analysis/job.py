@@ -59,7 +59,7 @@ def compute(spark, run: str | Path, progress=None, bin_ns: int = 100_000_000) ->
     out.analysis_dir.mkdir(parents=True, exist_ok=True)
     step("extract")
     rd = extract.load_run(spark, run)
-    events = rd.events.cache()
+    events = extract.packet_layout(rd.events).cache()
     m = overview(rd, events)
     step("latency")
     m.update(latency_metrics(events, rd.hosts, out))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from pathlib import Path
 
 from ..errors import UserError
@@ -26,6 +27,7 @@ def spark_session(master: str | None = None, app_name: str = "rmptwin-analysis")
         raise UserError("pyspark is not installed: run `make provision` (or pip install pyspark)") from None
     os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # never bind Spark to a real interface
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # Python tasks (sweeps) run in this venv's Python
     builder = (
         SparkSession.builder.master(master or DEFAULT_MASTER)
         .appName(app_name)
@@ -45,6 +47,16 @@ def spark_session(master: str | None = None, app_name: str = "rmptwin-analysis")
         # the per-packet send table (tens of MB for 360k packets) is joined with millions of
         # deliveries, receptions and drops, which a sort-merge join would sort each time.
         .config("spark.sql.adaptive.autoBroadcastJoinThreshold", "64MB")
+        # The cached events are hash-partitioned by packet (src, stripe, src_seq) once
+        # (extract.packet_layout); a join on the packet and more, such as (packet, receiver),
+        # may then read both sides in place instead of shuffling both again.
+        .config("spark.sql.requireAllClusterKeysForCoPartition", "false")
+        # ... and keep the cached events' partitioning known to the plans that read them
+        # (by default adaptive execution may re-plan a cached query, which hides it).
+        .config("spark.sql.optimizer.canChangeCachedPlanOutputPartitioning", "false")
+        # Co-partitioned joins then need no exchange: hash the smaller side (per-packet sends)
+        # rather than sort both sides of millions of rows for a sort-merge join.
+        .config("spark.sql.join.preferSortMergeJoin", "false")
     )
     if LOG4J.exists():
         builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{LOG4J}")

@@ -31,6 +31,8 @@ FIRST_MOLD_SEQ = 1  # the rings number messages from t = 1 (rmp.receiver)
 MAX_GAP = 1 << 16
 # Most messages asked for in one re-request.
 MAX_REQUEST = 512
+# No gaps, nothing jumped: what ``add`` returns for a message in order (shared, never mutated).
+_NONE: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,8 @@ class SequenceTracker:
 
     def _extend(self, upto: int, now: int) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
         """Learn that every sequence number below ``upto`` exists: (new gaps, jumped over)."""
+        if upto <= self.top:
+            return _NONE, _NONE  # nothing new: the common case of a message in order
         jumped: list[tuple[int, int]] = []
         if upto - self.top > MAX_GAP:
             # Too far behind to repair: start afresh near the head of the stream.
@@ -99,7 +103,7 @@ class SequenceTracker:
         if self.next is None:
             self.next = self.top = seq
         if seq < self.next or seq in self.buffer or seq in self.skipped:
-            return False, [], []
+            return False, _NONE, _NONE
         gaps, jumped = self._extend(seq, now)
         if seq < self.next:
             return False, gaps, jumped
@@ -195,8 +199,14 @@ class GapRepairer:
         return out
 
     def get_timer(self) -> int | None:
-        deadlines = [d for d in (t.timer() for t in self.tracks.values()) if d is not None]
-        return min(deadlines) if deadlines else None
+        # called after every datagram: a plain loop, no lists
+        earliest = None
+        for t in self.tracks.values():
+            if t._heap:
+                d = t.timer()
+                if d is not None and (earliest is None or d < earliest):
+                    earliest = d
+        return earliest
 
     def next_event(self) -> Event | None:
         return self._events.popleft() if self._events else None
@@ -204,6 +214,8 @@ class GapRepairer:
     def _note_gaps(self, stripe: int, gaps: list[tuple[int, int]], jumped: list[tuple[int, int]]) -> int:
         """Log new ``gaps`` (CUST_GAP), then the numbers ``jumped`` over as too far behind to
         repair (CUST_SKIP). Returns how many were jumped over."""
+        if not gaps and not jumped:
+            return 0  # the common case, once per message
         for first, count in gaps:
             self._events.append(Event(Kind.CUST_GAP, gseq=first, detail={
                 "first": first, "count": count, "stripe": stripe, "session": session_name(stripe)}))

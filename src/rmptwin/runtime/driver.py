@@ -42,6 +42,7 @@ RMP_MAGIC = 0xA5
 SOCKET_BUFFER = 4 << 20
 MAX_READS_PER_WAKEUP = 256
 EARLY_WAKE_NS = 2_000_000  # > the selector's 1 ms rounding plus a typical wake-up delay
+RELEASE_ROLES = ("primary", "secondary")   # the roles whose cores release at ack ts + Delta_A
 
 
 def port_for_group(name: str) -> int:
@@ -184,7 +185,11 @@ class NodeDriver:
         self.after(self.true_now())
 
     def _readable(self, sock: socket.socket) -> None:
-        core = self.core
+        """Every datagram waiting on ``sock`` (up to MAX_READS_PER_WAKEUP), then one ``after``:
+        the core's sends, group changes and timer are collected once per wake-up, not once
+        per datagram; each datagram's events keep the time it was read."""
+        core, names, local, me = self.core, self.ip_names, self.clock.local, self.name
+        t = None
         for _ in range(MAX_READS_PER_WAKEUP):
             try:
                 data, (ip, _port) = sock.recvfrom(65535)
@@ -192,14 +197,23 @@ class NodeDriver:
                 break
             except OSError:
                 break  # e.g. ICMP port unreachable reported on this socket
-            src = self.ip_names.get(ip)
-            if src is None or src == self.name:
+            src = names.get(ip)
+            if src is None or src == me:
                 self.unknown_src += src is None
                 continue
             self.received += 1
-            t = self.true_now()
-            core.receive_datagram(data, src, self.clock.local(t))
+            t = time.time_ns() - self.t0
+            core.receive_datagram(data, src, local(t))
+            self._log_events(t)
+        if t is not None:
             self.after(t)
+
+    def _log_events(self, t: int) -> None:
+        ev = self.core.next_event()
+        while ev is not None:
+            self.log.add(t, self.name, self.role, ev)
+            self.progress.add(ev)
+            ev = self.core.next_event()
 
     def _fire(self) -> None:
         self._timer = None
@@ -224,11 +238,7 @@ class NodeDriver:
         self._sync_groups()
         for data, dest in core.datagrams_to_send(self.clock.local(t)):
             self._send(data, dest)
-        ev = core.next_event()
-        while ev is not None:
-            self.log.add(t, self.name, self.role, ev)
-            self.progress.add(ev)
-            ev = core.next_event()
+        self._log_events(t)
         deadline = core.get_timer()
         if deadline is not None and deadline == fired:
             deadline = None  # re-arming the deadline just handled would spin
@@ -243,7 +253,9 @@ class NodeDriver:
         self._timer_local = deadline
         if deadline is None or self.loop is None:
             return
-        self._timer_precise = is_release_deadline(self.core, deadline)
+        # Only a receiver has release deadlines; asking a source's thousands of resend timers
+        # which one this is would cost O(timers) at every arming.
+        self._timer_precise = self.role in RELEASE_ROLES and is_release_deadline(self.core, deadline)
         early = EARLY_WAKE_NS if self._timer_precise else 0
         wait_ns = self.clock.true(deadline) - early - self.true_now()
         self._timer = self.loop.call_at(self.loop.time() + max(0, wait_ns) / 1e9, self._fire)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import struct
+import time
 from pathlib import Path
 
 from ..venue.stores import MemoryGatewayLog
@@ -28,6 +29,8 @@ class FileGatewayLog(MemoryGatewayLog):
         if self.path.exists():
             self._replay(self.path.read_bytes())
         self._f = open(self.path, "ab")
+        self.fsyncs = 0          # one per appended batch (group commit): what a benchmark reports
+        self.fsync_s = 0.0
 
     def _replay(self, data: bytes) -> None:
         off = 0
@@ -46,7 +49,10 @@ class FileGatewayLog(MemoryGatewayLog):
         super().append(batch)
         self._f.write(b"".join(_REC.pack(0, s, len(b)) + b for s, b in batch))
         self._f.flush()
+        t = time.perf_counter()
         os.fsync(self._f.fileno())
+        self.fsync_s += time.perf_counter() - t
+        self.fsyncs += 1
 
     def mark_done(self, seq: int) -> None:
         super().mark_done(seq)
@@ -72,9 +78,12 @@ class SqliteHistoryStore:
             CREATE TABLE IF NOT EXISTS checkpoints (pos INTEGER PRIMARY KEY, blob BLOB NOT NULL);
             """
         )
-        self.commits = 0
+        self.commits = 0         # one per group commit (one fsync of the WAL each)
+        self.commit_s = 0.0
+        self.rows = 0
 
     def store(self, batch: list[tuple[int, bytes, list]]) -> None:
+        t = time.perf_counter()
         cur = self.db.cursor()
         cur.execute("BEGIN")
         cur.executemany("INSERT OR IGNORE INTO requests VALUES (?, ?, ?)",
@@ -82,7 +91,9 @@ class SqliteHistoryStore:
         cur.executemany("INSERT OR IGNORE INTO trades VALUES (?, ?, ?, ?, ?, ?, ?)",
                         [(n, i, *t) for n, _, tr in batch for i, t in enumerate(tr)])
         cur.execute("COMMIT")
+        self.commit_s += time.perf_counter() - t
         self.commits += 1
+        self.rows += len(batch)
 
     def top(self) -> int:
         row = self.db.execute("SELECT MAX(pos) FROM requests").fetchone()

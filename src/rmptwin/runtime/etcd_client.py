@@ -52,7 +52,7 @@ def _unb64(s: str) -> str:
     return base64.b64decode(s).decode()
 
 
-MAX_BATCH = 256   # positions per transaction (the cluster runs with --max-txn-ops 1024)
+MAX_BATCH = 1000   # positions per transaction (+ next + the window delete <= the cluster's --max-txn-ops 1024)
 
 
 class EtcdError(RuntimeError):

@@ -97,6 +97,15 @@ class ReleasePriority:
             return "rr"
         if self._rr_with_budget(pid):
             return "rr+budget"
+        return self.favour(pid)
+
+    def favour(self, pid: int) -> str:
+        """A source's scheduling: nice -10 and its container's ``CPU_SHARES``, no RT budget
+        (that goes to the release path). Its publication timers are the ticker's schedule:
+        on a loaded machine the real-time relays, switch and receivers leave the normal
+        processes a fraction of the CPUs, and a source at the default weight fell seconds
+        behind a 1,000 msg/s schedule (offering far less than the rate asked). What it got:
+        "nice+shares", "nice", "shares" or "none"."""
         try:
             os.setpriority(os.PRIO_PROCESS, pid, NICE)
             got = "nice"

@@ -1,0 +1,322 @@
+"""Real-time venue run in separate processes: two EVs, the gateway, the history recorder.
+
+Processes (forked, each with its own sockets, ``runtime.venue_node``): ``front`` runs the
+trading client and the gateway (its log a file, one fsync per batch of appended requests:
+group commit; a request goes to the EVs only after the fsync that covers it); ``hr`` the
+history recorder (SQLite in WAL mode, ``synchronous=FULL``, one transaction per batch:
+group commit; HARDENED only after that commit); ``ev1``, ``ev2`` one EV each with its own
+etcd client (one etcd transaction per proposal batch; an EV has at most one proposal in
+flight, the venue core's rule, and proposes the next batch as soon as the answer is in).
+
+Figures, all from ``time.monotonic_ns`` (one clock for every process):
+
+* latency: the seed's, gateway send (after its fsync) to the first EV's completion at the
+  gateway, which comes only after the HR commit (``durable``);
+* throughput: completions within the offered window / the window; completions after the
+  load stopped are reported apart (``completed_after``), never counted in it;
+* failover sync (the seed's "synchronization time": from when a new EV is started until it
+  has recovered the state and is fully operational): an EV process is killed (SIGKILL)
+  mid-run and a new one started ``down_s`` later, recovering from the HR's checkpoint and
+  hardened requests while the other EV goes on; ``sync_from_start_ms`` runs from the fork of
+  the new process to its SYNC_DONE (it has executed everything the sequencer had ordered
+  when it first asked), ``sync_core_ms`` from its first datagram (the core's own figure).
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import queue
+import random
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..events import Kind
+from ..venue import wire
+from ..venue.client import ClientConfig, ClientCore
+from ..venue.gateway import GatewayConfig, GatewayCore
+from ..venue.history import HistoryConfig, HistoryCore
+from ..venue.venue import VenueConfig, VenueCore
+from .durable_stores import FileGatewayLog, SqliteHistoryStore
+from .etcd_client import EtcdCas
+from .venue_node import EtcdStats, Transport, pump
+
+START_DELAY_NS = 200_000_000   # the clients start this long after every process is ready
+DRAIN_CAP_S = 2.0              # after the load, wait at most this long for every completion
+# shared int64 slots (one RawArray, no locks: each slot has one writer)
+GO, STOP, HR_TOP, ACCEPTED, COMPLETED, TARGET, EV0 = range(7)
+
+
+def _groups(n_ev: int) -> dict[str, list[str]]:
+    evs = [f"ev{i + 1}" for i in range(n_ev)]
+    return {wire.REQUEST_GROUP: evs, wire.HARDENED_GROUP: evs}
+
+
+def _runqueue_s() -> float:
+    """Seconds this process has spent runnable but waiting for a CPU (a shared machine's cost)."""
+    try:
+        return int(Path("/proc/self/schedstat").read_text().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return float("nan")
+
+
+def _wait_go(sh) -> None:
+    while sh[GO] == 0:
+        time.sleep(0.001)
+
+
+def _front_main(sh, q, p: dict) -> None:
+    net = Transport(p["sock_dir"], ["cl1", "gw1"], _groups(p["n_ev"]))
+    log = FileGatewayLog(Path(p["state_dir"]) / "gw1.log")
+    gw = GatewayCore(GatewayConfig(gw_id=0, venues=p["evs"], symbols=p["symbols"], fsync_ns=0), log)
+    q.put(("ready", "front", None))
+    _wait_go(sh)
+    start = sh[GO]
+    client = ClientCore(ClientConfig(index=0, gateway="gw1", symbols=p["symbols"], rate=p["rate"], start_ns=start,
+                                     stop_ns=start + int(p["duration_s"] * 1e9)), random.Random(p["seed"]))
+    cores = {"cl1": client, "gw1": gw}
+    done_t, lat = [], []
+
+    def on_event(name, e):
+        if e.kind == Kind.ORDER_DONE:
+            done_t.append(time.monotonic_ns())
+            lat.append(e.detail["latency_ns"])
+
+    cpu, rq = time.process_time(), _runqueue_s()
+    while sh[STOP] < 2:   # serves the EVs until they all stopped (a lagging one may ask for resends)
+        pump(net, cores, on_event)
+        sh[ACCEPTED], sh[COMPLETED] = gw.accepted, gw.completed
+    q.put(("result", "front", {"offered": client.seq, "accepted": gw.accepted, "completed": gw.completed,
+                               "done_t": np.asarray(done_t, dtype=np.int64), "lat_ns": np.asarray(lat, dtype=np.int64),
+                               "fsyncs": log.fsyncs, "fsync_s": log.fsync_s, "cpu_s": time.process_time() - cpu,
+                               "runqueue_s": _runqueue_s() - rq,
+                               "datagrams": net.datagrams, "frames": net.frames}))
+    net.close()
+    log.close()
+
+
+def _hr_main(sh, q, p: dict) -> None:
+    net = Transport(p["sock_dir"], ["hr1"], _groups(p["n_ev"]))
+    store = SqliteHistoryStore(Path(p["state_dir"]) / "hr1.sqlite")
+    hr = HistoryCore(HistoryConfig(commit_ns=0), store)
+    q.put(("ready", "hr", None))
+    _wait_go(sh)
+    cpu, rq = time.process_time(), _runqueue_s()
+    while sh[STOP] < 2:
+        pump(net, {"hr1": hr}, lambda name, e: None)
+        sh[HR_TOP] = hr.top
+    q.put(("result", "hr", {"commits": store.commits, "rows": store.rows, "commit_s": store.commit_s,
+                            "cpu_s": time.process_time() - cpu, "runqueue_s": _runqueue_s() - rq}))
+    net.close()
+    store.close()
+
+
+def _ev_main(sh, q, p: dict, i: int, recovering: bool) -> None:
+    name = f"ev{i + 1}"
+    net = Transport(p["sock_dir"], [name], _groups(p["n_ev"]))
+    cas = EtcdCas(p["endpoints"], prefix=p["prefix"], window=100_000)
+    ev = VenueCore(VenueConfig(ev_id=i, symbols=p["symbols"], gateways=("gw1",), sequencer="seq", history="hr1",
+                               durable=p["durable"], checkpoint_every=p["checkpoint_every"], lookahead=p["batch"] * 2,
+                               batch=p["batch"], retry_ns=p["retry_ns"]), lambda: 0, recovering=recovering)
+    stats = EtcdStats()
+    executed = [0]
+    hashes: dict[int, str] = {}   # checkpoint position -> state hash + trade hash there
+
+    def on_event(_, e):
+        if e.kind == Kind.SEQ_POSITION:
+            executed[0] += 1
+        elif e.kind == Kind.VENUE_STATE:
+            hashes[e.gseq] = f"{e.detail['state_hash']}/{e.detail['trade_hash']}"
+        elif e.kind == Kind.SYNC_DONE:
+            q.put(("sync", name, {"at": time.monotonic_ns(), "sync_core_ms": e.detail["sync_ns"] / 1e6,
+                                  "position": e.detail["position"]}))
+
+    if not recovering:
+        q.put(("ready", name, None))
+        _wait_go(sh)
+    cpu, rq = time.process_time(), _runqueue_s()
+    while sh[STOP] < 2 and not (sh[STOP] == 1 and ev.next_pos >= sh[TARGET]):
+        pump(net, {name: ev}, on_event, cas, stats)
+        sh[EV0 + i] = ev.next_pos
+    q.put(("result", name, {"state_hash": ev.state_hash(), "next_pos": ev.next_pos, "trade_hash": ev.trade_hash.hex(),
+                            "executed": executed[0], "checkpoints": hashes, "etcd": stats.as_dict(), "cpu_s": time.process_time() - cpu,
+                            "runqueue_s": _runqueue_s() - rq, "failovers": cas.failovers}))
+    cas.close()
+    net.close()
+
+
+class _Run:
+    """The processes of one run and what they reported."""
+
+    def __init__(self, params: dict, n_ev: int) -> None:
+        self.ctx = mp.get_context("fork")   # fast start: a restarted EV is a fork, not a new interpreter
+        self.p = params
+        self.sh = self.ctx.RawArray("q", EV0 + n_ev)
+        self.q = self.ctx.Queue()
+        self.procs: dict[str, mp.Process] = {}
+        self.results: dict[str, dict] = {}
+        self.syncs: list[dict] = []
+        self.ready: set[str] = set()
+        self.stopped_ns = 0
+
+    def spawn(self, name: str, target, *args) -> int:
+        proc = self.ctx.Process(target=target, args=(self.sh, self.q, self.p, *args), name=name, daemon=True)
+        t = time.monotonic_ns()
+        proc.start()
+        self.procs[name] = proc
+        return t
+
+    def collect(self, timeout_s: float) -> None:
+        try:
+            kind, name, payload = self.q.get(timeout=timeout_s)
+        except queue.Empty:
+            return
+        if kind == "ready":
+            self.ready.add(name)
+        elif kind == "sync":
+            self.syncs.append({"ev": name, **payload})
+        else:
+            self.results[name] = payload
+
+    def wait_for(self, pred, timeout_s: float, what: str) -> None:
+        deadline = time.monotonic() + timeout_s
+        while not pred():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"venue processes: {what} not within {timeout_s:.0f} s")
+            dead = [n for n, pr in self.procs.items() if pr.exitcode not in (None, 0, -9)]
+            if dead:
+                raise RuntimeError(f"venue process {dead[0]} exited with {self.procs[dead[0]].exitcode}")
+            self.collect(0.005)
+
+    def stop(self) -> None:
+        for pr in self.procs.values():
+            if pr.is_alive():
+                pr.kill()
+            pr.join(timeout=5)
+
+
+def _failovers(run: _Run, start_ns: int, kill_at: tuple[float, ...], down_s: float, victim: int) -> list[dict]:
+    """Kill EV ``victim`` at each of ``kill_at`` s into the load, start a recovering one ``down_s`` later."""
+    name, out = f"ev{victim + 1}", []
+    for at in kill_at:
+        while time.monotonic_ns() < start_ns + at * 1e9:
+            run.collect(0.002)
+        run.procs[name].kill()
+        run.procs[name].join(timeout=5)
+        time.sleep(down_s)
+        before = len(run.syncs)
+        forked = run.spawn(name, _ev_main, victim, True)
+        run.wait_for(lambda: len(run.syncs) > before, 20.0, f"{name} in sync after a restart")
+        s = run.syncs[-1]
+        out.append({"sync_from_start_ms": (s["at"] - forked) / 1e6, "sync_core_ms": s["sync_core_ms"],
+                    "position": s["position"]})
+    return out
+
+
+def _stop(run: _Run, n_ev: int) -> None:
+    """EVs first, each once at the furthest position any EV reached (so their states compare),
+    the gateway and HR serving them meanwhile; after 5 s, everyone as it stands."""
+    run.sh[TARGET] = max(run.sh[EV0 + i] for i in range(n_ev))
+    run.sh[STOP] = 1
+    evs = [f"ev{i + 1}" for i in range(n_ev)]
+    try:
+        run.wait_for(lambda: all(e in run.results for e in evs), 5.0, "the EVs at the same position")
+    except RuntimeError:
+        pass   # reported: their positions differ, only checkpoint hashes compare
+    run.sh[STOP] = 2
+    run.wait_for(lambda: len(run.results) == 2 + n_ev, 10.0, "every process's result")
+
+
+def _agreement(evs: list[dict]) -> dict:
+    """Same position and state at the end, and the same hashes at every checkpoint both passed."""
+    same_pos = len({e["next_pos"] for e in evs}) == 1
+    common = set.intersection(*(set(e["checkpoints"]) for e in evs))
+    return {"agree": same_pos and len({e["state_hash"] for e in evs}) == 1
+            and all(len({e["checkpoints"][p] for e in evs}) == 1 for p in common),
+            "checkpoints_compared": len(common),
+            "checkpoints_agree": all(len({e["checkpoints"][p] for e in evs}) == 1 for p in common)}
+
+
+def _drained(run: _Run, n_ev: int) -> bool:
+    sh = run.sh
+    tops = {sh[EV0 + i] for i in range(n_ev)}
+    return sh[COMPLETED] >= sh[ACCEPTED] and tops == {sh[HR_TOP] + 1}
+
+
+def run_processes(endpoints: list[str], *, rate: float, duration_s: float, symbols=("IBM",), durable: bool = True,
+                  n_ev: int = 2, seed: int = 1, state_dir: str | None = None, kill_at: tuple[float, ...] = (),
+                  down_s: float = 0.2, checkpoint_every: int = 1024, retry_ns: int = 200_000_000,
+                  batch: int = 256) -> dict:
+    """Offer ``rate`` requests/s for ``duration_s`` to EVs in separate processes; the figures (module doc).
+
+    ``state_dir``: the file system holding the gateway log and the HR database (their fsyncs
+    are real); default a temporary directory under /var/tmp (disk). ``kill_at``: seconds into
+    the load at which EV 2 is killed and restarted (failover sync). ``batch``: positions an EV
+    proposes in one etcd transaction at most (it looks ahead twice that)."""
+    state = Path(tempfile.mkdtemp(prefix="rmptwin-venue-procs-", dir=state_dir or "/var/tmp"))
+    socks = Path(tempfile.mkdtemp(prefix="rv-", dir="/tmp"))   # short: unix socket paths are <= 107 bytes
+    prefix = f"bench/{os.getpid()}/{time.monotonic_ns()}"
+    params = {"sock_dir": str(socks), "state_dir": str(state), "n_ev": n_ev, "evs": tuple(f"ev{i + 1}" for i in range(n_ev)),
+              "symbols": tuple(symbols), "rate": rate, "duration_s": duration_s, "seed": seed, "endpoints": endpoints,
+              "prefix": prefix, "durable": durable, "checkpoint_every": checkpoint_every, "retry_ns": retry_ns,
+              "batch": batch}
+    init = EtcdCas(endpoints, prefix=prefix, window=100_000)
+    init.init()
+    init.close()
+    run = _Run(params, n_ev)
+    try:
+        run.spawn("front", _front_main)
+        run.spawn("hr", _hr_main)
+        for i in range(n_ev):
+            run.spawn(f"ev{i + 1}", _ev_main, i, False)
+        run.wait_for(lambda: len(run.ready) == 2 + n_ev, 30.0, "every process ready")
+        start = run.sh[GO] = time.monotonic_ns() + START_DELAY_NS
+        sync = _failovers(run, start, kill_at, down_s, n_ev - 1) if kill_at else []
+        end = start + int(duration_s * 1e9)
+        while time.monotonic_ns() < end or (not _drained(run, n_ev) and time.monotonic_ns() < end + DRAIN_CAP_S * 1e9):
+            run.collect(0.005)
+        _stop(run, n_ev)
+        run.stopped_ns = time.monotonic_ns()
+    finally:
+        run.sh[STOP] = 2
+        run.stop()
+        shutil.rmtree(state, ignore_errors=True)
+        shutil.rmtree(socks, ignore_errors=True)
+    return _figures(run, start, end, duration_s, rate, n_ev, sync)
+
+
+def _figures(run: _Run, start: int, end: int, duration_s: float, rate: float, n_ev: int, sync: list[dict]) -> dict:
+    f, hr = run.results["front"], run.results["hr"]
+    evs = [run.results[f"ev{i + 1}"] for i in range(n_ev)]
+    in_window = int(np.count_nonzero(f["done_t"] <= end))
+    lat = f["lat_ns"] / 1e6 if len(f["lat_ns"]) else np.asarray([np.nan])
+    return {
+        "offered_rate": rate, "offered": f["offered"], "accepted": f["accepted"], "completed": f["completed"],
+        "completed_in_window": in_window, "completed_after": f["completed"] - in_window,
+        "throughput": in_window / duration_s,
+        "p50_ms": float(np.nanpercentile(lat, 50)), "p99_ms": float(np.nanpercentile(lat, 99)),
+        "mean_ms": float(np.nanmean(lat)),
+        **_agreement(evs),
+        "next_pos": [e["next_pos"] for e in evs], "state_hashes": [e["state_hash"] for e in evs],
+        "sync": sync,
+        "stages": {
+            "gw_fsyncs": f["fsyncs"], "gw_fsync_ms_mean": 1e3 * f["fsync_s"] / max(1, f["fsyncs"]),
+            "gw_requests_per_fsync": f["accepted"] / max(1, f["fsyncs"]),
+            "hr_commits": hr["commits"], "hr_commit_ms_mean": 1e3 * hr["commit_s"] / max(1, hr["commits"]),
+            "hr_rows_per_commit": hr["rows"] / max(1, hr["commits"]),
+            # each process's CPU over the requests it handled (accepted, stored, executed)
+            "cpu_us_per_request": {"front": 1e6 * f["cpu_s"] / max(1, f["accepted"]),
+                                   "hr": 1e6 * hr["cpu_s"] / max(1, hr["rows"]),
+                                   **{f"ev{i + 1}": 1e6 * e["cpu_s"] / max(1, e["executed"]) for i, e in enumerate(evs)}},
+            "etcd": {f"ev{i + 1}": e["etcd"] for i, e in enumerate(evs)},
+            # runnable but not running: what the other users of a shared machine cost each process
+            "runqueue_wait_s": {"front": f["runqueue_s"], "hr": hr["runqueue_s"],
+                                **{f"ev{i + 1}": e["runqueue_s"] for i, e in enumerate(evs)}},
+        },
+        "wall_s": (run.stopped_ns - start) / 1e9,
+        "load_avg": os.getloadavg()[0],
+    }
