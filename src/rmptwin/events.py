@@ -38,6 +38,11 @@ class Kind:
     CUST_RECV = "cust_recv"        # customer got gseq; detail: {repair, mold_seq, session, stripe}
     CUST_GAP = "cust_gap"          # gap detected; detail: {first, count}
     CUST_SKIP = "cust_skip"        # best-effort customer skipped a gap
+    # security (seed 6): a frame dropped unread; src = the claimed sender, detail: {reason
+    # (rmp.seal.Reason: mac_failed, conflicting_payload, replay, unauthorized), claimed, via}
+    ALARM = "alarm"
+    ATTACK = "attack"             # an attacker sent a frame; detail: {mode, group, stripe, target}
+    EDGE_DROPS = "edge_drops"     # emulated runs: unauthorized multicast an edge switch dropped; detail: {packets}
     # faults
     CRASH = "crash"
     RECOVER = "recover"
@@ -53,6 +58,15 @@ class Kind:
     ORDER_DONE = "order_done"      # GW got the first completion; detail: {latency_ns, position, trades}
     VENUE_STATE = "venue_state"    # EV state after position gseq; detail: {state_hash, trade_hash, trades}
     SEQ_TOO_FAR = "seq_too_far"    # a proposer fell out of the sequencer window (soft failure)
+    # distributed trading floor (seed 7.3; rmptwin.apps.trading_floor)
+    FLOOR_REPORT = "floor_report"  # token site sourced a trade report; detail: {status, n, digest, token}
+    FLOOR_TRADE = "floor_trade"    # a node's floor changed at gseq; detail: {status: derived|tentative|confirmed|withdrawn, n, digest}
+    FLOOR_STATE = "floor_state"    # a node's floor after that change; detail: {hash, trades, tentative, confirmed, ...}
+    # unified orders (seed 7.2; rmptwin.apps.unified_orders): src/src_seq = trader and its offer number
+    OFFER_SENT = "offer_sent"      # trader sent an offer; detail: {decision, pair, side, symbol, price, qty, to, exchange}
+    OFFER_ADMIT = "offer_admit"    # S_P (or a direct-entry exchange) admitted it; detail: {account, stripe}
+    OFFER_REJECT = "offer_reject"  # ... refused it; detail: {reason: credentials|funds|holdings|rate|duplicate|...}
+    OFFER_EXEC = "offer_exec"      # exchange executed it at position gseq; detail: {decision, pair, ring_gseq, trades}
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,8 @@ PACKAGE_DIR = Path(rmptwin.__file__).parent
 
 VENUE_CORES = ["orderbook", "gateway", "venue", "history", "sequencer", "client", "wire"]
 PURE_TOP_LEVEL = ["events", "sansio", "groups", "trade_report"]
+# application packages under rmptwin/apps/ whose every module is a pure core
+PURE_APPS = ["unified_orders", "trading_floor"]
 
 # Loaded by a core, any of these means a driver, a store or an analysis library leaked in.
 FORBIDDEN_LOADED = ("pyarrow", "pydantic", "yaml", "pandas", "pyspark", "sqlite3", "asyncio", "subprocess",
@@ -42,8 +44,11 @@ def _module_name(path: Path) -> str:
 
 def core_modules() -> list[str]:
     rmp = [_module_name(p) for p in sorted((PACKAGE_DIR / "rmp").glob("*.py"))]
+    rmp += [_module_name(p) for p in sorted((PACKAGE_DIR / "taxonomy").glob("*.py"))]   # sequencer taxonomy
     venue = [f"rmptwin.venue.{m}" for m in VENUE_CORES]
-    return rmp + venue + [f"rmptwin.{m}" for m in PURE_TOP_LEVEL]
+    apps = [_module_name(p) for p in sorted((PACKAGE_DIR / "apps").rglob("*.py"))
+            if p.relative_to(PACKAGE_DIR / "apps").parts[0] in PURE_APPS]
+    return rmp + venue + apps + [f"rmptwin.{m}" for m in PURE_TOP_LEVEL]
 
 
 def _source_path(module: str) -> Path:

@@ -16,6 +16,10 @@ Forwarding, per switch:
   a frame arriving off-tree is dropped. A ``region/<r>/<k>`` group only uses region r's
   switches. At the sender's own switch the flow goes through the sender port's meter:
   one host cannot flood a group (seed section 6).
+- Authorized senders (``Wiring.authorized``, from ``emulation.authorized``): for a group in
+  that map, only its authorized senders get a tree; every other host's frames to the group
+  hit a drop rule at the host's own switch (priority ``PRIO_UNAUTH_DROP``), whose OpenFlow
+  packet counter is the run's count of unauthorized multicast dropped at the edge.
 - Everything else (IPv6, unjoined multicast) is dropped by the table-miss entry.
 """
 
@@ -39,6 +43,9 @@ FIRST_TREE_GROUP_ID = 1000
 # IGMP above the trees: a v2 report is addressed to the group itself and must reach the
 # controller, not the group's members.
 PRIO_MISS, PRIO_MCAST_DROP, PRIO_UNICAST, PRIO_ARP, PRIO_TREE, PRIO_IGMP = 0, 5, 10, 50, 200, 300
+# Unauthorized senders' multicast, per (host port, group): below the trees, above the rest.
+# This priority is used by nothing else, so the edge-drop count is the sum of its flows' packets.
+PRIO_UNAUTH_DROP = 150
 DEFAULT_METER_PPS = 50_000
 
 
@@ -135,6 +142,8 @@ class Wiring:
     hosts: dict[str, HostPort]
     group_names: dict[str, str]                   # group ip -> logical name
     meter_pps: int = DEFAULT_METER_PPS
+    # group ip -> the hosts allowed to send to it; groups absent are unrestricted; None: none are
+    authorized: dict[str, tuple[str, ...]] | None = None
 
     @property
     def switch_of_dpid(self) -> dict[int, str]:
@@ -152,6 +161,7 @@ class Wiring:
             "dpids": self.dpids, "links": self.links,
             "hosts": {n: [h.switch, h.port, h.ip] for n, h in self.hosts.items()},
             "group_names": self.group_names, "meter_pps": self.meter_pps,
+            "authorized": None if self.authorized is None else {g: list(h) for g, h in self.authorized.items()},
         }
 
     @classmethod
@@ -163,11 +173,18 @@ class Wiring:
             hosts={n: HostPort(n, v[0], int(v[1]), v[2]) for n, v in d["hosts"].items()},
             group_names=dict(d.get("group_names", {})),
             meter_pps=int(d.get("meter_pps", DEFAULT_METER_PPS)),
+            authorized=None if d.get("authorized") is None else
+            {g: tuple(h) for g, h in d["authorized"].items()},
         )
 
     @classmethod
     def load(cls, path: str | Path) -> "Wiring":
         return cls.from_json(json.loads(Path(path).read_text()))
+
+
+def authorized_by_ip(by_name: dict[str, frozenset[str]]) -> dict[str, tuple[str, ...]]:
+    """``emulation.authorized.authorized_senders`` keyed by group ip, as ``Wiring.authorized``."""
+    return {group_ip(name): tuple(sorted(hosts)) for name, hosts in by_name.items()}
 
 
 def known_group_names(topo: Topology, stripes: int = 64) -> dict[str, str]:
@@ -250,6 +267,7 @@ class Policy:
         self._sender_tree: dict[str, tuple[int, dict[str, Tree | None]]] = {}
         self._ports_cache: dict[str, tuple[int, dict]] = {}
         self._base: dict[str, SwitchState] = {}
+        self._authorized = {ip: frozenset(h) for ip, h in (wiring.authorized or {}).items()}
 
     # membership -------------------------------------------------------------------
 
@@ -303,7 +321,14 @@ class Policy:
             cached = self._ports_cache[ip] = (version, by_switch)
         return cached[1]
 
+    def may_send(self, sender: str, ip: str) -> bool:
+        """Whether ``sender`` may multicast to group ``ip`` (a group with no authorized list: anyone)."""
+        allowed = self._authorized.get(ip)
+        return allowed is None or sender in allowed
+
     def _compute_tree(self, sender: str, ip: str) -> Tree | None:
+        if not self.may_send(sender, ip):
+            return None
         src = self.w.hosts[sender]
         region = self.region_of(ip)
         if region is not None and (region not in self.topo.regions or src.switch not in self.topo.regions[region]):
@@ -366,6 +391,7 @@ class Policy:
         arp_ports = sorted({h.port for h in local_hosts} | {self.w.links[switch][n] for n in span_nbrs})
         st.groups[ARP_GROUP_ID] = GroupSpec(ARP_GROUP_ID, tuple(arp_ports))
         st.add_flow(flow(PRIO_ARP, (("group", ARP_GROUP_ID),), eth_type=ETH_ARP))
+        self._add_edge_drops(local_hosts, st)
         # Unicast by destination address.
         for h in self.w.hosts.values():
             if h.switch == switch:
@@ -374,6 +400,17 @@ class Policy:
                 port = self.w.links[switch][unicast_path(self.topo, switch, h.switch)[1]]
             st.add_flow(flow(PRIO_UNICAST, (("output", port),), eth_type=ETH_IP, ipv4_dst=h.ip))
         return st
+
+    def _add_edge_drops(self, local_hosts: list[HostPort], st: SwitchState) -> None:
+        """Drop, at their own switch, what local hosts send to groups they may not send to."""
+        for ip in sorted(self._authorized):
+            for h in local_hosts:
+                if not self.may_send(h.name, ip):
+                    st.add_flow(flow(PRIO_UNAUTH_DROP, (), in_port=h.port, eth_type=ETH_IP, ipv4_dst=ip))
+
+    def edge_drop_flows(self, switch: str) -> list[FlowSpec]:
+        """The unauthorized-sender drop rules of ``switch`` (their packet counters are the edge drops)."""
+        return [f for f in self.switch_state(switch).flows.values() if f.priority == PRIO_UNAUTH_DROP]
 
     def _add_trees(self, switch: str, st: SwitchState) -> None:
         """The multicast trees through this switch."""

@@ -33,7 +33,7 @@ from ..spec import Bernoulli, Topology, load_topology
 from . import env as envmod
 from .cleanup import claim_tag, cleanup_state_dir, register_state_dir
 from .droplog import counts_table, drops_table, read_drop_file
-from .flows import DEFAULT_METER_PPS, Wiring, known_group_names
+from .flows import DEFAULT_METER_PPS, Wiring, authorized_by_ip, known_group_names
 from .image import ensure_image
 from .impair import NetemLink, RelayLink
 
@@ -93,6 +93,7 @@ class EmulatedNetwork:
         *,
         igmp_version: int | dict[str, int] | None = None,
         meter_pps: int = DEFAULT_METER_PPS,
+        authorized: dict[str, frozenset[str]] | None = None,
         cpus: float | None = None,
         memory_mb: int | None = None,
         mounts: list[tuple[str, str, str]] | None = None,
@@ -109,6 +110,8 @@ class EmulatedNetwork:
         self.state_dir = Path(state_dir) if state_dir else DEFAULT_STATE_DIR
         self.igmp_version = igmp_version
         self.meter_pps = meter_pps
+        # group name -> the hosts the controller builds trees for (emulation.authorized); None: all
+        self.authorized = authorized
         self.cpus, self.memory_mb, self.mounts = cpus, memory_mb, mounts or []
         self.progress = progress or (lambda msg: None)
         self.net = None
@@ -236,7 +239,8 @@ class EmulatedNetwork:
         self._record(host_pids=[self.net.get(h.name).pid for h in self.topo.hosts],
                      link_node_pids=[self.net.get(n).pid for n in topo.relay_nodes])
         self.wiring = Wiring(self.topo, {s: i + 1 for i, s in enumerate(self.topo.switches)}, topo.switch_ports,
-                             topo.host_ports, known_group_names(self.topo), self.meter_pps)
+                             topo.host_ports, known_group_names(self.topo), self.meter_pps,
+                             None if self.authorized is None else authorized_by_ip(self.authorized))
         (self.state_dir / "wiring.json").write_text(json.dumps(self.wiring.to_json(), indent=1))
 
     def _host_class(self):

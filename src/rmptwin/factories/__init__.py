@@ -30,6 +30,21 @@ FACTORIES: dict[str, str] = {
     "sequencer": "rmptwin.factories.venue:build_sequencer",
     "history": "rmptwin.factories.venue:build_history",
     "client": "rmptwin.factories.venue:build_client",
+    "trader": "rmptwin.factories.orders:build_trader",
+    "portal": "rmptwin.factories.orders:build_portal",
+    "broker": "rmptwin.factories.orders:build_broker",
+    "exchange": "rmptwin.factories.orders:build_exchange",
+    "attacker": "rmptwin.factories.attacker:build_attacker",
+    "taxonomy_member": "rmptwin.factories.taxonomy:build_member",
+    "participant": "rmptwin.factories.floor:build_participant",
+}
+
+# An application section of the experiment may give a role another core: under
+# ``taxonomy:`` a source is a taxonomy sender; under ``floor:`` a primary is an arbiter
+# while it holds the token. Section name -> role -> "module:function", as FACTORIES.
+SECTION_FACTORIES: dict[str, dict[str, str]] = {
+    "taxonomy": {"source": "rmptwin.factories.taxonomy:build_sender"},
+    "floor": {"primary": "rmptwin.factories.floor:build_arbiter"},
 }
 
 TAKES_ADAPTERS = frozenset({"gateway", "venue", "sequencer", "history", "client"})
@@ -59,6 +74,9 @@ def build_core(host, loaded: LoadedExperiment, rng: random.Random, *, recovering
         target = FACTORIES[host.role]
     except KeyError:
         raise UserError(f"host {host.name}: unknown role {host.role!r}; known: {', '.join(FACTORIES)}") from None
+    for section, roles in SECTION_FACTORIES.items():
+        if getattr(loaded.experiment, section, None) is not None:
+            target = roles.get(host.role, target)
     module, func = target.split(":")
     factory = getattr(importlib.import_module(module), func)
     if host.role in TAKES_ADAPTERS:

@@ -7,6 +7,9 @@ cores take no adapters (they need no stores or clients).
 
 The topology questions those configs answer (the stripes a host serves, a stripe's primary
 ring, ...) are here too, for the drivers and the seed-bound checks.
+
+Security (``security.enabled``): ``keys_for`` reads the experiment's key file once
+(``rmptwin.keys``) and gives each core only what its role is entitled to (seed 6, 7.1).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from ..rmp.repair import RepairConfig
 from ..rmp.retransmit import RetransmitConfig, RetransmitCore
 from ..rmp.secondary import SecondaryCore
 from ..rmp.source import SourceCore
+from ..rmp.seal import KeySet
 from ..rmp.timing import MS, Timing
 
 # the hosts that remulticast a stripe into their regions (R_T)
@@ -73,19 +77,31 @@ def secondary_ring(loaded: LoadedExperiment, ring: str, stripe: int) -> list[str
     return [members[0].primary] + [h.name for h in members]
 
 
+# The last topology asked about, its host count and (R_T hosts in topology order, sources):
+# building 10,000 customers would otherwise scan every host once per customer.
+_ROLES_SEEN: list = [None, -1, (), ()]
+
+
+def _rt_and_sources(topo) -> tuple[list, list]:
+    if _ROLES_SEEN[0] is not topo or _ROLES_SEEN[1] != len(topo.hosts):
+        _ROLES_SEEN[:] = [topo, len(topo.hosts), [h for h in topo.hosts if h.role in REMULTICAST_ROLES],
+                          topo.hosts_with_role("source")]
+    return _ROLES_SEEN[2], _ROLES_SEEN[3]
+
+
 def remulticasters(loaded: LoadedExperiment, regions: list[str], stripe: int) -> list[str]:
     """R_T hosts (primary/secondary) remulticasting ``stripe`` into any of ``regions``, in topology order."""
     want = set(regions)
     return [
-        h.name for h in loaded.topology.hosts
-        if h.role in REMULTICAST_ROLES and want & set(h.regions) and striping.serves_stripe(h.stripes, stripe)
+        h.name for h in _rt_and_sources(loaded.topology)[0]
+        if want & set(h.regions) and striping.serves_stripe(h.stripes, stripe)
     ]
 
 
 def customer_stripes(host, loaded: LoadedExperiment) -> list[int]:
     """The stripes a customer joins (``striping.customer_stripes`` on its spec and the workload's rate)."""
     w = loaded.experiment.workload
-    n_sources = len(w.sources) if w.sources is not None else len(loaded.topology.hosts_with_role("source"))
+    n_sources = len(w.sources) if w.sources is not None else len(_rt_and_sources(loaded.topology)[1])
     return striping.customer_stripes(
         host.stripes, w.stripes, link_mbps=host.link.bandwidth_mbps,
         msgs_per_stripe=w.rate_per_source * n_sources / w.stripes, message_bytes=w.message_bytes,
@@ -102,19 +118,62 @@ def customer_config(host, loaded: LoadedExperiment) -> CustomerConfig:
     stripes = customer_stripes(host, loaded)
     regions = list(host.regions)
     region_of: dict[str, str] = {}
-    for h in loaded.topology.hosts:
+    for h in _rt_and_sources(loaded.topology)[0]:
         shared = [r for r in getattr(h, "regions", []) if r in regions]
-        if shared and h.role in REMULTICAST_ROLES:
+        if shared:
             region_of[h.name] = shared[0]
     return CustomerConfig(
         repair=_repair_config(host, loaded, stripes), grade=host.grade, retransmit=host.retransmit,
-        remulticasters={k: tuple(remulticasters(loaded, regions, k)) for k in stripes}, region_of=region_of)
+        remulticasters={k: tuple(remulticasters(loaded, regions, k)) for k in stripes}, region_of=region_of,
+        keys=keys_for(host, loaded))
 
 
 def retransmit_config(host, loaded: LoadedExperiment) -> RetransmitConfig:
     stripes = _all_stripes(loaded)
     return RetransmitConfig(repair=_repair_config(host, loaded, stripes),
-                            upstream={k: tuple(remulticasters(loaded, host.regions, k)) for k in stripes})
+                            upstream={k: tuple(remulticasters(loaded, host.regions, k)) for k in stripes},
+                            keys=keys_for(host, loaded), requester_region=requester_regions(host, loaded))
+
+
+def keys_for(host, loaded: LoadedExperiment) -> KeySet | None:
+    """The keys ``host`` is entitled to; None when the experiment's security is off.
+
+    source: its own key and the control key. R_P / R_S: every source key (they verify and,
+    at release, decrypt), the remulticast and retransmit keys of their regions, the control
+    key. Reformation server: the control key. R_x: its regions' remulticast and retransmit
+    keys. Customer: its regions' remulticast keys, and their retransmit keys only when of
+    guaranteed grade. Any other role (e.g. an attacker): nothing."""
+    from ..keys import load_keys   # file I/O: only when a run asks for security
+
+    keys = load_keys(loaded)
+    if keys is None:
+        return None
+    regions = list(getattr(host, "regions", []) or [])
+    role = host.role
+    if role == "source":
+        return keys.only(sources=[host.name], control=True)
+    if role in REMULTICAST_ROLES:
+        return keys.only(sources=list(keys.sources), regions=regions, retransmit=regions, control=True)
+    if role == "reformation":
+        return keys.only(control=True)
+    if role == "retransmit":
+        return keys.only(regions=regions, retransmit=regions)
+    if role == "customer":
+        return keys.only(regions=regions, retransmit=regions if host.grade == "guaranteed" else ())
+    return KeySet()
+
+
+def requester_regions(host, loaded: LoadedExperiment) -> dict[str, str]:
+    """Who may re-request from ``host`` (customers and R_x sharing one of its regions) ->
+    the first region they share: a secure answer is sealed under that region's retransmit key."""
+    mine = list(getattr(host, "regions", []) or [])
+    out: dict[str, str] = {}
+    for h in loaded.topology.hosts:
+        if h.role in ("customer", "retransmit") and h.name != host.name:
+            shared = [r for r in h.regions if r in mine]
+            if shared:
+                out[h.name] = shared[0]
+    return out
 
 
 # ----------------------------------------------------------------------------- factories
@@ -125,7 +184,8 @@ def build_source(host, loaded: LoadedExperiment, rng: random.Random, *, recoveri
     stripes = stripes_of(host, loaded)
     sites = {k: (primary_ring(loaded, k) or [None])[0] for k in stripes}
     tag = f"{rng.randrange(1 << 16):04x}" if recovering else None
-    return SourceCore(host.name, stripes, _timing(loaded), reformation_servers(loaded), sites, incarnation=tag)
+    return SourceCore(host.name, stripes, _timing(loaded), reformation_servers(loaded), sites, incarnation=tag,
+                      keys=keys_for(host, loaded))
 
 
 def build_primary(host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False,
@@ -141,7 +201,8 @@ def build_primary(host, loaded: LoadedExperiment, rng: random.Random, *, recover
             if members and members[0] == host.name:
                 sec_rings[(h.ring, k)] = members
     return PrimaryCore(host.name, rings, _timing(loaded), reformation_servers(loaded), regions=list(host.regions),
-                       secondary_rings=sec_rings, recovering=recovering)
+                       secondary_rings=sec_rings, recovering=recovering, keys=keys_for(host, loaded),
+                       requester_region=requester_regions(host, loaded))
 
 
 def build_secondary(host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False,
@@ -151,7 +212,7 @@ def build_secondary(host, loaded: LoadedExperiment, rng: random.Random, *, recov
         host.name, stripes, _timing(loaded), reformation_servers(loaded), primary=host.primary,
         primaries={k: primary_ring(loaded, k) for k in stripes}, ring=host.ring,
         ring_members={k: secondary_ring(loaded, host.ring, k) for k in stripes}, regions=list(host.regions),
-        recovering=recovering,
+        recovering=recovering, keys=keys_for(host, loaded), requester_region=requester_regions(host, loaded),
     )
 
 
@@ -159,7 +220,8 @@ def build_reformation(host, loaded: LoadedExperiment, rng: random.Random, *, rec
                       adapters=None) -> ReformationCore:
     stripes = _all_stripes(loaded)
     rings = {k: primary_ring(loaded, k) for k in stripes}
-    return ReformationCore(host.name, rings, rings, _timing(loaded), servers=reformation_servers(loaded))
+    return ReformationCore(host.name, rings, rings, _timing(loaded), servers=reformation_servers(loaded),
+                           keys=keys_for(host, loaded))
 
 
 def build_customer(host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False,

@@ -10,7 +10,7 @@ Where each seed concept lives:
 - sources: ``source``; ring reformation: ``reformation``; failure reports: ``report``
 - stream reception shared by R_P and R_S: ``receiver``, ``receiver_host``; NACK reduction: ``nack_reduction``
 - timing (tau_t formula, ``Timing``): ``timing``; the core base class and timers: ``corebase``
-- wire frames: ``wire``
+- wire frames: ``wire``; security (seed 6, 7.1: sealed sources, MACed control, regional keys): ``seal``
 
 Group naming and addressing are in ``rmptwin.groups``; spec -> config translation in
 ``rmptwin.factories.rmp``.

@@ -1,5 +1,10 @@
 """What every RMP core is built on: ``CoreBase`` (outbox, event queue, control-datagram
-logging, frame decoding) and ``Timers`` (named deadlines on a lazy-deleting heap)."""
+logging, frame decoding) and ``Timers`` (named deadlines on a lazy-deleting heap).
+
+Security (``keys`` given, seed 6): every frame but DATA leaves with a MAC under the ring
+control key (``seal.Sealer.mac_control``) and is opened before decoding; a frame that
+fails it is dropped unread, counted in ``rejected`` and reported as an ALARM naming the
+sender it claims. DATA frames are sealed by their source instead (``source``, ``receiver``)."""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ from ..sansio import Dest, Group
 from ..groups import rmp_group
 from ..events import Event, Kind
 from . import wire
+from .seal import MAC_BYTES, KeySet, SealError, Sealer, alarm
 
 
 class Timers:
@@ -62,12 +68,16 @@ class Timers:
 class CoreBase:
     """Outbox, event queue and timers of one node; subclasses dispatch the timers."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, keys: KeySet | None = None) -> None:
         self.name = name
         self.timers = Timers()
         self._out: list[tuple[bytes, Dest]] = []
         self._events: deque[Event] = deque()
         self.malformed = 0
+        self.sealer = Sealer(keys) if keys is not None else None
+        self.rejected = 0          # frames dropped unread for security (each also an ALARM event)
+        self.duplicates = 0        # source messages and acks already held (replays land here)
+        self.ignored = 0           # well-formed frames of no use to this core (another stripe, a role's frame)
 
     # -- core API -----------------------------------------------------------------
     def datagrams_to_send(self, now: int) -> list[tuple[bytes, Dest]]:
@@ -94,19 +104,33 @@ class CoreBase:
         raise NotImplementedError
 
     # -- helpers --------------------------------------------------------------------
-    def decode_frame(self, data: bytes) -> wire.Frame | None:
-        """The RMP frame in ``data``, or None (counted in ``malformed``) if it is malformed."""
+    def decode_frame(self, data: bytes, src: str = "") -> wire.Frame | None:
+        """The RMP frame in ``data``, or None if it is malformed (counted in ``malformed``) or,
+        with security on, a control frame failing its MAC (counted in ``rejected``, ALARM)."""
+        if self.sealer is not None and not _is_data(data):
+            try:
+                data = self.sealer.open_control(data)
+            except SealError as e:
+                self.reject(e.reason, _claimed_sender(data, src), src)
+                return None
         try:
             return wire.decode(data)
         except wire.WireError:
             self.malformed += 1
             return None
 
+    def reject(self, reason: str, claimed: str, via: str, **detail) -> None:
+        """Drop a frame for security: count it and raise an ALARM naming its claimed sender."""
+        self.rejected += 1
+        self.emit(alarm(reason, claimed, via, **detail))
+
     def emit(self, ev: Event) -> None:
         self._events.append(ev)
 
     def send(self, frame: wire.Frame, dest: Dest, *, control: bool = True) -> bytes:
         data = wire.encode(frame)
+        if self.sealer is not None and not isinstance(frame, wire.Data):
+            data = self.sealer.mac_control(data)
         self._out.append((data, dest))
         if control:
             self.emit(Event(Kind.CTRL_SENT, bytes=len(data), detail={"type": wire.type_name(frame)}))
@@ -114,3 +138,32 @@ class CoreBase:
 
     def multicast(self, stripe: int, frame: wire.Frame, *, control: bool = True) -> bytes:
         return self.send(frame, Group(rmp_group(stripe)), control=control)
+
+
+def _is_data(data: bytes) -> bool:
+    """A DATA frame by its header (sealed by its source, not MACed as control)."""
+    return len(data) >= wire.HEADER_SIZE and data[0] == wire.MAGIC and data[2] == wire.DATA
+
+
+_SENDER_FIELDS = ("token_site", "requester", "reporter", "reformer", "member", "holder", "src")
+
+
+def _claimed_sender(data: bytes, via: str) -> str:
+    """Who a frame that failed its MAC claims to come from (its sender field), else ``via``.
+    The frame may carry a bad MAC or none at all."""
+    frame = None
+    for candidate in (data[:-MAC_BYTES], data):
+        try:
+            frame = wire.decode(bytes(candidate))
+            break
+        except wire.WireError:
+            continue
+    if frame is None:
+        return via
+    if isinstance(frame, wire.Retx):
+        frame = frame.original
+    for name in _SENDER_FIELDS:
+        value = getattr(frame, name, None)
+        if isinstance(value, str) and value:
+            return value
+    return via

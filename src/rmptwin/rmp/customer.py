@@ -9,6 +9,14 @@ re-requests it from its retransmit server R_x (retry every tau_r, give up after 
 with CUST_SKIP reason ``retries_exhausted``), a best-effort customer skips it (CUST_SKIP
 reason ``best_effort``): stale prices have no value to it (seed 7.1). The gap bookkeeping
 and re-requests are ``repair``'s, shared with the retransmit server.
+
+Forgeries (seed 6): a second, different payload under a sequence number already held or
+recently delivered raises an ALARM ``conflicting_payload`` (src: the sending host) and is
+never delivered. With keys (``CustomerConfig.keys``) every message is opened under the
+region's remulticast key, or a repair's retransmit key (guaranteed grade only); one that
+fails raises an ALARM ``mac_failed`` and is dropped; one sealed under a key the customer
+does not hold (a best-effort customer hearing a repair) is skipped, counted in ``unreadable``;
+a heartbeat (which carries nothing to seal) counts only from an R_T of our regions or our R_x.
 """
 
 from __future__ import annotations
@@ -20,12 +28,55 @@ from dataclasses import dataclass
 
 from ..events import Event, Kind
 from ..trade_report import TickerDecodeError, TradeReport
-from .moldudp64 import HEADER_SIZE, MoldDecodeError, decode_packet, is_request
+from .moldudp64 import HEADER_SIZE, MoldDecodeError, MoldPacket, decode_packet, is_request
 from .repair import GapRepairer, RepairConfig, SequenceTracker, in_turn
+from .seal import PURPOSE_REPAIR, KeySet, Reason, SealError, Sealer, alarm
 from .striping import session_name, session_stripe
 
 # Requests a guaranteed customer sends its R_x before also asking the R_T of its regions.
 RX_TRIES = 2
+# Delivered payloads remembered per stripe to spot a conflicting copy arriving later.
+RECENT = 4096
+# Most entries in each decode cache below before it starts afresh.
+DECODE_CACHE = 512
+
+# Decoded packets and trade reports by content. A multicast packet reaches every customer of
+# a region as equal bytes (in the simulator, the same object), so each is decoded once, not
+# once per customer. Pure: a decode depends only on the bytes, and what it returns is
+# immutable (MoldPacket, TradeReport, None for a payload that is not a trade report).
+_PACKETS: dict[bytes, MoldPacket] = {}
+_TRADES: dict[bytes, TradeReport | None] = {}
+
+
+def _packet(data: bytes) -> MoldPacket:
+    """``decode_packet(data)``, from the cache when these bytes were decoded already."""
+    if type(data) is not bytes:  # bytearray, memoryview: unhashable or mutable, never cached
+        return decode_packet(data)
+    pkt = _PACKETS.get(data)
+    if pkt is None:
+        pkt = decode_packet(data)  # raises before anything is cached
+        if len(_PACKETS) >= DECODE_CACHE:
+            _PACKETS.clear()
+        _PACKETS[data] = pkt
+    return pkt
+
+
+def _trade(payload: bytes) -> TradeReport | None:
+    """The trade report in ``payload``, or None when it is not one."""
+    try:
+        return _TRADES[payload]
+    except KeyError:
+        pass
+    except TypeError:  # an unhashable buffer
+        payload = bytes(payload)
+    try:
+        trade = TradeReport.decode(payload)
+    except TickerDecodeError:
+        trade = None
+    if len(_TRADES) >= DECODE_CACHE:
+        _TRADES.clear()
+    _TRADES[payload] = trade
+    return trade
 
 
 @dataclass(frozen=True)
@@ -37,6 +88,7 @@ class CustomerConfig:
     retransmit: str | None                        # its R_x (guaranteed grade), if any
     remulticasters: Mapping[int, tuple[str, ...]]  # per stripe: R_T into our regions, topology order
     region_of: Mapping[str, str]                  # R_T -> the first of our regions it remulticasts into
+    keys: KeySet | None = None                    # security on: our regions' keys (seal.KeySet)
 
 
 class CustomerCore(GapRepairer):
@@ -62,6 +114,10 @@ class CustomerCore(GapRepairer):
         self.foreign = 0
         self.repaired = 0
         self.skipped = 0
+        self.sealer = Sealer(config.keys) if config.keys is not None else None
+        self.rejected = 0       # dropped as forged (each also an ALARM event)
+        self.unreadable = 0     # sealed under a key we do not hold (not an alarm)
+        self._recent: dict[int, dict[int, bytes]] = {k: {} for k in self.stripes}
 
     # ------------------------------------------------------------------ core API
 
@@ -70,7 +126,7 @@ class CustomerCore(GapRepairer):
             self.foreign += 1  # customers serve nobody
             return
         try:
-            pkt = decode_packet(data)
+            pkt = _packet(data)
         except MoldDecodeError:
             self.malformed += 1
             return
@@ -82,15 +138,35 @@ class CustomerCore(GapRepairer):
         if pkt.end_of_session:
             return
         if pkt.is_heartbeat:
+            if self.sealer is not None and src not in self.servers[stripe]:
+                # a heartbeat carries no message to seal: with keys, only our R_T may send one
+                # (a forged one far ahead would make us skip the ticker as "too far behind")
+                self._reject(Reason.UNAUTHORIZED, src, stripe, pkt.seq)
+                return
             gaps, jumped = track.heartbeat(pkt.seq, now)
             self.skipped += self._note_gaps(stripe, gaps, jumped)
         else:
             from_server = src in self.servers.get(stripe, ())
             region = self._region_of.get(src, "")
+            # Without keys, a copy of a message already handed over needs only the conflict
+            # check against the copy we remember (the tracker's own answer would be "duplicate").
+            done = track.next if self.sealer is None and track.next is not None else -1
+            recent = self._recent[stripe]
             for i, payload in enumerate(pkt.messages):
                 seq = pkt.seq + i
+                if seq < done:
+                    held = recent.get(seq)
+                    if held is not None and held != payload:
+                        self._reject(Reason.CONFLICTING_PAYLOAD, src, stripe, seq)
+                    else:
+                        self.duplicates += 1
+                    continue
+                opened = self._readable(stripe, track, seq, payload, src)
+                if opened is None:
+                    continue
+                payload, sealed_repair = opened
                 requested = seq in track.missing and track.tries(seq) > 0
-                repair = from_server and (src in self._repair_sources or requested)
+                repair = sealed_repair or from_server and (src in self._repair_sources or requested)
                 new, gaps, jumped = track.add(seq, (payload, repair, "" if repair else region), now)
                 self.skipped += self._note_gaps(stripe, gaps, jumped)
                 if not new:
@@ -112,6 +188,32 @@ class CustomerCore(GapRepairer):
 
     # ------------------------------------------------------------------ internals
 
+    def _readable(self, stripe: int, track: SequenceTracker, seq: int, payload: bytes,
+                  src: str) -> tuple[bytes, bool] | None:
+        """(plaintext, sealed as a repair) of message ``seq``, or None when it is dropped:
+        unreadable to us, failing its MAC, or conflicting with the copy we hold (ALARM)."""
+        repair = False
+        if self.sealer is not None:
+            try:
+                payload, purpose, _ = self.sealer.open_regional(stripe, seq, payload)
+            except SealError as e:
+                if e.reason == SealError.NOT_ENTITLED:
+                    self.unreadable += 1
+                else:
+                    self._reject(e.reason, src, stripe, seq)
+                return None
+            repair = purpose == PURPOSE_REPAIR
+        held = track.buffer.get(seq)
+        held = held[0] if held is not None else self._recent[stripe].get(seq)
+        if held is not None and held != payload:
+            self._reject(Reason.CONFLICTING_PAYLOAD, src, stripe, seq)
+            return None
+        return payload, repair
+
+    def _reject(self, reason: str, src: str, stripe: int, seq: int) -> None:
+        self.rejected += 1
+        self._events.append(alarm(reason, src, src, stripe=stripe, mold_seq=seq))
+
     def _server(self, stripe: int, attempt: int) -> str:
         """The server for the ``attempt``-th request (1-based) of a gap."""
         servers = self.servers[stripe]
@@ -122,17 +224,24 @@ class CustomerCore(GapRepairer):
         return in_turn(servers[1:] + servers[:1], attempt - RX_TRIES)
 
     def _deliver(self, stripe: int, track: SequenceTracker) -> None:
+        ready = track.deliverable()
+        if not ready:
+            return
         session = session_name(stripe)
-        for seq, (payload, repair, region) in track.deliverable():
+        delivered, recent, events = self.delivered[stripe], self._recent[stripe], self._events
+        for seq, (payload, repair, region) in ready:
             symbol = ""
-            try:
-                trade = TradeReport.decode(payload)
+            trade = _trade(payload)
+            if trade is not None:
                 symbol = trade.symbol
                 self.last_trade[symbol] = trade
-            except TickerDecodeError:
+            else:
                 self.malformed += 1
-            self.delivered[stripe].append(seq)
+            delivered.append(seq)
+            recent[seq] = payload
+            if len(recent) > RECENT:
+                del recent[next(iter(recent))]
             self.repaired += bool(repair)
-            self._events.append(Event(Kind.CUST_RECV, gseq=seq, bytes=len(payload), detail={
+            events.append(Event(Kind.CUST_RECV, gseq=seq, bytes=len(payload), detail={
                 "repair": bool(repair), "mold_seq": seq, "session": session, "stripe": stripe,
                 "region": region, "symbol": symbol}))

@@ -5,6 +5,7 @@ remulticast (``remulticast``)."""
 from __future__ import annotations
 
 from .receiver_host import ReceiverHost
+from .seal import KeySet
 from .secondary_ring import SecondaryRing
 from .timing import Timing
 from .token_ring import RingMember
@@ -15,8 +16,9 @@ class PrimaryCore(ReceiverHost):
 
     def __init__(self, name: str, rings: dict[int, list[str]], timing: Timing, reformers: list[str], *,
                  regions: list[str] = (), secondary_rings: dict[tuple[str, int], list[str]] | None = None,
-                 recovering: bool = False, heartbeat_ns: int | None = None) -> None:
-        super().__init__(name, timing, reformers, regions, heartbeat_ns)
+                 recovering: bool = False, heartbeat_ns: int | None = None, keys: KeySet | None = None,
+                 requester_region: dict[str, str] | None = None) -> None:
+        super().__init__(name, timing, reformers, regions, heartbeat_ns, keys, requester_region)
         self.tm = timing
         for stripe, ring in sorted(rings.items()):
             rm = self.add_remulticaster(stripe)

@@ -14,6 +14,14 @@ A falsely suspected member that went on with the old ring can then place acks a 
 reassigns, but never delivers them: a stable token cannot be reassigned, because every
 member of its ring holds it and a new ring needs answers from a majority of the primaries.
 
+Security (core built with keys, seed 6 and 7.1): a DATA frame is stored only if it opens
+under its source's key (else dropped, counted and reported as an ALARM: ``mac_failed``, or
+``unauthorized`` for a source without a key); the store keeps the ciphertext, which is
+opened again only at release. With or without keys, a second, different payload under an
+(s, M_s) already held is an ALARM ``conflicting_payload`` and is never stored; with keys,
+a copy of a message already held that comes neither from its source nor as a RETX is an
+ALARM ``replay`` (drivers name the sender by its address, so a third host relaying it shows).
+
 Subclasses (ring members, secondaries) add the token logic through the ``on_*`` hooks.
 """
 
@@ -27,6 +35,7 @@ from ..events import Event, Kind
 from . import wire
 from .corebase import CoreBase
 from .report import Reporter
+from .seal import Reason, SealError
 from .timing import Timing
 
 MAX_RANGE = 128        # most acks or messages one NACK asks for
@@ -58,7 +67,8 @@ class StreamReceiver:
         self.join_fence: tuple[int, int] | None = None   # (epoch joining, last ack reported)
         self.lineage: tuple[tuple[int, int], ...] = ()   # from the last NEW_RING
         self.server: str | None = None  # whom to ask: the sender of the highest ack seen
-        self.msgs: dict[tuple[str, int], bytes] = {}
+        self.msgs: dict[tuple[str, int], bytes] = {}       # only grows
+        self._held_upto: tuple[wire.Ack | None, int] = (None, 0)   # see _holds_all
         self.ack_of: dict[tuple[str, int], int] = {}
         self.m_sr: dict[str, int] = {}
         self.waiting: dict[tuple[str, int], None] = {}   # received, unacknowledged, arrival order
@@ -100,7 +110,20 @@ class StreamReceiver:
 
     def on_data(self, d: wire.Data, src: str, now: int, repair: bool) -> None:
         key = (d.src, d.src_seq)
-        if d.src_seq < self.m_sr.get(d.src, 1) or key in self.msgs:
+        sealer = self.core.sealer
+        if sealer is not None and not self.authentic(d, src, sealer):
+            return
+        held = self.msgs.get(key)
+        if held is not None and held != d.payload:
+            # a second payload under one (s, M_s): never stored, never acknowledged (seed 6)
+            self.core.reject(Reason.CONFLICTING_PAYLOAD, d.src, src, stripe=self.stripe, src_seq=d.src_seq)
+            return
+        if d.src_seq < self.m_sr.get(d.src, 1) or held is not None:
+            if sealer is not None and not repair and src != source_node(d.src):
+                # an old message sent again by neither its source nor as a retransmission
+                self.core.reject(Reason.REPLAY, d.src, src, stripe=self.stripe, src_seq=d.src_seq)
+                return
+            self.core.duplicates += 1
             self.on_duplicate_data(d, src, now)
             return
         self.msgs[key] = d.payload
@@ -120,6 +143,16 @@ class StreamReceiver:
             self.want(("srcgap", d.src), now)
         self.on_new_data(key, now)
 
+    def authentic(self, d: wire.Data, src: str, sealer) -> bool:
+        """Whether a DATA frame opens under its source's key (seed 6: only authorized
+        sources are sequenced). The plaintext is dropped: it is read again only at release."""
+        try:
+            sealer.open_source(d.src, d.stripe, d.src_seq, d.payload)
+        except SealError as e:
+            self.core.reject(e.reason, d.src, src, stripe=self.stripe, src_seq=d.src_seq)
+            return False
+        return True
+
     def on_ack(self, a: wire.Ack, src: str, now: int, repair: bool) -> None:
         if a.epoch < self.epoch and a.token > self.fence_t:
             return                              # the old ring's token site is gone; not ours
@@ -131,6 +164,7 @@ class StreamReceiver:
         if a.epoch > self.epoch:
             self.on_newer_epoch(a.epoch, now)
         if a.token < self.t_r or a.token in self.acks:
+            self.core.duplicates += 1
             self.on_duplicate_ack(a, src, now)
             return
         if self.tm.safe and a.epoch == self.epoch and a.stable > self.stable_t:
@@ -157,7 +191,7 @@ class StreamReceiver:
             a = self.acks[self.t_r]
             if jf is not None and a.epoch < jf[0] and a.token > jf[1]:
                 break      # held from before the invitation: the new ring decides about it
-            if any(m not in self.msgs for m in a.msgs):
+            if not self._holds_all(a):
                 self.want("msgs", now)
                 break
             for i, m in enumerate(a.msgs):
@@ -172,6 +206,17 @@ class StreamReceiver:
                 req.attempts = 0
             if self.tm.time_driven and self.t_r > self.highest_seen:
                 self.core.timers.set((self.stripe, "expect"), self.last_ts + self.tm.tau_t + self.tm.dn)
+
+    def _holds_all(self, a: wire.Ack) -> bool:
+        """Whether every message ``a`` acknowledges is held. An ack that waits for its
+        messages is checked again on each arrival: the check resumes at the first message
+        the last one lacked (``msgs`` only grows), so k messages cost O(k) in all, not each."""
+        held, msgs = self.msgs, a.msgs
+        i = self._held_upto[1] if self._held_upto[0] is a else 0
+        while i < len(msgs) and msgs[i] in held:
+            i += 1
+        self._held_upto = (a, i)
+        return i == len(msgs)
 
     def place(self, m: tuple[str, int], gseq: int, a: wire.Ack, now: int) -> None:
         self.waiting.pop(m, None)
@@ -209,9 +254,15 @@ class StreamReceiver:
             self.core.emit(Event(Kind.RELEASE, s, seq, gseq, len(payload),
                                  {"stripe": self.stripe, "late_ns": now - due}))
             if self.remulticaster is not None:
-                self.remulticaster.release(gseq, payload)
+                self.remulticaster.release(gseq, self.readable(s, seq, payload))
         if q:
             self.core.timers.set((self.stripe, "release"), max(now, q[0][0]))
+
+    def readable(self, s: str, seq: int, payload: bytes) -> bytes:
+        """The message as released: with keys, the held ciphertext is opened only now (at
+        ack ts + Delta_A), so nothing downstream of an R_T reads a trade before the ticker."""
+        sealer = self.core.sealer
+        return payload if sealer is None else sealer.open_source(s, self.stripe, seq, payload)
 
     # ----------------------------------------------------------------- requests
     def want(self, chan, now: int, delay: int | None = None) -> None:

@@ -3,13 +3,18 @@ secondary rings they belong to, failure reports, and regional remulticast."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ..groups import rmp_group
 from . import wire
 from .corebase import CoreBase
 from .receiver import StreamReceiver
+from .moldudp64 import MoldDecodeError, decode_request, is_request
 from .remulticast import Remulticaster
 from .report import Reporter
+from .seal import KeySet
 from .secondary_ring import SecondaryRing
+from .striping import session_stripe
 from .timing import Timing
 
 
@@ -18,8 +23,11 @@ class ReceiverHost(CoreBase):
     subclasses build ``receivers`` and ``sec_rings`` in their constructors."""
 
     def __init__(self, name: str, timing: Timing, reformers: list[str], regions: list[str],
-                 heartbeat_ns: int | None) -> None:
-        super().__init__(name)
+                 heartbeat_ns: int | None, keys: KeySet | None = None,
+                 requester_region: Mapping[str, str] | None = None) -> None:
+        super().__init__(name, keys)
+        # with keys: who may re-request from us and under which region's retransmit key to answer
+        self._requester_region = dict(requester_region or {})
         self.reporter = Reporter(self, reformers, timing)
         self.receivers: dict[int, StreamReceiver] = {}
         self.remulticasters: dict[int, Remulticaster] = {}
@@ -32,7 +40,8 @@ class ReceiverHost(CoreBase):
         if not self._regions:
             return None
         kw = {} if self._heartbeat_ns is None else {"heartbeat_ns": self._heartbeat_ns}
-        rm = self.remulticasters[stripe] = Remulticaster(list(self._regions), stripe, **kw)
+        rm = self.remulticasters[stripe] = Remulticaster(list(self._regions), stripe, sealer=self.sealer,
+                                                         requester_region=self._requester_region, **kw)
         return rm
 
     def groups(self) -> frozenset[str]:
@@ -40,10 +49,9 @@ class ReceiverHost(CoreBase):
 
     def receive_datagram(self, data: bytes, src: str, now: int) -> None:
         if not wire.is_rmp(data):
-            for rm in self.remulticasters.values():
-                self._out += rm.serve_rerequest(data, src)
+            self._serve_rerequest(data, src)
             return
-        frame = self.decode_frame(data)
+        frame = self.decode_frame(data, src)
         if frame is None:
             return
         if isinstance(frame, wire.ReportAck):
@@ -55,11 +63,26 @@ class ReceiverHost(CoreBase):
                 ring.on_token(frame, src, now)
             return
         rec = self.receivers.get(frame.stripe)
-        if rec is not None:
-            rec.receive(frame, src, now)
-            for (_, stripe), ring in self.sec_rings.items():
-                if stripe == frame.stripe:
-                    ring.on_progress(now)
+        if rec is None:
+            self.ignored += 1
+            return
+        rec.receive(frame, src, now)
+        for (_, stripe), ring in self.sec_rings.items():
+            if stripe == frame.stripe:
+                ring.on_progress(now)
+
+    def _serve_rerequest(self, data: bytes, src: str) -> None:
+        """A MoldUDP64 re-request goes to the remulticaster of its session's stripe; anything
+        else that is not RMP is counted in ``malformed``."""
+        try:
+            stripe = session_stripe(decode_request(data).session) if is_request(data) else None
+        except MoldDecodeError:
+            stripe = None
+        rm = self.remulticasters.get(stripe)
+        if rm is None:
+            self.malformed += 1
+            return
+        self._out += rm.serve_rerequest(data, src)
 
     def datagrams_to_send(self, now: int) -> list:
         for rm in self.remulticasters.values():

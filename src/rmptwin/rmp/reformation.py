@@ -26,6 +26,7 @@ from ..groups import rmp_group
 from ..events import Event, Kind
 from . import wire
 from .corebase import CoreBase
+from .seal import KeySet
 from .report import Reporter
 from .timing import Timing
 
@@ -67,8 +68,8 @@ def valid_have(lineage: list[tuple[int, int]], have: int, have_epoch: int) -> in
 
 class ReformationCore(CoreBase):
     def __init__(self, name: str, rings: dict[int, list[str]], primaries: dict[int, list[str]], timing: Timing,
-                 servers: list[str] | None = None) -> None:
-        super().__init__(name)
+                 servers: list[str] | None = None, *, keys: KeySet | None = None) -> None:
+        super().__init__(name, keys)
         self.tm = timing
         self.primaries = primaries                  # stripe -> its primaries, topology order
         self.state = {k: _StripeState(1, list(ring)) for k, ring in rings.items()}
@@ -86,11 +87,12 @@ class ReformationCore(CoreBase):
         return frozenset(rmp_group(k) for k in self.state)
 
     def receive_datagram(self, data: bytes, src: str, now: int) -> None:
-        frame = self.decode_frame(data)
+        frame = self.decode_frame(data, src)
         if frame is None:
             return
         st = self.state.get(getattr(frame, "stripe", -1))
         if st is None:
+            self.ignored += 1
             return
         if isinstance(frame, wire.Report):
             self.send(wire.ReportAck(frame.stripe, frame.epoch, frame.reporter), Unicast(src))
@@ -116,6 +118,8 @@ class ReformationCore(CoreBase):
             st.announce_left = 0
             if frame.lineage:
                 st.lineage = list(frame.lineage)
+        else:
+            self.ignored += 1   # source messages, acks, an older NEW_RING, ...
 
     def _on_join(self, j: wire.Join, src: str, now: int) -> None:
         st = self.state[j.stripe]

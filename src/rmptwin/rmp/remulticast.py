@@ -17,9 +17,17 @@ Use from an R_T core (one ``Remulticaster`` per stripe it serves)::
 Heartbeats (count 0, sequence = the next sequence number) go out when ``datagrams`` is
 given ``now`` and nothing was sent for ``heartbeat_ns``: they let customers and R_x
 notice that the last messages of a burst were lost. Without ``now`` no heartbeats are sent.
+
+With a ``sealer`` (seed 6, 7.1) each message is re-encrypted per region under that
+region's key (``seal_region``; the MoldUDP64 header stays in the clear, so tshark still
+decodes the framing), and a re-request is answered under the retransmit key of the
+requester's region (``requester_region``: host -> region), so only guaranteed-grade
+customers and R_x read it; a requester of no known region gets nothing (``refused``).
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from ..sansio import Dest, Group, Unicast
 from ..groups import region_group
@@ -27,6 +35,7 @@ from .moldudp64 import (
     DEFAULT_MAX_PACKET, MAX_MESSAGE_COUNT, MoldDecodeError, MoldPacket, decode_request, is_request,
     pack_messages,
 )
+from .seal import Sealer
 from .striping import session_name
 
 DEFAULT_HEARTBEAT_NS = 250_000_000
@@ -84,6 +93,7 @@ class Remulticaster:
     def __init__(
         self, regions: list[str], stripe: int, *, heartbeat_ns: int | None = DEFAULT_HEARTBEAT_NS,
         history: int = DEFAULT_HISTORY, max_packet: int = DEFAULT_MAX_PACKET,
+        sealer: Sealer | None = None, requester_region: Mapping[str, str] | None = None,
     ) -> None:
         self.regions = list(regions)
         self.stripe = stripe
@@ -92,6 +102,9 @@ class Remulticaster:
         self.heartbeat_ns = heartbeat_ns
         self.max_packet = max_packet
         self.history = MessageHistory(history)
+        self.sealer = sealer
+        self.requester_region = dict(requester_region or {})
+        self.refused = 0
         self._pending: list[tuple[int, bytes]] = []
         self._next_seq: int | None = None   # after the last released message
         self._last_sent: int | None = None
@@ -118,15 +131,37 @@ class Remulticaster:
         self._next_seq = gseq + 1
         self.released += 1
 
+    def _packets(self, pending: list[tuple[int, bytes]]) -> list[MoldPacket]:
+        seqs = [s for s, _ in pending]
+        by_seq = dict(pending)
+        packets: list[MoldPacket] = []
+        for first, n in runs(seqs):
+            packets += pack_messages(self.session, first, [by_seq[s] for s in range(first, first + n)],
+                                     self.max_packet)
+        return packets
+
+    def _sealed_datagrams(self) -> list[tuple[bytes, Dest]]:
+        """The pending messages re-encrypted for each region under its own key."""
+        out: list[tuple[bytes, Dest]] = []
+        for region, group in zip(self.regions, self.groups):
+            sealed = [(s, self.sealer.seal_region(region, self.stripe, s, p)) for s, p in self._pending]
+            packets = self._packets(sealed)
+            self.packets_sent += len(packets)
+            out += [(p.encode(), group) for p in packets]
+        return out
+
     def datagrams(self, now: int | None = None) -> list[tuple[bytes, Dest]]:
         """Packets to multicast now: the released messages, else a heartbeat when one is due."""
         packets: list[MoldPacket] = []
+        if self._pending and self.sealer is not None:
+            out = self._sealed_datagrams()
+            self._pending.clear()
+            self._heartbeat_due = False
+            if now is not None:
+                self._last_sent = now
+            return out
         if self._pending:
-            seqs = [s for s, _ in self._pending]
-            by_seq = dict(self._pending)
-            for first, n in runs(seqs):
-                packets += pack_messages(self.session, first, [by_seq[s] for s in range(first, first + n)],
-                                         self.max_packet)
+            packets = self._packets(self._pending)
             self._pending.clear()
         elif self._next_seq is not None and self.heartbeat_ns is not None and now is not None and (
             self._heartbeat_due or (self._last_sent is not None and now >= self._last_sent + self.heartbeat_ns)
@@ -169,8 +204,24 @@ class Remulticaster:
             return []
         if req.session != self.session:
             return []
-        packets = self.history.answer(self.session, req.seq, min(req.count, MAX_MESSAGE_COUNT), self.max_packet)
+        history = self.history
+        if self.sealer is not None:
+            region = self.requester_region.get(src)
+            if region is None:
+                self.refused += 1
+                return []
+            history = self._sealed_answer(region, req.seq, min(req.count, MAX_MESSAGE_COUNT))
+        packets = history.answer(self.session, req.seq, min(req.count, MAX_MESSAGE_COUNT), self.max_packet)
         self.requests_served += 1
         self.messages_served += sum(len(p.messages) for p in packets)
         dest = Unicast(src)
         return [(p.encode(), dest) for p in packets]
+
+    def _sealed_answer(self, region: str, seq: int, count: int) -> MessageHistory:
+        """What we hold of [seq, seq + count), sealed under ``region``'s retransmit key."""
+        sealed = MessageHistory(MAX_SERVE)
+        for s in range(seq, seq + min(count, MAX_SERVE)):
+            p = self.history.get(s)
+            if p is not None:
+                sealed.put(s, self.sealer.seal_repair(region, self.stripe, s, p))
+        return sealed

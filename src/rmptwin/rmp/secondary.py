@@ -11,6 +11,7 @@ from .corebase import CoreBase
 from .receiver import StreamReceiver
 from .receiver_host import ReceiverHost
 from .report import Reporter
+from .seal import KeySet
 from .secondary_ring import SecondaryRing
 from .timing import Timing
 
@@ -67,8 +68,9 @@ class SecondaryReceiver(StreamReceiver):
 class SecondaryCore(ReceiverHost):
     def __init__(self, name: str, stripes: list[int], timing: Timing, reformers: list[str], *, primary: str,
                  primaries: dict[int, list[str]], ring: str, ring_members: dict[int, list[str]],
-                 regions: list[str] = (), heartbeat_ns: int | None = None, recovering: bool = False) -> None:
-        super().__init__(name, timing, reformers, regions, heartbeat_ns)
+                 regions: list[str] = (), heartbeat_ns: int | None = None, recovering: bool = False,
+                 keys: KeySet | None = None, requester_region: dict[str, str] | None = None) -> None:
+        super().__init__(name, timing, reformers, regions, heartbeat_ns, keys, requester_region)
         for stripe in stripes:
             rm = self.add_remulticaster(stripe)
             rec = SecondaryReceiver(self, stripe, timing, self.reporter, rm, primary, primaries.get(stripe, []))

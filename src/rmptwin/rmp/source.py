@@ -2,7 +2,9 @@
 
 ``publish`` labels a message (s, M_s) per stripe and multicasts it on the stripe's group.
 The source re-sends it every tau_r until an ack carries it (the first wait also covers one
-token period in time-driven mode, when acks come only every tau_t). After k_r unanswered
+token period in time-driven mode, when acks come only every tau_t). With keys (seed 7.1)
+the payload travels sealed under the source's key (``seal.Sealer.seal_source``), so only
+the R_T can read it, and only they verify it came from us. After k_r unanswered
 re-sends it reports the token site it last heard of to a reformation server. When a
 reformed ring starts below the ack that carried a message (that ack died with the old
 token site), the message is sent again so the new ring acknowledges it.
@@ -18,6 +20,7 @@ from ..events import Event, Kind
 from . import wire
 from .corebase import CoreBase
 from .report import Reporter
+from .seal import KeySet
 from .timing import Timing
 
 # acks remembered per stripe to re-send what a reformation dropped
@@ -46,8 +49,9 @@ class _Stripe:
 
 class SourceCore(CoreBase):
     def __init__(self, name: str, stripes: list[int], timing: Timing, reformers: list[str],
-                 initial_sites: dict[int, str | None] | None = None, incarnation: str | None = None) -> None:
-        super().__init__(name)
+                 initial_sites: dict[int, str | None] | None = None, incarnation: str | None = None, *,
+                 keys: KeySet | None = None) -> None:
+        super().__init__(name, keys)
         # A restarted source cannot know how far it had numbered its messages, and the
         # receivers remember M_s,r for it: it publishes under a fresh label "name~tag".
         self.label = name if incarnation is None else f"{name}~{incarnation}"
@@ -65,8 +69,10 @@ class SourceCore(CoreBase):
             raise ValueError(f"source {self.name} does not publish on stripe {stripe}")
         seq = st.next_seq
         st.next_seq += 1
-        st.outstanding[seq] = _Outstanding(bytes(payload))
-        self.multicast(stripe, wire.Data(stripe, self.label, seq, st.acked_below, payload), control=False)
+        # sealed once: every re-send carries the same envelope (seal: one nonce, one plaintext)
+        sent = bytes(payload) if self.sealer is None else self.sealer.seal_source(self.label, stripe, seq, payload)
+        st.outstanding[seq] = _Outstanding(sent)
+        self.multicast(stripe, wire.Data(stripe, self.label, seq, st.acked_below, sent), control=False)
         self.emit(Event(Kind.SEND, self.label, seq, -1, len(payload), {"stripe": stripe}))
         self.timers.set((stripe, seq), now + self._wait(first=True))
         return seq
@@ -97,7 +103,7 @@ class SourceCore(CoreBase):
 
     # ----------------------------------------------------------------- frames in
     def receive_datagram(self, data: bytes, src: str, now: int) -> None:
-        frame = self.decode_frame(data)
+        frame = self.decode_frame(data, src)
         if frame is None:
             return
         if isinstance(frame, wire.Retx):
@@ -110,6 +116,8 @@ class SourceCore(CoreBase):
             self._on_new_ring(frame, now)
         elif isinstance(frame, wire.ReportAck):
             self.reporter.on_ack(frame, now)
+        else:
+            self.ignored += 1   # other sources' messages, tokens of secondary rings, ...
 
     def _on_ack(self, a: wire.Ack, now: int) -> None:
         st = self.stripes.get(a.stripe)

@@ -1,7 +1,10 @@
 """What a node process needs to know, as one JSON file in the run directory.
 
 The resolved experiment and topology travel inside it (not as paths), so a node in a
-container sees exactly the spec the runner loaded, wherever the YAML files live.
+container sees exactly the spec the runner loaded, wherever the YAML files live. Keys do
+not: a secure experiment's key file stays outside the run directory and only its absolute
+path (``keys_file``) travels, for the node to read (``rmptwin.keys``; the runner mounts it
+read-only into Docker nodes).
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from ..keys import key_path
 from ..spec import Experiment, LoadedExperiment, Topology
 
 
@@ -23,18 +27,23 @@ class NodeConfig:
     log_dir: str
     t0_ns: int | None = None       # None: wait for "GO <t0>" on stdin
     state_dir: str | None = None   # the venue roles' durable stores (RunDir.venue_state_dir)
+    keys_file: str | None = None   # security on: the key file (outside the run directory)
 
     @classmethod
     def for_run(cls, loaded: LoadedExperiment, seed: int, hosts: dict[str, str], log_dir: Path,
                 t0_ns: int | None = None, state_dir: Path | None = None) -> "NodeConfig":
         """``state_dir`` defaults to ``log_dir`` (a test's one scratch directory)."""
         m = loaded.to_manifest()
+        keys = str(key_path(loaded)) if loaded.experiment.security.enabled else None
         return cls(m["experiment"], m["topology"], m["experiment_file"], seed, dict(hosts), str(log_dir), t0_ns,
-                   str(state_dir or log_dir))
+                   str(state_dir or log_dir), keys)
 
     def loaded(self) -> LoadedExperiment:
-        return LoadedExperiment(experiment=Experiment.model_validate(self.experiment),
-                                topology=Topology.model_validate(self.topology), path=Path(self.experiment_file))
+        exp = Experiment.model_validate(self.experiment)
+        if self.keys_file is not None:   # resolved by the runner: the node's HOME is not the runner's
+            exp = exp.model_copy(update={"security": exp.security.model_copy(update={"keys": self.keys_file})})
+        return LoadedExperiment(experiment=exp, topology=Topology.model_validate(self.topology),
+                                path=Path(self.experiment_file))
 
     def write(self, path: Path) -> Path:
         path.write_text(json.dumps(asdict(self), indent=1))

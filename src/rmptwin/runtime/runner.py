@@ -41,6 +41,9 @@ from ..provenance import emulation_facts
 from ..rundir import RunDir
 from ..spec import LoadedExperiment
 from ..tables import DROP_SCHEMA, LINK_COUNT_SCHEMA
+from ..keys import key_path, load_keys
+from ..emulation.authorized import authorized_senders
+from ..emulation.edge_drops import log_edge_drops
 from .config import NodeConfig
 from .drain import DRAIN_MAX_S, owed_stripes, quiescent
 from .eventlog import EventWriter, merge_logs
@@ -170,11 +173,16 @@ class Run:
         from ..emulation.network import EmulatedNetwork  # Mininet: loaded only for a switched network
 
         mounts = [(str(REPO), str(REPO), "ro"), (str(self.run.path), str(self.run.path), "rw")]
+        if self.exp.security.enabled:   # the key file, read-only, at the path NodeConfig.keys_file names
+            keys = str(key_path(self.loaded))
+            mounts.append((keys, keys, "ro"))
         # A state directory of our own: a network some other tool left up elsewhere is not ours to claim.
         state = Path("/run/rmptwin") / f"run-{os.getpid()}"
         return EmulatedNetwork(self.loaded.topology, nodes=self.nodes_mode, impair=self.impair, seed=self.seed,
                                state_dir=state, mounts=mounts, progress=lambda msg: self.progress(0.0, msg),
-                               cpus=self.cpus, memory_mb=self.memory_mb)
+                               cpus=self.cpus, memory_mb=self.memory_mb,
+                               authorized=authorized_senders(self.loaded.topology, self.exp.workload.stripes)
+                               if self.exp.security.enabled else None)   # seed 6: only secure runs restrict senders
 
     # ------------------------------------------------------------------ nodes
 
@@ -189,6 +197,8 @@ class Run:
         np = NodeProc(name, self.loaded.topology.host(name).role, incarnation, proc)
         if np.role in RELEASE_ROLES:
             self.boosted[name] = self.priority.boost(proc.pid)  # popen's pid is the node's own (mnexec execs it)
+        elif np.role == "source":
+            self.boosted[name] = self.priority.favour(proc.pid)  # keeps the ticker's schedule under load
         threading.Thread(target=_pump, args=(np,), daemon=True).start()
         return np
 
@@ -244,6 +254,7 @@ class Run:
     # ------------------------------------------------------------------ run
 
     def execute(self) -> tuple[pa.Table, pa.Table, pa.Table]:
+        load_keys(self.loaded)   # security on and no key file: one line, before any network is built
         self.run.make_node_dirs()
         self.net = self._network()
         try:
@@ -276,6 +287,7 @@ class Run:
         self.progress(1.0, "collecting")
         self._stop_nodes()
         self._stop_captures()
+        log_edge_drops(self.net, log, time.time_ns() - self.t0)
         log.close()
         events, self.torn_lines = merge_logs(self.run.node_event_logs())
         # The relays count from the network's start; the events from t0.

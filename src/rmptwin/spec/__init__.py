@@ -14,25 +14,36 @@ from .experiment import (
     Clock,
     Experiment,
     Fault,
+    Floor,
     LoadedExperiment,
+    Orders,
     Protocol,
+    Security,
+    Taxonomy,
     VenueWorkload,
     Workload,
 )
 from .hosts import (
     ROLES,
+    AttackerHost,
+    BrokerHost,
     ClientHost,
     CustomerHost,
+    ExchangeHost,
     GatewayHost,
     Grade,
     HistoryHost,
     HostSpec,
+    ParticipantHost,
+    PortalHost,
     PrimaryHost,
     ReformationHost,
     RetransmitHost,
     SecondaryHost,
     SequencerHost,
     SourceHost,
+    TaxonomyMemberHost,
+    TraderHost,
     VenueHost,
 )
 from .links import Bernoulli, GilbertElliott, LinkParams, LinkSpec, LossModel
@@ -46,9 +57,12 @@ from .loading import (
 from .topology import Topology
 
 __all__ = [
-    "Bernoulli", "ClientHost", "Clock", "CustomerHost", "Experiment", "Fault", "GatewayHost",
+    "BrokerHost", "ExchangeHost", "Orders", "PortalHost", "TraderHost",
+    "AttackerHost", "Bernoulli", "ClientHost", "Clock", "CustomerHost", "Experiment", "Fault", "GatewayHost",
     "GilbertElliott", "Grade", "HistoryHost", "HostSpec", "LinkParams", "LinkSpec", "LoadedExperiment",
     "LossModel", "PrimaryHost", "Protocol", "ROLES", "ReformationHost", "RetransmitHost",
-    "SecondaryHost", "SequencerHost", "SourceHost", "Topology", "VenueHost", "VenueWorkload", "Workload",
+    "SecondaryHost", "Security", "SequencerHost", "SourceHost", "Topology", "VenueHost", "VenueWorkload", "Workload",
+    "Taxonomy", "TaxonomyMemberHost",
+    "Floor", "ParticipantHost",
     "cross_check", "json_schemas", "load_experiment", "load_topology", "read_yaml",
 ]

@@ -108,6 +108,76 @@ class VenueWorkload(_Model):
     malformed_fraction: float = Field(0.0, ge=0, le=1, description="share of deliberately bad orders")
 
 
+class Security(_Model):
+    """Seed 6 and 7.1: sealed sources, MACed control frames, regional re-encryption, graded repairs."""
+
+    enabled: bool = Field(False, description="seal and authenticate the ticker (rmptwin.rmp.seal); off: in the clear")
+    keys: str | None = Field(
+        None, description="key file written by `rmptwin keys gen` (relative to the experiment file); None: "
+        "$XDG_CONFIG_HOME/rmptwin/keys/<experiment name>.json (default ~/.config/...). Never inside results/")
+
+
+class Orders(_Model):
+    """Unified orders (seed 7.2; ``rmptwin.apps.unified_orders``): how offers enter, what traders decide."""
+
+    entry: Literal["rmp", "direct"] = Field(
+        "rmp", description="rmp: traders -> their portal S_P -> the ring -> exchanges; direct: each trader "
+        "sends its offer straight to the exchange by unicast (the unfair baseline)")
+    portal_secret: str = Field(
+        "rmptwin-demo-portal-secret", min_length=8,
+        description="key of the credentials: a trader's token is HMAC-SHA256(secret, account) (a demo value)")
+    symbols: list[str] = Field(default_factory=lambda: ["IBM"], min_length=1,
+                               description="listed stocks; symbol i goes on stripe i mod workload.stripes")
+    decisions: int = Field(200, ge=1, description="paired decisions per pair of traders")
+    start_s: float = Field(1.0, ge=0, description="when the first decision slot opens")
+    interval_ms: float = Field(500.0, gt=0, description="one decision per slot of this length, at a random instant")
+    price: float = Field(100.0, gt=0, description="reference price of every offer")
+    qty: int = Field(100, ge=1, description="shares per offer")
+    rate_limit_per_s: float = Field(
+        20.0, ge=0, description="offers per second an account may sustain at its portal; 0: no limit")
+    burst: int = Field(5, ge=1, description="offers an idle account may send at once")
+
+    @property
+    def end_s(self) -> float:
+        """When the last decision slot closes."""
+        return self.start_s + self.decisions * self.interval_ms / 1000
+
+
+class Taxonomy(_Model):
+    """Sequencer taxonomy (seed sequencer-taxonomy; ``rmptwin.taxonomy``): which protocol the
+    ``taxonomy_member`` hosts run. RMP and the CAS sequencer are compared through their own roles."""
+
+    protocol: Literal["ub", "bb", "uub", "gup"] = Field(
+        description="ub: unicast-broadcast; bb: broadcast-broadcast (ISIS FIFO NAK repair); "
+                    "uub: unicast-unicast-broadcast; gup: Tandem global update protocol (locker)")
+    sequencer: str | None = Field(None, description="member that sequences (holds the locker) first; None: the "
+                                                     "first taxonomy_member; the others follow in topology order")
+    heartbeat_ms: float = Field(10.0, gt=0, description="the sequencer's idle heartbeat")
+    suspect_ms: float = Field(50.0, gt=0, description="silence after which members suspect the sequencer")
+    nak_ms: float = Field(2.0, ge=0, description="how long a gap stands before it is NAKed")
+    retry_ms: float = Field(20.0, gt=0, description="resend interval for anything unanswered")
+
+
+class Floor(_Model):
+    """The distributed trading floor (seed 7.3): its rule and its participants' orders."""
+
+    rule: Literal["continuous", "second_price", "dutch"] = Field(
+        "continuous", description="continuous: price-time double auction with stop orders; second_price: "
+        "single-round sealed high bid, the winner pays the second bid; dutch: descending clock (Amsterdam)")
+    stripe: int = Field(0, ge=0, description="the stripe the floor's orders and reports travel on")
+    symbols: int = Field(2, ge=1, description="stocks traded (F000, F001, ...)")
+    order_rate: float = Field(2.0, ge=0, description="orders per second per participant (Poisson)")
+    start_s: float = Field(0.5, ge=0, description="when participants start entering orders")
+    duration_s: float = Field(5.0, gt=0, description="how long they enter orders")
+    spread_ticks: int = Field(10, ge=1, description="limit prices lie within this many cents of the mid")
+    stop_fraction: float = Field(0.1, ge=0, le=1, description="continuous: share of stop orders")
+    market_fraction: float = Field(0.05, ge=0, le=1, description="continuous: share of market orders")
+    sell_fraction: float = Field(0.2, ge=0, le=1, description="auctions: share of sell orders (each opens a lot)")
+    round_passes: int = Field(4, ge=1, description="second_price: token passes a round stays open")
+    dutch_start_ticks: int = Field(20, ge=1, description="dutch: the clock starts this many cents above the reserve")
+    dutch_step_ticks: int = Field(1, ge=1, description="dutch: cents the clock falls per token pass")
+
+
 class Experiment(_Model):
     name: str
     description: str = ""
@@ -120,6 +190,10 @@ class Experiment(_Model):
     venue: VenueWorkload | None = None
     faults: list[Fault] = Field(default_factory=list)
     clocks: dict[str, Clock] = Field(default_factory=dict)
+    taxonomy: Taxonomy | None = Field(None, description="sequencer-taxonomy protocol of taxonomy_member hosts")
+    security: Security = Field(default_factory=Security)
+    orders: Orders | None = Field(None, description="unified-orders workload (traders, portals, exchanges)")
+    floor: Floor | None = Field(None, description="distributed trading floor (participant hosts; every primary arbitrates)")
 
 
 class LoadedExperiment(BaseModel):

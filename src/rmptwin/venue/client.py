@@ -54,6 +54,7 @@ class ClientCore:
         self._resting: deque[tuple[int, str, int]] = deque()   # (oid, symbol, side)
         self._out: list[tuple[bytes, Dest]] = []
         self.acked = self.rejected = self.done = 0
+        self.malformed = 0   # answers that did not decode (dropped)
 
     def _oid(self) -> int:
         return ((self.index + 1) << 40) | self.seq
@@ -92,6 +93,7 @@ class ClientCore:
         try:
             ftype, f = wire.decode(data)
         except wire.VenueWireError:
+            self.malformed += 1
             return
         if ftype == wire.T_ORDER_ACK:
             if f[1] == wire.ACCEPTED:

@@ -1,0 +1,206 @@
+"""Hostile bytes (issue 12 item 8): every RMP core, sealed (security on), takes well over
+100,000 malformed, truncated, forged and replayed frames without raising; each one lands
+in exactly one of the core's counters (malformed, rejected for security, duplicate,
+ignored, unreadable, foreign, refused), none is delivered, and every security rejection is
+also an ALARM event.
+
+Frames come from a seeded random mutation of a legitimate corpus (fast: no hypothesis):
+random bytes; legitimate frames cut short; legitimate frames with 1-3 bytes changed;
+well-formed frames sealed or MACed under a key the attacker made up, or not MACed at all;
+and replays of legitimate frames the core already holds. Sources and reformation servers
+get no replays: they hold no messages, so a replay is only another control frame to them
+(and a replayed control frame is idempotent by design, ``rmp.seal``).
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from rmptwin.events import Kind
+from rmptwin.rmp import wire
+from rmptwin.rmp.customer import CustomerConfig, CustomerCore
+from rmptwin.rmp.moldudp64 import MoldPacket
+from rmptwin.rmp.primary import PrimaryCore
+from rmptwin.rmp.reformation import ReformationCore
+from rmptwin.rmp.repair import RepairConfig
+from rmptwin.rmp.retransmit import RetransmitConfig, RetransmitCore
+from rmptwin.rmp.seal import KeySet, Sealer
+from rmptwin.rmp.secondary import SecondaryCore
+from rmptwin.rmp.source import SourceCore
+from rmptwin.rmp.striping import session_name
+
+from rmp_bus import MS, timing
+
+PER_CORE = 15_000          # x 7 cores = 105,000 frames
+LEGIT = 24
+
+KEYS = KeySet(sources={"s1": b"\x11" * 32}, regions={"eu": b"\x22" * 32}, retransmit={"eu": b"\x33" * 32},
+              control=b"\x44" * 32)
+ALL = Sealer(KEYS)
+ATTACKER = Sealer(KeySet(sources={"s1": b"\xee" * 32}, regions={"eu": b"\xee" * 32},
+                         retransmit={"eu": b"\xee" * 32}, control=b"\xee" * 32))
+DELIVERIES = (Kind.RECV, Kind.DELIVER, Kind.RELEASE, Kind.CUST_RECV)
+
+
+def _data(seq: int, sealer: Sealer = ALL) -> bytes:
+    return wire.encode(wire.Data(0, "s1", seq, 1, sealer.seal_source("s1", 0, seq, b"trade %04d" % seq * 4)))
+
+
+def _controls(sealer: Sealer) -> list[bytes]:
+    frames = [wire.Ack(0, 1, t, t, t * MS, "rp1", "rp2", (("s1", t),)) for t in range(1, LEGIT + 1)]
+    frames += [wire.Nack(0, 1, "rp2", wire.WANT_MSGS, 1, 3, "s1"), wire.Report(0, 1, "rp2", "rp1", 1, 3),
+               wire.ReportAck(0, 1, "s1"), wire.Invite(0, 9, "xr1"), wire.Join(0, 9, "rp2", 3, 4),
+               wire.JoinAck(0, 9, "rp2"), wire.NewRing(0, 9, 4, 3, 4, 0, "rp1", "rp1", ("rp1", "rp2")),
+               wire.SecToken(0, 1, "r", 3, "rp1", "rs1", 1), wire.Retx(0, wire.Data(0, "s1", 1, 1, b"x"))]
+    return [sealer.mac_control(wire.encode(f)) for f in frames]
+
+
+def _rmp_corpus() -> tuple[list[bytes], list[bytes], list[bytes]]:
+    """(legitimate frames, of them the ones a receiver holds after setup, forged well-formed ones)."""
+    held = [_data(i) for i in range(1, LEGIT + 1)] + _controls(ALL)[:LEGIT]
+    legit = held + _controls(ALL)[LEGIT:]
+    forged = [_data(i, ATTACKER) for i in range(1, LEGIT + 1)] + _controls(ATTACKER)
+    forged += [wire.encode(wire.decode(f[:-16])) for f in _controls(ALL)]        # no MAC at all
+    forged += [wire.encode(wire.Data(0, "mallory", i, 1, b"x" * 40)) for i in range(1, 5)]
+    return legit, held, forged
+
+
+def _mold(seq: int, env: bytes) -> bytes:
+    return MoldPacket(session_name(0), seq, (env,)).encode()
+
+
+def _mold_corpus() -> tuple[list[bytes], list[bytes], list[bytes]]:
+    held = [_mold(s, ALL.seal_region("eu", 0, s, b"trade %04d" % s * 4)) for s in range(1, LEGIT + 1)]
+    forged = [_mold(s, ATTACKER.seal_region("eu", 0, s, b"forged %03d" % s * 4)) for s in range(1, LEGIT + 1)]
+    forged += [_mold(s, b"trade %04d" % s * 4) for s in range(1, LEGIT + 1)]      # in the clear
+    return held, held, forged
+
+
+def _mutants(rng: random.Random, legit, held, forged, n: int, *, rmp: bool, replays: bool) -> list[bytes]:
+    out = []
+    for i in range(n):
+        kind = i % (5 if replays else 4)
+        if kind == 0:      # random bytes (RMP-looking for RMP cores, else anything)
+            body = rng.randbytes(rng.randrange(0, 120))
+            out.append(bytes([wire.MAGIC, wire.VERSION, rng.randrange(256)]) + body if rmp and i % 3 else body)
+        elif kind == 1:    # truncated
+            f = rng.choice(legit)
+            out.append(f[:rng.randrange(len(f))])
+        elif kind == 2:    # bytes changed
+            f = bytearray(rng.choice(legit))
+            for _ in range(rng.randint(1, 3)):
+                f[rng.randrange(len(f))] ^= rng.randrange(1, 256)
+            out.append(bytes(f))
+        elif kind == 3:    # well formed, but sealed or MACed by someone without the keys
+            out.append(rng.choice(forged))
+        else:              # replayed as captured
+            out.append(rng.choice(held))
+    return out
+
+
+def _rmp_cores() -> dict[str, object]:
+    tm = timing()
+    rt_keys = KEYS.only(sources=["s1"], regions=["eu"], retransmit=["eu"], control=True)
+    return {
+        "source": SourceCore("s1", [0], tm, ["xr1"], {0: "rp1"}, keys=KEYS.only(sources=["s1"], control=True)),
+        "primary": PrimaryCore("rp2", {0: ["rp1", "rp2"]}, tm, ["xr1"], regions=["eu"], keys=rt_keys),
+        "secondary": SecondaryCore("rs1", [0], tm, ["xr1"], primary="rp1", primaries={0: ["rp1", "rp2"]}, ring="r",
+                                   ring_members={0: ["rp1", "rs1"]}, regions=["eu"], keys=rt_keys),
+        "reformation": ReformationCore("xr1", {0: ["rp1", "rp2"]}, {0: ["rp1", "rp2"]}, tm,
+                                       keys=KEYS.only(control=True)),
+    }
+
+
+def _mold_cores() -> dict[str, object]:
+    def repair(name):
+        return RepairConfig(name=name, regions=("eu",), stripes=(0,), wait_ns=20 * MS, retry_ns=50 * MS, k_r=3)
+
+    def cust(grade):
+        keys = KEYS.only(regions=["eu"], retransmit=["eu"] if grade == "guaranteed" else [])
+        return CustomerCore(CustomerConfig(repair=repair("c1"), grade=grade, retransmit="rx1", remulticasters={
+            0: ("rp1",)}, region_of={"rp1": "eu"}, keys=keys), random.Random(1))
+
+    rx = RetransmitCore(RetransmitConfig(repair=repair("rx1"), upstream={0: ("rp1",)}, keys=KEYS.only(
+        regions=["eu"], retransmit=["eu"]), requester_region={"c1": "eu"}), random.Random(1))
+    return {"guaranteed customer": cust("guaranteed"), "best-effort customer": cust("best_effort"),
+            "retransmit server": rx}
+
+
+def _counted(core) -> int:
+    names = ("malformed", "rejected", "duplicates", "ignored", "unreadable", "foreign", "refused")
+    total = sum(getattr(core, n, 0) for n in names)
+    return total + sum(rm.refused for rm in getattr(core, "remulticasters", {}).values())
+
+
+def _events(core) -> list:
+    out = []
+    ev = core.next_event()
+    while ev is not None:
+        out.append(ev)
+        ev = core.next_event()
+    return out
+
+
+def _throw(core, frames: list[bytes], now: int) -> list:
+    before_counted, before_rejected = _counted(core), core.rejected
+    events = []
+    for i, f in enumerate(frames):
+        core.receive_datagram(f, "fuzzer", now + i)
+        core.datagrams_to_send(now + i)
+        events += _events(core)
+    assert _counted(core) - before_counted == len(frames)
+    alarms = [e for e in events if e.kind == Kind.ALARM]
+    assert len(alarms) == core.rejected - before_rejected > 0
+    assert not [e for e in events if e.kind in DELIVERIES]
+    return events
+
+
+@pytest.mark.parametrize("name", sorted(_rmp_cores()))
+def test_rmp_cores_count_every_hostile_frame_and_deliver_none(name):
+    core = _rmp_cores()[name]
+    legit, held, forged = _rmp_corpus()
+    for f in held:                       # what the core holds before the attack (replays are duplicates)
+        core.receive_datagram(f, "rp1", 0)
+    core.datagrams_to_send(0)
+    _events(core)
+    replays = name in ("primary", "secondary")
+    frames = _mutants(random.Random(hash(name) & 0xFFFF), legit, held, forged, PER_CORE, rmp=True, replays=replays)
+    _throw(core, frames, 10 * MS)
+
+
+@pytest.mark.parametrize("name", sorted(_mold_cores()))
+def test_customers_and_retransmit_servers_count_every_hostile_packet_and_deliver_none(name):
+    core = _mold_cores()[name]
+    legit, held, forged = _mold_corpus()
+    for f in held:
+        core.receive_datagram(f, "rp1", 0)
+    _events(core)
+    frames = _mutants(random.Random(len(name)), legit, held, forged, PER_CORE, rmp=False, replays=True)
+    _throw(core, frames, 10 * MS)
+
+
+def test_the_fuzz_throws_at_least_100000_frames():
+    assert PER_CORE * (len(_rmp_cores()) + len(_mold_cores())) >= 100_000
+
+
+def test_unsealed_cores_take_hostile_bytes_without_raising():
+    """Security off (the default): nothing authenticates, so a well-formed forgery is acted
+    on, but no byte sequence makes a core raise, and what does not parse is counted."""
+    cores = {**_rmp_cores(), **_mold_cores()}
+    for name, core in cores.items():
+        core.sealer = None
+    legit = [wire.decode(f[:-16]) if f[2] != wire.DATA else None for f in _rmp_corpus()[0]]
+    clear = [wire.encode(f) for f in legit if f is not None] + [_data(i) for i in range(1, 5)]
+    mold = [_mold(s, b"trade %04d" % s * 4) for s in range(1, LEGIT + 1)]
+    for name, core in cores.items():
+        rmp = name in ("source", "primary", "secondary", "reformation")
+        corpus = clear if rmp else mold
+        frames = _mutants(random.Random(7), corpus, corpus, corpus, 4_000, rmp=rmp, replays=True)
+        before = core.malformed
+        for i, f in enumerate(frames):
+            core.receive_datagram(f, "fuzzer", 10 * MS + i)
+            core.datagrams_to_send(10 * MS + i)
+            _events(core)
+        assert core.malformed - before > 400, name
