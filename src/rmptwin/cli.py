@@ -8,6 +8,8 @@ of contents.
 
 from __future__ import annotations
 
+import importlib
+
 import json
 import sys
 from enum import Enum
@@ -21,6 +23,7 @@ from .analysis import cli as analysis_cli
 from .analysis import venue_cli
 from .bound_warnings import print_bound_warnings
 from .emulation import cli as emulation_cli
+from . import keys
 from .errors import UserError
 from .experiment_run import run_experiment
 from .rerun import environment_line, read_replay, repeat, replay_line, summary_line
@@ -28,6 +31,8 @@ from .run_display import print_sim_summary, print_summary, progress_bar
 from .rundir import RunDir
 from .runtime import cli as runtime_cli
 from .spec import read_yaml, json_schemas, load_experiment, load_topology
+from .sweeps import cli as sweeps_cli
+from .claims import cli as claims_cli
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="rmptwin: RMP and exchange-venue testbed")
 console = Console()
@@ -108,6 +113,10 @@ app.add_typer(emulation_cli.net_app, name="net")
 app.add_typer(emulation_cli.image_app, name="image")
 app.command("env")(emulation_cli.show_env)
 app.add_typer(venue_cli.app, name="venue")
+app.add_typer(importlib.import_module("rmptwin.analysis.taxonomy_cli").app, name="taxonomy")  # compare
+app.add_typer(sweeps_cli.app)      # sweep
+app.add_typer(claims_cli.app)      # claims
+app.add_typer(keys.app, name="keys")      # keys gen
 
 
 def main() -> None:

@@ -12,6 +12,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from .experiment_run import ProgressFn, RunOutcome
+from .analysis.sections import headline_sections
 from .groups import REGION_PORT, REREQUEST_PORT
 from .spec import LoadedExperiment
 
@@ -40,19 +41,41 @@ def progress_bar(console: Console, loaded: LoadedExperiment, backend: str) -> It
         yield progress
 
 
+def _shown(val) -> str:
+    if isinstance(val, float):
+        return f"{val:.3f}"
+    if isinstance(val, dict):
+        return ", ".join(f"{k}={v:.2f}" if isinstance(v, float) else f"{k}={v}" for k, v in val.items())
+    if isinstance(val, list):
+        return ", ".join(f"{v:.0f}" for v in val) or "-"
+    return str(val)
+
+
 def summary_table(s: dict, title: str = "summary") -> Table:
     """The headline figures of a summary as a rich table (the backend adds its own last row)."""
     table = Table(title=title, show_header=False)
     for key in HEADLINE_KEYS + tuple(k for k in VENUE_KEYS if k in s):
-        val = s.get(key)
-        if isinstance(val, float):
-            val = f"{val:.3f}"
-        elif isinstance(val, dict):
-            val = ", ".join(f"{k}={v:.2f}" if isinstance(v, float) else f"{k}={v}" for k, v in val.items())
-        elif isinstance(val, list):
-            val = ", ".join(f"{v:.0f}" for v in val) or "-"
-        table.add_row(key, str(val))
+        table.add_row(key, _shown(s.get(key)))
     return table
+
+
+def applications_table(s: dict) -> Table | None:
+    """The applications' headline rows (each section's ``headline``), None when no section has any."""
+    sections = headline_sections(s)
+    if not sections:
+        return None
+    table = Table(title="applications", show_header=False)
+    for name, rows in sections:
+        for i, (label, val) in enumerate(rows):
+            table.add_row(name if i == 0 else "", label, _shown(val))
+    return table
+
+
+def _print_tables(console: Console, table: Table, s: dict) -> None:
+    console.print(table)
+    apps = applications_table(s)
+    if apps is not None:
+        console.print(apps)
 
 
 def print_sim_summary(console: Console, outcome: RunOutcome) -> None:
@@ -62,7 +85,7 @@ def print_sim_summary(console: Console, outcome: RunOutcome) -> None:
     rate = st["scheduler_events"] / st["wall_s"] if st["wall_s"] > 0 else 0.0
     table.add_row("simulator", f"{st['scheduler_events']:,} events, {st['deliveries']:,} deliveries "
                                 f"in {st['wall_s']:.1f} s ({rate:,.0f} events/s)")
-    console.print(table)
+    _print_tables(console, table, outcome.summary)
     console.print(f"run directory: {outcome.run_dir.path}")
 
 
@@ -81,7 +104,7 @@ def print_emulation_summary(console: Console, outcome: RunOutcome) -> None:
                       f"{load.get('cpus')} CPUs, timers {load.get('timer_lateness_p99_ms')} ms late at p99): "
                       f"latency and fairness figures are distorted by this machine, not the protocol[/yellow]",
                       soft_wrap=True)  # one line, however narrow the terminal
-    console.print(table)
+    _print_tables(console, table, s)
     pcaps = run.pcap_files()
     if pcaps:
         console.print(f"captures: {len(pcaps)} in {run.pcaps_dir} (MoldUDP64: tshark -r FILE "

@@ -273,7 +273,10 @@ def receivers_of_stripe(topo: Topology, stripe: int) -> list[str]:
 
 def trees_for(topo: Topology, pairs: list[tuple[str, int]]) -> dict[tuple[str, int], LogicalTree]:
     names = {h.name for h in topo.hosts}
-    return {(s, k): logical_tree(topo, s, receivers_of_stripe(topo, k)) for s, k in pairs if s in names}
+    # a source that is itself a receiver (a trading-floor arbiter) hears its own messages
+    # without the network: it is no leaf of its own tree
+    return {(s, k): logical_tree(topo, s, [r for r in receivers_of_stripe(topo, k) if r != s])
+            for s, k in pairs if s in names}
 
 
 def configured_loss(topo: Topology, hops: list[tuple[str, int]]) -> float:

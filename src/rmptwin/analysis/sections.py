@@ -8,7 +8,10 @@ Each entry of ``SECTIONS`` names a module that defines any of:
 - ``spark_metrics(spark, events: pyspark DataFrame, rd: extract.RunData) -> dict``: merged
   into metrics.json under the section's name (omit it, or return ``{}``, when not applicable);
 - ``report_html(m: dict) -> str``: one HTML fragment (its own ``<h2>``) from metrics.json,
-  ``""`` when there is nothing to say.
+  ``""`` when there is nothing to say;
+- ``headline(summary: dict) -> list[tuple[str, object]]``: the few (label, value) rows of the
+  application's headline keys that ``rmptwin sim`` / ``rmptwin run`` print under the ticker's
+  table (``run_display``); ``[]`` when the summary has none of them (not this application's run).
 
 Modules are imported only when a run is summarised or analysed, so an application's
 dependencies stay out of every other run.
@@ -20,6 +23,10 @@ import importlib
 
 SECTIONS: dict[str, str] = {
     # name -> module; an application adds one line.
+    "unified_orders": "rmptwin.analysis.orders_summary",
+    "security": "rmptwin.analysis.security_summary",
+    "trading_floor": "rmptwin.analysis.floor_summary",
+    "taxonomy": "rmptwin.analysis.taxonomy_summary",
 }
 
 
@@ -44,6 +51,11 @@ def spark_sections(spark, events, rd) -> dict:
             if figures:
                 out[name] = figures
     return out
+
+
+def headline_sections(summary: dict) -> list[tuple[str, list[tuple[str, object]]]]:
+    """(section name, its headline rows) of every section with rows for this summary."""
+    return [(name, rows) for name, mod in _modules() if hasattr(mod, "headline") and (rows := mod.headline(summary))]
 
 
 def report_sections(m: dict) -> list[str]:

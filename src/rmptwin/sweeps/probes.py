@@ -1,0 +1,110 @@
+"""Figures a sweep can add to each row beyond summary.json, computed from the run's event
+table: the counts the seeds' claims are stated in. A probe is named ``NAME`` or ``NAME:ARG``
+(``--probe rmp``, ``--probe venue_gap_sampled:5000``); its keys are prefixed ``NAME.``.
+
+- ``rmp``: ``acks`` (ACK_SENT), ``acks_per_message`` (acks / messages sent), ``ack_k_mean``
+  (messages one ack acknowledges, mean), ``ring_nacks`` (NACK_SENT by primaries and
+  secondaries), ``nacks_per_message``, ``first_copies_missed`` (a ring receiver's first copy
+  of a message came as a repair), ``nacks_per_missed``, ``ctrl_sent``.
+- ``ring``: ``stable_passes`` (token passes from a message's acknowledgement to STABLE, median)
+  and ``token_interval_ms`` (median time between token passes).
+- ``venue_gap_sampled:MS``: the EV position gap read at instants MS apart (the venue paper
+  samples every 5,000 ms), from the first instant both EVs run: ``max_gap``, ``avg_gap``,
+  ``samples``, and the delays the paper gives, the gap over 9,000 req/s (its EVs' top rate):
+  ``max_delay_ms``, ``avg_delay_ms``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+
+from ..errors import UserError
+from ..events import Kind
+
+RING_ROLES = ("primary", "secondary")
+PAPER_MAX_RATE = 9000.0   # the venue paper divides gaps by its EVs' top rate, 9,000 req/s
+
+
+def _frame(events) -> pd.DataFrame:
+    return events if isinstance(events, pd.DataFrame) else events.to_pandas()
+
+
+def rmp_counts(df: pd.DataFrame, loaded, arg: str | None) -> dict:
+    sent = df[df.kind == Kind.SEND][["src", "src_seq", "detail"]].drop_duplicates().shape[0]
+    acks = df[df.kind == Kind.ACK_SENT]
+    ks = [json.loads(d).get("k", 0) for d in acks.detail]
+    ring = df.role.isin(RING_ROLES)
+    nacks = int(((df.kind == Kind.NACK_SENT) & ring).sum())
+    recv = df[(df.kind == Kind.RECV) & ring]
+    missed = int(sum(1 for d in recv.detail if json.loads(d).get("repair")))
+    return {
+        "acks": int(len(acks)),
+        "acks_per_message": len(acks) / sent if sent else None,
+        "ack_k_mean": float(np.mean(ks)) if ks else None,
+        "ring_nacks": nacks,
+        "nacks_per_message": nacks / sent if sent else None,
+        "first_copies_missed": missed,
+        "nacks_per_missed": nacks / missed if missed else None,
+        "ctrl_sent": int((df.kind == Kind.CTRL_SENT).sum()),
+    }
+
+
+def venue_gap_sampled(df: pd.DataFrame, loaded, arg: str | None) -> dict:
+    step_ns = int(float(arg or 5000) * 1e6)
+    venues = [h.name for h in loaded.topology.hosts_with_role("venue")]
+    sp = df[(df.kind == Kind.SEQ_POSITION) & df.node.isin(venues)]
+    tracks = [(sp[sp.node == v].t_ns.to_numpy(), sp[sp.node == v].gseq.to_numpy()) for v in venues[:2]]
+    if len(tracks) < 2 or any(len(t) == 0 for t, _ in tracks):
+        return {"max_gap": None, "avg_gap": None, "samples": 0, "max_delay_ms": None, "avg_delay_ms": None}
+    (ta, pa_), (tb, pb) = tracks
+    instants = np.arange(max(ta[0], tb[0]) + step_ns, min(ta[-1], tb[-1]) + 1, step_ns)
+    gaps = [abs(int(pa_[np.searchsorted(ta, t, "right") - 1]) - int(pb[np.searchsorted(tb, t, "right") - 1]))
+            for t in instants]
+    if not gaps:
+        return {"max_gap": None, "avg_gap": None, "samples": 0, "max_delay_ms": None, "avg_delay_ms": None}
+    per_ms = PAPER_MAX_RATE / 1000.0
+    return {"max_gap": int(max(gaps)), "avg_gap": float(np.mean(gaps)), "samples": len(gaps),
+            "max_delay_ms": max(gaps) / per_ms, "avg_delay_ms": float(np.mean(gaps)) / per_ms}
+
+
+def ring_passes(df: pd.DataFrame, loaded, arg: str | None) -> dict:
+    """Token passes from a message's acknowledgement until a receiver knows every ring member
+    holds it (STABLE), median over STABLE events: the seed's L_1 = m counts them, m - 1 after
+    the acknowledging pass. Also the median interval between consecutive token passes."""
+    tau_t = loaded.experiment.protocol.tau_t
+    acks = df[df.kind == Kind.ACK_SENT]
+    starts = pd.DataFrame({"gseq": acks.gseq.to_numpy(), "first": acks.gseq.to_numpy(), "t_ack": acks.t_ns.to_numpy(),
+                           "k": [json.loads(d).get("k", 0) for d in acks.detail]}).sort_values("gseq")
+    stable = df[df.kind == Kind.STABLE][["gseq", "t_ns"]].sort_values("gseq")
+    token_ms = np.diff(np.sort(acks.t_ns.unique())) / 1e6 if len(acks) > 1 else np.array([])
+    if stable.empty or starts.empty:
+        return {"stable_passes": None, "token_interval_ms": float(np.median(token_ms)) if token_ms.size else None}
+    joined = pd.merge_asof(stable, starts, on="gseq", direction="backward").dropna()
+    joined = joined[joined.gseq < joined["first"] + joined.k]   # the ack that covered this position
+    passes = (joined.t_ns - joined.t_ack) / 1e6 / tau_t
+    return {"stable_passes": float(np.median(passes)) if len(passes) else None,
+            "token_interval_ms": float(np.median(token_ms)) if token_ms.size else None}
+
+
+PROBES = {"rmp": rmp_counts, "ring": ring_passes, "venue_gap_sampled": venue_gap_sampled}
+
+
+def check(names: list[str]) -> None:
+    for name in names:
+        if name.partition(":")[0] not in PROBES:
+            raise UserError(f"--probe {name}: unknown; choose from {', '.join(PROBES)}")
+
+
+def measure(names: list[str], events, loaded) -> dict:
+    """{probe name: {figure: value}} for each named probe (nothing when none is named)."""
+    if not names:
+        return {}
+    df = _frame(events)
+    out = {}
+    for name in names:
+        base, _, arg = name.partition(":")
+        out[base] = PROBES[base](df, loaded, arg or None)
+    return out

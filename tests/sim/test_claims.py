@@ -1,0 +1,61 @@
+"""`rmptwin claims`: each claim file is a sweep and a verdict; the report is one HTML table; a
+claim whose experiment or summary key does not exist yet is a row saying so, not a failure."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rmptwin.claims.model import load_claim, load_claims
+from rmptwin.claims.run import CLAIMS_DIR, NOT_MEASURED, run_claims, write_report
+from rmptwin.errors import UserError
+from rmptwin.sweeps.engine import run_loop
+
+
+def _claim_file(tmp_path: Path, name: str, **changes) -> Path:
+    doc = yaml.safe_load((CLAIMS_DIR / "one-control-per-data.yaml").read_text())
+    doc["experiment"] = str((CLAIMS_DIR / doc["experiment"]).resolve())
+    doc["sets"] = {**doc["sets"], "workload.duration_s": [1.0], "duration_s": [1.5]}   # a second of load: fast
+    doc["verdict"] = {**doc["verdict"], "high": 1.3}   # idle null tokens weigh more in a short run
+    doc.update(changes)
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def test_every_shipped_claim_file_loads_and_names_its_seed():
+    claims = load_claims(CLAIMS_DIR)
+    assert len(claims) >= 12
+    for c in claims:
+        assert c.quote and c.seed_figure and c.source.lower().startswith(("rmp seed", "venue seed"))
+
+
+def test_quick_subset_report_with_verdicts_and_unmeasured_rows(tmp_path):
+    good = load_claim(_claim_file(tmp_path, "one-control"))
+    missing = load_claim(_claim_file(tmp_path, "future", experiment=str(tmp_path / "nope.yaml")))
+    no_key = load_claim(_claim_file(tmp_path, "no-key", verdict={"kind": "within", "metric": "no_such_key",
+                                                                 "low": 0, "high": 1}))
+    rows = run_claims([good, missing, no_key], out=tmp_path / "out", runner=run_loop)
+    by = {r.name: r for r in rows}
+    assert by["one-control"].verdict == "holds" and "control_per_data" in by["one-control"].simulated
+    assert by["one-control"].runs == 2 and by["one-control"].emulated == "not run"
+    assert by["future"].verdict == NOT_MEASURED and by["no-key"].verdict == NOT_MEASURED
+    page = write_report(rows, tmp_path / "out").read_text()
+    assert page.count("<tr>") == 4 and "aren’t any losses" in page and "not yet measured" in page
+
+
+def test_a_claim_that_the_numbers_contradict_does_not_hold(tmp_path):
+    strict = load_claim(_claim_file(tmp_path, "strict", verdict={"kind": "within", "metric": "control_per_data",
+                                                                 "low": 0.0, "high": 0.5}))
+    (row,) = run_claims([strict], out=tmp_path / "out", runner=run_loop)
+    assert row.verdict == "does not hold"
+
+
+def test_bad_claim_file_and_unknown_name_are_one_line(tmp_path):
+    bad = _claim_file(tmp_path, "bad", verdict={"kind": "sometimes"})
+    with pytest.raises(UserError, match="verdict.kind"):
+        load_claim(bad)
+    with pytest.raises(UserError, match="--only nope: no such claim"):
+        load_claims(CLAIMS_DIR, only="nope")
