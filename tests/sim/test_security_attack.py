@@ -9,6 +9,8 @@ the attacks (and the counts that catch them) are real.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from rmptwin.analysis.security_summary import HEADLINE, flood_p99_ratio
@@ -18,7 +20,7 @@ from rmptwin.rmp.attacker import MODES
 from rmptwin.sim.runner import simulate
 from rmptwin.spec import load_experiment
 
-from conftest import EXPERIMENTS
+EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 
 
 def _run(loaded) -> dict:

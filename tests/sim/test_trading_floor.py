@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import json
 from functools import cache
+from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import EXPERIMENTS
 
 from rmptwin.analysis.floor_summary import (
     floor_figures,
@@ -22,6 +22,7 @@ from rmptwin.errors import UserError
 from rmptwin.sim.runner import simulate
 from rmptwin.spec import load_experiment
 
+EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 FLOOR_EXPERIMENTS = ["trading-floor", "trading-floor-dutch", "trading-floor-second-price", "trading-floor-crash"]
 CRASH_AT_S = 2.86
 

@@ -22,7 +22,7 @@ So one member's crash is invisible to the venues.
 hands its ``venue.sequencer.CasProxyCore``: a worker thread runs the transactions, in
 arrival order, and the answers go back to the core on the event loop, which never waits.
 ``serve_propose`` answers one PROPOSE datagram at once, for drivers with threads of their
-own (``runtime.venue_realtime``, tests).
+own (tests; ``runtime.venue_node`` proposes through ``propose_via_etcd``).
 """
 
 from __future__ import annotations
@@ -191,8 +191,10 @@ class EtcdCas:
         return out
 
 
-def serve_propose(cas: EtcdCas, data: bytes) -> bytes | None:
-    """Answer one PROPOSE datagram from a venue core with a DECIDE datagram (a driver's adapter)."""
+def serve_propose(cas: EtcdCas, data: bytes,
+                  timed: Callable[[int, float], None] | None = None) -> bytes | None:
+    """Answer one PROPOSE datagram from a venue core with a DECIDE datagram (a driver's adapter).
+    ``timed(positions, seconds)``, when given, hears each transaction's size and duration."""
     try:
         ftype, f = wire.decode(data)
     except wire.VenueWireError:
@@ -200,7 +202,10 @@ def serve_propose(cas: EtcdCas, data: bytes) -> bytes | None:
     if ftype != wire.T_PROPOSE:
         return None
     _, n, keys = f
+    t = time.perf_counter()
     status, nxt, standing = cas.propose(n, keys)
+    if timed is not None:
+        timed(len(keys), time.perf_counter() - t)
     return wire.decide_frame(status, n, nxt, standing)
 
 

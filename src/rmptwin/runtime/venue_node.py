@@ -24,8 +24,7 @@ from collections import deque
 from pathlib import Path
 
 from ..sansio import Group, Unicast
-from ..venue import wire
-from .etcd_client import EtcdCas
+from .etcd_client import EtcdCas, serve_propose
 
 RCVBUF = 4 << 20
 _LEN = struct.Struct("!I")
@@ -135,6 +134,14 @@ class EtcdStats:
         self.wait_s = 0.0
         self.sizes: list[int] = []
 
+    def record(self, positions: int, seconds: float) -> None:
+        """One transaction of ``positions`` positions that took ``seconds``."""
+        self.wait_s += seconds
+        self.txns += 1
+        self.positions += positions
+        if len(self.sizes) < 200_000:
+            self.sizes.append(positions)
+
     def as_dict(self) -> dict:
         s = sorted(self.sizes) or [0]
         return {"txns": self.txns, "positions_proposed": self.positions, "wait_s": round(self.wait_s, 4),
@@ -143,22 +150,8 @@ class EtcdStats:
 
 
 def propose_via_etcd(cas: EtcdCas, data: bytes, stats: EtcdStats) -> bytes | None:
-    """One PROPOSE datagram -> one etcd transaction -> the DECIDE datagram (timed)."""
-    try:
-        ftype, f = wire.decode(data)
-    except wire.VenueWireError:
-        return None
-    if ftype != wire.T_PROPOSE:
-        return None
-    _, n, keys = f
-    t = time.perf_counter()
-    status, nxt, standing = cas.propose(n, keys)
-    stats.wait_s += time.perf_counter() - t
-    stats.txns += 1
-    stats.positions += len(keys)
-    if len(stats.sizes) < 200_000:
-        stats.sizes.append(len(keys))
-    return wire.decide_frame(status, n, nxt, standing)
+    """One PROPOSE datagram -> one etcd transaction -> the DECIDE datagram, timed into ``stats``."""
+    return serve_propose(cas, data, stats.record)
 
 
 def pump(net: Transport, cores: dict, on_event, cas: EtcdCas | None = None,
