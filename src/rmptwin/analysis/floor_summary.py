@@ -167,9 +167,7 @@ def spark_metrics(spark, events, rd) -> dict:
 
 
 def plot_confirm_latency(m: dict, path: Path) -> Path:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from .plots import plt, save_figure   # matplotlib (Agg): only when drawing
 
     lat = m.get("confirm_latencies_ms") or []
     fig, ax = plt.subplots(figsize=(6, 3.6))
@@ -183,11 +181,7 @@ def plot_confirm_latency(m: dict, path: Path) -> Path:
     ax.set_ylim(0, 1.05)
     ax.set_xlim(left=0)
     ax.legend(loc="lower right")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def report_html(m: dict) -> str:

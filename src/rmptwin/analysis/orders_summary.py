@@ -180,9 +180,7 @@ def spark_metrics(spark, events, rd) -> dict:
 
 
 def plot_near_first(m: dict, path: Path) -> Path:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from .plots import plt, save_figure   # matplotlib (Agg): only when drawing
 
     fr = sorted(((float(k), v) for k, v in (m.get("near_first_fraction") or {}).items()))
     fig, ax = plt.subplots(figsize=(6, 3.6))
@@ -193,11 +191,7 @@ def plot_near_first(m: dict, path: Path) -> Path:
     ax.set_xlabel("pair distance: far minus near trader's delay to the floor (ms)")
     ax.set_ylabel("near_first_fraction")
     ax.legend(loc="lower left")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def report_html(m: dict) -> str:

@@ -12,8 +12,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 
-def _save(fig, path: Path) -> Path:
+def save_figure(fig, path: Path) -> Path:
+    """Lay ``fig`` out, write it to ``path`` (PNG, its folder made if missing), close it."""
     fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=90)
     plt.close(fig)
     return path
@@ -39,7 +41,7 @@ def latency_cdf(m: dict, path: Path) -> Path:
         ax.set_ylabel("fraction of messages")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def fairness_series(m: dict, path: Path) -> Path:
@@ -58,7 +60,7 @@ def fairness_series(m: dict, path: Path) -> Path:
     ax.grid(alpha=0.3)
     if rows:
         ax.legend(fontsize=8)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def correlation_matrix(m: dict, path: Path) -> Path:
@@ -69,7 +71,7 @@ def correlation_matrix(m: dict, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(5.5, 4.8))
     if not names:
         _empty(ax, "receiver losses")
-        return _save(fig, path)
+        return save_figure(fig, path)
     ix = {n: i for i, n in enumerate(names)}
     mat = np.full((len(names), len(names)), np.nan)
     for r in rows:
@@ -80,7 +82,7 @@ def correlation_matrix(m: dict, path: Path) -> Path:
     ax.set_yticks(range(len(names)), names, fontsize=7)
     ax.set_title("first-reception loss correlation\n(receivers in multicast-tree order)")
     fig.colorbar(im, ax=ax, shrink=0.8)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def minc_vs_truth(m: dict, path: Path) -> Path:
@@ -90,7 +92,7 @@ def minc_vs_truth(m: dict, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(min(14, max(6, 0.55 * len(first) + 2)), 4.2))
     if not pairs:
         _empty(ax, "multicast trees")
-        return _save(fig, path)
+        return save_figure(fig, path)
     x = np.arange(len(first))
     val = lambda k: [100 * (r[k] if r[k] is not None else np.nan) for r in first]  # noqa: E731
     ax.bar(x - 0.27, val("estimate"), 0.27, label="MINC estimate")
@@ -101,7 +103,7 @@ def minc_vs_truth(m: dict, path: Path) -> Path:
     ax.set_title(f"MINC link-loss inference, source {pairs[0][0]} stripe {pairs[0][1]}")
     ax.legend(fontsize=8)
     ax.grid(axis="y", alpha=0.3)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def nacks_per_loss(m: dict, path: Path) -> Path:
@@ -109,7 +111,7 @@ def nacks_per_loss(m: dict, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(6, 3.4))
     if not rows:
         _empty(ax, "first-reception losses")
-        return _save(fig, path)
+        return save_figure(fig, path)
     x = [r["receivers_lost"] for r in rows]
     ax.plot(x, [r["mean_nacks"] for r in rows], "o-", label="mean NACKs")
     ax.plot(x, [r["max_nacks"] for r in rows], "s--", label="max NACKs")
@@ -119,7 +121,7 @@ def nacks_per_loss(m: dict, path: Path) -> Path:
     ax.set_title("NACK implosion")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def throughput_timeline(m: dict, path: Path) -> Path:
@@ -138,7 +140,7 @@ def throughput_timeline(m: dict, path: Path) -> Path:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, ncol=4)
     axes[-1].set_xlabel("time (s)")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def receiver_loss(m: dict, path: Path) -> Path:
@@ -146,7 +148,7 @@ def receiver_loss(m: dict, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(max(5, 0.45 * len(rows) + 2), 3.4))
     if not rows:
         _empty(ax, "receivers")
-        return _save(fig, path)
+        return save_figure(fig, path)
     x = np.arange(len(rows))
     ax.bar(x - 0.2, [100 * r["first_loss"] for r in rows], 0.4, label="first-reception loss")
     ax.bar(x + 0.2, [100 * r["residual_loss"] for r in rows], 0.4, label="residual loss (after repair)")
@@ -154,7 +156,7 @@ def receiver_loss(m: dict, path: Path) -> Path:
     ax.set_ylabel("%")
     ax.legend(fontsize=8)
     ax.grid(axis="y", alpha=0.3)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 PLOTS = {
