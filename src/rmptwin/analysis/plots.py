@@ -12,11 +12,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 
-def save_figure(fig, path: Path) -> Path:
+def save_figure(fig, path: Path, dpi: int = 90) -> Path:
     """Lay ``fig`` out, write it to ``path`` (PNG, its folder made if missing), close it."""
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=90)
+    fig.savefig(path, dpi=dpi)
     plt.close(fig)
     return path
 

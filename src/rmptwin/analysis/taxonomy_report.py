@@ -75,9 +75,7 @@ def verdict(rows: list[dict]) -> list[str]:
 
 
 def _plot(rows, metric, ylabel, path: Path, log=True) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from .plots import plt, save_figure   # matplotlib (Agg): only when drawing
     steady = [r for r in rows if r["scenario"] == "steady"]
     rate = steady[0]["rate"] if steady else None
     fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -94,16 +92,12 @@ def _plot(rows, metric, ylabel, path: Path, log=True) -> None:
     ax.set_title(f"{ylabel} at {rate:g} msg/s (simulated)")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path, dpi=110)
 
 
 def _plot_rate(rows, metric, ylabel, path: Path) -> None:
     """``metric`` against the rate, one line per protocol, at the largest steady group."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from .plots import plt, save_figure   # matplotlib (Agg): only when drawing
     steady = [r for r in rows if r["scenario"] == "steady"]
     n = max(r["receivers"] for r in steady)
     fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -119,15 +113,11 @@ def _plot_rate(rows, metric, ylabel, path: Path) -> None:
     ax.set_title(f"{ylabel} against rate, {n} receivers (simulated)")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path, dpi=110)
 
 
 def _plot_faults(rows, path: Path) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from .plots import plt, save_figure   # matplotlib (Agg): only when drawing
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     for ax, scenario, metric, label in ((axes[0], "lossy", "lossy_p99_ms", "p99 latency at the lossy receiver (ms)"),
                                         (axes[1], "crash", "resume_ms", "time to resume after a sequencer crash (ms)")):
@@ -140,9 +130,7 @@ def _plot_faults(rows, path: Path) -> None:
         ax.set_ylabel(label, fontsize=8)
         ax.set_title(f"{scenario}, {n} receivers", fontsize=9)
         ax.tick_params(axis="x", labelrotation=45, labelsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path, dpi=110)
 
 
 def write_outputs(rows: list[dict], out: Path) -> list[Path]:
