@@ -34,6 +34,7 @@ LINKS = "links"
 DROPS = "drops.parquet"
 COUNTS = "counts.parquet"
 PCAPS = "pcaps"
+ACCESS_LINK_SUFFIX = ".access-link.json"   # <host>.<incarnation> + this: a node's shaped access link
 NODES = "nodes"
 ANALYSIS = "analysis"
 METRICS = "metrics.json"
@@ -166,6 +167,10 @@ class RunDir:
 
     def node_event_logs(self) -> list[Path]:
         return sorted(self.nodes_dir.glob("*.jsonl"))
+
+    def access_link_reports(self) -> list[Path]:
+        """Counts and drops of the access links the nodes shaped themselves (``runtime.hostlink``)."""
+        return sorted(self.nodes_dir.glob(f"*{ACCESS_LINK_SUFFIX}"))
 
     @property
     def venue_state_dir(self) -> Path:

@@ -105,3 +105,19 @@ def test_stock_mn_builds_the_topology_from_the_custom_file_and_every_host_reache
     assert f"Results: 0% dropped ({n * (n - 1)}/{n * (n - 1)} received)" in out, out
     left = subprocess.run(["ovs-vsctl", "list-br"], capture_output=True, text=True).stdout.split()
     assert not set(left) & set(SPEC.switches), f"mn left bridges behind: {left}"
+
+
+def test_relay_backend_leaves_delay_only_access_links_to_the_hosts_nodes_when_asked():
+    spec = load_topology(Path(__file__).parents[2] / "topologies" / "global.yaml")
+    lossy = {h.name for h in spec.hosts if h.link.loss.mean > 0 or h.link.jitter_ms}
+    asked = frozenset(h.name for h in spec.hosts) - {"cny1"}
+    topo = RmpTopo(spec, impair="relay", tag=3, access_in_nodes=asked)
+    assert lossy and topo.access_in_nodes == asked - lossy
+    relayed_hosts = {name.split("-")[0] for name, imp in topo.impaired.items() if imp.relay and "-" in name
+                     and name.split("-")[0] in {h.name for h in spec.hosts}}
+    assert relayed_hosts == lossy | {"cny1"}      # lossy links and the host not asked keep their relay
+    assert len(topo.relay_nodes) == len(spec.links) + len(relayed_hosts)
+    for host in topo.access_in_nodes:             # a plain veth pair between host and switch
+        assert frozenset((host, topo.switch_names[next(h.switch for h in spec.hosts if h.name == host)])) \
+            in _links(topo)
+    assert RmpTopo(spec, impair="netem", access_in_nodes=asked).access_in_nodes == frozenset()

@@ -88,13 +88,16 @@ def drops_table(frames: list[DroppedFrame], ip_names: dict[str, str], group_name
     return pa.Table.from_pydict(cols, schema=DROP_SCHEMA)
 
 
-def counts_table(paths: list[Path]) -> pa.Table:
-    cols: dict[str, list] = {f.name: [] for f in LINK_COUNT_SCHEMA}
+def counts_table(paths: list[Path], extra: list[dict] = ()) -> pa.Table:
+    """Link counts from the relays' ``counts.json`` files, plus ``extra`` records of that layout."""
+    records = []
     for p in sorted(paths):
         try:
-            c = json.loads(p.read_text())
+            records.append(json.loads(p.read_text()))
         except (OSError, ValueError):
             continue
+    cols: dict[str, list] = {f.name: [] for f in LINK_COUNT_SCHEMA}
+    for c in [*records, *extra]:
         for d, (frm, to) in (("ab", (c["a"], c["b"])), ("ba", (c["b"], c["a"]))):
             s = c["directions"][d]
             cols["link"].append(c["link"])
@@ -104,6 +107,22 @@ def counts_table(paths: list[Path]) -> pa.Table:
             cols["packets"].append(int(s["packets"]))
             cols["dropped"].append(int(sum(s[r] for r in REASONS)))
     return pa.Table.from_pydict(cols, schema=LINK_COUNT_SCHEMA)
+
+
+def read_access_reports(paths: list[Path], clock_shift_ns: int) -> tuple[list[DroppedFrame], list[dict]]:
+    """The dropped frames and counts the nodes left for the access links they shaped
+    (``runtime.hostlink``), times moved by ``clock_shift_ns`` onto the relays' clock."""
+    frames, counts = [], []
+    for p in paths:
+        try:
+            report = json.loads(p.read_text())
+        except (OSError, ValueError):
+            continue
+        counts.append(report["counts"])
+        frames.extend(DroppedFrame(d["t_ns"] + clock_shift_ns, d["link"], d["from_node"], d["to_node"], d["reason"],
+                                   d["src_ip"], d["dst_ip"], d["dst_port"], bytes.fromhex(d["payload"]))
+                      for d in report["drops"])
+    return frames, counts
 
 
 def collect(state_dir: Path) -> tuple[pa.Table, pa.Table]:

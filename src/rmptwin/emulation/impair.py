@@ -26,6 +26,13 @@ def is_impaired(p: LinkParams) -> bool:
     return bool(p.delay_ms or p.jitter_ms or loss_mean or p.bandwidth_mbps or p.queue_packets)
 
 
+def delay_only(p: LinkParams) -> bool:
+    """An impaired link that neither loses nor jitters: its model takes no random draws, so the
+    node at its host end can apply it (``runtime.hostlink``) instead of a relay process."""
+    loss_mean = p.loss.mean if hasattr(p.loss, "mean") else 0.0
+    return is_impaired(p) and not loss_mean and not p.jitter_ms
+
+
 def disable_tx_offload(node, intf: str) -> None:
     # Frames relayed through AF_PACKET keep the partial checksum a veth leaves for
     # offload; without this the receiver silently drops relayed UDP.

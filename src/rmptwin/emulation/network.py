@@ -98,6 +98,7 @@ class EmulatedNetwork:
         memory_mb: int | None = None,
         mounts: list[tuple[str, str, str]] | None = None,
         progress: Callable[[str], None] | None = None,
+        access_in_nodes: frozenset[str] = frozenset(),
     ) -> None:
         self.topo = topology if isinstance(topology, Topology) else load_topology(topology)
         if nodes not in ("ns", "docker"):
@@ -114,6 +115,10 @@ class EmulatedNetwork:
         self.authorized = authorized
         self.cpus, self.memory_mb, self.mounts = cpus, memory_mb, mounts or []
         self.progress = progress or (lambda msg: None)
+        # Hosts asked to shape their own delay-only access link (runtime.hostlink); once built,
+        # ``access_in_nodes`` is the set that got no relay for it (empty unless impair is relay).
+        self.access_requested = frozenset(access_in_nodes)
+        self.access_in_nodes: frozenset[str] = frozenset()
         self.net = None
         self.env: envmod.MachineEnv | None = None
         self.impair: str | None = None
@@ -214,7 +219,9 @@ class EmulatedNetwork:
     def _mininet_topo(self):
         from .topo import RmpTopo   # subclasses Mininet's Topo: mininet is imported only to build
 
-        return RmpTopo(self.topo, impair=self.impair, tag=self.tag)
+        topo = RmpTopo(self.topo, impair=self.impair, tag=self.tag, access_in_nodes=self.access_requested)
+        self.access_in_nodes = topo.access_in_nodes
+        return topo
 
     def _build(self) -> None:
         """Mininet builds ``RmpTopo``; then the impaired links get their handles and the
@@ -370,9 +377,10 @@ class EmulatedNetwork:
     def _ip_names(self) -> dict[str, str]:
         return {host_ip(i): h.name for i, h in enumerate(self.topo.hosts)}
 
-    def drops(self) -> pa.Table:
-        """Ground truth: one ``DROP_SCHEMA`` row per frame a relay dropped so far."""
-        frames = []
+    def drops(self, extra: list = ()) -> pa.Table:
+        """Ground truth: one ``DROP_SCHEMA`` row per frame a relay dropped so far, plus the
+        ``extra`` frames (``droplog.DroppedFrame``, on the relays' clock) nodes dropped."""
+        frames = list(extra)
         for lk in self.links.values():
             if isinstance(lk, RelayLink):
                 lk.flush()
@@ -388,10 +396,10 @@ class EmulatedNetwork:
                 frames.extend(read_drop_file(lk.drop_path, lk.name, lk.a, lk.b))
         return frames
 
-    def link_counts(self) -> pa.Table:
+    def link_counts(self, extra: list[dict] = ()) -> pa.Table:
         for lk in self.links.values():
             lk.flush()
-        return counts_table(list((self.state_dir / "links").glob("*.counts.json")))
+        return counts_table(list((self.state_dir / "links").glob("*.counts.json")), extra)
 
     # ------------------------------------------------------------------ teardown
 

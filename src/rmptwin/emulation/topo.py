@@ -54,7 +54,7 @@ from mininet.topo import Topo  # noqa: E402
 
 from rmptwin.emulation.env import has_netem  # noqa: E402
 from rmptwin.emulation.flows import HostPort  # noqa: E402
-from rmptwin.emulation.impair import disable_tx_offload, is_impaired  # noqa: E402
+from rmptwin.emulation.impair import delay_only, disable_tx_offload, is_impaired  # noqa: E402
 from rmptwin.errors import UserError  # noqa: E402
 from rmptwin.groups import host_ip  # noqa: E402
 from rmptwin.spec import Bernoulli, LinkParams, Topology, load_topology  # noqa: E402
@@ -129,7 +129,8 @@ class RmpTopo(Topo):
     topology's names. After ``build``: ``switch_names``, ``switch_ports`` (switch -> neighbour
     switch -> port), ``host_ports`` and ``impaired`` (link name -> ImpairedLink)."""
 
-    def build(self, topology: Topology | str | Path, impair: str = "none", tag: int | None = None) -> None:
+    def build(self, topology: Topology | str | Path, impair: str = "none", tag: int | None = None,
+              access_in_nodes: frozenset[str] = frozenset()) -> None:
         if impair not in TOPO_IMPAIR:
             raise UserError(f"unknown impairment {impair!r} for a topology; choose {', '.join(TOPO_IMPAIR)}")
         self.topology = topology if isinstance(topology, Topology) else load_topology(topology)
@@ -141,6 +142,9 @@ class RmpTopo(Topo):
         self.host_ports: dict[str, HostPort] = {}
         self.impaired: dict[str, ImpairedLink] = {}
         self.relay_nodes: list[str] = []
+        # Hosts whose delay-only access link their own node shapes (relay backend only): a plain veth here.
+        self.access_in_nodes = frozenset(h.name for h in self.topology.hosts if impair == "relay"
+                                         and h.name in access_in_nodes and delay_only(h.link))
         for i, s in enumerate(self.topology.switches):
             self.addSwitch(self.switch_names[s], dpid=f"{i + 1:016x}")
         for i, h in enumerate(self.topology.hosts):
@@ -172,7 +176,9 @@ class RmpTopo(Topo):
     def _add_host_link(self, index: int, host) -> None:
         sw, port = self.switch_names[host.switch], self._next_port(host.switch)
         name = f"{host.name}-{host.switch}"
-        if is_impaired(host.link) and self.impair == "relay":
+        if host.name in self.access_in_nodes:
+            self.addLink(sw, host.name, port1=port)
+        elif is_impaired(host.link) and self.impair == "relay":
             # Host first, so that the host's own shell makes its veth and keeps eth0.
             relay = self._add_relay(host.name, None, sw, port)
             self.impaired[name] = ImpairedLink(name, host.name, host.switch, host.link, sw, port, relay)

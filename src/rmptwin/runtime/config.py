@@ -28,15 +28,17 @@ class NodeConfig:
     t0_ns: int | None = None       # None: wait for "GO <t0>" on stdin
     state_dir: str | None = None   # the venue roles' durable stores (RunDir.venue_state_dir)
     keys_file: str | None = None   # security on: the key file (outside the run directory)
+    access_in_node: list[str] | None = None   # hosts whose node shapes its own access link (hostlink)
 
     @classmethod
     def for_run(cls, loaded: LoadedExperiment, seed: int, hosts: dict[str, str], log_dir: Path,
-                t0_ns: int | None = None, state_dir: Path | None = None) -> "NodeConfig":
+                t0_ns: int | None = None, state_dir: Path | None = None,
+                access_in_node: list[str] | None = None) -> "NodeConfig":
         """``state_dir`` defaults to ``log_dir`` (a test's one scratch directory)."""
         m = loaded.to_manifest()
         keys = str(key_path(loaded)) if loaded.experiment.security.enabled else None
         return cls(m["experiment"], m["topology"], m["experiment_file"], seed, dict(hosts), str(log_dir), t0_ns,
-                   str(state_dir or log_dir), keys)
+                   str(state_dir or log_dir), keys, sorted(access_in_node or []))
 
     def loaded(self) -> LoadedExperiment:
         exp = Experiment.model_validate(self.experiment)

@@ -18,6 +18,10 @@ so a release deadline (a receiver releasing at ack ts + Delta_A: what fairness i
 armed ``EARLY_WAKE_NS`` early and finished by yielding the CPU until the wall clock reaches it.
 No timer is handed to the core before its deadline. Every fire's lateness (the wall time
 ``handle_timer`` runs minus the deadline) goes into ``lateness`` (``rmptwin.timer_lateness``).
+
+Access link: given a ``HostLink`` (``runtime.hostlink``: a lossless access link the relay
+backend leaves to the node), every datagram sent waits in its ``up`` line and every datagram
+received in its ``down`` line until the link model lets it go; one loop timer serves both.
 """
 
 from __future__ import annotations
@@ -37,12 +41,14 @@ from ..spec import Clock
 from ..timer_lateness import LatenessHistogram
 from .drain import NodeProgress
 from .eventlog import EventWriter
+from .hostlink import HostLink
 
 RMP_MAGIC = 0xA5
 SOCKET_BUFFER = 4 << 20
 MAX_READS_PER_WAKEUP = 256
 EARLY_WAKE_NS = 2_000_000  # > the selector's 1 ms rounding plus a typical wake-up delay
 RELEASE_ROLES = ("primary", "secondary")   # the roles whose cores release at ack ts + Delta_A
+ACCESS_SLACK_NS = 200_000  # awake anyway: a datagram due this soon goes now (as a relay's slack)
 
 
 def port_for_group(name: str) -> int:
@@ -107,7 +113,8 @@ class NodeDriver:
     """Runs one core on this host's sockets until ``stop()``."""
 
     def __init__(self, core, name: str, role: str, hosts: dict[str, str], t0_ns: int,
-                 log: EventWriter, clock: Clock | None = None, guaranteed: bool = False) -> None:
+                 log: EventWriter, clock: Clock | None = None, guaranteed: bool = False,
+                 access: HostLink | None = None) -> None:
         self.core = core
         self.name = name
         self.role = role
@@ -129,6 +136,9 @@ class NodeDriver:
         self.received = 0
         self.send_errors = 0
         self.unknown_src = 0
+        self.access = access
+        self._access_timer: asyncio.TimerHandle | None = None
+        self._access_at: int | None = None
 
     # ------------------------------------------------------------------ sockets
 
@@ -159,8 +169,9 @@ class NodeDriver:
         self.joined = want
 
     def close(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
+        for handle in (self._timer, self._access_timer):
+            if handle is not None:
+                handle.cancel()
         for port, s in self.socks.items():
             if self.loop is not None:
                 try:
@@ -181,7 +192,7 @@ class NodeDriver:
         """Call at true time ~0 inside the running loop."""
         self.loop = loop
         for port, s in self.socks.items():
-            loop.add_reader(s.fileno(), self._readable, s)
+            loop.add_reader(s.fileno(), self._readable if self.access is None else self._readable_via_access, s)
         self.after(self.true_now())
 
     def _readable(self, sock: socket.socket) -> None:
@@ -207,6 +218,48 @@ class NodeDriver:
             self._log_events(t)
         if t is not None:
             self.after(t)
+
+    def _readable_via_access(self, sock: socket.socket) -> None:
+        """As ``_readable``, but every datagram enters the access link's ``down`` line; the
+        core gets it when the link model lets it go (``_access_due``)."""
+        names, me, access, port = self.ip_names, self.name, self.access, sock.getsockname()[1]
+        t = None
+        for _ in range(MAX_READS_PER_WAKEUP):
+            try:
+                data, (ip, _port) = sock.recvfrom(65535)
+            except (BlockingIOError, InterruptedError, OSError):
+                break
+            src = names.get(ip)
+            if src is None or src == me:
+                self.unknown_src += src is None
+                continue
+            t = time.time_ns() - self.t0
+            access.receive(t, data, src, ip, self.ip, port)
+        if t is not None:
+            self._arm_access()
+
+    def _access_due(self) -> None:
+        """Deliver and send what the access link lets go now, then collect the core's output."""
+        self._access_timer = self._access_at = None
+        core, local, access = self.core, self.clock.local, self.access
+        t = self.true_now()
+        for _leave, data, src in access.down.due(t + ACCESS_SLACK_NS):
+            self.received += 1
+            core.receive_datagram(data, src, local(t))
+            self._log_events(t)
+        for _leave, data, addr in access.up.due(t + ACCESS_SLACK_NS):
+            self._sendto(data, addr)
+        self.after(t)
+
+    def _arm_access(self) -> None:
+        due = self.access.next_due()
+        if due is None or due == self._access_at:
+            return
+        if self._access_timer is not None:
+            self._access_timer.cancel()
+        self._access_at = due
+        self._access_timer = self.loop.call_at(self.loop.time() + max(0, due - self.true_now()) / 1e9,
+                                               self._access_due)
 
     def _log_events(self, t: int) -> None:
         ev = self.core.next_event()
@@ -244,6 +297,8 @@ class NodeDriver:
             deadline = None  # re-arming the deadline just handled would spin
         if deadline != self._timer_local:
             self._arm(deadline)
+        if self.access is not None and self.loop is not None:
+            self._arm_access()
 
     def _arm(self, deadline: int | None) -> None:
         """(Re)arm the loop's one timer for the core's ``deadline`` (its local clock)."""
@@ -261,21 +316,25 @@ class NodeDriver:
         self._timer = self.loop.call_at(self.loop.time() + max(0, wait_ns) / 1e9, self._fire)
 
     def _send(self, data: bytes, dest) -> None:
-        if isinstance(dest, Group):
-            port = port_for_group(dest.name)
-            addr = (group_ip(dest.name), port)
-        elif isinstance(dest, Unicast):
-            ip = self.hosts.get(dest.node)
-            if ip is None:
-                self.send_errors += 1
-                return
-            port = port_for_datagram(data)
-            addr = (ip, port)
-        else:
+        addr = self._address(data, dest)
+        if addr is None:
             self.send_errors += 1
-            return
+        elif self.access is not None:
+            self.access.send(self.true_now(), data, addr, self.ip)
+        else:
+            self._sendto(data, addr)
+
+    def _address(self, data: bytes, dest) -> tuple[str, int] | None:
+        if isinstance(dest, Group):
+            return group_ip(dest.name), port_for_group(dest.name)
+        if isinstance(dest, Unicast):
+            ip = self.hosts.get(dest.node)
+            return None if ip is None else (ip, port_for_datagram(data))
+        return None
+
+    def _sendto(self, data: bytes, addr: tuple[str, int]) -> None:
         try:
-            self.socks[port].sendto(data, addr)
+            self.socks[addr[1]].sendto(data, addr)
             self.sent += 1
         except (BlockingIOError, InterruptedError):
             self.send_errors += 1  # a full socket buffer drops like a full queue

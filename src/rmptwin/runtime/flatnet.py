@@ -104,10 +104,10 @@ class FlatNetwork:
 
     set_loss = set_link = set_delay = _no_impairment
 
-    def drops(self) -> pa.Table:
+    def drops(self, extra: list = ()) -> pa.Table:   # no links, so no node shapes one: extra is empty
         return DROP_SCHEMA.empty_table()
 
-    def link_counts(self) -> pa.Table:
+    def link_counts(self, extra: list[dict] = ()) -> pa.Table:
         return LINK_COUNT_SCHEMA.empty_table()
 
     def stop(self) -> None:

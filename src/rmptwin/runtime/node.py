@@ -40,6 +40,7 @@ from .config import NodeConfig
 from .drain import DRAIN_MAX_S, STATUS_EVERY_S
 from .driver import NodeDriver
 from .eventlog import EventWriter
+from .hostlink import HostLink, access_report_path
 from .priority import RT_PRIORITY
 from .venue_adapters import NodeAdapters, node_adapters
 
@@ -73,8 +74,9 @@ def _open_node(cfg: NodeConfig, name: str, incarnation: int) -> Node:
     adapters = node_adapters(host, loaded, Path(cfg.state_dir or cfg.log_dir))   # venue stores, etcd: this node's own
     core = build_core(host, loaded, rng, recovering=recovering, adapters=adapters)
     log = EventWriter(Path(cfg.log_dir) / f"{name}.{incarnation}.jsonl")
+    access = HostLink(name, host.switch, host.link, cfg.seed) if name in (cfg.access_in_node or ()) else None
     driver = NodeDriver(core, name, host.role, cfg.hosts, cfg.t0_ns or 0, log, loaded.experiment.clocks.get(name),
-                        guaranteed=host.role == "customer" and host.grade == "guaranteed")
+                        guaranteed=host.role == "customer" and host.grade == "guaranteed", access=access)
     driver.open()
     return Node(loaded, host, core, adapters, log, driver)
 
@@ -189,6 +191,9 @@ async def _run(cfg: NodeConfig, name: str, incarnation: int) -> dict:
     node.adapters.close()
     timing = _log_lateness(node, asked)
     node.log.close()
+    if driver.access is not None:   # the access link's ground truth, as a relay would leave it
+        report = {"counts": driver.access.counts(), "drops": driver.access.dropped_frames}
+        access_report_path(Path(cfg.log_dir), name, incarnation).write_text(json.dumps(report))
     return _counters(node, reason, timing)
 
 

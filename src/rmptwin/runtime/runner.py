@@ -33,14 +33,14 @@ from typing import Callable
 
 import pyarrow as pa
 
-from ..emulation.droplog import rebased
+from ..emulation.droplog import read_access_reports, rebased
 from ..errors import UserError
 from ..events import Event, Kind
 from ..groups import group_ip
 from ..provenance import emulation_facts
 from ..rundir import RunDir
 from ..spec import LoadedExperiment
-from ..tables import DROP_SCHEMA, LINK_COUNT_SCHEMA
+from ..tables import DROP_SCHEMA
 from ..keys import key_path, load_keys
 from ..emulation.authorized import authorized_senders
 from ..emulation.edge_drops import log_edge_drops
@@ -180,11 +180,25 @@ class Run:
         state = Path("/run/rmptwin") / f"run-{os.getpid()}"
         return EmulatedNetwork(self.loaded.topology, nodes=self.nodes_mode, impair=self.impair, seed=self.seed,
                                state_dir=state, mounts=mounts, progress=lambda msg: self.progress(0.0, msg),
-                               cpus=self.cpus, memory_mb=self.memory_mb,
+                               cpus=self.cpus, memory_mb=self.memory_mb, access_in_nodes=self._access_in_nodes(),
                                authorized=authorized_senders(self.loaded.topology, self.exp.workload.stripes)
                                if self.exp.security.enabled else None)   # seed 6: only secure runs restrict senders
 
+    def _access_in_nodes(self) -> frozenset[str]:
+        """The hosts whose node may shape its own access link (the network keeps a relay for
+        those that lose or jitter): all but those a link fault changes mid-run, which only a
+        relay can take."""
+        changed = {f.link for f in self.exp.faults if f.link}
+        return frozenset(h.name for h in self.loaded.topology.hosts
+                         if not {f"{h.name}-{h.switch}", f"{h.switch}-{h.name}"} & changed)
+
     # ------------------------------------------------------------------ nodes
+
+    def _node_config(self, t0_ns: int | None = None) -> NodeConfig:
+        """What every node starts from (a recovering one with t0 given)."""
+        return NodeConfig.for_run(self.loaded, self.seed, self.hosts, self.run.nodes_dir, t0_ns=t0_ns,
+                                  state_dir=self.run.venue_state_dir,
+                                  access_in_node=getattr(self.net, "access_in_nodes", frozenset()))
 
     def _start_node(self, name: str, config: Path, incarnation: int) -> NodeProc:
         host = self.net.host(name)
@@ -239,9 +253,7 @@ class Run:
                 except subprocess.TimeoutExpired:
                     return  # never crashed: nothing to recover
             inc = (old.incarnation + 1) if old else 1
-            config = NodeConfig.for_run(self.loaded, self.seed, self.hosts, self.run.nodes_dir, t0_ns=self.t0,
-                                         state_dir=self.run.venue_state_dir)
-            path = config.write(self.run.node_config_path(fault.node, inc))
+            path = self._node_config(t0_ns=self.t0).write(self.run.node_config_path(fault.node, inc))
             np = self._start_node(fault.node, path, inc)
             self.procs[fault.node] = np
             log.add(t, fault.node, np.role, Event(Kind.RECOVER, detail={"incarnation": inc}))
@@ -290,18 +302,18 @@ class Run:
         log_edge_drops(self.net, log, time.time_ns() - self.t0)
         log.close()
         events, self.torn_lines = merge_logs(self.run.node_event_logs())
-        # The relays count from the network's start; the events from t0.
-        drops = rebased(self.net.drops(), getattr(self.net, "t0_ns", self.t0), self.t0)
-        counts = self.net.link_counts() if hasattr(self.net, "link_counts") else LINK_COUNT_SCHEMA.empty_table()
+        # The relays count from the network's start; the events (and the nodes' own access links) from t0.
+        net_t0 = getattr(self.net, "t0_ns", self.t0)
+        frames, access_counts = read_access_reports(self.run.access_link_reports(), self.t0 - net_t0)
+        drops = rebased(self.net.drops(frames), net_t0, self.t0)
+        counts = self.net.link_counts(access_counts)
         return events, drops, counts
 
     def _start_nodes(self) -> None:
         """Every node started from one config, and each READY (bound, joined)."""
         topo = self.loaded.topology
         self.hosts = {h.name: self.net.host(h.name).ip for h in topo.hosts}
-        config = NodeConfig.for_run(self.loaded, self.seed, self.hosts, self.run.nodes_dir,
-                                    state_dir=self.run.venue_state_dir)
-        path = config.write(self.run.node_config_path())
+        path = self._node_config().write(self.run.node_config_path())
         self._static_neighbours()
         self.progress(0.0, f"starting {len(topo.hosts)} nodes")
         for h in topo.hosts:
@@ -434,7 +446,9 @@ def emulate(loaded: LoadedExperiment, seed: int, run_dir: RunDir, nodes: str = "
     limits = {"cpus": cpus, "memory_mb": memory_mb} if nodes == "docker" else None
     manifest = {"nodes": nodes, "impair": getattr(r.net, "impair", impair), "impair_requested": impair,
                 "capture": list(r.capture), "limits": limits, "faults_applied": r.faults_applied,
-                "t0_unix_ns": r.t0, "pcaps": [p.name for p in r.run.pcap_files()]}
+                "t0_unix_ns": r.t0, "pcaps": [p.name for p in r.run.pcap_files()],
+                # delay-only access links shaped by their host's node, not a relay (runtime.hostlink)
+                "access_links_in_nodes": sorted(getattr(r.net, "access_in_nodes", ()))}
     stats = {"wall_s": round(time.monotonic() - wall, 1), "nodes": nodes,
              "drain_s": round(r.drain_s, 2), "outstanding": r.outstanding or None,
              "torn_log_lines": r.torn_lines, "missing_joins": r.missing_joins,

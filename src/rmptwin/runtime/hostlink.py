@@ -1,0 +1,107 @@
+"""A host's access link shaped inside its own node process, instead of by a relay process.
+
+On the relay backend every impaired link gets a relay: a Python process in a namespace of its
+own that reads each frame from one veth and writes it to the other when the link model says.
+An access link that only delays (no loss, no jitter) needs no process of its own for that: the
+node that owns the host applies the same ``linkmodel.LinkDirection`` to what it sends (host to
+switch) and to what it receives (switch to host). Measured on the emulated quickstart at 1,000
+msg/s: 61 % of all relayed frames crossed lossless access links, at 36-52 us of relay CPU each,
+and they were what kept the Docker-host run from its schedule (issue 10, item 3).
+
+Same model, same seed string (``linkmodel.stream_seed`` with the link name the relay would use,
+``<host>-<switch>``), same counts and drop records as a relay: ``counts()`` has the relay's
+``counts.json`` layout and ``drops()`` the fields of ``emulation.droplog.DroppedFrame``, so the
+runner merges both into the run's ground truth unchanged. What differs, and is said where the
+README names the backend: a datagram is delayed on the node's event loop, whose timer wakes up
+to the selector's 1 ms rounding late (a relay waits with microsecond resolution), and the host's
+packet capture sees a sent datagram after its access delay and a received one before it.
+
+Pure bookkeeping: the driver passes the time in and does the sending and delivering.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from pathlib import Path
+
+from ..linkmodel import REASONS, LinkConfig, LinkDirection, stream_seed
+from ..rundir import ACCESS_LINK_SUFFIX
+
+HEADER_BYTES = 42            # Ethernet + IPv4 + UDP, counted on the wire as by the simulator
+
+
+def access_report_path(log_dir: Path, host: str, incarnation: int) -> Path:
+    """Where a node leaves its access link's counts and drops (``RunDir.access_link_reports``)."""
+    return log_dir / f"{host}.{incarnation}{ACCESS_LINK_SUFFIX}"
+
+
+def access_link_name(host: str, switch: str) -> str:
+    """The name a relay gives a host's access link (``emulation.topo``), also in drop records."""
+    return f"{host}-{switch}"
+
+
+class _Line:
+    """One direction: its link model, the datagrams on their way (FIFO: the model never
+    reorders) and the relay's counters."""
+
+    __slots__ = ("model", "items", "packets", "dropped")
+
+    def __init__(self, params, seed: int, link: str, frm: str, to: str) -> None:
+        self.model = LinkDirection(LinkConfig.from_spec(params), stream_seed(seed, link, frm, to))
+        self.items: deque = deque()
+        self.packets = 0
+        self.dropped = [0, 0, 0]
+
+    def offer(self, now: int, data: bytes, peer) -> int:
+        """Queue ``data`` (``peer``: its destination or source); a negative drop code if dropped."""
+        self.packets += 1
+        leave = self.model.offer(now, len(data) + HEADER_BYTES)
+        if leave < 0:
+            self.dropped[-leave - 1] += 1
+            return leave
+        self.items.append((leave, data, peer))
+        return leave
+
+    def due(self, now: int) -> list:
+        """The datagrams whose time has come, in order."""
+        items, out = self.items, []
+        while items and items[0][0] <= now:
+            out.append(items.popleft())
+        return out
+
+
+class HostLink:
+    """Both directions of one host's access link: ``up`` (host to switch) and ``down``."""
+
+    def __init__(self, host: str, switch: str, params, seed: int) -> None:
+        self.link = access_link_name(host, switch)
+        self.host, self.switch = host, switch
+        self.up = _Line(params, seed, self.link, host, switch)
+        self.down = _Line(params, seed, self.link, switch, host)
+        self.dropped_frames: list[dict] = []
+
+    def send(self, now: int, data: bytes, addr: tuple[str, int], own_ip: str) -> None:
+        code = self.up.offer(now, data, addr)
+        if code < 0:
+            self._record_drop(now, self.host, self.switch, code, own_ip, addr, data)
+
+    def receive(self, now: int, data: bytes, src: str, src_ip: str, own_ip: str, port: int) -> None:
+        code = self.down.offer(now, data, src)
+        if code < 0:
+            self._record_drop(now, self.switch, self.host, code, src_ip, (own_ip, port), data)
+
+    def next_due(self) -> int | None:
+        heads = [line.items[0][0] for line in (self.up, self.down) if line.items]
+        return min(heads) if heads else None
+
+    def _record_drop(self, now: int, frm: str, to: str, code: int, src_ip: str, addr, data: bytes) -> None:
+        self.dropped_frames.append({"t_ns": now, "link": self.link, "from_node": frm, "to_node": to,
+                                    "reason": REASONS[-code - 1], "src_ip": src_ip, "dst_ip": addr[0],
+                                    "dst_port": addr[1], "payload": data.hex()})
+
+    def counts(self) -> dict:
+        """The relay's ``counts.json`` layout (``emulation.droplog.counts_table`` reads it)."""
+        def direction(line: _Line) -> dict:
+            return {"packets": line.packets, **{r: line.dropped[i] for i, r in enumerate(REASONS)}}
+        return {"link": self.link, "a": self.host, "b": self.switch,
+                "directions": {"ab": direction(self.up), "ba": direction(self.down)}}
