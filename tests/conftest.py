@@ -4,6 +4,7 @@ stop them themselves; they are skipped with a reason only where the machine cann
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -29,9 +30,22 @@ def daemons_started_by_the_tests_are_stopped():
 
     had_ovs, had_docker = env.ovs_running(), env.docker_state() == "running"
     yield
-    if not had_ovs:
+    stop_ovs = not had_ovs and env.ovs_running()
+    stop_docker = not had_docker and env.docker_state() == "running"
+    if not (stop_ovs or stop_docker):
+        return
+    # Before stopping what it started: networks of dead owners (tests that crashed) go, but
+    # a live network of another process keeps the daemons it runs on (stopping them would kill it).
+    from rmptwin.emulation.cleanup import cleanup_all
+
+    _, kept = cleanup_all()
+    if kept:
+        print("\n".join(["left Open vSwitch and Docker running for:", *(n.kept_line() for n in kept)]),
+              file=sys.stderr)
+        return
+    if stop_ovs:
         env.stop_ovs()
-    if not had_docker:
+    if stop_docker:
         env.stop_dockerd()
 
 

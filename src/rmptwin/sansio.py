@@ -45,3 +45,24 @@ class Core(Protocol):
     def groups(self) -> frozenset[str]:
         """Groups this node is joined to now (membership may change)."""
         ...
+
+
+# Mixins for the parts of ``Core`` some cores do not have, so each says so in its class line
+# instead of repeating the empty methods.
+
+
+class JoinsNoGroup:
+    """A core that joins no multicast group (it may still send to one)."""
+
+    def groups(self) -> frozenset[str]:
+        return frozenset()
+
+
+class NoTimer:
+    """A core that keeps no timer: it acts only on the datagrams it receives."""
+
+    def get_timer(self) -> int | None:
+        return None
+
+    def handle_timer(self, now: int) -> None:
+        """Nothing is ever due."""

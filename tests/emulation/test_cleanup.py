@@ -78,8 +78,8 @@ def test_ctrl_c_leaves_nothing(tmp_path):
 
 @pytest.mark.docker
 def test_net_down_cleans_up_after_a_killed_network(tmp_path, node_image):
-    # `net down` removes every emulated network on the machine, so it must start from a
-    # clean one: anything left is a failure (of an earlier test or run), never a skip.
+    # `net down` removes every network on the machine whose owner is gone, so it must start
+    # from a clean one: anything left is a failure (of an earlier test or run), never a skip.
     left = project_leftovers()
     assert not any(left.values()), (
         f"an emulated network is up or was left behind: {describe_leftovers(left)}; "

@@ -22,6 +22,6 @@ def test_trading_floor_agrees_and_confirms_within_a_rotation(tmp_path):
     s = run_experiment(loaded, "emulation", out=tmp_path / "run",
                        options=EmulationOptions(nodes="ns", capture=[])).summary
     assert s["participants_agree"] is True and s["floor_nodes"] == 12
-    assert s["trades_lost"] == 0 and s["trades_unconfirmed"] == 0 and s["trades_confirmed"] >= 10
+    assert s["floor_trades_lost"] == 0 and s["trades_unconfirmed"] == 0 and s["trades_confirmed"] >= 10
     rotation = s["token_rotation_ms"]["p50"]
     assert 0.5 * rotation <= s["confirm_latency_ms"]["p50"] <= 2 * rotation

@@ -6,6 +6,9 @@ crashes every tentative trade ends confirmed (or withdrawn) identically at every
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from functools import cache
 from pathlib import Path
 
@@ -88,7 +91,7 @@ def _ledgers(df: pd.DataFrame) -> dict[str, dict[str, set]]:
 def test_each_floor_experiment_agrees_and_loses_nothing(name):
     loaded, df, s = _run(name, loaded_seed := load_experiment(EXPERIMENTS / f"{name}.yaml").experiment.seed)
     assert s["participants_agree"] is True
-    assert s["trades_lost"] == 0
+    assert s["floor_trades_lost"] == 0
     assert s["trades_confirmed"] >= 10, f"{name} (seed {loaded_seed}) made too few trades to test anything"
     assert s["trades_unconfirmed"] == 0
     assert s["agreement"] is True and s["messages_lost"] == 0
@@ -102,7 +105,7 @@ def test_each_floor_experiment_agrees_and_loses_nothing(name):
 @pytest.mark.parametrize("crash", [None, "hold"])
 def test_three_seeds_agree_and_lose_nothing(seed, crash):
     _, _, s = _run("trading-floor-crash" if crash else "trading-floor", seed, crash)
-    assert s["participants_agree"] is True and s["trades_lost"] == 0 and s["trades_confirmed"] > 0
+    assert s["participants_agree"] is True and s["floor_trades_lost"] == 0 and s["trades_confirmed"] > 0
 
 
 @pytest.mark.parametrize("name", ["trading-floor", "trading-floor-dutch", "trading-floor-second-price"])
@@ -142,14 +145,28 @@ def test_crash_of_the_arbiter_confirms_or_withdraws_every_tentative_trade_identi
     for key in _statuses(df, "floor_report", "tentative"):
         assert key in confirmed or key in withdrawn, f"tentative trade {key} was neither confirmed nor withdrawn"
     assert pending <= confirmed | withdrawn
-    assert s["trades_lost"] == 0 and s["trades_unconfirmed"] == 0
+    assert s["floor_trades_lost"] == 0 and s["trades_unconfirmed"] == 0
 
 
 def test_summary_figures_match_between_summary_and_floor_figures():
     _, df, s = _run("trading-floor-crash", 1)
     f = floor_figures(df, "continuous", 0)
-    for key in ("trades_tentative", "trades_confirmed", "trades_withdrawn", "trades_lost", "participants_agree"):
+    for key in ("trades_tentative", "trades_confirmed", "trades_withdrawn", "floor_trades_lost", "participants_agree"):
         assert f[key] == s[key]
+
+
+def test_floor_and_venue_summary_keys_do_not_overwrite_each_other():
+    # summary.json merges the venues' keys and the floor's: a run with both must keep both
+    from rmptwin.analysis.venue_metrics import venue_summary
+    from rmptwin.tables import EVENT_SCHEMA
+
+    _, df, s = _run("trading-floor", 1)
+    venue_keys = set(venue_summary(EVENT_SCHEMA.empty_table().to_pandas(),
+                                   load_experiment(EXPERIMENTS / "venue-latency.yaml")))
+    floor_keys = set(floor_figures(df, "continuous", 0))
+    assert "trades_lost" in venue_keys and "floor_trades_lost" in floor_keys
+    assert not venue_keys & floor_keys
+    assert s["floor_trades_lost"] == 0 and "trades_lost" not in s   # a floor run without venues
 
 
 def test_report_section_shows_the_keys_and_the_latency_plot(tmp_path):
@@ -159,6 +176,7 @@ def test_report_section_shows_the_keys_and_the_latency_plot(tmp_path):
     html = report_html({"trading_floor": m})
     assert (tmp_path / "lat.png").stat().st_size > 1000
     assert "<img src='lat.png'" in html and "trades_withdrawn" in html and "token_rotation_ms" in html
+    assert "<th>floor_trades_lost</th>" in html
     assert report_html({}) == ""
 
 
@@ -168,7 +186,7 @@ def test_event_driven_ring_also_agrees():
     loaded = loaded.model_copy(update={"experiment": loaded.experiment.model_copy(update={"protocol": proto})})
     df = simulate(loaded, 1).events.to_pandas()
     s = summarize(df, loaded)
-    assert s["participants_agree"] is True and s["trades_lost"] == 0 and s["trades_confirmed"] > 10
+    assert s["participants_agree"] is True and s["floor_trades_lost"] == 0 and s["trades_confirmed"] > 10
 
 
 # ----------------------------------------------------------------------------- bad input
@@ -204,11 +222,37 @@ def test_unknown_rule_and_unknown_primary_are_one_line(tmp_path):
     with pytest.raises(UserError) as e:
         load_experiment(_with_topology(tmp_path, "floor: {rule: english}\n"))
     assert "floor.rule" in str(e.value) and "\n" not in str(e.value)
-    path = _with_topology(tmp_path, "floor: {}\n")
+
+
+def _rename_primary(tmp_path, name: str) -> None:
     topo = (tmp_path / "floor.yaml").read_text().replace("primary: rpnyc, link: {delay_ms: 1.0}",
-                                                         "primary: xr1, link: {delay_ms: 1.0}")
+                                                         f"primary: {name}, link: {{delay_ms: 1.0}}")
     (tmp_path / "floor.yaml").write_text(topo)
-    loaded = load_experiment(path)
+
+
+@pytest.mark.parametrize("name", ["xr1", "rpnewyork"])
+def test_a_participant_primary_that_is_no_primary_fails_at_load(tmp_path, name):
+    # at load time (`rmptwin validate`), not when the run builds the participant
+    path = _with_topology(tmp_path, "floor: {}\n")
+    _rename_primary(tmp_path, name)
     with pytest.raises(UserError) as e:
-        simulate(loaded, 1)
-    assert "participant pnyc1: primary 'xr1' is not a primary of the floor's ring" in str(e.value)
+        load_experiment(path)
+    msg = str(e.value)
+    assert f"participant pnyc1: primary '{name}' is not a primary host" in msg and "\n" not in msg
+    assert "rpnyc, rpldn, rpfra, rpsgp" in msg
+    r = subprocess.run([sys.executable, "-m", "rmptwin.cli", "validate", str(tmp_path / "floor.yaml")],
+                       capture_output=True, text=True, env={**os.environ, "COLUMNS": "300"}, timeout=120)
+    assert r.returncode == 2 and "participant pnyc1" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_a_participant_primary_outside_the_floor_ring_fails_at_load(tmp_path):
+    # rpnyc is a primary, but of stripe 0 only, and the floor runs on stripe 1
+    path = _with_topology(tmp_path, "workload: {stripes: 2}\nfloor: {stripe: 1}\n")
+    topo = (tmp_path / "floor.yaml").read_text().replace("{name: rpnyc, role: primary, switch: nyc,",
+                                                         "{name: rpnyc, role: primary, switch: nyc, stripes: [0],")
+    (tmp_path / "floor.yaml").write_text(topo)
+    with pytest.raises(UserError) as e:
+        load_experiment(path)
+    msg = str(e.value)
+    assert msg.startswith(f"{path}: participant pnyc1: primary 'rpnyc' is not a primary of the floor's ring")
+    assert "use one of: rpldn, rpfra, rpsgp" in msg and "\n" not in msg

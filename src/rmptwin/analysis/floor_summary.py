@@ -22,9 +22,9 @@ Keys (n = trade number, d = digest: a trade is the pair (n, d)):
 - trades_unconfirmed: reported tentative, derived by the reference ledger, not confirmed
   (the run ended within a rotation of the report). So trades_tentative = confirmed-of-those
   + trades_withdrawn + trades_unconfirmed.
-- trades_lost: distinct trades that any node ever held confirmed (FLOOR_TRADE status
+- floor_trades_lost: distinct trades that any node ever held confirmed (FLOOR_TRADE status
   confirmed), or any arbiter reported confirmed, that the reference ledger does not hold
-  confirmed. Must be 0.
+  confirmed. Must be 0. (Not ``trades_lost``: that is the venues' key, and a run may have both.)
 - trades_derived: trades the reference ledger derives from the agreed sequence.
 - confirm_latency_ms: per trade confirmed, the first confirmed report's time minus the first
   tentative report's time (both FLOOR_REPORT, at the arbiters that sourced them):
@@ -50,7 +50,7 @@ from .stats import percentiles
 
 KINDS = (Kind.FLOOR_REPORT, Kind.FLOOR_TRADE, Kind.FLOOR_STATE, Kind.TOKEN_ACCEPT, Kind.CRASH, Kind.RECOVER)
 PLOT = "floor_confirm_latency.png"
-HEADLINE = ("trades_tentative", "trades_confirmed", "trades_withdrawn", "trades_unconfirmed", "trades_lost",
+HEADLINE = ("trades_tentative", "trades_confirmed", "trades_withdrawn", "trades_unconfirmed", "floor_trades_lost",
             "trades_derived", "participants_agree", "confirm_latency_ms", "token_rotation_ms",
             "confirm_latency_rotations", "floor_rule", "floor_orders")
 
@@ -113,7 +113,7 @@ def floor_figures(df: pd.DataFrame, rule: str, stripe: int = 0, participants: tu
         "trades_confirmed": len(confirmed),
         "trades_withdrawn": len(tentative - derived),
         "trades_unconfirmed": len((tentative & derived) - confirmed),
-        "trades_lost": len(ever_confirmed - confirmed),
+        "floor_trades_lost": len(ever_confirmed - confirmed),
         "trades_derived": len(derived),
         "participants_agree": bool(floor_nodes) and len({final_hash[n] for n in floor_nodes}) == 1,
         "confirm_latency_ms": lat,
@@ -200,7 +200,7 @@ def report_html(m: dict) -> str:
     return (
         "<h2 id='trading-floor'>Distributed trading floor (seed 7.3)</h2>"
         "<p>The token site is the arbiter: it reports each trade tentative while it holds the token and "
-        "confirmed the next time it holds it, once every R_P has the report. trades_lost must be 0 and "
+        "confirmed the next time it holds it, once every R_P has the report. floor_trades_lost must be 0 and "
         "participants_agree true.</p>"
         f"<table>{rows}</table>"
         f"<img src='{f.get('plot', PLOT)}' alt='confirm latency'>"
@@ -213,7 +213,8 @@ def headline(summary: dict) -> list[tuple[str, object]]:
     """The rows `rmptwin sim` / `rmptwin run` print for a trading-floor run (``sections``)."""
     if "trades_confirmed" not in summary:
         return []
-    trades = {k: summary.get(f"trades_{k}") for k in ("tentative", "confirmed", "withdrawn", "lost")}
+    trades = {k: summary.get(f"trades_{k}") for k in ("tentative", "confirmed", "withdrawn")}
+    trades["lost"] = summary.get("floor_trades_lost")
     return [("trades", trades),
             ("confirm latency p50 ms", (summary.get("confirm_latency_ms") or {}).get("p50")),
             ("participants_agree", summary.get("participants_agree"))]

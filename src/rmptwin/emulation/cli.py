@@ -163,10 +163,17 @@ def selftest_cmd(
 
 
 @net_app.command("down")
-def down() -> None:
-    """Remove every switch, link, namespace, container and process a network left behind."""
+def down(
+    all_networks: bool = typer.Option(False, "--all", help="also remove networks whose owner process is "
+                                                           "still running (another user's run, a `net up`)"),
+) -> None:
+    """Remove every switch, link, namespace, container and process a network left behind.
+
+    A network whose owner process is still running is kept (one line each) unless --all."""
     env.require_root("`rmptwin net down`")
-    done = cleanup_all()
+    done, kept = cleanup_all(force=all_networks)
+    for net in kept:
+        console.print(net.kept_line(), highlight=False, soft_wrap=True)
     console.print("removed: " + ", ".join(f"{v} {k}" for k, v in done.items()))
 
 

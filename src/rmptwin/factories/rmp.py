@@ -77,23 +77,16 @@ def secondary_ring(loaded: LoadedExperiment, ring: str, stripe: int) -> list[str
     return [members[0].primary] + [h.name for h in members]
 
 
-# The last topology asked about, its host count and (R_T hosts in topology order, sources):
-# building 10,000 customers would otherwise scan every host once per customer.
-_ROLES_SEEN: list = [None, -1, (), ()]
-
-
-def _rt_and_sources(topo) -> tuple[list, list]:
-    if _ROLES_SEEN[0] is not topo or _ROLES_SEEN[1] != len(topo.hosts):
-        _ROLES_SEEN[:] = [topo, len(topo.hosts), [h for h in topo.hosts if h.role in REMULTICAST_ROLES],
-                          topo.hosts_with_role("source")]
-    return _ROLES_SEEN[2], _ROLES_SEEN[3]
+def _remulticast_hosts(loaded: LoadedExperiment) -> list:
+    """R_T hosts (primary and secondary) in topology order (indexed by the topology itself)."""
+    return loaded.topology.hosts_with_role(*REMULTICAST_ROLES)
 
 
 def remulticasters(loaded: LoadedExperiment, regions: list[str], stripe: int) -> list[str]:
     """R_T hosts (primary/secondary) remulticasting ``stripe`` into any of ``regions``, in topology order."""
     want = set(regions)
     return [
-        h.name for h in _rt_and_sources(loaded.topology)[0]
+        h.name for h in _remulticast_hosts(loaded)
         if want & set(h.regions) and striping.serves_stripe(h.stripes, stripe)
     ]
 
@@ -101,7 +94,7 @@ def remulticasters(loaded: LoadedExperiment, regions: list[str], stripe: int) ->
 def customer_stripes(host, loaded: LoadedExperiment) -> list[int]:
     """The stripes a customer joins (``striping.customer_stripes`` on its spec and the workload's rate)."""
     w = loaded.experiment.workload
-    n_sources = len(w.sources) if w.sources is not None else len(_rt_and_sources(loaded.topology)[1])
+    n_sources = len(w.sources) if w.sources is not None else len(loaded.topology.hosts_with_role("source"))
     return striping.customer_stripes(
         host.stripes, w.stripes, link_mbps=host.link.bandwidth_mbps,
         msgs_per_stripe=w.rate_per_source * n_sources / w.stripes, message_bytes=w.message_bytes,
@@ -118,7 +111,7 @@ def customer_config(host, loaded: LoadedExperiment) -> CustomerConfig:
     stripes = customer_stripes(host, loaded)
     regions = list(host.regions)
     region_of: dict[str, str] = {}
-    for h in _rt_and_sources(loaded.topology)[0]:
+    for h in _remulticast_hosts(loaded):
         shared = [r for r in getattr(h, "regions", []) if r in regions]
         if shared:
             region_of[h.name] = shared[0]

@@ -8,6 +8,7 @@ import yaml
 from pydantic import ValidationError
 
 from ..errors import UserError
+from ..rmp.striping import serves_stripe
 from .experiment import Experiment, LoadedExperiment
 from .hosts import ROLES
 from .topology import Topology
@@ -119,6 +120,22 @@ def cross_check(path: Path, exp: Experiment, topo: Topology) -> None:
                 raise UserError(
                     f"{path}: host {h.name} names stripe {k} but workload.stripes is {exp.workload.stripes}"
                 )
+    _check_floor_primaries(path, exp, topo)
+
+
+def _check_floor_primaries(path: Path, exp: Experiment, topo: Topology) -> None:
+    """A participant's ``primary`` must be an R_P of the floor's ring (the primaries serving
+    the floor's stripe). A missing ``floor:`` section, a stripe out of range or a floor with
+    no primaries are the floor factory's errors (``factories.floor.floor_spec``)."""
+    fl = exp.floor
+    if fl is None or fl.stripe >= exp.workload.stripes:
+        return
+    ring = [h.name for h in topo.hosts_with_role("primary") if serves_stripe(h.stripes, fl.stripe)]
+    for h in topo.hosts_with_role("participant"):
+        if ring and h.primary is not None and h.primary not in ring:
+            raise UserError(f"{path}: participant {h.name}: primary {h.primary!r} is not a primary of the "
+                            f"floor's ring (stripe {fl.stripe}); use one of: {', '.join(ring)}, or leave it "
+                            "out for the first")
 
 
 def json_schemas() -> dict[str, dict]:

@@ -13,7 +13,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..sansio import Dest, Unicast
+from ..sansio import Dest, JoinsNoGroup, Unicast
 from ..events import Event
 from . import wire
 from .orderbook import BUY, FOK, IOC, LIMIT, MARKET, SELL
@@ -38,7 +38,7 @@ class ClientConfig:
     malformed_fraction: float = 0.0
 
 
-class ClientCore:
+class ClientCore(JoinsNoGroup):
     def __init__(self, config: ClientConfig, rng: random.Random) -> None:
         self.config = config
         self.index = config.index
@@ -120,6 +120,3 @@ class ClientCore:
 
     def next_event(self) -> Event | None:
         return None
-
-    def groups(self) -> frozenset[str]:
-        return frozenset()

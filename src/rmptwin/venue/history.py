@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from ..sansio import Dest, Group, Unicast
+from ..sansio import Dest, Group, JoinsNoGroup, Unicast
 from ..events import Event, Kind
 from . import wire
 from .stores import HistoryStore
@@ -27,7 +27,7 @@ class HistoryConfig:
     commit_ns: int = 300_000   # modelled group-commit latency (0: the store's own commit is the cost)
 
 
-class HistoryCore:
+class HistoryCore(JoinsNoGroup):
     def __init__(self, config: HistoryConfig, store: HistoryStore) -> None:
         self.config = config
         self.store = store
@@ -121,6 +121,3 @@ class HistoryCore:
 
     def next_event(self) -> Event | None:
         return self._events.popleft() if self._events else None
-
-    def groups(self) -> frozenset[str]:
-        return frozenset()

@@ -23,7 +23,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Protocol
 
-from ..sansio import Dest, Unicast
+from ..sansio import Dest, JoinsNoGroup, NoTimer, Unicast
 from ..events import Event, Kind
 from . import wire
 
@@ -75,7 +75,7 @@ class SequencerConfig:
     window: int   # positions kept; a proposer further behind is told TOO_FAR
 
 
-class _ProposalServer:
+class _ProposalServer(NoTimer, JoinsNoGroup):
     """What both sequencer hosts share: they answer PROPOSE datagrams, keep no timer and
     join no group. ``on_propose`` is the host's own part."""
 
@@ -101,17 +101,8 @@ class _ProposalServer:
         out, self._out = self._out, []
         return out
 
-    def get_timer(self) -> int | None:
-        return None
-
-    def handle_timer(self, now: int) -> None:
-        pass
-
     def next_event(self) -> Event | None:
         return self._events.popleft() if self._events else None
-
-    def groups(self) -> frozenset[str]:
-        return frozenset()
 
 
 class SequencerCore(_ProposalServer):

@@ -14,13 +14,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ...events import Event
-from ...sansio import Dest, Unicast
+from ...sansio import Dest, JoinsNoGroup, NoTimer, Unicast
 from . import offers
 from .offers import Offer
 from .portal import OrderEntry
 
 
-class BrokerCore:
+class BrokerCore(NoTimer, JoinsNoGroup):
     def __init__(self, name: str, entry: OrderEntry, portal: str, account: str, token: str) -> None:
         self.name = name
         self.entry = entry
@@ -49,14 +49,5 @@ class BrokerCore:
         out, self._out = self._out, []
         return out
 
-    def get_timer(self) -> int | None:
-        return None
-
-    def handle_timer(self, now: int) -> None:
-        pass
-
     def next_event(self) -> Event | None:
         return self.entry.events.popleft() if self.entry.events else None
-
-    def groups(self) -> frozenset[str]:
-        return frozenset()

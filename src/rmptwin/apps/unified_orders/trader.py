@@ -13,7 +13,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from ...events import Event, Kind
-from ...sansio import Dest, Unicast
+from ...sansio import Dest, JoinsNoGroup, Unicast
 from .offers import Offer
 from .plan import PlannedOffer
 
@@ -29,7 +29,7 @@ class TraderConfig:
     plan: tuple[PlannedOffer, ...]
 
 
-class TraderCore:
+class TraderCore(JoinsNoGroup):
     def __init__(self, config: TraderConfig) -> None:
         self.cfg = config
         self._plan = sorted(config.plan, key=lambda p: p.t_ns)
@@ -57,9 +57,6 @@ class TraderCore:
 
     def next_event(self) -> Event | None:
         return self._events.popleft() if self._events else None
-
-    def groups(self) -> frozenset[str]:
-        return frozenset()
 
     # ------------------------------------------------------------------ internals
     def _send(self, p: PlannedOffer, now: int) -> None:
