@@ -192,14 +192,16 @@ class NodeDriver:
         """Call at true time ~0 inside the running loop."""
         self.loop = loop
         for port, s in self.socks.items():
-            loop.add_reader(s.fileno(), self._readable if self.access is None else self._readable_via_access, s)
+            loop.add_reader(s.fileno(), self._readable, s)
         self.after(self.true_now())
 
     def _readable(self, sock: socket.socket) -> None:
         """Every datagram waiting on ``sock`` (up to MAX_READS_PER_WAKEUP), then one ``after``:
         the core's sends, group changes and timer are collected once per wake-up, not once
-        per datagram; each datagram's events keep the time it was read."""
-        core, names, local, me = self.core, self.ip_names, self.clock.local, self.name
+        per datagram; each datagram's events keep the time it was read. With an access link,
+        a datagram enters its ``down`` line instead and reaches the core in ``_access_due``."""
+        core, names, local, me, access = self.core, self.ip_names, self.clock.local, self.name, self.access
+        port = sock.getsockname()[1] if access is not None else 0
         t = None
         for _ in range(MAX_READS_PER_WAKEUP):
             try:
@@ -212,31 +214,15 @@ class NodeDriver:
             if src is None or src == me:
                 self.unknown_src += src is None
                 continue
-            self.received += 1
             t = time.time_ns() - self.t0
+            if access is not None:
+                access.receive(t, data, src, ip, self.ip, port)
+                continue
+            self.received += 1
             core.receive_datagram(data, src, local(t))
             self._log_events(t)
         if t is not None:
-            self.after(t)
-
-    def _readable_via_access(self, sock: socket.socket) -> None:
-        """As ``_readable``, but every datagram enters the access link's ``down`` line; the
-        core gets it when the link model lets it go (``_access_due``)."""
-        names, me, access, port = self.ip_names, self.name, self.access, sock.getsockname()[1]
-        t = None
-        for _ in range(MAX_READS_PER_WAKEUP):
-            try:
-                data, (ip, _port) = sock.recvfrom(65535)
-            except (BlockingIOError, InterruptedError, OSError):
-                break
-            src = names.get(ip)
-            if src is None or src == me:
-                self.unknown_src += src is None
-                continue
-            t = time.time_ns() - self.t0
-            access.receive(t, data, src, ip, self.ip, port)
-        if t is not None:
-            self._arm_access()
+            self._arm_access() if access is not None else self.after(t)
 
     def _access_due(self) -> None:
         """Deliver and send what the access link lets go now, then collect the core's output."""
