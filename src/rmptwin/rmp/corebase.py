@@ -80,8 +80,11 @@ class CoreBase:
         self.ignored = 0           # well-formed frames of no use to this core (another stripe, a role's frame)
 
     # -- core API -----------------------------------------------------------------
-    def datagrams_to_send(self, now: int) -> list[tuple[bytes, Dest]]:
-        out, self._out = self._out, []
+    def datagrams_to_send(self, now: int) -> list[tuple[bytes, Dest]] | tuple:
+        out = self._out
+        if not out:
+            return ()  # the common case, after every datagram: no new list
+        self._out = []
         return out
 
     def get_timer(self) -> int | None:

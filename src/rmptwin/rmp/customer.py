@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import random
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -46,6 +47,13 @@ DECODE_CACHE = 512
 # immutable (MoldPacket, TradeReport, None for a payload that is not a trade report).
 _PACKETS: dict[bytes, MoldPacket] = {}
 _TRADES: dict[bytes, TradeReport | None] = {}
+_UNCACHED = object()   # _TRADES.get default: None is a cached answer (not a trade report)
+# Session name -> stripe (None: not ours): once per packet.
+_SESSION_STRIPES: dict[str, int | None] = {}
+# CUST_RECV events by content: every customer of a region hands over the same message with
+# the same detail, so they share one immutable Event (the driver stamps node and time apart):
+# no Event and no detail dict per message per customer. The detail is never mutated.
+_RECV_EVENTS: dict[tuple, Event] = {}
 
 
 def _packet(data: bytes) -> MoldPacket:
@@ -118,6 +126,10 @@ class CustomerCore(GapRepairer):
         self.rejected = 0       # dropped as forged (each also an ALARM event)
         self.unreadable = 0     # sealed under a key we do not hold (not an alarm)
         self._recent: dict[int, dict[int, bytes]] = {k: {} for k in self.stripes}
+        # The delivered sequence numbers in ``_recent``, oldest first: evicting the oldest from a
+        # deque is O(1), where deleting a dict's first key scans the slots freed before it.
+        self._recent_order: dict[int, deque[int]] = {k: deque() for k in self.stripes}
+        self._sessions = {k: session_name(k) for k in self.stripes}
 
     # ------------------------------------------------------------------ core API
 
@@ -130,7 +142,10 @@ class CustomerCore(GapRepairer):
         except MoldDecodeError:
             self.malformed += 1
             return
-        stripe = session_stripe(pkt.session)
+        session = pkt.session
+        stripe = _SESSION_STRIPES.get(session, _UNCACHED)
+        if stripe is _UNCACHED:
+            stripe = _SESSION_STRIPES[session] = session_stripe(session)
         track = self.tracks.get(stripe) if stripe is not None else None
         if track is None:
             self.foreign += 1
@@ -152,8 +167,9 @@ class CustomerCore(GapRepairer):
             # check against the copy we remember (the tracker's own answer would be "duplicate").
             done = track.next if self.sealer is None and track.next is not None else -1
             recent = self._recent[stripe]
-            for i, payload in enumerate(pkt.messages):
-                seq = pkt.seq + i
+            seq = pkt.seq - 1
+            for payload in pkt.messages:
+                seq += 1
                 if seq < done:
                     held = recent.get(seq)
                     if held is not None and held != payload:
@@ -161,17 +177,9 @@ class CustomerCore(GapRepairer):
                     else:
                         self.duplicates += 1
                     continue
-                opened = self._readable(stripe, track, seq, payload, src)
-                if opened is None:
-                    continue
-                payload, sealed_repair = opened
-                requested = seq in track.missing and track.tries(seq) > 0
-                repair = sealed_repair or from_server and (src in self._repair_sources or requested)
-                new, gaps, jumped = track.add(seq, (payload, repair, "" if repair else region), now)
-                self.skipped += self._note_gaps(stripe, gaps, jumped)
-                if not new:
-                    self.duplicates += 1
-        self._deliver(stripe, track)
+                self._add(stripe, track, seq, payload, src, from_server, region, now)
+        if track.buffer or track.skipped:   # else nothing can be delivered or passed over
+            self._deliver(stripe, track)
 
     def handle_timer(self, now: int) -> None:
         best_effort = self.grade == "best_effort"
@@ -187,6 +195,31 @@ class CustomerCore(GapRepairer):
             self._deliver(stripe, track)
 
     # ------------------------------------------------------------------ internals
+
+    def _add(self, stripe: int, track: SequenceTracker, seq: int, payload: bytes, src: str,
+             from_server: bool, region: str, now: int) -> None:
+        """Hold message ``seq`` for delivery unless it is unreadable, forged or a duplicate."""
+        if self.sealer is None:
+            # _readable without keys, inlined: this runs once per message per customer
+            held = track.buffer.get(seq)
+            held = held[0] if held is not None else self._recent[stripe].get(seq)
+            if held is not None and held != payload:
+                self._reject(Reason.CONFLICTING_PAYLOAD, src, stripe, seq)
+                return
+            repair = False
+        else:
+            opened = self._readable(stripe, track, seq, payload, src)
+            if opened is None:
+                return
+            payload, repair = opened
+        if not repair and from_server:
+            entry = track.missing.get(seq)   # requested: missing and asked for at least once
+            repair = src in self._repair_sources or (entry is not None and entry[0] > 0)
+        new, gaps, jumped = track.add(seq, (payload, repair, "" if repair else region), now)
+        if gaps or jumped:
+            self.skipped += self._note_gaps(stripe, gaps, jumped)
+        if not new:
+            self.duplicates += 1
 
     def _readable(self, stripe: int, track: SequenceTracker, seq: int, payload: bytes,
                   src: str) -> tuple[bytes, bool] | None:
@@ -227,21 +260,34 @@ class CustomerCore(GapRepairer):
         ready = track.deliverable()
         if not ready:
             return
-        session = session_name(stripe)
+        session = self._sessions[stripe]
         delivered, recent, events = self.delivered[stripe], self._recent[stripe], self._events
+        order, last_trade, trades, recv_events = self._recent_order[stripe], self.last_trade, _TRADES, _RECV_EVENTS
         for seq, (payload, repair, region) in ready:
             symbol = ""
-            trade = _trade(payload)
+            trade = trades.get(payload, _UNCACHED) if type(payload) is bytes else _UNCACHED
+            if trade is _UNCACHED:
+                trade = _trade(payload)
             if trade is not None:
                 symbol = trade.symbol
-                self.last_trade[symbol] = trade
+                last_trade[symbol] = trade
             else:
                 self.malformed += 1
             delivered.append(seq)
+            if seq not in recent:
+                order.append(seq)
             recent[seq] = payload
             if len(recent) > RECENT:
-                del recent[next(iter(recent))]
-            self.repaired += bool(repair)
-            events.append(Event(Kind.CUST_RECV, gseq=seq, bytes=len(payload), detail={
-                "repair": bool(repair), "mold_seq": seq, "session": session, "stripe": stripe,
-                "region": region, "symbol": symbol}))
+                del recent[order.popleft()]
+            repair = bool(repair)
+            if repair:
+                self.repaired += 1
+            key = (seq, len(payload), repair, stripe, region, symbol)   # the session is the stripe's
+            ev = recv_events.get(key)
+            if ev is None:
+                if len(recv_events) >= DECODE_CACHE * 8:
+                    recv_events.clear()
+                ev = recv_events[key] = Event(Kind.CUST_RECV, "", -1, seq, len(payload), {
+                    "repair": repair, "mold_seq": seq, "session": session, "stripe": stripe,
+                    "region": region, "symbol": symbol})
+            events.append(ev)

@@ -298,7 +298,12 @@ class StreamReceiver:
                     out.append((wire.WANT_MSGS, lo, hi, s))
         elif isinstance(chan, tuple) and chan[0] == "srcgap":
             s = chan[1]
-            top = max((q for (src, q) in self.waiting if src == s), default=0)
+            top = None   # the highest of s's messages waiting for an ack: a plain loop, no generator
+            for src, q in self.waiting:
+                if src == s and (top is None or q > top):
+                    top = q
+            if top is None:
+                top = 0
             lo = max(self.m_sr.get(s, 1), self.hint.get(s, 1))   # below the hint: acked, ask for acks
             holes = [q for q in range(lo, min(top, lo + MAX_RANGE)) if (s, q) not in self.msgs and (s, q) not in self.ack_of]
             out = [(wire.WANT_MSGS, a, b, s) for a, b in _runs(holes)]

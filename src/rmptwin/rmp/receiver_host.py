@@ -34,6 +34,7 @@ class ReceiverHost(CoreBase):
         self.sec_rings: dict[tuple[str, int], SecondaryRing] = {}
         self._regions = list(regions)
         self._heartbeat_ns = heartbeat_ns
+        self._groups_cache: tuple[int, frozenset[str]] | None = None  # (receivers, their groups)
 
     def add_remulticaster(self, stripe: int):
         """The stripe's remulticaster into this host's regions, or None when it serves none."""
@@ -45,7 +46,12 @@ class ReceiverHost(CoreBase):
         return rm
 
     def groups(self) -> frozenset[str]:
-        return frozenset(rmp_group(s) for s in self.receivers)
+        # Asked after every datagram: built again only when a stripe's receiver was added
+        # (receivers are only ever added), so a driver sees the same object otherwise.
+        cached = self._groups_cache
+        if cached is None or cached[0] != len(self.receivers):
+            cached = self._groups_cache = (len(self.receivers), frozenset(rmp_group(s) for s in self.receivers))
+        return cached[1]
 
     def receive_datagram(self, data: bytes, src: str, now: int) -> None:
         if not wire.is_rmp(data):
@@ -86,13 +92,19 @@ class ReceiverHost(CoreBase):
 
     def datagrams_to_send(self, now: int) -> list:
         for rm in self.remulticasters.values():
-            self._out += rm.datagrams(now)
+            out = rm.datagrams(now)
+            if out:
+                self._out += out
         return super().datagrams_to_send(now)
 
     def get_timer(self) -> int | None:
-        deadlines = [d for d in [self.timers.next(), *(rm.get_timer() for rm in self.remulticasters.values())]
-                     if d is not None]
-        return min(deadlines) if deadlines else None
+        # asked after every datagram: a plain loop, no lists
+        earliest = self.timers.next()
+        for rm in self.remulticasters.values():
+            d = rm.get_timer()
+            if d is not None and (earliest is None or d < earliest):
+                earliest = d
+        return earliest
 
     def handle_timer(self, now: int) -> None:
         super().handle_timer(now)

@@ -33,6 +33,7 @@ MAX_GAP = 1 << 16
 MAX_REQUEST = 512
 # No gaps, nothing jumped: what ``add`` returns for a message in order (shared, never mutated).
 _NONE: tuple = ()
+_ABSENT = object()   # dict.pop default: a held item may be anything
 
 
 @dataclass(frozen=True)
@@ -104,11 +105,16 @@ class SequenceTracker:
             self.next = self.top = seq
         if seq < self.next or seq in self.buffer or seq in self.skipped:
             return False, _NONE, _NONE
-        gaps, jumped = self._extend(seq, now)
-        if seq < self.next:
-            return False, gaps, jumped
-        self.top = max(self.top, seq + 1)
-        self.missing.pop(seq, None)
+        if seq > self.top:
+            gaps, jumped = self._extend(seq, now)
+            if seq < self.next:
+                return False, gaps, jumped
+        else:
+            gaps = jumped = _NONE   # _extend's answer when nothing is new: inlined, once per message
+        if seq >= self.top:
+            self.top = seq + 1
+        if self.missing:
+            self.missing.pop(seq, None)
         self.buffer[seq] = item
         return True, gaps, jumped
 
@@ -122,14 +128,19 @@ class SequenceTracker:
     def deliverable(self) -> list[tuple[int, object]]:
         """Messages now in order, removed from the buffer; skipped numbers are passed over."""
         out = []
-        while self.next is not None:
-            if self.next in self.buffer:
-                out.append((self.next, self.buffer.pop(self.next)))
-            elif self.next in self.skipped:
-                self.skipped.discard(self.next)
+        nxt, buffer, skipped = self.next, self.buffer, self.skipped
+        if nxt is None:
+            return out
+        while True:
+            item = buffer.pop(nxt, _ABSENT)
+            if item is not _ABSENT:
+                out.append((nxt, item))
+            elif nxt in skipped:
+                skipped.discard(nxt)
             else:
                 break
-            self.next += 1
+            nxt += 1
+        self.next = nxt
         return out
 
     def due(self, now: int) -> list[int]:
@@ -194,8 +205,11 @@ class GapRepairer:
     def groups(self) -> frozenset[str]:
         return self._groups
 
-    def datagrams_to_send(self, now: int) -> list[tuple[bytes, Dest]]:
-        out, self._out = self._out, []
+    def datagrams_to_send(self, now: int) -> list[tuple[bytes, Dest]] | tuple:
+        out = self._out
+        if not out:
+            return _NONE  # the common case, after every datagram: no new list
+        self._out = []
         return out
 
     def get_timer(self) -> int | None:

@@ -36,7 +36,7 @@ from .scheduler import Scheduler
 # Ethernet (14) + IPv4 (20) + UDP (8): what a datagram costs on the wire beyond its payload.
 HEADER_BYTES = 42
 
-DeliverFn = Callable[[tuple, bytes, str, int], None]  # (host indices, data, sender name, t_ns)
+DeliverFn = Callable[[list, bytes, str, int], None]  # (host indices, data, sender name, t_ns)
 
 
 class _HostBatch:
@@ -187,7 +187,8 @@ class SimNetwork:
     # ------------------------------------------------------------------ routes
     # A route is a hop: (switch, ((LinkDir, child hop), ...), (_HostBatch, ...), ((LinkDir, host), ...)).
     # Batches are the member hosts of that switch whose access link only delays, grouped
-    # by delay: one scheduler entry reaches them all. The other hosts go one by one.
+    # by delay: their link model is skipped. The other hosts cross their own link one by one.
+    # Either way, the hosts a packet reaches at one time share one scheduler entry.
     # A packet is (data, sender index, describe(data), group or "", bytes on the wire,
     # host index that must not receive it: the multicast sender, else -1, packet_key(data)).
 
@@ -281,14 +282,28 @@ class SimNetwork:
     def _at_switch(self, t: int, pkt: tuple, hop: tuple) -> None:
         s = self.sched
         heap, counter = s.heap, s.counter
-        cross = self._cross
-        for ld, child in hop[1]:
-            arr = cross(ld, t, pkt)
-            if arr >= 0:
-                heappush(heap, (arr, next(counter), self._at_switch, pkt, child))
-        sender = pkt[5]  # a multicast sender does not hear itself
         frame = pkt[2][0]
-        arrive = self._arrive
+        if hop[1]:
+            at_switch, size, key = self._at_switch, pkt[4], pkt[6]
+            for ld, child in hop[1]:
+                # _cross, inlined: once per link hop
+                c = ld.counts.get(frame)
+                if c is None:
+                    c = ld.counts[frame] = [0, 0]
+                c[0] += 1
+                arr = ld.model.offer(t, size, key)
+                if arr >= 0:
+                    heappush(heap, (arr, next(counter), at_switch, pkt, child))
+                else:
+                    self._drop(ld, t, pkt, REASONS[-arr - 1], c)
+        if not (hop[2] or hop[3]):
+            return
+        # The hosts reached at one time go out as one heap entry, in the order they were
+        # reached: nothing else can be scheduled between them (this loop pushes nothing else
+        # and what they schedule comes later), so deliveries happen in the same order as
+        # with one entry per host.
+        at: dict[int, list[int]] = {}
+        sender = pkt[5]  # a multicast sender does not hear itself
         for b in hop[2]:
             hosts = b.hosts
             if sender in b.members:
@@ -297,14 +312,33 @@ class SimNetwork:
                     continue
                 b.uncount(sender, frame)
             b.counts[frame] = b.counts.get(frame, 0) + 1
-            heappush(heap, (t + b.delay_ns, next(counter), arrive, pkt, hosts))
-        for ld, h in hop[3]:
-            if h != sender:
-                arr = cross(ld, t, pkt)
-                if arr >= 0:
-                    heappush(heap, (arr, next(counter), arrive, pkt, (h,)))
+            arr = t + b.delay_ns
+            if arr in at:
+                at[arr].extend(hosts)
+            else:
+                at[arr] = list(hosts)
+        if hop[3]:
+            size, key = pkt[4], pkt[6]
+            for ld, h in hop[3]:
+                if h == sender:
+                    continue
+                # _cross, inlined: once per host behind a link that loses, jitters or serializes
+                c = ld.counts.get(frame)
+                if c is None:
+                    c = ld.counts[frame] = [0, 0]
+                c[0] += 1
+                arr = ld.model.offer(t, size, key)
+                if arr < 0:
+                    self._drop(ld, t, pkt, REASONS[-arr - 1], c)
+                elif arr in at:
+                    at[arr].append(h)
+                else:
+                    at[arr] = [h]
+        arrive = self._arrive
+        for arr, hosts in at.items():
+            heappush(heap, (arr, next(counter), arrive, pkt, hosts))
 
-    def _arrive(self, t: int, pkt: tuple, hosts: tuple) -> None:
+    def _arrive(self, t: int, pkt: tuple, hosts: list[int]) -> None:
         self.deliveries += len(hosts)
         self.deliver(hosts, pkt[0], self.host_names[pkt[1]], t)
 
