@@ -145,6 +145,8 @@ class CustomerCore(GapRepairer):
         session = pkt.session
         stripe = _SESSION_STRIPES.get(session, _UNCACHED)
         if stripe is _UNCACHED:
+            if len(_SESSION_STRIPES) >= DECODE_CACHE:   # hostile senders can invent sessions
+                _SESSION_STRIPES.clear()
             stripe = _SESSION_STRIPES[session] = session_stripe(session)
         track = self.tracks.get(stripe) if stripe is not None else None
         if track is None:
