@@ -81,6 +81,23 @@ def drive(ev: VenueCore, cas: EtcdCas, stream, total: int, log: list, progress: 
         progress[idx] = ev.next_pos
 
 
+def test_one_key_per_batch_a_late_proposer_mid_batch_learns_what_stands_and_too_far_below_the_window():
+    with EtcdCluster(3) as cluster:
+        cas = EtcdCas(cluster.endpoints, prefix="test/batch", window=8)
+        cas.init()
+        assert cas.propose(0, [(0, 0), (0, 1), (0, 2)]) == (wire.WON, 3, [(0, 0), (0, 1), (0, 2)])
+        assert cas.propose(3, [(1, 7)]) == (wire.WON, 4, [(1, 7)])
+        # a proposer that knows only positions 0..1 asks at 2: the middle of the first batch
+        assert cas.propose(2, [(1, 9)]) == (wire.LOST, 4, [(0, 2), (1, 7)])
+        assert cas.propose(4, []) == (wire.LOST, 4, [])       # a read at the top: nothing stands yet
+        assert cas.read_all() == {0: (0, 0), 1: (0, 1), 2: (0, 2), 3: (1, 7)}
+        for n in range(4, 16, 4):                             # 12 more positions: the first batches leave the window
+            assert cas.propose(n, [(2, n + i) for i in range(4)])[0] == wire.WON
+        assert cas.propose(2, [(1, 9)])[0] == wire.TOO_FAR
+        assert min(cas.read_all()) >= 16 - 8 - 4              # etcd keeps the window (and one batch), not more
+        cas.close()
+
+
 def test_member_crash_during_load_no_gap_no_duplicate():
     rng = random.Random(3)
     reqs = requests(rng)

@@ -37,3 +37,9 @@ def test_two_ev_processes_agree_lose_nothing_and_a_killed_ev_resynchronises(tmp_
     assert r["sync"][0]["position"] > 0             # it caught up to a position the survivor had reached
     stages = r["stages"]
     assert stages["gw_fsyncs"] > 0 and stages["hr_commits"] > 0
+    trace = r["trace"]                               # where the time went, stage by stage
+    assert trace["requests"] > 0.9 * r["completed"]
+    parts = ("gw_send_to_ev_arrival", "ev_arrival_to_executed", "executed_to_hr_committed", "hr_committed_to_gw_done")
+    assert all(trace[k]["mean_ms"] >= 0 for k in parts[1:])
+    assert abs(sum(trace[k]["mean_ms"] for k in parts) - trace["end_to_end"]["mean_ms"]) < 0.01
+    assert trace["ev1_txn"]["p50_ms"] > 0

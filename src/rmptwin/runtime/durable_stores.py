@@ -10,10 +10,13 @@ its predecessor wrote.
 from __future__ import annotations
 
 import os
+import queue
 import sqlite3
 import struct
+import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 from ..venue.stores import MemoryGatewayLog
 
@@ -21,9 +24,14 @@ _REC = struct.Struct("!BqI")   # kind (0 request, 1 done), seq, body length
 
 
 class FileGatewayLog(MemoryGatewayLog):
-    """Append-only file, fsync per batch: a request is acknowledged only once on disk."""
+    """Append-only file, fsync per batch: a request is acknowledged only once on disk.
 
-    def __init__(self, path: str | Path) -> None:
+    ``on_synced``, when given, moves the fsync off the caller's thread: ``append`` writes
+    and returns, a worker thread fsyncs, ``synced()`` turns true, and ``on_synced()`` is
+    called from the worker (a driver wakes its loop with it). The gateway core appends
+    the next batch only once the last one is synced, so one fsync is in flight at most."""
+
+    def __init__(self, path: str | Path, on_synced: Callable[[], None] | None = None) -> None:
         super().__init__()
         self.path = Path(path)
         if self.path.exists():
@@ -31,6 +39,14 @@ class FileGatewayLog(MemoryGatewayLog):
         self._f = open(self.path, "ab")
         self.fsyncs = 0          # one per appended batch (group commit): what a benchmark reports
         self.fsync_s = 0.0
+        self._on_synced = on_synced
+        self._synced = threading.Event()
+        self._synced.set()
+        self._jobs: queue.SimpleQueue | None = None
+        if on_synced is not None:
+            self._jobs = queue.SimpleQueue()
+            self._worker = threading.Thread(target=self._fsync_worker, name="gw-fsync", daemon=True)
+            self._worker.start()
 
     def _replay(self, data: bytes) -> None:
         off = 0
@@ -49,16 +65,36 @@ class FileGatewayLog(MemoryGatewayLog):
         super().append(batch)
         self._f.write(b"".join(_REC.pack(0, s, len(b)) + b for s, b in batch))
         self._f.flush()
+        if self._jobs is None:
+            self._fsync()
+        else:
+            self._synced.clear()
+            self._jobs.put(True)
+
+    def _fsync(self) -> None:
         t = time.perf_counter()
         os.fsync(self._f.fileno())
         self.fsync_s += time.perf_counter() - t
         self.fsyncs += 1
+
+    def _fsync_worker(self) -> None:
+        while self._jobs.get():
+            self._fsync()
+            self._synced.set()
+            self._on_synced()
+
+    def synced(self) -> bool:
+        return self._synced.is_set()
 
     def mark_done(self, seq: int) -> None:
         super().mark_done(seq)
         self._f.write(_REC.pack(1, seq, 0))   # no fsync: losing it only causes a replay
 
     def close(self) -> None:
+        if self._jobs is not None:
+            self._jobs.put(False)
+            self._worker.join(timeout=10)
+            self._jobs = None
         self._f.close()
 
 

@@ -1,15 +1,19 @@
 """The CAS sequencer's memory on a real fault-tolerant store: etcd v3 through its JSON gateway.
 
-Same answers as ``sequencer.CasLog``: proposing keys k_0..k_m for positions n..n+m is
-ONE etcd transaction (one round trip)::
+Same answers as ``sequencer.CasLog``. A batch of keys k_0..k_m proposed for positions
+n..n+m is ONE etcd key, ``b/<n+m>`` (named by its LAST position; the value packs n and the
+keys), written in ONE transaction (one round trip)::
 
-    compare: create_revision(seq/n) == 0  and  value(next) == n
-    success: put seq/n..seq/n+m, put next = n+m+1, delete the positions leaving the window
-    failure: get next, get seq/n .. seq/n+63
+    compare: value(next) == n
+    success: put b/<n+m>, put next = n+m+1, delete the batches leaving the window
+    failure: get next, get b/<n> .. (ascending, up to 64 batches)
 
-so a proposal lands only at the first free position (filled positions stay one
-contiguous prefix: no gap, no position written twice) and the loser reads the winners'
-entries in the same round trip. A proposer below ``next - window`` is told TOO_FAR.
+``next`` only grows and no batch exists at or above it, so a proposal lands only at the
+first free position (filled positions stay one contiguous prefix: no gap, no position
+written twice). The loser reads the winners' entries in the same round trip: the first
+batch named at or after n is the one holding n. One key per batch, not per position,
+keeps a 256-request transaction as cheap for etcd (raft entry, apply, JSON) as a
+one-request one. A proposer below ``next - window`` is told TOO_FAR.
 
 Requests go over persistent HTTP/1.1 connections (``http.client``, the standard
 library's urllib transport, kept alive for latency) to one member; on a refused or
@@ -22,7 +26,7 @@ So one member's crash is invisible to the venues.
 hands its ``venue.sequencer.CasProxyCore``: a worker thread runs the transactions, in
 arrival order, and the answers go back to the core on the event loop, which never waits.
 ``serve_propose`` answers one PROPOSE datagram at once, for drivers with threads of their
-own (tests; ``runtime.venue_node`` proposes through ``propose_via_etcd``).
+own (tests; ``runtime.venue_node.EtcdProposer``, an EV's own worker thread).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import base64
 import http.client
 import json
 import queue
+import struct
 import sys
 import threading
 import time
@@ -48,11 +53,19 @@ def _b64(s: str) -> str:
     return base64.b64encode(s.encode()).decode()
 
 
+def _b64b(b: bytes) -> str:
+    return base64.b64encode(b).decode()
+
+
 def _unb64(s: str) -> str:
     return base64.b64decode(s).decode()
 
 
-MAX_BATCH = 1000   # positions per transaction (+ next + the window delete <= the cluster's --max-txn-ops 1024)
+_FIRST = struct.Struct("!q")      # a batch value: its first position, then the keys
+_KEY = struct.Struct("!Hq")       # (gw id, gw seq), as on the wire
+
+
+MAX_BATCH = 1000   # positions per transaction (one etcd key of 10 bytes each, far below etcd's request limit)
 
 
 class EtcdError(RuntimeError):
@@ -76,8 +89,8 @@ class EtcdCas:
     def _next_key(self) -> str:
         return f"{self.prefix}/next"
 
-    def _pos_key(self, n: int) -> str:
-        return f"{self.prefix}/p/{n:020d}"
+    def _batch_key(self, last: int) -> str:
+        return f"{self.prefix}/b/{last:020d}"
 
     @staticmethod
     def _num(n: int) -> str:
@@ -129,8 +142,8 @@ class EtcdCas:
     def _reads(self, n: int, count: int) -> list[dict]:
         return [
             {"request_range": {"key": _b64(self._next_key())}},
-            {"request_range": {"key": _b64(self._pos_key(n)), "range_end": _b64(self._pos_key(n + count)),
-                               "limit": str(count)}},
+            {"request_range": {"key": _b64(self._batch_key(n)), "range_end": _b64(f"{self.prefix}/b0"),
+                               "limit": str(count)}},   # each batch holds >= 1 position
         ]
 
     def propose(self, n: int, keys: list[Key]) -> tuple[int, int, list[Key]]:
@@ -140,20 +153,16 @@ class EtcdCas:
         count = max(len(keys), REPLY_MAX)
         if keys:
             end = n + len(keys)
-            success = [{"request_put": {"key": _b64(self._pos_key(n + i)), "value": _b64(f"{g}:{s}")}}
-                       for i, (g, s) in enumerate(keys)]
-            success.append({"request_put": {"key": _b64(self._next_key()), "value": _b64(self._num(end))}})
-            old_hi = end - self.window
-            if old_hi > 0:
+            value = _FIRST.pack(n) + b"".join(_KEY.pack(g, s) for g, s in keys)
+            success = [{"request_put": {"key": _b64(self._batch_key(end - 1)), "value": _b64b(value)}},
+                       {"request_put": {"key": _b64(self._next_key()), "value": _b64(self._num(end))}}]
+            cut = end - self.window   # positions below it may go: batches ending below it
+            if cut > 0:
                 success.append({"request_delete_range": {
-                    "key": _b64(self._pos_key(max(0, old_hi - len(keys) - 64))),
-                    "range_end": _b64(self._pos_key(old_hi))}})
+                    "key": _b64(self._batch_key(max(0, cut - len(keys) - 64))), "range_end": _b64(self._batch_key(cut))}})
             body = {
-                "compare": [
-                    {"key": _b64(self._pos_key(n)), "target": "CREATE", "result": "EQUAL", "create_revision": "0"},
-                    {"key": _b64(self._next_key()), "target": "VALUE", "result": "EQUAL",
-                     "value": _b64(self._num(n))},
-                ],
+                "compare": [{"key": _b64(self._next_key()), "target": "VALUE", "result": "EQUAL",
+                             "value": _b64(self._num(n))}],
                 "success": success,
                 "failure": self._reads(n, count),
             }
@@ -164,14 +173,21 @@ class EtcdCas:
             r = self._post("/v3/kv/txn", {"success": self._reads(n, count)})
         return self._answer(n, r["responses"])
 
+    @staticmethod
+    def _positions(kvs: list[dict]) -> dict[int, Key]:
+        """Position -> key for every position of the batches in ``kvs``."""
+        got = {}
+        for kv in kvs:
+            value = base64.b64decode(kv["value"])
+            (first,) = _FIRST.unpack_from(value)
+            for i in range((len(value) - _FIRST.size) // _KEY.size):
+                got[first + i] = _KEY.unpack_from(value, _FIRST.size + i * _KEY.size)
+        return got
+
     def _answer(self, n: int, responses: list[dict]) -> tuple[int, int, list[Key]]:
         nxt_kvs = responses[0].get("response_range", {}).get("kvs", [])
         nxt = int(_unb64(nxt_kvs[0]["value"])) if nxt_kvs else 0
-        got = {}
-        for kv in responses[1].get("response_range", {}).get("kvs", []):
-            pos = int(_unb64(kv["key"]).rsplit("/", 1)[1])
-            g, s = _unb64(kv["value"]).split(":")
-            got[pos] = (int(g), int(s))
+        got = self._positions(responses[1].get("response_range", {}).get("kvs", []))
         if n < nxt - self.window or (n < nxt and n not in got):
             return wire.TOO_FAR, nxt, []
         out = []
@@ -181,14 +197,8 @@ class EtcdCas:
 
     def read_all(self) -> dict[int, Key]:
         """Every position still stored (tests and checks)."""
-        r = self._post("/v3/kv/range", {"key": _b64(self._pos_key(0)),
-                                        "range_end": _b64(f"{self.prefix}/p0")})
-        out = {}
-        for kv in r.get("kvs", []):
-            pos = int(_unb64(kv["key"]).rsplit("/", 1)[1])
-            g, s = _unb64(kv["value"]).split(":")
-            out[pos] = (int(g), int(s))
-        return out
+        r = self._post("/v3/kv/range", {"key": _b64(self._batch_key(0)), "range_end": _b64(f"{self.prefix}/b0")})
+        return self._positions(r.get("kvs", []))
 
 
 def serve_propose(cas: EtcdCas, data: bytes,

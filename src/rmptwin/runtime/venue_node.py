@@ -8,25 +8,34 @@ UDP drops; a sender never blocks either: what the receiver cannot take yet waits
 backlog, retried on every turn of the loop (two busy processes cannot deadlock on each
 other). A datagram to a dead process (its socket gone or unbound) is dropped, like UDP.
 
-An EV asks etcd synchronously, as the seed's EV calls XCF: the PROPOSE it emits for the
-host ``seq`` becomes one etcd transaction for the whole batch (``EtcdCas.propose``) and the
-answer is handed straight back, so the next batch is proposed as soon as the answer is in.
+An EV asks etcd from a worker thread (``EtcdProposer``): the PROPOSE it emits for the host
+``seq`` becomes one etcd transaction for the whole batch (``EtcdCas.propose``), and the
+DECIDE comes back as a datagram on the EV's own socket. So the EV's loop never waits on a
+transaction: while one is in flight (the core allows one proposal at a time) it takes in
+requests, which form the next batch, executes what is ordered and answers HR
+acknowledgements; the next batch goes out as soon as the answer is in, and a lone request
+with nothing in flight goes out at once (no batching window).
 """
 
 from __future__ import annotations
 
 import os
+import queue
 import select
 import socket
 import struct
+import sys
+import threading
 import time
 from collections import deque
 from pathlib import Path
 
+from ..errors import UserError
 from ..sansio import Group, Unicast
 from .etcd_client import EtcdCas, serve_propose
 
 RCVBUF = 4 << 20
+_SEQ = Unicast("seq")
 _LEN = struct.Struct("!I")
 
 
@@ -126,6 +135,19 @@ class Transport:
             Path(self.path(name)).unlink(missing_ok=True)
 
 
+def waker(path: str):
+    """A callable that wakes the loop selecting on the socket at ``path`` (an empty datagram:
+    no frames), from any thread: a background fsync or commit has finished."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+
+    def wake() -> None:
+        try:
+            s.sendto(b"", path)
+        except OSError:
+            pass   # full (the loop is awake anyway) or gone (stopping)
+    return wake
+
+
 class EtcdStats:
     """Where an EV's time goes on the sequencer: transactions, positions each, time waiting."""
 
@@ -133,14 +155,17 @@ class EtcdStats:
         self.txns = self.positions = 0
         self.wait_s = 0.0
         self.sizes: list[int] = []
+        self.spans: list[tuple[int, int]] = []   # (start, end) monotonic ns of each transaction (stage trace)
 
     def record(self, positions: int, seconds: float) -> None:
-        """One transaction of ``positions`` positions that took ``seconds``."""
+        """One transaction of ``positions`` positions that took ``seconds``, ending now."""
         self.wait_s += seconds
         self.txns += 1
         self.positions += positions
         if len(self.sizes) < 200_000:
+            end = time.monotonic_ns()
             self.sizes.append(positions)
+            self.spans.append((end - int(seconds * 1e9), end))
 
     def as_dict(self) -> dict:
         s = sorted(self.sizes) or [0]
@@ -149,21 +174,60 @@ class EtcdStats:
                 "batch_max": s[-1], "txn_ms_mean": round(1e3 * self.wait_s / max(1, self.txns), 3)}
 
 
-def propose_via_etcd(cas: EtcdCas, data: bytes, stats: EtcdStats) -> bytes | None:
-    """One PROPOSE datagram -> one etcd transaction -> the DECIDE datagram, timed into ``stats``."""
-    return serve_propose(cas, data, stats.record)
+class EtcdProposer:
+    """One EV's sequencer client: a worker thread runs its etcd transactions, in order, and
+    sends each DECIDE to the EV's socket from ``<dir>/seq-<ev>.sock`` (the EV's select wakes)."""
+
+    def __init__(self, cas: EtcdCas, sock_dir: str | Path, ev: str, stats: EtcdStats) -> None:
+        self.cas = cas
+        self.stats = stats
+        self.path = str(Path(sock_dir) / f"seq-{ev}.sock")
+        self.dest = str(Path(sock_dir) / f"{ev}.sock")
+        Path(self.path).unlink(missing_ok=True)
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(self.path)
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._work, name=f"etcd-{ev}", daemon=True)
+        self._thread.start()
+
+    def submit(self, propose: bytes) -> None:
+        self._queue.put(propose)
+
+    def _work(self) -> None:
+        while (data := self._queue.get()) is not None:
+            try:
+                answer = serve_propose(self.cas, data, self.stats.record)
+            except UserError as e:   # etcd unreachable for give_up_s: the EV asks again after its retry time
+                sys.stderr.write(f"rmptwin: {e}\n")
+                continue
+            if answer is not None:
+                try:
+                    self.sock.sendto(_LEN.pack(len(answer)) + answer, self.dest)
+                except OSError:
+                    pass   # the EV is gone or stopping: nobody to tell (it asks again after a restart)
+
+    def close(self) -> None:
+        self._queue.put(None)
+        self._thread.join(timeout=self.cas.timeout_s + 1.0)
+        self.sock.close()
+        Path(self.path).unlink(missing_ok=True)
+        self.cas.close()
 
 
-def pump(net: Transport, cores: dict, on_event, cas: EtcdCas | None = None,
-         etcd: EtcdStats | None = None, max_wait_s: float = 0.02) -> None:
-    """One turn: receive what waits (up to the nearest timer), fire due timers, send, report events."""
+def pump(net: Transport, cores: dict, on_event, seq: EtcdProposer | None = None,
+         max_wait_s: float = 0.02, tap=None) -> None:
+    """One turn: receive what waits (up to the nearest timer), fire due timers, send, report events.
+    ``tap(core name, datagram, now)``, when given, sees every datagram before its core does."""
     now = time.monotonic_ns()
     timers = [t for t in (c.get_timer() for c in cores.values()) if t is not None]
     wait = max_wait_s if not timers else min(max_wait_s, max(0.0, (min(timers) - now) / 1e9))
     if net.waiting:
         wait = min(wait, 0.0002)
     for name, data, src in net.receive(wait):
-        cores[name].receive_datagram(data, src, time.monotonic_ns())
+        now = time.monotonic_ns()
+        if tap is not None:
+            tap(name, data, now)
+        cores[name].receive_datagram(data, src, now)
     for name, core in cores.items():
         for _ in range(10_000):   # everything due now (an EV executes one request per timer)
             t = core.get_timer()
@@ -172,17 +236,12 @@ def pump(net: Transport, cores: dict, on_event, cas: EtcdCas | None = None,
                 break
             core.handle_timer(now)
         out = core.datagrams_to_send(time.monotonic_ns())
-        while out:   # an answer from etcd may well produce the next proposal at once
-            rest = []
+        if seq is not None:
             for data, dest in out:
-                if cas is not None and dest == Unicast("seq"):
-                    answer = propose_via_etcd(cas, data, etcd)
-                    if answer is not None:
-                        core.receive_datagram(answer, "seq", time.monotonic_ns())
-                else:
-                    rest.append((data, dest))
-            net.send(name, rest)
-            out = core.datagrams_to_send(time.monotonic_ns()) if cas is not None else []
+                if dest == _SEQ:
+                    seq.submit(data)
+            out = [(d, dest) for d, dest in out if dest != _SEQ]
+        net.send(name, out)
         while (e := core.next_event()) is not None:
             on_event(name, e)
     net.flush()

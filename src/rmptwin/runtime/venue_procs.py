@@ -2,11 +2,14 @@
 
 Processes (forked, each with its own sockets, ``runtime.venue_node``): ``front`` runs the
 trading client and the gateway (its log a file, one fsync per batch of appended requests:
-group commit; a request goes to the EVs only after the fsync that covers it); ``hr`` the
+group commit, the fsync in a worker thread so the loop goes on taking orders and
+completions; a request goes to the EVs only after the fsync that covers it); ``hr`` the
 history recorder (SQLite in WAL mode, ``synchronous=FULL``, one transaction per batch:
 group commit; HARDENED only after that commit); ``ev1``, ``ev2`` one EV each with its own
-etcd client (one etcd transaction per proposal batch; an EV has at most one proposal in
-flight, the venue core's rule, and proposes the next batch as soon as the answer is in).
+etcd client in a worker thread (one etcd transaction per proposal batch; an EV has at most
+one proposal in flight, the venue core's rule, and proposes the next batch as soon as the
+answer is in, while the loop goes on receiving and executing). ``trace`` in the figures
+says where the time went, stage by stage (``runtime.venue_trace``).
 
 Figures, all from ``time.monotonic_ns`` (one clock for every process):
 
@@ -29,6 +32,7 @@ import os
 import queue
 import random
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -43,12 +47,13 @@ from ..venue.history import HistoryConfig, HistoryCore
 from ..venue.venue import VenueConfig, VenueCore
 from .durable_stores import FileGatewayLog, SqliteHistoryStore
 from .etcd_client import EtcdCas
-from .venue_node import EtcdStats, Transport, pump
+from .venue_node import EtcdProposer, EtcdStats, Transport, pump, waker
+from .venue_trace import StageStamps, stage_breakdown
 
 START_DELAY_NS = 200_000_000   # the clients start this long after every process is ready
 DRAIN_CAP_S = 2.0              # after the load, wait at most this long for every completion
 # shared int64 slots (one RawArray, no locks: each slot has one writer)
-GO, STOP, HR_TOP, ACCEPTED, COMPLETED, TARGET, EV0 = range(7)
+GO, STOP, HR_TOP, ACCEPTED, COMPLETED, TARGET, OFFERED, EV0 = range(8)
 
 
 def _groups(n_ev: int) -> dict[str, list[str]]:
@@ -69,9 +74,17 @@ def _wait_go(sh) -> None:
         time.sleep(0.001)
 
 
+def _fast_thread_handoff() -> None:
+    """A process whose loop shares the interpreter with a worker thread (etcd client, fsync)
+    hands the GIL over after 0.1 ms, not the default 5 ms: otherwise the loop, back from a
+    select, waits up to 5 ms for the worker to let go, on every turn."""
+    sys.setswitchinterval(1e-4)
+
+
 def _front_main(sh, q, p: dict) -> None:
+    _fast_thread_handoff()
     net = Transport(p["sock_dir"], ["cl1", "gw1"], _groups(p["n_ev"]))
-    log = FileGatewayLog(Path(p["state_dir"]) / "gw1.log")
+    log = FileGatewayLog(Path(p["state_dir"]) / "gw1.log", on_synced=waker(net.path("gw1")))   # fsync off the loop
     gw = GatewayCore(GatewayConfig(gw_id=0, venues=p["evs"], symbols=p["symbols"], fsync_ns=0), log)
     q.put(("ready", "front", None))
     _wait_go(sh)
@@ -79,19 +92,23 @@ def _front_main(sh, q, p: dict) -> None:
     client = ClientCore(ClientConfig(index=0, gateway="gw1", symbols=p["symbols"], rate=p["rate"], start_ns=start,
                                      stop_ns=start + int(p["duration_s"] * 1e9)), random.Random(p["seed"]))
     cores = {"cl1": client, "gw1": gw}
-    done_t, lat = [], []
+    done_t, lat, done_seq = [], [], []
+    stamps = StageStamps()
 
     def on_event(name, e):
         if e.kind == Kind.ORDER_DONE:
             done_t.append(time.monotonic_ns())
             lat.append(e.detail["latency_ns"])
+            done_seq.append(e.src_seq)
 
     cpu, rq = time.process_time(), _runqueue_s()
     while sh[STOP] < 2:   # serves the EVs until they all stopped (a lagging one may ask for resends)
-        pump(net, cores, on_event)
+        pump(net, cores, on_event, tap=stamps.on_complete)
         sh[ACCEPTED], sh[COMPLETED] = gw.accepted, gw.completed
+        sh[OFFERED] = client.seq - gw.rejected   # offered and not refused: to be accepted (after the fsync)
     q.put(("result", "front", {"offered": client.seq, "accepted": gw.accepted, "completed": gw.completed,
                                "done_t": np.asarray(done_t, dtype=np.int64), "lat_ns": np.asarray(lat, dtype=np.int64),
+                               "done_seq": np.asarray(done_seq, dtype=np.int64), "stamps": stamps.arrays(),
                                "fsyncs": log.fsyncs, "fsync_s": log.fsync_s, "cpu_s": time.process_time() - cpu,
                                "runqueue_s": _runqueue_s() - rq,
                                "datagrams": net.datagrams, "frames": net.frames}))
@@ -103,49 +120,60 @@ def _hr_main(sh, q, p: dict) -> None:
     net = Transport(p["sock_dir"], ["hr1"], _groups(p["n_ev"]))
     store = SqliteHistoryStore(Path(p["state_dir"]) / "hr1.sqlite")
     hr = HistoryCore(HistoryConfig(commit_ns=0), store)
+    stamps = StageStamps()
     q.put(("ready", "hr", None))
     _wait_go(sh)
     cpu, rq = time.process_time(), _runqueue_s()
     while sh[STOP] < 2:
-        pump(net, {"hr1": hr}, lambda name, e: None)
+        pump(net, {"hr1": hr}, stamps.on_hr_event)
         sh[HR_TOP] = hr.top
     q.put(("result", "hr", {"commits": store.commits, "rows": store.rows, "commit_s": store.commit_s,
+                            "stamps": stamps.arrays(),
                             "cpu_s": time.process_time() - cpu, "runqueue_s": _runqueue_s() - rq}))
     net.close()
     store.close()
 
 
 def _ev_main(sh, q, p: dict, i: int, recovering: bool) -> None:
+    main_at = time.monotonic_ns()
+    _fast_thread_handoff()
     name = f"ev{i + 1}"
     net = Transport(p["sock_dir"], [name], _groups(p["n_ev"]))
-    cas = EtcdCas(p["endpoints"], prefix=p["prefix"], window=100_000)
+    stats = EtcdStats()
+    seq = EtcdProposer(EtcdCas(p["endpoints"], prefix=p["prefix"], window=100_000), p["sock_dir"], name, stats)
     ev = VenueCore(VenueConfig(ev_id=i, symbols=p["symbols"], gateways=("gw1",), sequencer="seq", history="hr1",
                                durable=p["durable"], checkpoint_every=p["checkpoint_every"], lookahead=p["batch"] * 2,
                                batch=p["batch"], retry_ns=p["retry_ns"]), lambda: 0, recovering=recovering)
-    stats = EtcdStats()
+    stamps = StageStamps()
     executed = [0]
     hashes: dict[int, str] = {}   # checkpoint position -> state hash + trade hash there
 
     def on_event(_, e):
         if e.kind == Kind.SEQ_POSITION:
             executed[0] += 1
+            stamps.mark(e.src_seq)
         elif e.kind == Kind.VENUE_STATE:
             hashes[e.gseq] = f"{e.detail['state_hash']}/{e.detail['trade_hash']}"
         elif e.kind == Kind.SYNC_DONE:
             q.put(("sync", name, {"at": time.monotonic_ns(), "sync_core_ms": e.detail["sync_ns"] / 1e6,
-                                  "position": e.detail["position"]}))
+                                  "position": e.detail["position"], "main_at": main_at, "phases": dict(phases)}))
 
     if not recovering:
         q.put(("ready", name, None))
         _wait_go(sh)
+    phases = {"looping": time.monotonic_ns()}   # when a recovering EV entered each recovery phase
     cpu, rq = time.process_time(), _runqueue_s()
+    pump(net, {name: ev}, on_event, seq, max_wait_s=0.0)   # a recovering EV's first question goes out at once
     while sh[STOP] < 2 and not (sh[STOP] == 1 and ev.next_pos >= sh[TARGET]):
-        pump(net, {name: ev}, on_event, cas, stats)
+        pump(net, {name: ev}, on_event, seq, tap=stamps.on_request)
         sh[EV0 + i] = ev.next_pos
+        if recovering and ev.phase not in phases:
+            phases[ev.phase] = time.monotonic_ns()
     q.put(("result", name, {"state_hash": ev.state_hash(), "next_pos": ev.next_pos, "trade_hash": ev.trade_hash.hex(),
                             "executed": executed[0], "checkpoints": hashes, "etcd": stats.as_dict(), "cpu_s": time.process_time() - cpu,
-                            "runqueue_s": _runqueue_s() - rq, "failovers": cas.failovers}))
-    cas.close()
+                            "runqueue_s": _runqueue_s() - rq, "failovers": seq.cas.failovers,
+                            "stamps": stamps.arrays(), "txn_spans": np.asarray(stats.spans, dtype=np.int64)}))
+    seq.close()
     net.close()
 
 
@@ -213,8 +241,20 @@ def _failovers(run: _Run, start_ns: int, kill_at: tuple[float, ...], down_s: flo
         run.wait_for(lambda: len(run.syncs) > before, 20.0, f"{name} in sync after a restart")
         s = run.syncs[-1]
         out.append({"sync_from_start_ms": (s["at"] - forked) / 1e6, "sync_core_ms": s["sync_core_ms"],
-                    "position": s["position"]})
+                    "position": s["position"], "phases_ms": _sync_phases(forked, s)})
     return out
+
+
+def _sync_phases(forked: int, s: dict) -> dict:
+    """A failover's sync, phase by phase (ms): the fork until the EV's code runs, its set-up
+    (sockets, etcd client) until its loop, the loop until the HR's checkpoint is installed,
+    the hardened requests after it, and from live (asking the sequencer) to in sync."""
+    ph = s["phases"]
+    marks = [("forked", forked), ("code runs", s["main_at"]), ("loop starts", ph.get("looping")),
+             ("checkpoint installed", ph.get("hardened")), ("hardened replayed", ph.get("live")),
+             ("in sync", s["at"])]
+    known = [(k, t) for k, t in marks if t is not None]
+    return {f"{a}->{b}": round((tb - ta) / 1e6, 3) for (a, ta), (b, tb) in zip(known, known[1:])}
 
 
 def _stop(run: _Run, n_ev: int) -> None:
@@ -244,7 +284,7 @@ def _agreement(evs: list[dict]) -> dict:
 def _drained(run: _Run, n_ev: int) -> bool:
     sh = run.sh
     tops = {sh[EV0 + i] for i in range(n_ev)}
-    return sh[COMPLETED] >= sh[ACCEPTED] and tops == {sh[HR_TOP] + 1}
+    return sh[ACCEPTED] >= sh[OFFERED] and sh[COMPLETED] >= sh[ACCEPTED] and tops == {sh[HR_TOP] + 1}
 
 
 def run_processes(endpoints: list[str], *, rate: float, duration_s: float, symbols=("IBM",), durable: bool = True,
@@ -317,6 +357,7 @@ def _figures(run: _Run, start: int, end: int, duration_s: float, rate: float, n_
             "runqueue_wait_s": {"front": f["runqueue_s"], "hr": hr["runqueue_s"],
                                 **{f"ev{i + 1}": e["runqueue_s"] for i, e in enumerate(evs)}},
         },
+        "trace": stage_breakdown(f, hr, evs),
         "wall_s": (run.stopped_ns - start) / 1e9,
         "load_avg": os.getloadavg()[0],
     }

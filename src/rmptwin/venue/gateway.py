@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from ..sansio import Dest, Group, Unicast
+from ..sansio import Dest, Group, JoinsNoGroup, Unicast
 from ..events import Event, Kind
 from . import wire
 from .orderbook import BUY, FOK, SELL
@@ -51,7 +51,7 @@ class GatewayConfig:
     replay_ns: int = 1_000_000_000   # resend a request not completed within this long
 
 
-class GatewayCore:
+class GatewayCore(JoinsNoGroup):
     def __init__(self, config: GatewayConfig, log: GatewayLog, *, recovering: bool = False) -> None:
         self.config = config
         self.gw_id = config.gw_id
@@ -129,15 +129,15 @@ class GatewayCore:
 
     # ------------------------------------------------------------------ timers
     def get_timer(self) -> int | None:
-        ts = [t for t in (self._fsync[0] if self._fsync else None, self._replay_at, self._check_at)
-              if t is not None]
+        fsync_due = self._fsync[0] if self._fsync and self.log.synced() else None   # a background fsync wakes us
+        ts = [t for t in (fsync_due, self._replay_at, self._check_at) if t is not None]
         return min(ts) if ts else None
 
     def handle_timer(self, now: int) -> None:
         due = self.get_timer()
         if due is not None and now < due:
             now = due   # fired a little early by a real event loop
-        if self._fsync is not None and now >= self._fsync[0]:
+        if self._fsync is not None and now >= self._fsync[0] and self.log.synced():
             _, batch = self._fsync
             self._fsync = None
             for client, client_seq, req in batch:
@@ -181,6 +181,3 @@ class GatewayCore:
 
     def next_event(self) -> Event | None:
         return self._events.popleft() if self._events else None
-
-    def groups(self) -> frozenset[str]:
-        return frozenset()

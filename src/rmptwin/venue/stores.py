@@ -17,6 +17,7 @@ class GatewayLog(Protocol):
     """Numbered requests of one gateway and which of them are complete."""
 
     def append(self, batch: list[tuple[int, bytes]]) -> None: ...
+    def synced(self) -> bool: ...   # the last append is on disk (a real log may fsync in the background)
     def mark_done(self, seq: int) -> None: ...
     def last_seq(self) -> int: ...
     def get(self, seq: int) -> bytes | None: ...
@@ -55,6 +56,9 @@ class MemoryGatewayLog:
     def append(self, batch: list[tuple[int, bytes]]) -> None:
         for seq, body in batch:
             self.requests[seq] = body
+
+    def synced(self) -> bool:
+        return True
 
     def mark_done(self, seq: int) -> None:
         self.done.add(seq)
