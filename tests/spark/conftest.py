@@ -21,6 +21,6 @@ def events_df(spark):
     from rmptwin.analysis.extract import parse_events
 
     def make(rows):
-        return parse_events(spark.createDataFrame(rows, schemas.EVENTS))
+        return parse_events(spark.createDataFrame(rows, schemas.LEGACY_EVENTS))
 
     return make

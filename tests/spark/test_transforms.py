@@ -17,7 +17,7 @@ def hosts(spark, **stripes):
 
 
 def by(rows, *keys):
-    return {tuple(r[k] for k in keys): r for r in (x.asDict() for x in rows)}
+    return {tuple(r[k] for k in keys): r for r in (x if isinstance(x, dict) else x.asDict() for x in rows)}
 
 
 def test_delivery_latency_per_receiver_stage_and_region(spark, events_df):
@@ -227,7 +227,7 @@ def test_latency_summary_per_region_and_overall_in_one_pass(spark, events_df):
     rows += [ev(100 * (i + 1), "a", "primary", "deliver", "h0", i, i) for i in range(4)]  # west: 100..400
     rows += [ev(800, "c", "primary", "deliver", "h0", 4, 4)]  # east: 800
     lat = latency.delivery_latency(events_df(rows), hosts(spark))
-    got = by(latency.latency_summary(lat, [0.0, 0.5, 0.99, 1.0]).collect(), "stage", "region")
+    got = by(latency.latency_summary(lat, [0.0, 0.5, 0.99, 1.0]), "stage", "region")
     assert {k: (r["overall"], r["n"], r["mean_ns"], r["q"], r["max_ns"]) for k, r in got.items()} == {
         ("deliver", "west"): (False, 4, 250.0, [100, 200, 400, 400], 400),
         ("deliver", "east"): (False, 1, 800.0, [800, 800, 800, 800], 800),

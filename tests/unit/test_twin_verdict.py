@@ -15,7 +15,7 @@ from rmptwin.analysis.twin_verdict import (FAIL, NOT_COMPARABLE, NOT_DETERMINIST
                                            passed, timer_lateness_ms, twin_verdict)
 from rmptwin.analysis.first_copy import first_copy_slack_ms
 from rmptwin.emulation.droplog import rebased
-from rmptwin.tables import DROP_SCHEMA, EVENT_SCHEMA
+from rmptwin.tables import DROP_SCHEMA, EVENT_SCHEMA, detail_values
 
 
 def summary(**kw) -> dict:
@@ -113,7 +113,8 @@ def test_delivered_order_with_several_sources_per_stripe_is_not_deterministic():
 def _events(rows: list[tuple]) -> pa.Table:
     cols = {f.name: [] for f in EVENT_SCHEMA}
     for t, node, kind, src, seq, gseq, stripe in rows:
-        for k, v in zip(cols, (t, node, "primary", kind, src, seq, gseq, 0, json.dumps({"stripe": stripe}))):
+        for k, v in zip(cols, (t, node, "primary", kind, src, seq, gseq, 0, json.dumps({"stripe": stripe}),
+                               *detail_values({"stripe": stripe}))):
             cols[k].append(v)
     return pa.table(cols, schema=EVENT_SCHEMA)
 

@@ -5,14 +5,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from ..events import Kind
 from ..rundir import RunDir
 from ..spec import Topology
+from ..tables import DETAIL_COLUMNS
 from . import schemas
 
 RECEIVER_ROLES = ("primary", "secondary")
+# The event columns every transform may read, beside the detail columns.
+EVENT_KEYS = ("t_ns", "node", "role", "kind", "src", "src_seq", "gseq")
 
 
 # The detail keys the transforms read; a detail without any of these quoted names parses to
@@ -38,18 +43,42 @@ def _parsed_detail():
     return d.when(mentions, parsed)
 
 
+def _detail_columns(stripe, repair, d_type, d_count) -> list:
+    """The columns the transforms key on, flat so the cached frame scans fast: ``stripe`` (0 if
+    absent), ``repair`` (false if absent), ``d_type`` and ``d_count``."""
+    return [F.coalesce(stripe, F.lit(0)).cast("long").alias("stripe"),
+            F.coalesce(repair, F.lit(False)).alias("repair"), d_type.alias("d_type"), d_count.alias("d_count")]
+
+
 def parse_events(events: DataFrame) -> DataFrame:
-    """Replace ``detail`` by the columns the transforms key on: ``stripe`` (detail.stripe, 0 if
-    absent), ``repair`` (detail.repair, false if absent), ``d_type`` (detail.type) and
-    ``d_count`` (detail.count), flat so the cached frame scans fast.
+    """Replace ``detail`` by the columns the transforms key on (``_detail_columns``), parsed from
+    its JSON: for event files written before the typed detail columns (tables.DETAIL_COLUMNS).
     ``bytes`` is dropped: no metric reads it, and the cached frame stays small."""
-    return (
-        events.withColumn("d", _parsed_detail())
-        .select("t_ns", "node", "role", "kind", "src", "src_seq", "gseq",
-                F.coalesce(F.col("d.stripe"), F.lit(0)).cast("long").alias("stripe"),
-                F.coalesce(F.col("d.repair"), F.lit(False)).alias("repair"),
-                F.col("d.type").alias("d_type"), F.col("d.count").alias("d_count"))
-    )
+    d = events.withColumn("d", _parsed_detail())
+    return d.select(*EVENT_KEYS, *_detail_columns(F.col("d.stripe"), F.col("d.repair"), F.col("d.type"),
+                                                  F.col("d.count")))
+
+
+def typed_events(events: DataFrame) -> DataFrame:
+    """``parse_events`` of an event file with the typed detail columns: read, not parsed."""
+    return events.select(*EVENT_KEYS, *_detail_columns(F.col("d_stripe"), F.col("d_repair"), F.col("d_type"),
+                                                       F.col("d_count")))
+
+
+def has_typed_detail(files: list[Path]) -> bool:
+    """Whether every event file has the typed detail columns (older runs' files have not)."""
+    return all(set(DETAIL_COLUMNS) <= set(pq.read_schema(f).names) for f in files)
+
+
+def read_events(spark: SparkSession, files: list[Path], parse: bool | None = None) -> DataFrame:
+    """The events of these files as the transforms read them; their detail JSON is parsed only
+    when a file lacks the typed detail columns (or ``parse`` says so: tests compare the two)."""
+    if parse is None:
+        parse = not has_typed_detail(files)
+    paths = [str(f) for f in files]
+    if parse:
+        return parse_events(spark.read.schema(schemas.LEGACY_EVENTS).parquet(*paths))
+    return typed_events(spark.read.schema(schemas.EVENTS).parquet(*paths))
 
 
 # Partitions of the cached events: a few per core, so that both cores stay busy when one
@@ -57,13 +86,24 @@ def parse_events(events: DataFrame) -> DataFrame:
 LAYOUT_PARTITIONS = 4
 
 
+# Kinds whose packet key (src, stripe, src_seq) the transforms read even without a source.
+_PACKET_KINDS = (Kind.SEND, Kind.RECV)
+
+
 def packet_layout(events: DataFrame, partitions: int = LAYOUT_PARTITIONS) -> DataFrame:
     """The parsed events as the analysis caches them, laid out once: hash-partitioned by
     packet (src, stripe, src_seq), so that the per-packet aggregations and joins read them in
     place instead of shuffling millions of rows each, and sorted by kind within each partition,
     so that a filter on one kind reads only that kind's cached batches (the cache keeps each
-    batch's min and max; measured on 10M events: 1.5 s instead of 5.1 s to count the RECVs)."""
-    return events.repartition(partitions, "src", "stripe", "src_seq").sortWithinPartitions("kind", "t_ns")
+    batch's min and max; measured on 10M events: 1.5 s instead of 5.1 s to count the RECVs).
+
+    Rows without a source (releases and customer receptions numbered by gseq, token passes,
+    control messages) would all share one packet key, ("", stripe, -1), hence one partition,
+    and every job on those kinds would run on one core. No transform reads src_seq of such a
+    row (but of a SEND or RECV, kept as logged), so there it holds t_ns, which spreads them."""
+    unkeyed = (F.col("src") == "") & ~F.col("kind").isin(*_PACKET_KINDS)
+    spread = events.withColumn("src_seq", F.when(unkeyed, F.col("t_ns")).otherwise(F.col("src_seq")))
+    return spread.repartition(partitions, "src", "stripe", "src_seq").sortWithinPartitions("kind", "t_ns")
 
 
 def host_region(topo: Topology, host) -> str:
@@ -104,12 +144,11 @@ def _parquet(spark: SparkSession, path: Path, schema) -> DataFrame | None:
     return spark.read.schema(schema).parquet(str(path))
 
 
-def load_run(spark: SparkSession, run: str | Path) -> RunData:
+def load_run(spark: SparkSession, run: str | Path, parse: bool | None = None) -> RunData:
     rd = RunDir(run)
     manifest, topo, files = rd.check()
-    events = spark.read.schema(schemas.EVENTS).parquet(*[str(f) for f in files])
     return RunData(
-        path=rd.path, manifest=manifest, topology=topo, events=parse_events(events),
+        path=rd.path, manifest=manifest, topology=topo, events=read_events(spark, files, parse),
         drops=_parquet(spark, rd.drops_path, schemas.DROPS),
         counts=_parquet(spark, rd.counts_path, schemas.LINK_COUNTS),
         hosts=hosts_frame(spark, topo),

@@ -7,6 +7,11 @@ summary.json's ``delivery_latency_ms`` and ``fairness_spread_ms``, defined in
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -35,7 +40,7 @@ def sequence_map(events: DataFrame, sent: DataFrame) -> DataFrame:
         .select("src", "stripe", "src_seq", "gseq").distinct()
     )
     return (
-        delivered.join(sent, ["src", "stripe", "src_seq"])
+        delivered.join(F.broadcast(sent), ["src", "stripe", "src_seq"])
         .groupBy("stripe", "gseq")
         .agg(F.min("src").alias("src"), F.min("src_seq").alias("src_seq"), F.min("send_ns").alias("send_ns"))
     )
@@ -48,8 +53,8 @@ def release_latency(events: DataFrame, sent: DataFrame, seqmap: DataFrame) -> Da
     rel = events.filter((F.col("kind") == Kind.RELEASE) & F.col("role").isin(*RECEIVER_ROLES)) \
         .withColumn("stage", F.lit("release"))
     cols = ["src", "src_seq", "stripe", "gseq", "node", "role", "stage", "send_ns", "t_ns"]
-    named = rel.filter(F.col("src") != "").join(sent, ["src", "stripe", "src_seq"])
-    numbered = rel.filter(F.col("src") == "").drop("src", "src_seq").join(seqmap, ["stripe", "gseq"])
+    named = rel.filter(F.col("src") != "").join(F.broadcast(sent), ["src", "stripe", "src_seq"])
+    numbered = rel.filter(F.col("src") == "").drop("src", "src_seq").join(F.broadcast(seqmap), ["stripe", "gseq"])
     return named.select(*cols).unionByName(numbered.select(*cols))
 
 
@@ -58,6 +63,10 @@ def delivery_latency(events: DataFrame, hosts: DataFrame) -> DataFrame:
     RELEASE (stage 'release', R_T; ``release_latency``) and to each customer's first CUST_RECV
     (stage 'customer'), with the node's region.
 
+    The per-packet sends and the (stripe, gseq) -> packet map (one row per packet, tens of MB at
+    10 M events) are broadcast to every join: hashing them once beats sorting millions of
+    deliveries, releases and customer receptions for sort-merge joins.
+
     Columns: src src_seq stripe gseq node role region stage send_ns latency_ns.
     """
     sent = sends(events)
@@ -65,7 +74,7 @@ def delivery_latency(events: DataFrame, hosts: DataFrame) -> DataFrame:
         events.filter((F.col("kind") == Kind.DELIVER) & (F.col("src") != ""))
         .groupBy("node", "role", "src", "stripe", "src_seq")
         .agg(F.min("t_ns").alias("t_ns"), F.min("gseq").alias("gseq"))
-        .join(sent, ["src", "stripe", "src_seq"])
+        .join(F.broadcast(sent), ["src", "stripe", "src_seq"])
         .withColumn("stage", F.lit("deliver"))
     )
     seqmap = sequence_map(events, sent)
@@ -74,68 +83,99 @@ def delivery_latency(events: DataFrame, hosts: DataFrame) -> DataFrame:
         .withColumn("stage", F.lit("customer"))
         .groupBy("node", "role", "stage", "stripe", "gseq")
         .agg(F.min("t_ns").alias("t_ns"))
-        .join(seqmap, ["stripe", "gseq"])
+        .join(F.broadcast(seqmap), ["stripe", "gseq"])
     )
     cols = ["src", "src_seq", "stripe", "gseq", "node", "role", "stage", "send_ns", "t_ns"]
     every = (delivered.select(*cols).unionByName(release_latency(events, sent, seqmap))
              .unionByName(received.select(*cols)))
     return (
-        every.join(hosts.select("node", "region"), "node", "left")
+        every.join(F.broadcast(hosts.select("node", "region")), "node", "left")
         .withColumn("region", F.coalesce("region", F.lit("none")))
         .withColumn("latency_ns", F.col("t_ns") - F.col("send_ns"))
         .select("src", "src_seq", "stripe", "gseq", "node", "role", "region", "stage", "send_ns", "latency_ns")
     )
 
 
-def _at(values, index):
-    """The element at a 0-based ``index`` of an array column."""
-    return F.element_at(values, (index + 1).cast("int"))
+def interpolated_percentile(sorted_values: np.ndarray, p: float) -> float | None:
+    """Spark's exact ``percentile(x, p)`` of values sorted ascending: linear between the two
+    nearest ranks, by the same double arithmetic as Spark's Percentile (the same double, not
+    merely close; tests/spark/test_latency_exact.py). None for no values."""
+    n = len(sorted_values)
+    if n <= 0:
+        return None
+    pos = float(n - 1) * float(p)
+    lo, hi = math.floor(pos), math.ceil(pos)
+    lo_v = float(sorted_values[lo])
+    if lo == hi:
+        return lo_v
+    return lo_v + (pos - lo) * (float(sorted_values[hi]) - lo_v)
 
 
-def interpolated_percentile(values, p: float):
-    """Spark's exact ``percentile(x, p)`` read from the values sorted in an array: linear
-    between the two nearest ranks, by the same arithmetic as Spark's Percentile, so the figure
-    is the same double, not merely close. Null for no values."""
-    n = F.size(values)
-    pos = (n - 1).cast("double") * F.lit(float(p))
-    lo, hi = F.floor(pos), F.ceil(pos)
-    lo_v, hi_v = _at(values, lo).cast("double"), _at(values, hi).cast("double")
-    return (F.when(n <= 0, F.lit(None).cast("double")).when(lo == hi, lo_v)
-            .otherwise(lo_v + (pos - lo) * (hi_v - lo_v)))
-
-
-def ranked_quantiles(values, quantiles: list[float]):
+def ranked_quantiles(sorted_values: np.ndarray, quantiles: list[float]) -> list[int]:
     """The smallest sorted value with at least a fraction q of the values at or below it, for
-    each q: what percentile_approx approximates, here exact (array of longs)."""
-    n = F.size(values)
-    return F.transform(F.array(*[F.lit(float(q)) for q in quantiles]),
-                       lambda q: _at(values, F.greatest(F.ceil(q * n) - 1, F.lit(0))))
+    each q: what percentile_approx approximates, here exact."""
+    n = len(sorted_values)
+    return [int(sorted_values[max(math.ceil(float(q) * n) - 1, 0)]) for q in quantiles]
 
 
-def latency_summary(latency: DataFrame, quantiles: list[float]) -> DataFrame:
+def sorted_groups(frame: DataFrame | pa.Table, keys: list[str], value: str) -> dict[tuple, np.ndarray]:
+    """Every ``value`` of ``frame`` (a Spark frame, collected once as Arrow, or an Arrow table)
+    per distinct ``keys``, sorted ascending by numpy.
+
+    Exact percentiles need every value in order. Spark sorts a group's values in one task
+    (array_sort of millions of values, or percentile's hash map of counts): 10 M events' latencies
+    took most of the latency step that way; numpy sorts them in well under a second."""
+    table = frame.select(*keys, value).toArrow() if isinstance(frame, DataFrame) else frame.select([*keys, value])
+    if table.num_rows == 0:
+        return {}
+    codes, labels, width = np.zeros(table.num_rows, dtype=np.int64), [], 1
+    for k in keys:
+        enc = pc.dictionary_encode(table.column(k)).combine_chunks()
+        codes = codes * len(enc.dictionary) + enc.indices.to_numpy(zero_copy_only=False)
+        labels.append(enc.dictionary.to_pylist())
+        width *= len(enc.dictionary)
+    values = table.column(value).to_numpy()
+    order = np.lexsort((values, codes))
+    codes, values = codes[order], values[order]
+    starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
+    out = {}
+    for i, start in enumerate(starts):
+        end = starts[i + 1] if i + 1 < len(starts) else len(codes)
+        code, key = int(codes[start]), []
+        for lab in reversed(labels):
+            code, ix = divmod(code, len(lab))
+            key.append(lab[ix])
+        out[tuple(reversed(key))] = values[start:end]
+    return out
+
+
+def exact_summary(sorted_values: np.ndarray) -> dict:
+    """n, mean_ns (the exact long sum over n, in double as Spark divides), p50_ns, p99_ns
+    (``EXACT_QUANTILES``, interpolated) and max_ns of sorted values."""
+    n = len(sorted_values)
+    return {"n": n, "mean_ns": float(int(sorted_values.sum())) / float(n),
+            "p50_ns": interpolated_percentile(sorted_values, EXACT_QUANTILES[0]),
+            "p99_ns": interpolated_percentile(sorted_values, EXACT_QUANTILES[1]), "max_ns": int(sorted_values[-1])}
+
+
+def latency_summary(latency: DataFrame | pa.Table, quantiles: list[float]) -> list[dict]:
     """Per stage and region, and per stage over every region (region 'all', overall true):
     n, mean_ns, p50_ns and p99_ns (exact, ``EXACT_QUANTILES``), max_ns, and q (the latency at
-    each of ``quantiles``, for the CDF plot).
+    each of ``quantiles``, for the CDF plot); rows in (stage, region) order.
 
-    The latency table is read once: each (stage, region) collects its latencies, and a stage's
-    overall figures merge those few arrays, instead of aggregating every row twice over
-    grouping sets with a percentile hash map and a quantile sketch each (the slowest job).
-    mean_ns is the exact sum over n, as Spark's mean is while the sum stays below 2^53 ns.
-
-    Columns: stage region overall n mean_ns p50_ns p99_ns max_ns q.
+    The latency table (a Spark frame, or an Arrow table of at least stage, region and
+    latency_ns) is read once, its latencies sorted per (stage, region) on the driver
+    (``sorted_groups``); a stage's overall figures merge its regions' sorted runs.
     """
-    per_region = latency.groupBy("stage", "region").agg(
-        F.count("*").alias("n"), F.sum("latency_ns").alias("sum_ns"), F.collect_list("latency_ns").alias("values"))
-    both = per_region.groupingSets([["stage", "region"], ["stage"]], "stage", "region").agg(
-        F.sum("n").alias("n"), F.sum("sum_ns").alias("sum_ns"),
-        F.array_sort(F.flatten(F.collect_list("values"))).alias("values"), (F.grouping("region") == 1).alias("overall"))
-    v = F.col("values")
-    return both.select(
-        "stage", F.when(F.col("overall"), F.lit("all")).otherwise(F.col("region")).alias("region"), "overall",
-        "n", (F.col("sum_ns") / F.col("n")).alias("mean_ns"),
-        interpolated_percentile(v, EXACT_QUANTILES[0]).alias("p50_ns"),
-        interpolated_percentile(v, EXACT_QUANTILES[1]).alias("p99_ns"),
-        _at(v, F.size(v) - 1).alias("max_ns"), ranked_quantiles(v, quantiles).alias("q"))
+    groups = sorted_groups(latency, ["stage", "region"], "latency_ns")
+    rows = []
+    for stage in sorted({s for s, _ in groups}):
+        mine = {r: v for (s, r), v in groups.items() if s == stage}
+        every = np.sort(np.concatenate(list(mine.values())), kind="stable")   # merges sorted runs
+        for region, values, overall in [("all", every, True), *[(r, v, False) for r, v in mine.items()]]:
+            rows.append({"stage": stage, "region": region, "overall": overall, **exact_summary(values),
+                         "q": ranked_quantiles(values, quantiles)})
+    return sorted(rows, key=lambda r: (r["stage"], r["region"]))
 
 
 def crashed_at_end(events: DataFrame) -> DataFrame:

@@ -8,7 +8,8 @@ from pyspark.sql import types as T
 
 from .. import tables as ev
 
-_ARROW_TO_SPARK = {pa.int64(): T.LongType(), pa.string(): T.StringType(), pa.float64(): T.DoubleType()}
+_ARROW_TO_SPARK = {pa.int64(): T.LongType(), pa.string(): T.StringType(), pa.float64(): T.DoubleType(),
+                   pa.bool_(): T.BooleanType()}
 
 
 def spark_schema(arrow_schema: pa.Schema) -> T.StructType:
@@ -17,6 +18,8 @@ def spark_schema(arrow_schema: pa.Schema) -> T.StructType:
 
 
 EVENTS = spark_schema(ev.EVENT_SCHEMA)
+# Event files written before the typed detail columns (tables.DETAIL_COLUMNS): detail only.
+LEGACY_EVENTS = T.StructType([f for f in EVENTS.fields if f.name in ev.LEGACY_EVENT_COLUMNS])
 DROPS = spark_schema(ev.DROP_SCHEMA)
 LINK_COUNTS = spark_schema(ev.LINK_COUNT_SCHEMA)
 

@@ -4,6 +4,7 @@ link counts a backend would write. Vectorised: tens of millions of events in sec
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import pyarrow as pa
 from ..events import Kind
 from ..rundir import RunDir
 from ..spec import Experiment, Topology
-from ..tables import DROP_SCHEMA, EVENT_SCHEMA, LINK_COUNT_SCHEMA
+from ..tables import DROP_SCHEMA, EVENT_SCHEMA, LINK_COUNT_SCHEMA, detail_arrays
 
 SWITCH_LINKS = [("s1", "s2"), ("s1", "s3"), ("s2", "s4"), ("s2", "s5"), ("s3", "s6"), ("s3", "s7")]
 LEAF_SWITCHES = ["s4", "s5", "s6", "s7"]
@@ -92,6 +93,7 @@ class _Blocks:
             _strings(["", "src"], has_src.astype(np.int32)),
             pa.array(np.where(has_src, c["seq"], -1)), pa.array(c["gseq"]),
             pa.array(np.full(n, 64, dtype=np.int64)), _strings(self.details, c["detail"]),
+            *[typed.take(pa.array(c["detail"])) for typed in detail_arrays(json.loads(d) for d in self.details)],
         ], schema=EVENT_SCHEMA)
 
 

@@ -20,7 +20,7 @@ def throughput(events: DataFrame, hosts: DataFrame, bin_ns: int = 100_000_000) -
                              "bin_ns").agg(F.count("*").alias("messages"))
     cust = (
         events.filter(F.col("kind") == Kind.CUST_RECV)
-        .join(hosts.select("node", "region"), "node")
+        .join(F.broadcast(hosts.select("node", "region")), "node")   # the topology's hosts: a few rows
         .groupBy("region", "stripe", "gseq").agg(F.min("t_ns").alias("t_ns"))
         .withColumn("bin_ns", binned("t_ns"))
         .groupBy(F.lit("region").alias("dimension"), F.col("region").alias("key"), "bin_ns")

@@ -154,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         console.print("[bold red]rmptwin bench:[/] --runs must be at least 1")
         return 2
     files = BenchFiles(args.out, args.reference)
+    os.environ["RMPTWIN_BENCH_OUT"] = str(files.out_dir)  # bench_spark writes its query plans beside the table
     try:
         reference = files.read_reference()
     except UserError as e:

@@ -5,12 +5,21 @@ family of metrics (job.compute's steps). Start-up and warm-up reported apart."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import shutil
 import tempfile
 import time
 from pathlib import Path
 
+from .harness import REPO
+
 RUNS = 1       # one JVM and one log; the analysis itself is timed TIMINGS times in it
 TIMINGS = 3
+# The physical plan of the slowest Spark job of the last timing goes next to the bench table
+# (spark_plan_after.txt), beside the plan of that job before the analysis was restructured
+# (kept in the repository, copied there as spark_plan_before.txt).
+PLAN_BEFORE = REPO / "bench" / "spark_plan_before.txt"
 
 
 # The families of metrics job.compute times apart: its progress steps, in order.
@@ -25,6 +34,55 @@ def _timed_compute(job, spark, run_dir) -> tuple[float, dict[str, float]]:
     end = time.perf_counter()
     marks.append(("end", end))
     return end - t0, {marks[i][0]: marks[i + 1][1] - marks[i][1] for i in range(len(marks) - 1)}
+
+
+@contextlib.contextmanager
+def _slowest_action(record: list):
+    """Time every DataFrame.collect, toArrow and parquet write while inside; ``record`` then
+    holds the slowest as [seconds, what, formatted physical plan]: for a collect the final
+    adaptive plan as executed, formatted on the way out (formatting is not timed); for a write
+    the plan formatted just before it runs (not timed either)."""
+    from pyspark.sql.classic.dataframe import DataFrame
+    from pyspark.sql.readwriter import DataFrameWriter
+
+    def plan(df) -> str:
+        return df._sc._jvm.PythonSQLUtils.explainString(df._jdf.queryExecution(), "formatted")
+
+    def timed(orig, frame_of, what):
+        def wrapper(self, *a, **kw):
+            df = frame_of(self)
+            # A write runs its frame in a query of its own: the frame's plan, taken while the
+            # cached tables it reads exist, is the adaptive plan before execution.
+            before = plan(df) if what == "parquet write" else None
+            t0 = time.perf_counter()
+            out = orig(self, *a, **kw)
+            secs = time.perf_counter() - t0
+            if not record or secs > record[0]:
+                record[:] = [secs, what, before or df]
+            return out
+        return wrapper
+
+    collect, arrow, parquet = DataFrame.collect, DataFrame.toArrow, DataFrameWriter.parquet
+    DataFrame.collect = timed(collect, lambda df: df, "collect")
+    DataFrame.toArrow = timed(arrow, lambda df: df, "toArrow")
+    DataFrameWriter.parquet = timed(parquet, lambda w: w._df, "parquet write")
+    try:
+        yield record
+    finally:
+        DataFrame.collect, DataFrame.toArrow, DataFrameWriter.parquet = collect, arrow, parquet
+    if record and not isinstance(record[2], str):
+        record[2] = plan(record[2])   # the executed (final adaptive) plan of a collect
+
+
+def _write_plans(record: list) -> None:
+    """spark_plan_after.txt (this code's slowest job) and spark_plan_before.txt next to the table."""
+    if not record:
+        return
+    out = Path(os.environ.get("RMPTWIN_BENCH_OUT", "results/bench"))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "spark_plan_after.txt").write_text(f"slowest job: {record[1]}, {record[0]:.2f} s\n{record[2]}")
+    if PLAN_BEFORE.exists():
+        shutil.copyfile(PLAN_BEFORE, out / "spark_plan_before.txt")
 
 
 def run(quick: bool) -> list[dict]:
@@ -47,7 +105,10 @@ def run(quick: bool) -> list[dict]:
             t0 = time.perf_counter()
             job.compute(spark, synthetic.write_run(Path(tmp) / "warmup", packets=2_000, seed=2, rate=20_000.0))
             warmup = time.perf_counter() - t0
-            timed = [_timed_compute(job, spark, run_dir) for _ in range(TIMINGS)]
+            timed = [_timed_compute(job, spark, run_dir) for _ in range(TIMINGS - 1)]
+            with _slowest_action([]) as slowest:
+                timed.append(_timed_compute(job, spark, run_dir))
+            _write_plans(slowest)
         finally:
             spark.stop()
     return _rows(n_events, packets, gen, startup, warmup, timed)

@@ -8,7 +8,8 @@ Logging sits on every node's per-message path (a receiver logs about 2.4 events 
 datagram), so a line is formatted from cached JSON pieces and ``detail`` is written as a
 JSON object, one encoder call per event instead of two (``json.dumps`` of the row around a
 ``json.dumps`` of its detail cost ~5 us per event, a third of a receiver's CPU per datagram);
-``merge_logs`` turns the object back into the detail string ``tables.row`` gives.
+``merge_logs`` turns the object back into the detail string ``tables.row`` gives, and adds
+the typed detail columns (``tables.DETAIL_COLUMNS``) from it.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from ..tables import EVENT_SCHEMA
+from ..tables import DETAIL_COLUMNS, EVENT_SCHEMA, detail_arrays
 from ..events import Event
 
 
@@ -85,6 +86,16 @@ def read_jsonl(path: Path) -> tuple[list[dict], int]:
     return rows, bad
 
 
+def _detail_object(detail) -> dict | None:
+    """A logged detail as a dict (a node writes an object; a string is parsed), None if not one."""
+    if isinstance(detail, str):
+        try:
+            detail = json.loads(detail)
+        except ValueError:
+            return None
+    return detail if isinstance(detail, dict) else None
+
+
 def merge_logs(paths: list[Path]) -> tuple[pa.Table, int]:
     """All node logs as one ``EVENT_SCHEMA`` table in (t_ns, node) order; and lines skipped."""
     rows: list[dict] = []
@@ -94,6 +105,9 @@ def merge_logs(paths: list[Path]) -> tuple[pa.Table, int]:
         rows += r
         bad += b
     rows.sort(key=lambda r: (r["t_ns"], r["node"]))
-    cols = {f.name: [r.get(f.name) for r in rows] for f in EVENT_SCHEMA}
+    cols = {name: [r.get(name) for r in rows] for name in EVENT_SCHEMA.names if name not in DETAIL_COLUMNS}
+    details = [_detail_object(d) for d in cols["detail"]]
     cols["detail"] = [d if isinstance(d, str) else _COMPACT.encode(d) for d in cols["detail"]]
+    # the typed detail columns the analysis reads instead of parsing detail (tables.DETAIL_COLUMNS)
+    cols.update(zip(DETAIL_COLUMNS, detail_arrays(details)))
     return pa.Table.from_pydict(cols, schema=EVENT_SCHEMA), bad

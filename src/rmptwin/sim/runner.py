@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from .. import factories
 from ..errors import UserError
-from ..tables import EVENT_SCHEMA
+from ..tables import EVENT_SCHEMA, detail_arrays
 from ..events import Event, Kind
 from ..spec import Clock, LoadedExperiment
 from ..ticker_workload import Publish, schedule
@@ -145,9 +145,9 @@ class Simulation:
         node.core.handle_timer(node.local(t))
         self._after(node, t, fired)
 
-    def _deliver(self, hosts: tuple, data: bytes, src: str, t: int) -> None:
+    def _deliver(self, hosts: list[int], data: bytes, src: str, t: int) -> None:
         # The fan-out hot path: _after inlined, one local clock reading per host.
-        nodes = self.nodes
+        nodes, rows = self.nodes, self._rows
         for h in hosts:
             node = nodes[h]
             if node.crashed:
@@ -156,19 +156,19 @@ class Simulation:
             node.recv(data, src, now)
             g = node.get_groups()
             if g is not node.groups:
+                if g != node.groups:
+                    self.net.set_groups(h, g)
                 node.groups = g
-                self.net.set_groups(h, g)
             out = node.to_send(now)
             if out:
                 send = self.net.send
                 for d, dest in out:
                     send(t, h, d, dest)
-            ev = node.next_event()
-            if ev is not None:
-                rows = self._rows
-                while ev is not None:
-                    rows.append((t, node, ev))
-                    ev = node.next_event()
+            next_event = node.next_event
+            ev = next_event()
+            while ev is not None:
+                rows.append((t, node, ev))
+                ev = next_event()
             deadline = node.get_timer()
             if deadline != node.timer_local:
                 node.timer_local = deadline
@@ -246,6 +246,7 @@ class Simulation:
             pa.array([r[2].gseq for r in rows], pa.int64()),
             pa.array([r[2].bytes for r in rows], pa.int64()),
             pa.array([encode(r[2].detail) if r[2].detail else "{}" for r in rows], pa.string()),
+            *detail_arrays(r[2].detail for r in rows),
         ]
         return pa.Table.from_arrays(cols, schema=EVENT_SCHEMA)
 
