@@ -57,8 +57,34 @@ def detail_values(detail: dict | None) -> tuple:
 
 def detail_arrays(details) -> list[pa.Array]:
     """The typed detail columns (DETAIL_COLUMNS order) of events with these details (dicts or None)."""
-    values = [detail_values(d) for d in details]
+    return typed_arrays([detail_values(d) for d in details])
+
+
+def typed_arrays(values: list[tuple]) -> list[pa.Array]:
+    """The typed detail columns from each event's ``detail_values``."""
     return [pa.array([v[i] for v in values], _DETAIL_TYPES[name]) for i, name in enumerate(DETAIL_COLUMNS)]
+
+
+def encoded_details(details) -> tuple[list[str], list[pa.Array]]:
+    """The ``detail`` column (compact JSON, "{}" if none) and the typed detail columns of events
+    with these details. A detail object shared by many events (customers that hear the same
+    message share one event, ``rmp.customer``) is encoded once: the caller keeps every detail
+    alive meanwhile, so its id is its identity."""
+    encode = json.JSONEncoder(separators=(",", ":")).encode
+    none = ("{}", (None, None, None, None))
+    done: dict[int, tuple[str, tuple]] = {}
+    texts, values = [], []
+    for d in details:
+        if not d:
+            text, typed = none
+        else:
+            got = done.get(id(d))
+            if got is None:
+                got = done[id(d)] = (encode(d), detail_values(d))
+            text, typed = got
+        texts.append(text)
+        values.append(typed)
+    return texts, typed_arrays(values)
 
 # Link ground truth: one row per packet dropped on a link (simulator; user-space impairment).
 DROP_SCHEMA = pa.schema(

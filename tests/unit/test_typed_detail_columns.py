@@ -7,7 +7,7 @@ import json
 
 from rmptwin.events import Event, Kind
 from rmptwin.runtime.eventlog import EventWriter, merge_logs
-from rmptwin.tables import EventLog, detail_values
+from rmptwin.tables import EventLog, detail_arrays, detail_values, encoded_details
 
 
 def test_detail_values_keep_only_values_of_the_column_type():
@@ -33,3 +33,11 @@ def test_every_writer_adds_the_typed_columns_beside_detail(tmp_path):
         assert [(r["d_stripe"], r["d_repair"], r["d_type"], r["d_count"]) for r in rows] == want
         assert [json.loads(r["detail"]) for r in rows] == [ev.detail or {} for ev in events]
     assert bad == 0
+
+
+def test_encoded_details_equal_per_event_encoding_also_for_shared_details():
+    shared = {"stripe": 1, "repair": False, "type": "CUST_RECV"}
+    details = [shared, None, {"count": 2}, shared, {}, shared]
+    texts, typed = encoded_details(details)
+    assert texts == [json.dumps(d, separators=(",", ":")) if d else "{}" for d in details]
+    assert [a.to_pylist() for a in typed] == [a.to_pylist() for a in detail_arrays(details)]

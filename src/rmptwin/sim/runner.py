@@ -14,7 +14,6 @@ no summary and prints nothing (``rmptwin.experiment_run`` and the CLI do).
 
 from __future__ import annotations
 
-import json
 import math
 import random
 import time
@@ -26,7 +25,7 @@ import pyarrow as pa
 
 from .. import factories
 from ..errors import UserError
-from ..tables import EVENT_SCHEMA, detail_arrays
+from ..tables import EVENT_SCHEMA, encoded_details
 from ..events import Event, Kind
 from ..spec import Clock, LoadedExperiment
 from ..ticker_workload import Publish, schedule
@@ -235,7 +234,7 @@ class Simulation:
 
     def event_table(self) -> pa.Table:
         rows = self._rows
-        encode = json.JSONEncoder(separators=(",", ":")).encode
+        texts, typed = encoded_details(r[2].detail for r in rows)
         cols = [
             pa.array([r[0] for r in rows], pa.int64()),
             pa.array([r[1].name for r in rows], pa.string()),
@@ -245,8 +244,8 @@ class Simulation:
             pa.array([r[2].src_seq for r in rows], pa.int64()),
             pa.array([r[2].gseq for r in rows], pa.int64()),
             pa.array([r[2].bytes for r in rows], pa.int64()),
-            pa.array([encode(r[2].detail) if r[2].detail else "{}" for r in rows], pa.string()),
-            *detail_arrays(r[2].detail for r in rows),
+            pa.array(texts, pa.string()),
+            *typed,
         ]
         return pa.Table.from_arrays(cols, schema=EVENT_SCHEMA)
 
