@@ -99,8 +99,16 @@ def latency_metrics(events: DataFrame, hosts: DataFrame, out: RunDir) -> dict:
     """Latency per stage and region (p50/p99 exact; the CDF's quantiles approximate)."""
     # Computed once, written, and the three columns the summary needs read back from the
     # written table (a cache of its millions of rows, or collecting them from Spark, cost more).
-    _write(latency.delivery_latency(events, hosts), out, "latency")
-    written = pq.read_table(out.analysis_path("latency.parquet"), columns=["stage", "region", "latency_ns"])
+    # The per-packet sends and the sequence map are cached for the one job: each is read by
+    # several joins, which would otherwise each recompute it from the events.
+    sent = latency.sends(events).cache()
+    seqmap = latency.sequence_map(events, sent).cache()
+    _write(latency.delivery_latency(events, hosts, sent, seqmap), out, "latency")
+    seqmap.unpersist()
+    sent.unpersist()
+    # stage and region read as dictionaries: two labels, not 5 M strings, for sorted_groups
+    written = pq.read_table(out.analysis_path("latency.parquet"), columns=["stage", "region", "latency_ns"],
+                            read_dictionary=["stage", "region"])
     summary = latency.latency_summary(written, QUANTILES)
     m = {"latency": [{k: r[k] for k in ("stage", "region", "n", "mean_ns", "p50_ns", "p99_ns", "max_ns")}
                      for r in summary],
