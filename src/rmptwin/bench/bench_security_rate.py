@@ -21,7 +21,7 @@ from pathlib import Path
 from ..experiment_run import EmulationOptions, run_experiment
 from ..keys import generate, write_keys
 from ..spec import LoadedExperiment, load_experiment
-from .bench_runtime import at_rate, latency_bound_ms, run_facts, verdict
+from .bench_runtime import at_rate, highest_rate_row, latency_bound_ms, run_facts, verdict
 
 REPO = Path(__file__).resolve().parents[3]
 RUNS = 1                             # each step is one emulated run; the ladder is the repetition
@@ -74,16 +74,10 @@ def run(quick: bool) -> list[dict]:
         key_file = tmp / "keys" / "quickstart.json"
         write_keys(generate(load_experiment(REPO / "experiments" / "quickstart.yaml")), key_file)
         best = {setting: _ladder(setting, rates, trade_s, tmp / "runs", key_file, rows) for setting in SETTINGS}
-        ladder = "/".join(str(r) for r in rates)
         for setting, rate in best.items():
-            rows.append({
-                "metric": f"highest ticker rate that passes, security {setting}", "value": rate, "unit": "msg/s",
-                "ok": rate is not None, "better": "higher",
-                "conditions": f"emulated, quickstart topology, namespace hosts, no captures, {trade_s:g} s of "
-                              f"trading, one run per step of the ladder {ladder} msg/s (stops at the first failure)",
-                "note": "agreement, 0 lost, every guaranteed customer complete, p99 <= 2 x (Delta_A + longest "
-                        "path), no reformation, sources on schedule" + (" (the highest rate tried)" if rate == rates[-1] else "")
-                        + ("" if rate is not None else f"; not even {rates[0]} msg/s")})
+            rows.append(highest_rate_row(f"highest ticker rate that passes, security {setting}", rate, rates,
+                                         f"emulated, quickstart topology, namespace hosts, no captures, "
+                                         f"{trade_s:g} s of trading"))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return rows
