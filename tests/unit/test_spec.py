@@ -108,6 +108,17 @@ def test_bad_reference_names_what_is_missing(tmp_path):
     assert "s3" in _error(load_topology, p2)
 
 
+def test_a_whole_topology_check_points_at_the_line_it_names(tmp_path):
+    # The topology's own checks have no field path: the line is where the named value stands.
+    p = _write(tmp_path, "t.yaml", GOOD_TOPO.replace("role: primary, switch: s2", "role: primary, switch: s7"))
+    msg = _error(load_topology, p)
+    assert f"{p}:10:" in msg and "'s7'" in msg
+    # A check that names no value gets no line, rather than line 1.
+    p2 = _write(tmp_path, "t2.yaml", GOOD_TOPO.replace("switches: [s1, s2]", "switches: [s1, s2, s1]"))
+    msg2 = _error(load_topology, p2)
+    assert "unique" in msg2 and msg2.startswith(f"{p2}: (top level)")
+
+
 def test_bad_loss_names_the_field(tmp_path):
     p = _write(tmp_path, "t.yaml", GOOD_TOPO.replace("loss: 0.01", "loss: 1.5"))
     msg = _error(load_topology, p)

@@ -167,10 +167,13 @@ class EmulatedNetwork:
         if self.nodes_mode == "docker":
             envmod.ensure_dockerd()   # before touching anything: a missing engine is one clear line
         envmod.ensure_ovs()
+        # Before the tag is claimed: a stale net.json may name the very tag claim_tag hands out
+        # next, and clearing it afterwards would delete the tag file just claimed.
+        self._clear_stale_state_dir()
         self.tag = claim_tag()
         self.mininet_topo = self._mininet_topo()
         self.sw_name = self.mininet_topo.switch_names
-        self._claim_state_dir()
+        self._record_state_dir()
         if self.nodes_mode == "docker":
             self.image = ensure_image(progress=self.progress)
         self.progress(f"building {self.topo.name}: {len(self.topo.switches)} switches, "
@@ -195,7 +198,8 @@ class EmulatedNetwork:
         self._wait_controller()
         self.progress("network up")
 
-    def _claim_state_dir(self) -> None:
+    def _clear_stale_state_dir(self) -> None:
+        """Refuse a state directory whose owner still runs; undo what a dead owner left in it."""
         self.state_dir.mkdir(parents=True, exist_ok=True)
         register_state_dir(self.state_dir)
         net_json = self.state_dir / "net.json"
@@ -208,6 +212,8 @@ class EmulatedNetwork:
                 raise UserError(f"a network is already up in {self.state_dir} (pid {owner}); "
                                 f"run `rmptwin net down` first")
             cleanup_state_dir(self.state_dir)
+
+    def _record_state_dir(self) -> None:
         (self.state_dir / "links").mkdir(parents=True, exist_ok=True)
         for f in (self.state_dir / "links").iterdir():
             f.unlink()

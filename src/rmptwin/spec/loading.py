@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import yaml
@@ -57,15 +58,41 @@ def read_yaml(path: Path) -> tuple[dict, str]:
     return data, text
 
 
+def _quoted_value_line(text: str, msg: str) -> int | None:
+    """The line of the first YAML scalar equal to a value the message quotes ('s9'): where a
+    whole-model check (an unknown switch, a duplicate name) points, rather than line 1."""
+    try:
+        root = yaml.compose(text)
+    except yaml.YAMLError:
+        return None
+    scalars: dict[str, int] = {}
+    stack = [root] if root is not None else []
+    while stack:
+        node = stack.pop()
+        if isinstance(node, yaml.ScalarNode):
+            line = node.start_mark.line + 1
+            scalars[node.value] = min(line, scalars.get(node.value, line))
+        elif isinstance(node, yaml.MappingNode):
+            stack.extend(v for _, v in node.value)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+    for quoted in re.findall(r"'([^']+)'", msg):
+        if quoted in scalars:
+            return scalars[quoted]
+    return None
+
+
 def _validation_message(path: Path, text: str, err: ValidationError) -> str:
     first = err.errors()[0]
     loc = tuple(p for p in first["loc"] if not (isinstance(p, str) and p in ROLES + ("bernoulli", "gilbert_elliott")))
     lines = _line_index(text)
     line = None
-    for cut in range(len(loc), -1, -1):
+    for cut in range(len(loc), 0, -1):
         if loc[:cut] in lines:
             line = lines[loc[:cut]]
             break
+    if line is None:
+        line = _quoted_value_line(text, first["msg"])
     field = ".".join(str(p) for p in loc) or "(top level)"
     msg = first["msg"].removeprefix("Value error, ")
     if first["type"] == "extra_forbidden":
