@@ -192,6 +192,12 @@ class RingMember(StreamReceiver):
     def may_request(self, chan: str) -> bool:
         """NACK reduction (seed 5.2): ask for what token t acknowledged only in our slot."""
         k_p = self.tm.k_p
+        if k_p and isinstance(chan, tuple) and self.idx >= 0:
+            # A hole the ring has not acknowledged yet is the next token site's to ask the source
+            # for (it must hold what it acknowledges); the others wait for the ack naming the
+            # message and ask in their slot, so that a multicast repair can spare the later sets.
+            latest = self.acks.get(self.highest_seen)
+            return latest is None or latest.next_site == self.me
         if not k_p or chan != "msgs" or self.idx < 0:
             return True
         a = self.acks.get(self.t_r)

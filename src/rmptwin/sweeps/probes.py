@@ -4,7 +4,8 @@ table: the counts the seeds' claims are stated in. A probe is named ``NAME`` or 
 
 - ``rmp``: ``acks`` (ACK_SENT), ``acks_per_message`` (acks / messages sent), ``ack_k_mean``
   (messages one ack acknowledges, mean), ``ring_nacks`` (NACK_SENT by primaries and
-  secondaries), ``nacks_per_message``, ``first_copies_missed`` (a ring receiver's first copy
+  secondaries), of them ``message_nacks`` (asking for messages) and ``ack_nacks`` (for acks),
+  ``nacks_per_message``, ``first_copies_missed`` (a ring receiver's first copy
   of a message came as a repair), ``nacks_per_missed``, ``ctrl_sent``.
 - ``ring``: ``stable_passes`` (token passes from a message's acknowledgement to STABLE, median)
   and ``token_interval_ms`` (median time between token passes).
@@ -23,6 +24,7 @@ import pandas as pd
 
 from ..errors import UserError
 from ..events import Kind
+from ..rmp.wire import WANT_ACKS, WANT_MSGS
 
 RING_ROLES = ("primary", "secondary")
 PAPER_MAX_RATE = 9000.0   # the venue paper divides gaps by its EVs' top rate, 9,000 req/s
@@ -37,7 +39,9 @@ def rmp_counts(df: pd.DataFrame, loaded, arg: str | None) -> dict:
     acks = df[df.kind == Kind.ACK_SENT]
     ks = [json.loads(d).get("k", 0) for d in acks.detail]
     ring = df.role.isin(RING_ROLES)
-    nacks = int(((df.kind == Kind.NACK_SENT) & ring).sum())
+    ring_nack = df[(df.kind == Kind.NACK_SENT) & ring]
+    nacks = int(len(ring_nack))
+    wants = [json.loads(d).get("want") for d in ring_nack.detail]
     recv = df[(df.kind == Kind.RECV) & ring]
     missed = int(sum(1 for d in recv.detail if json.loads(d).get("repair")))
     return {
@@ -45,6 +49,8 @@ def rmp_counts(df: pd.DataFrame, loaded, arg: str | None) -> dict:
         "acks_per_message": len(acks) / sent if sent else None,
         "ack_k_mean": float(np.mean(ks)) if ks else None,
         "ring_nacks": nacks,
+        "message_nacks": sum(1 for w in wants if w == WANT_MSGS),
+        "ack_nacks": sum(1 for w in wants if w == WANT_ACKS),
         "nacks_per_message": nacks / sent if sent else None,
         "first_copies_missed": missed,
         "nacks_per_missed": nacks / missed if missed else None,
