@@ -11,9 +11,12 @@ the node's adapters, which start and stop the cluster.
 from __future__ import annotations
 
 import asyncio
+import json
 import queue
 import random
+import socket
 import threading
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -21,14 +24,14 @@ import pytest
 from rmptwin.events import Kind
 from rmptwin.factories import build_core
 from rmptwin.sansio import Unicast
-from rmptwin.runtime.etcd_client import EtcdCas, EtcdCasClient, serve_propose
+from rmptwin.runtime.etcd_client import EtcdCas, EtcdCasClient, _Http, leader_first, serve_propose
 from rmptwin.runtime.etcd_cluster import EtcdCluster
 from rmptwin.runtime.venue_adapters import node_adapters
 from rmptwin.spec import load_experiment
 from rmptwin.venue import wire
 from rmptwin.venue.orderbook import LIMIT
 from rmptwin.venue.sequencer import CasProxyCore
-from rmptwin.venue.venue import VenueConfig, VenueCore
+from rmptwin.venue.venue import SEQ_PROBE, VenueConfig, VenueCore
 from rmptwin.venue.wire import Order, Request
 
 pytestmark = [pytest.mark.etcd, pytest.mark.timeout(240)]
@@ -95,7 +98,37 @@ def test_one_key_per_batch_a_late_proposer_mid_batch_learns_what_stands_and_too_
             assert cas.propose(n, [(2, n + i) for i in range(4)])[0] == wire.WON
         assert cas.propose(2, [(1, 9)])[0] == wire.TOO_FAR
         assert min(cas.read_all()) >= 16 - 8 - 4              # etcd keeps the window (and one batch), not more
+        assert cas.propose(SEQ_PROBE, []) == (wire.LOST, 16, [])   # a restarting EV's probe: where the order stands
         cas.close()
+        lead = leader_first(list(reversed(cluster.endpoints)))
+        assert sorted(lead) == sorted(cluster.endpoints)
+        status = json.loads(urllib.request.urlopen(urllib.request.Request(
+            lead[0] + "/v3/maintenance/status", data=b"{}", method="POST"), timeout=5).read())
+        assert status["leader"] == status["header"]["member_id"]   # the first is the raft leader
+
+
+def test_the_http_client_reads_chunked_and_sized_answers_on_one_kept_alive_connection():
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    answers = [b"HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\n{\"a\":1}",
+               b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\n{\"b\"\r\n3\r\n:2}\r\n0\r\n\r\n"]
+
+    def serve():
+        conn, _ = srv.accept()
+        for a in answers:
+            got = b""
+            while b"\r\n\r\n" not in got or not got.endswith(b"{}"):
+                got += conn.recv(4096)
+            conn.sendall(a[:20])                              # in pieces, as TCP may deliver it
+            conn.sendall(a[20:])
+        conn.close()
+    threading.Thread(target=serve, daemon=True).start()
+    http = _Http("127.0.0.1", srv.getsockname()[1], 5.0)
+    assert http.post("/v3/kv/txn", b"{}") == (200, b'{"a":1}')
+    assert http.post("/v3/kv/txn", b"{}") == (200, b'{"b":2}')
+    http.close()
+    srv.close()
 
 
 def test_member_crash_during_load_no_gap_no_duplicate():

@@ -1,14 +1,14 @@
-"""The real durable stores (runtime side): gateway log file (fsync), history recorder on SQLite
-(WAL), and the per-host stores a real node hands its venue factory; the simulator's in-memory ones."""
+"""The real durable stores (runtime side): gateway log file (fdatasync), history recorder as a
+log file or on SQLite (WAL), and the per-host stores a real node hands its venue factory; the
+simulator's in-memory ones."""
 
 from __future__ import annotations
 
 import random
-import sqlite3
 from pathlib import Path
 
 from rmptwin.factories import build_core
-from rmptwin.runtime.durable_stores import DurableStores, FileGatewayLog, SqliteHistoryStore
+from rmptwin.runtime.durable_stores import DurableStores, FileGatewayLog, FileHistoryStore
 from rmptwin.runtime.venue_adapters import node_adapters
 from rmptwin.spec import load_experiment
 from rmptwin.venue.stores import MemoryStores
@@ -59,20 +59,38 @@ def test_a_gateway_with_a_background_fsync_sends_nothing_until_the_log_is_on_dis
     assert FileGatewayLog(tmp_path / "gw.log").unfinished() == [(0, log.get(0))]
 
 
-def test_sqlite_history_store_is_wal_and_keeps_everything_across_reopen(tmp_path):
-    path = tmp_path / "hr.sqlite"
-    st = SqliteHistoryStore(path)
+def test_history_log_keeps_everything_across_reopen_and_drops_a_torn_tail(tmp_path):
+    path = tmp_path / "hr.log"
+    st = FileHistoryStore(path)
     st.store([(0, b"r0", []), (1, b"r1", [(5, 6, 1_000_000, 100, 0), (5, 7, 1_000_100, 50, 0)])])
     st.store([(1, b"dup", []), (2, b"r2", [])])          # a duplicate position is ignored
     st.put_checkpoint(1, b"book@1")
     st.put_checkpoint(0, b"older")
+    st.store([(3, b"r3", [])])
+    end = st._f.end
     st.close()
-    assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    again = SqliteHistoryStore(path)
-    assert again.top() == 2 and again.trade_count() == 2
-    assert again.hardened(1, 5) == [(1, b"r1"), (2, b"r2")]
+    with open(path, "r+b") as f:                          # a crash in the middle of the next group commit
+        f.seek(end)
+        f.write(bytes([0x52]) + (4).to_bytes(8, "big") + b"\x00\x00\x00\x02\x00\x00\x00\x00\x00\x00\x00\x00r4")
+    again = FileHistoryStore(path)
+    assert again.top() == 3 and again.trade_count() == 2
+    assert again.hardened(1, 5) == [(1, b"r1"), (2, b"r2"), (3, b"r3")]
     assert again.latest_checkpoint() == (1, b"book@1")
+    again.store([(4, b"r4", [])])                         # goes where the torn record was
     again.close()
+    assert FileHistoryStore(path).hardened(3, 9) == [(3, b"r3"), (4, b"r4")]
+
+
+def test_logs_write_into_preallocated_space_so_a_sync_changes_no_file_size(tmp_path):
+    log, hr = FileGatewayLog(tmp_path / "gw.log"), FileHistoryStore(tmp_path / "hr.log")
+    sizes = [(tmp_path / n).stat().st_size for n in ("gw.log", "hr.log")]
+    for i in range(100):
+        log.append([(i, b"x" * 60)])
+        hr.store([(i, b"y" * 60, [])])
+    assert [(tmp_path / n).stat().st_size for n in ("gw.log", "hr.log")] == sizes and min(sizes) > 0
+    log.close()
+    hr.close()
+    assert FileGatewayLog(tmp_path / "gw.log").last_seq() == 99 and FileHistoryStore(tmp_path / "hr.log").top() == 99
 
 
 def test_a_recovering_host_finds_its_store_and_a_fresh_start_begins_empty(tmp_path):
@@ -86,8 +104,7 @@ def test_a_recovering_host_finds_its_store_and_a_fresh_start_begins_empty(tmp_pa
     assert again.gateway_log("gw1", fresh=True).last_seq() == -1    # a first start forgets an old run
     assert again.history_store("hr1", fresh=True).top() == -1
     again.close()
-    assert sorted(p.name for p in (tmp_path / "venue-state").iterdir() if not p.name.endswith(("-wal", "-shm"))) \
-        == ["gw1.gwlog", "hr1.sqlite"]
+    assert sorted(p.name for p in (tmp_path / "venue-state").iterdir()) == ["gw1.gwlog", "hr1.hrlog"]
 
 
 def test_memory_stores_keep_each_host_across_recovery_and_start_fresh_on_a_first_start():

@@ -13,7 +13,7 @@ from rmptwin.venue.history import HistoryConfig, HistoryCore
 from rmptwin.venue.orderbook import BUY, LIMIT, SELL
 from rmptwin.venue.sequencer import CasLog, CasProxyCore, SequencerConfig, SequencerCore
 from rmptwin.venue.stores import MemoryGatewayLog, MemoryHistoryStore
-from rmptwin.venue.venue import VenueConfig, VenueCore
+from rmptwin.venue.venue import SEQ_PROBE, VenueConfig, VenueCore
 from rmptwin.venue.wire import Order, Request
 
 GWS = ["gw1", "gw2"]
@@ -269,3 +269,51 @@ def test_history_ignores_duplicate_positions_and_acknowledges_after_commit():
     upto, entries = wire.decode(out[0][0])[1]
     assert upto == 1 and [(n, r.key) for n, r in entries] == [(0, (0, 0)), (1, (0, 1))]
     assert hr.duplicates == 2 and store.commits == 1 and store.trade_count() == 1
+
+
+def _route(cores: dict, sent: list, name: str, out, now: int) -> None:
+    """Deliver ``out`` from core ``name`` to the cores it names (unicast or a group of EVs)."""
+    for data, dest in out:
+        sent.append((name, wire.decode(data)[0]))
+        targets = [dest.node] if isinstance(dest, Unicast) else [n for n in cores if n.startswith("ev")]
+        for t in targets:
+            if t in cores and t != name:
+                cores[t].receive_datagram(data, name, now)
+
+
+def _run(cores: dict, sent: list, now: int) -> None:
+    for _ in range(200):
+        for name, core in cores.items():
+            t = core.get_timer()
+            if t is not None and t <= now:
+                core.handle_timer(now)
+            _route(cores, sent, name, core.datagrams_to_send(now), now)
+
+
+def test_a_restarted_ev_asks_the_hr_and_the_sequencer_at_once_and_syncs_after_one_hr_answer():
+    def ev(ev_id, recovering=False):
+        config = VenueConfig(ev_id=ev_id, symbols=("IBM",), gateways=tuple(GWS), sequencer="seq", history="hr1",
+                             durable=True, checkpoint_every=4)
+        return VenueCore(config, lambda: 0, recovering=recovering)
+    live, sent = ev(0), []
+    cores = {"ev1": live, "seq": SequencerCore(SequencerConfig(window=100)),
+             "hr1": HistoryCore(HistoryConfig(commit_ns=0), MemoryHistoryStore())}
+    for i in range(10):
+        live.receive_datagram(wire.request_frame(req(0, i, BUY if i % 2 else SELL, 1 + i, 1_000_000)), "gw1", i)
+        _run(cores, sent, i)
+    assert live.next_pos == 10 and cores["hr1"].top == 9
+    new = cores["ev2"] = ev(1, recovering=True)
+    first = [(dest, wire.decode(d)) for d, dest in new.datagrams_to_send(20)]
+    assert [(dest, f[0]) for dest, f in first] == [(Unicast("seq"), wire.T_PROPOSE), (Unicast("hr1"), wire.T_CKPT_REQ)]
+    assert first[0][1][1][1] == SEQ_PROBE                        # a read: where the sequencer stands
+    for d, dest in [(wire.propose_frame(1, SEQ_PROBE, []), "seq"), (wire.ckpt_req_frame(1), "hr1")]:
+        cores[dest].receive_datagram(d, "ev2", 20)
+    sent.clear()
+    _route(cores, sent, "hr1", cores["hr1"].datagrams_to_send(20), 20)   # checkpoint @7, then positions 8 and 9
+    assert Kind.SYNC_DONE not in [e.kind for e in events(new)]            # the target is not known yet
+    _route(cores, sent, "seq", cores["seq"].datagrams_to_send(20), 21)
+    done = [e for e in events(new) if e.kind == Kind.SYNC_DONE]
+    assert len(done) == 1 and done[0].detail["position"] == 9
+    assert new.next_pos == live.next_pos and new.state_hash() == live.state_hash()
+    _route(cores, sent, "ev2", new.datagrams_to_send(21), 21)
+    assert ("ev2", wire.T_HARDENED_REQ) not in sent                   # one HR round trip, not two

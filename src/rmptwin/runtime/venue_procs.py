@@ -1,11 +1,12 @@
 """Real-time venue run in separate processes: two EVs, the gateway, the history recorder.
 
 Processes (forked, each with its own sockets, ``runtime.venue_node``): ``front`` runs the
-trading client and the gateway (its log a file, one fsync per batch of appended requests:
-group commit, the fsync in a worker thread so the loop goes on taking orders and
-completions; a request goes to the EVs only after the fsync that covers it); ``hr`` the
-history recorder (SQLite in WAL mode, ``synchronous=FULL``, one transaction per batch:
-group commit; HARDENED only after that commit); ``ev1``, ``ev2`` one EV each with its own
+trading client and the gateway (its log a file, one fdatasync per batch of appended requests:
+group commit, in the loop: into preallocated space it takes ~0.1 ms, less than handing it to
+a thread and being woken; orders arriving meanwhile form the next batch; a request goes to
+the EVs only after the fdatasync that covers it); ``hr`` the history recorder (an
+append-only log, ``FileHistoryStore``: one write and one fdatasync per batch, group commit;
+HARDENED only after that fdatasync); ``ev1``, ``ev2`` one EV each with its own
 etcd client in a worker thread (one etcd transaction per proposal batch; an EV has at most
 one proposal in flight, the venue core's rule, and proposes the next batch as soon as the
 answer is in, while the loop goes on receiving and executing). ``trace`` in the figures
@@ -27,6 +28,7 @@ Figures, all from ``time.monotonic_ns`` (one clock for every process):
 
 from __future__ import annotations
 
+import gc
 import multiprocessing as mp
 import os
 import queue
@@ -40,20 +42,23 @@ from pathlib import Path
 import numpy as np
 
 from ..events import Kind
+from ..sansio import Unicast
 from ..venue import wire
 from ..venue.client import ClientConfig, ClientCore
 from ..venue.gateway import GatewayConfig, GatewayCore
 from ..venue.history import HistoryConfig, HistoryCore
 from ..venue.venue import VenueConfig, VenueCore
-from .durable_stores import FileGatewayLog, SqliteHistoryStore
-from .etcd_client import EtcdCas
-from .venue_node import EtcdProposer, EtcdStats, Transport, pump, waker
+from .durable_stores import FileGatewayLog, FileHistoryStore
+from .etcd_client import EtcdCas, leader_first
+from .venue_node import EtcdProposer, EtcdStats, Transport, pump
 from .venue_trace import StageStamps, stage_breakdown
 
 START_DELAY_NS = 200_000_000   # the clients start this long after every process is ready
 DRAIN_CAP_S = 2.0              # after the load, wait at most this long for every completion
 # shared int64 slots (one RawArray, no locks: each slot has one writer)
 GO, STOP, HR_TOP, ACCEPTED, COMPLETED, TARGET, OFFERED, EV0 = range(8)
+_SEQ = Unicast("seq")
+_PHASES = ("checkpoint", "hardened", "live")   # a recovering EV's, in order (the HR's one answer ends the first two)
 
 
 def _groups(n_ev: int) -> dict[str, list[str]]:
@@ -84,7 +89,7 @@ def _fast_thread_handoff() -> None:
 def _front_main(sh, q, p: dict) -> None:
     _fast_thread_handoff()
     net = Transport(p["sock_dir"], ["cl1", "gw1"], _groups(p["n_ev"]))
-    log = FileGatewayLog(Path(p["state_dir"]) / "gw1.log", on_synced=waker(net.path("gw1")))   # fsync off the loop
+    log = FileGatewayLog(Path(p["state_dir"]) / "gw1.log")   # fdatasync in the loop: 0.1 ms into preallocated space
     gw = GatewayCore(GatewayConfig(gw_id=0, venues=p["evs"], symbols=p["symbols"], fsync_ns=0), log)
     q.put(("ready", "front", None))
     _wait_go(sh)
@@ -118,7 +123,7 @@ def _front_main(sh, q, p: dict) -> None:
 
 def _hr_main(sh, q, p: dict) -> None:
     net = Transport(p["sock_dir"], ["hr1"], _groups(p["n_ev"]))
-    store = SqliteHistoryStore(Path(p["state_dir"]) / "hr1.sqlite")
+    store = FileHistoryStore(Path(p["state_dir"]) / "hr1.log")
     hr = HistoryCore(HistoryConfig(commit_ns=0), store)
     stamps = StageStamps()
     q.put(("ready", "hr", None))
@@ -134,16 +139,31 @@ def _hr_main(sh, q, p: dict) -> None:
     store.close()
 
 
+def _ask_first(net: Transport, name: str, ev: VenueCore, start_proposer) -> EtcdProposer:
+    """Send a new EV's first questions (a recovering one's: the HR's checkpoint, where the
+    sequencer stands): the HR's at once, so the HR answers while the etcd client starts
+    (``start_proposer()``), then the sequencer's through it. The proposer."""
+    first = ev.datagrams_to_send(time.monotonic_ns())
+    net.send(name, [(d, dest) for d, dest in first if dest != _SEQ])
+    net.flush()
+    seq = start_proposer()
+    for d, dest in first:
+        if dest == _SEQ:
+            seq.submit(d)
+    return seq
+
+
 def _ev_main(sh, q, p: dict, i: int, recovering: bool) -> None:
-    main_at = time.monotonic_ns()
+    main_at, main_cpu = time.monotonic_ns(), time.process_time()
     _fast_thread_handoff()
     name = f"ev{i + 1}"
     net = Transport(p["sock_dir"], [name], _groups(p["n_ev"]))
-    stats = EtcdStats()
-    seq = EtcdProposer(EtcdCas(p["endpoints"], prefix=p["prefix"], window=100_000), p["sock_dir"], name, stats)
     ev = VenueCore(VenueConfig(ev_id=i, symbols=p["symbols"], gateways=("gw1",), sequencer="seq", history="hr1",
                                durable=p["durable"], checkpoint_every=p["checkpoint_every"], lookahead=p["batch"] * 2,
                                batch=p["batch"], retry_ns=p["retry_ns"]), lambda: 0, recovering=recovering)
+    stats = EtcdStats()
+    seq = _ask_first(net, name, ev, lambda: EtcdProposer(EtcdCas(p["endpoints"], prefix=p["prefix"], window=100_000),
+                                                         p["sock_dir"], name, stats))
     stamps = StageStamps()
     executed = [0]
     hashes: dict[int, str] = {}   # checkpoint position -> state hash + trade hash there
@@ -155,20 +175,32 @@ def _ev_main(sh, q, p: dict, i: int, recovering: bool) -> None:
         elif e.kind == Kind.VENUE_STATE:
             hashes[e.gseq] = f"{e.detail['state_hash']}/{e.detail['trade_hash']}"
         elif e.kind == Kind.SYNC_DONE:
-            q.put(("sync", name, {"at": time.monotonic_ns(), "sync_core_ms": e.detail["sync_ns"] / 1e6,
-                                  "position": e.detail["position"], "main_at": main_at, "phases": dict(phases)}))
+            at, cpu_at = time.monotonic_ns(), time.process_time()
+            mark_phases("live", at, cpu_at)
+            q.put(("sync", name, {"at": at, "sync_core_ms": e.detail["sync_ns"] / 1e6, "executed": executed[0],
+                                  "position": e.detail["position"], "main_at": main_at, "phases": dict(phases),
+                                  "cpu": {**phase_cpu, "in sync": cpu_at}}))
+
+    def mark_phases(phase: str, at: int, cpu_at: float) -> None:
+        """``phase`` and any before it not seen yet (passed within one turn of the loop) begin now."""
+        for ph in _PHASES[:_PHASES.index(phase) + 1]:
+            if ph not in phases:
+                phases[ph] = at
+                if ph == "live":
+                    phase_cpu["replayed"] = cpu_at
 
     if not recovering:
         q.put(("ready", name, None))
         _wait_go(sh)
     phases = {"looping": time.monotonic_ns()}   # when a recovering EV entered each recovery phase
+    phase_cpu = {"code runs": main_cpu, "loop starts": time.process_time()}   # and its CPU time there (s)
     cpu, rq = time.process_time(), _runqueue_s()
     pump(net, {name: ev}, on_event, seq, max_wait_s=0.0)   # a recovering EV's first question goes out at once
     while sh[STOP] < 2 and not (sh[STOP] == 1 and ev.next_pos >= sh[TARGET]):
         pump(net, {name: ev}, on_event, seq, tap=stamps.on_request)
         sh[EV0 + i] = ev.next_pos
         if recovering and ev.phase not in phases:
-            phases[ev.phase] = time.monotonic_ns()
+            mark_phases(ev.phase, time.monotonic_ns(), time.process_time())
     q.put(("result", name, {"state_hash": ev.state_hash(), "next_pos": ev.next_pos, "trade_hash": ev.trade_hash.hex(),
                             "executed": executed[0], "checkpoints": hashes, "etcd": stats.as_dict(), "cpu_s": time.process_time() - cpu,
                             "runqueue_s": _runqueue_s() - rq, "failovers": seq.cas.failovers,
@@ -193,6 +225,7 @@ class _Run:
 
     def spawn(self, name: str, target, *args) -> int:
         proc = self.ctx.Process(target=target, args=(self.sh, self.q, self.p, *args), name=name, daemon=True)
+        gc.freeze()   # the child's collector then skips what it inherits: no copy-on-write of every object page
         t = time.monotonic_ns()
         proc.start()
         self.procs[name] = proc
@@ -240,21 +273,28 @@ def _failovers(run: _Run, start_ns: int, kill_at: tuple[float, ...], down_s: flo
         forked = run.spawn(name, _ev_main, victim, True)
         run.wait_for(lambda: len(run.syncs) > before, 20.0, f"{name} in sync after a restart")
         s = run.syncs[-1]
+        wall, cpu = _sync_phases(forked, s)
         out.append({"sync_from_start_ms": (s["at"] - forked) / 1e6, "sync_core_ms": s["sync_core_ms"],
-                    "position": s["position"], "phases_ms": _sync_phases(forked, s)})
+                    "sync_from_main_ms": (s["at"] - s["main_at"]) / 1e6, "spawn_ms": (s["main_at"] - forked) / 1e6,
+                    "position": s["position"], "executed": s["executed"], "phases_ms": wall, "phases_cpu_ms": cpu})
     return out
 
 
-def _sync_phases(forked: int, s: dict) -> dict:
-    """A failover's sync, phase by phase (ms): the fork until the EV's code runs, its set-up
-    (sockets, etcd client) until its loop, the loop until the HR's checkpoint is installed,
-    the hardened requests after it, and from live (asking the sequencer) to in sync."""
-    ph = s["phases"]
+def _sync_phases(forked: int, s: dict) -> tuple[dict, dict]:
+    """A failover's sync, phase by phase (ms): the fork until the EV's code runs (spawn), its
+    set-up (sockets, etcd client, its questions to the HR and the sequencer) until its loop,
+    the loop until the HR's answer (checkpoint and the hardened requests after it) is
+    installed and executed (replayed), and from there until in sync (the sequencer's target
+    reached: the positions the HR had not hardened yet come in its live multicasts); and the
+    CPU the new EV spent in each (ms; the rest of a phase is waiting: for a CPU, the HR, etcd)."""
+    ph, cpu = s["phases"], s["cpu"]
     marks = [("forked", forked), ("code runs", s["main_at"]), ("loop starts", ph.get("looping")),
-             ("checkpoint installed", ph.get("hardened")), ("hardened replayed", ph.get("live")),
-             ("in sync", s["at"])]
+             ("replayed", ph.get("live")), ("in sync", s["at"])]
     known = [(k, t) for k, t in marks if t is not None]
-    return {f"{a}->{b}": round((tb - ta) / 1e6, 3) for (a, ta), (b, tb) in zip(known, known[1:])}
+    wall = {f"{a}->{b}": round((tb - ta) / 1e6, 3) for (a, ta), (b, tb) in zip(known, known[1:])}
+    known_cpu = [(k, cpu[k]) for k, _ in marks if k in cpu]
+    used = {f"{a}->{b}": round((tb - ta) * 1e3, 3) for (a, ta), (b, tb) in zip(known_cpu, known_cpu[1:])}
+    return wall, used
 
 
 def _stop(run: _Run, n_ev: int) -> None:
@@ -289,7 +329,7 @@ def _drained(run: _Run, n_ev: int) -> bool:
 
 def run_processes(endpoints: list[str], *, rate: float, duration_s: float, symbols=("IBM",), durable: bool = True,
                   n_ev: int = 2, seed: int = 1, state_dir: str | None = None, kill_at: tuple[float, ...] = (),
-                  down_s: float = 0.2, checkpoint_every: int = 1024, retry_ns: int = 200_000_000,
+                  down_s: float = 0.2, checkpoint_every: int = 128, retry_ns: int = 200_000_000,
                   batch: int = 256) -> dict:
     """Offer ``rate`` requests/s for ``duration_s`` to EVs in separate processes; the figures (module doc).
 
@@ -300,6 +340,7 @@ def run_processes(endpoints: list[str], *, rate: float, duration_s: float, symbo
     state = Path(tempfile.mkdtemp(prefix="rmptwin-venue-procs-", dir=state_dir or "/var/tmp"))
     socks = Path(tempfile.mkdtemp(prefix="rv-", dir="/tmp"))   # short: unix socket paths are <= 107 bytes
     prefix = f"bench/{os.getpid()}/{time.monotonic_ns()}"
+    endpoints = leader_first(endpoints)   # every EV's client talks to the leader (a follower forwards: a hop more)
     params = {"sock_dir": str(socks), "state_dir": str(state), "n_ev": n_ev, "evs": tuple(f"ev{i + 1}" for i in range(n_ev)),
               "symbols": tuple(symbols), "rate": rate, "duration_s": duration_s, "seed": seed, "endpoints": endpoints,
               "prefix": prefix, "durable": durable, "checkpoint_every": checkpoint_every, "retry_ns": retry_ns,

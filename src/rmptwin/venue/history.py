@@ -6,7 +6,8 @@ commits in groups: whatever arrived while a commit was in flight goes in the nex
 (``commit_ns`` models the fsync). Only after a commit does it multicast HARDENED with
 copies of the requests, so followers can observe what the leader stored and a new EV
 can listen in. It keeps the latest order-book checkpoint and serves checkpoints and
-hardened requests to a recovering EV. The store itself is injected (stores.py).
+hardened requests to a recovering EV: its answer to a checkpoint request carries both.
+The store itself is injected (stores.py).
 """
 
 from __future__ import annotations
@@ -68,15 +69,20 @@ class HistoryCore(JoinsNoGroup):
                 for old in [k for k in self._ckpt_parts if k < n]:
                     del self._ckpt_parts[old]
         elif ftype == wire.T_CKPT_REQ:
+            # the latest checkpoint and, right behind it, every hardened request after it: a
+            # recovering EV gets both in one round trip (HARDENED_REQ is its retry)
             ck = self.store.latest_checkpoint()
             n, blob = ck if ck is not None else (-1, b"")
             for fr in wire.ckpt_frames(wire.T_CKPT_PART, n, blob):
                 self._out.append((fr, Unicast(src)))
+            self._send_rows(n + 1, self.top, src)
         elif ftype == wire.T_HARDENED_REQ:
             first, last = f
-            last = self.top if last < 0 else min(last, self.top)
-            rows = self.store.hardened(first, last)
-            self._send_hardened([(n, wire.Request.decode_from(b, 0)) for n, b in rows], Unicast(src))
+            self._send_rows(first, self.top if last < 0 else min(last, self.top), src)
+
+    def _send_rows(self, first: int, last: int, dest: str) -> None:
+        rows = self.store.hardened(first, last)
+        self._send_hardened([(n, wire.Request.decode_from(b, 0)) for n, b in rows], Unicast(dest))
 
     def _in_commit(self, n: int) -> bool:
         return self._commit is not None and self._commit[1] and self._commit[1][0][0] <= n <= self._commit[1][-1][0]

@@ -15,10 +15,11 @@ and skips them); completions go to the request's gateway once the HR holds the r
 (``durable``) or at once. Every ``checkpoint_every`` positions it logs its state hash
 and sends a checkpoint to the HR.
 
-Recovery (a restarted EV, the seed's section 4): ask the HR for the latest checkpoint,
-then for the hardened requests after it, while listening to the live request stream
-and HR acknowledgements; then join the proposals. SYNC_DONE reports the time from start
-until it has executed everything the sequencer had ordered when it first asked.
+Recovery (a restarted EV, the seed's section 4), its steps at once: ask the HR for the
+latest checkpoint (its answer carries the hardened requests after it too) and the
+sequencer where it stands (a read, ``SEQ_PROBE``), while listening to the live request
+stream and HR acknowledgements; then join the proposals. SYNC_DONE reports the time from
+start until it has executed everything the sequencer had ordered when it first asked.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from .wire import Request
 
 Key = tuple[int, int]
 _BLOB_LEN = struct.Struct("!I")
+SEQ_PROBE = 1 << 62   # a read-only proposal far beyond any position: every sequencer answers it with its next
 
 
 class ProcessedSet:
@@ -149,6 +151,9 @@ class VenueCore:
     def _begin_recovery(self) -> None:
         self._recovering = True
         self._start_ns = None
+        if self.sequencer is not None:
+            # where the sequencer stands now: the sync target (not retried: going live asks again)
+            self._out.append((wire.propose_frame(self.ev_id, SEQ_PROBE, []), Unicast(self.sequencer)))
         if self.history:
             self.phase = "checkpoint"
             self._out.append((wire.ckpt_req_frame(self.ev_id), Unicast(self.history)))
@@ -181,9 +186,8 @@ class VenueCore:
         for key in [k for k in self.bodies if k in self.processed]:
             del self.bodies[key]
             self.unordered.pop(key, None)
-        self.phase = "hardened"
+        self.phase = "hardened"   # the HR's hardened requests follow its checkpoint; asked for only on a retry
         self._recovery_retry = now + self.retry_ns
-        self._out.append((wire.range_frame(wire.T_HARDENED_REQ, n + 1, -1), Unicast(self.history)))
         self._advance_known()
 
     def _checkpoint_blob(self) -> bytes:
@@ -244,6 +248,10 @@ class VenueCore:
 
     def _decide(self, status: int, n: int, nxt: int, keys: list[Key], now: int) -> None:
         self.seq_next = max(self.seq_next, nxt)
+        if n == SEQ_PROBE:
+            if self._recovering and self._sync_target is None:
+                self._sync_target = nxt
+            return
         prop = self._proposal
         if prop is None or prop[0] != n:
             return   # the answer to an abandoned retry
@@ -265,6 +273,8 @@ class VenueCore:
 
     def _hardened(self, upto: int, entries: list, now: int) -> None:
         self.hr_top = max(self.hr_top, upto)
+        if self.phase == "checkpoint":
+            return   # positions are placed only after the checkpoint; the HR's answer brings these again
         for n, req in entries:
             key = req.key
             if n < self.next_pos or key in self.processed:
@@ -378,7 +388,8 @@ class VenueCore:
         self._check_sync(now)
 
     def _check_sync(self, now: int) -> None:
-        if self._recovering and self._sync_target is not None and self.next_pos >= self._sync_target:
+        if self._recovering and self.phase == "live" and self._sync_target is not None \
+                and self.next_pos >= self._sync_target:
             start = self._start_ns if self._start_ns is not None else now
             self._events.append(Event(Kind.SYNC_DONE, gseq=self.next_pos - 1, detail={
                 "sync_ns": now - start, "position": self.next_pos - 1}))
