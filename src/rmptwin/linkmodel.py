@@ -227,7 +227,7 @@ class LinkDirection:
     """
 
     __slots__ = (
-        "config", "up", "_prefix", "_draws", "_ge", "_loss_thr", "_thr_good", "_thr_bad",
+        "config", "up", "_prefix", "_hasher", "_draws", "_ge", "_loss_thr", "_thr_good", "_thr_bad",
         "_jitter_ns", "_delay_ns", "_ns_per_byte", "_limit", "_byte_limit", "_in_flight",
         "_line", "_line_bytes", "_bytes_held", "_tx_free", "_last_arrival",
         "_seen", "_seen_old", "_other_index", "_blocks",
@@ -236,6 +236,9 @@ class LinkDirection:
     def __init__(self, config: LinkConfig, seed: str) -> None:
         # The direction's one stream: every draw is BLAKE2b(prefix + what is drawn for).
         self._prefix = _BLAKE2B(seed.encode(), digest_size=16, person=b"rmptwin-link").digest()
+        # BLAKE2b(prefix + identity) = a copy of this hasher, fed the identity: the same
+        # digest, without hashing the prefix's bytes into a new state per packet.
+        self._hasher = _BLAKE2B(self._prefix, digest_size=16)
         self.up = True
         self._line: deque[int] = deque()        # per held packet: arrival (or transmit end) time
         self._line_bytes: deque[int] = deque()  # their sizes, kept only under a byte limit
@@ -304,7 +307,9 @@ class LinkDirection:
             if copies:
                 identity += b"#%d" % copies
             # One digest: its first 8 bytes decide the loss, its last 8 the jitter.
-            digest = _BLAKE2B(self._prefix + identity, digest_size=16).digest()
+            hasher = self._hasher.copy()
+            hasher.update(identity)
+            digest = hasher.digest()
             if digest < (self._loss_thr if self._ge is None else self._ge_threshold(key, copies)):
                 return LOSS
             if self._jitter_ns:

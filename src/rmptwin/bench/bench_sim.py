@@ -137,9 +137,9 @@ def _timed(loaded: LoadedExperiment, build=_build, split_ns: tuple[int, ...] = (
     sim.start()
     out = {"setup": clock.lap(), "laps": []}
     for end in (*split_ns, sim.end_ns):
-        h0, d0, r0 = sim.sched.processed, sim.net.deliveries, len(sim._rows)
+        h0, d0, r0 = sim.sched.processed, sim.net.deliveries, sim.logged_events
         sim.sched.run_until(end)
-        out["laps"].append((*clock.lap(), sim.sched.processed - h0, sim.net.deliveries - d0, len(sim._rows) - r0))
+        out["laps"].append((*clock.lap(), sim.sched.processed - h0, sim.net.deliveries - d0, sim.logged_events - r0))
     sim.event_table(), sim.net.drop_table(), sim.net.count_table()
     out["tables"] = clock.lap()
     run = [sum(lap[i] for lap in out["laps"]) for i in range(5)]

@@ -18,6 +18,8 @@ from ..events import Event, Kind
 from . import wire
 from .seal import MAC_BYTES, KeySet, SealError, Sealer, alarm
 
+_NO_EVENTS: tuple = ()   # what ``take_events`` returns when none are queued
+
 
 class Timers:
     """Named deadlines; setting a name again moves it. Lazy-deleting heap."""
@@ -92,6 +94,16 @@ class CoreBase:
 
     def next_event(self) -> Event | None:
         return self._events.popleft() if self._events else None
+
+    def take_events(self) -> tuple[Event, ...]:
+        """Every queued event at once, oldest first: what calling ``next_event`` until None
+        gives (a driver may call either; the simulator drains a core per delivery this way)."""
+        events = self._events
+        if not events:
+            return _NO_EVENTS
+        out = tuple(events)
+        events.clear()
+        return out
 
     def handle_timer(self, now: int) -> None:
         # a handler may set a timer due at once ("send now"): run those here too, because

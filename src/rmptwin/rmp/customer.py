@@ -54,6 +54,8 @@ _SESSION_STRIPES: dict[str, int | None] = {}
 # the same detail, so they share one immutable Event (the driver stamps node and time apart):
 # no Event and no detail dict per message per customer. The detail is never mutated.
 _RECV_EVENTS: dict[tuple, Event] = {}
+# A packet handed over whole, in order (``_batch``), by (bytes, stripe, repair, region).
+_BATCHES: dict[tuple, tuple] = {}
 
 
 def _packet(data: bytes) -> MoldPacket:
@@ -67,6 +69,47 @@ def _packet(data: bytes) -> MoldPacket:
             _PACKETS.clear()
         _PACKETS[data] = pkt
     return pkt
+
+
+def _recv_event(seq: int, payload: bytes, repair: bool, stripe: int, region: str, symbol: str,
+                session: str) -> Event:
+    """The shared CUST_RECV event of message ``seq`` (see ``_RECV_EVENTS``)."""
+    key = (seq, len(payload), repair, stripe, region, symbol)   # the session is the stripe's
+    ev = _RECV_EVENTS.get(key)
+    if ev is None:
+        if len(_RECV_EVENTS) >= DECODE_CACHE * 8:
+            _RECV_EVENTS.clear()
+        ev = _RECV_EVENTS[key] = Event(Kind.CUST_RECV, "", -1, seq, len(payload), {
+            "repair": repair, "mold_seq": seq, "session": session, "stripe": stripe,
+            "region": region, "symbol": symbol})
+    return ev
+
+
+def _batch(data: bytes, pkt: MoldPacket, stripe: int, repair: bool, region: str, session: str) -> tuple:
+    """What handing a whole packet over in order does, the same for every customer that
+    does it: (sequence numbers, (symbol, trade) pairs, payloads that are no trade report,
+    CUST_RECV events). Cached by content like the decodes above."""
+    key = (data, stripe, repair, region)
+    batch = _BATCHES.get(key) if type(data) is bytes else None
+    if batch is not None:
+        return batch
+    seqs = tuple(range(pkt.seq, pkt.seq + len(pkt.messages)))
+    trades, events, malformed = [], [], 0
+    for seq, payload in zip(seqs, pkt.messages):
+        trade = _trade(payload)
+        symbol = ""
+        if trade is not None:
+            symbol = trade.symbol
+            trades.append((symbol, trade))
+        else:
+            malformed += 1
+        events.append(_recv_event(seq, payload, repair, stripe, region, symbol, session))
+    batch = (seqs, tuple(trades), malformed, tuple(events))
+    if type(data) is bytes:
+        if len(_BATCHES) >= DECODE_CACHE:
+            _BATCHES.clear()
+        _BATCHES[key] = batch
+    return batch
 
 
 def _trade(payload: bytes) -> TradeReport | None:
@@ -130,6 +173,8 @@ class CustomerCore(GapRepairer):
         # deque is O(1), where deleting a dict's first key scans the slots freed before it.
         self._recent_order: dict[int, deque[int]] = {k: deque() for k in self.stripes}
         self._sessions = {k: session_name(k) for k in self.stripes}
+        # A subclass with an application of its own (its ``_deliver``) hears message by message.
+        self._whole_packets = type(self)._deliver is CustomerCore._deliver
 
     # ------------------------------------------------------------------ core API
 
@@ -137,11 +182,13 @@ class CustomerCore(GapRepairer):
         if len(data) == HEADER_SIZE and is_request(data):
             self.foreign += 1  # customers serve nobody
             return
-        try:
-            pkt = _packet(data)
-        except MoldDecodeError:
-            self.malformed += 1
-            return
+        pkt = _PACKETS.get(data) if type(data) is bytes else None   # _packet's cache, inlined
+        if pkt is None:
+            try:
+                pkt = _packet(data)
+            except MoldDecodeError:
+                self.malformed += 1
+                return
         session = pkt.session
         stripe = _SESSION_STRIPES.get(session, _UNCACHED)
         if stripe is _UNCACHED:
@@ -154,7 +201,7 @@ class CustomerCore(GapRepairer):
             return
         if pkt.end_of_session:
             return
-        if pkt.is_heartbeat:
+        if not pkt.messages:   # a heartbeat (not the end of the session: that returned above)
             if self.sealer is not None and src not in self.servers[stripe]:
                 # a heartbeat carries no message to seal: with keys, only our R_T may send one
                 # (a forged one far ahead would make us skip the ticker as "too far behind")
@@ -169,6 +216,9 @@ class CustomerCore(GapRepairer):
             # check against the copy we remember (the tracker's own answer would be "duplicate").
             done = track.next if self.sealer is None and track.next is not None else -1
             recent = self._recent[stripe]
+            if done >= 0 and self._in_order_or_held(data, pkt, stripe, track, recent, done,
+                                                    from_server and src in self._repair_sources, region):
+                return
             seq = pkt.seq - 1
             for payload in pkt.messages:
                 seq += 1
@@ -197,6 +247,40 @@ class CustomerCore(GapRepairer):
             self._deliver(stripe, track)
 
     # ------------------------------------------------------------------ internals
+
+    def _in_order_or_held(self, data: bytes, pkt: MoldPacket, stripe: int, track: SequenceTracker,
+                          recent: dict[int, bytes], done: int, repair: bool, region: str) -> bool:
+        """The two common cases without keys, a packet at a time instead of a message at a
+        time; True when handled. Every message already handed over and equal to the copy we
+        remember: all duplicates. Or the packet starts exactly where the tracker stands, with
+        nothing buffered, skipped or known beyond it: every message is new and goes straight
+        to the application, as ``_add`` then ``_deliver`` would do one by one (no gap, no
+        conflict: nothing at or above ``next`` was held or delivered; not requested, so a
+        repair only when it comes from the R_x)."""
+        messages, first = pkt.messages, pkt.seq
+        n = len(messages)
+        if first + n <= done:
+            if tuple(map(recent.get, range(first, first + n))) != messages:
+                return False   # a copy we forgot or a conflicting one: message by message
+            self.duplicates += n
+            return True
+        if first != done or track.top != done or track.buffer or track.skipped or not n or not self._whole_packets:
+            return False
+        batch = _batch(data, pkt, stripe, repair, "" if repair else region, self._sessions[stripe])
+        seqs, trades, malformed, events = batch
+        track.next = track.top = first + n
+        self.delivered[stripe] += seqs
+        order = self._recent_order[stripe]
+        order += seqs
+        recent.update(zip(seqs, messages))
+        while len(recent) > RECENT:
+            del recent[order.popleft()]
+        self.last_trade.update(trades)
+        self.malformed += malformed
+        if repair:
+            self.repaired += n
+        self._events += events
+        return True
 
     def _add(self, stripe: int, track: SequenceTracker, seq: int, payload: bytes, src: str,
              from_server: bool, region: str, now: int) -> None:
@@ -287,9 +371,5 @@ class CustomerCore(GapRepairer):
             key = (seq, len(payload), repair, stripe, region, symbol)   # the session is the stripe's
             ev = recv_events.get(key)
             if ev is None:
-                if len(recv_events) >= DECODE_CACHE * 8:
-                    recv_events.clear()
-                ev = recv_events[key] = Event(Kind.CUST_RECV, "", -1, seq, len(payload), {
-                    "repair": repair, "mold_seq": seq, "session": session, "stripe": stripe,
-                    "region": region, "symbol": symbol})
+                ev = _recv_event(seq, payload, repair, stripe, region, symbol, session)
             events.append(ev)

@@ -34,6 +34,7 @@ MAX_REQUEST = 512
 # No gaps, nothing jumped: what ``add`` returns for a message in order (shared, never mutated).
 _NONE: tuple = ()
 _ABSENT = object()   # dict.pop default: a held item may be anything
+_NO_EVENTS: tuple = ()   # what ``take_events`` returns when none are queued
 
 
 @dataclass(frozen=True)
@@ -224,6 +225,16 @@ class GapRepairer:
 
     def next_event(self) -> Event | None:
         return self._events.popleft() if self._events else None
+
+    def take_events(self) -> tuple[Event, ...]:
+        """Every queued event at once, oldest first: what calling ``next_event`` until None
+        gives (a driver may call either; the simulator drains a core per delivery this way)."""
+        events = self._events
+        if not events:
+            return _NO_EVENTS
+        out = tuple(events)
+        events.clear()
+        return out
 
     def _note_gaps(self, stripe: int, gaps: list[tuple[int, int]], jumped: list[tuple[int, int]]) -> int:
         """Log new ``gaps`` (CUST_GAP), then the numbers ``jumped`` over as too far behind to

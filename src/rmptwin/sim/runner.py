@@ -17,10 +17,12 @@ from __future__ import annotations
 import math
 import random
 import time
+from itertools import chain
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Callable
 
+import numpy as np
 import pyarrow as pa
 
 from .. import factories
@@ -30,7 +32,7 @@ from ..events import Event, Kind
 from ..spec import Clock, LoadedExperiment
 from ..ticker_workload import Publish, schedule
 from .network import SimNetwork
-from .scheduler import Scheduler
+from .scheduler import Scheduler, gc_paused
 
 BuildFn = Callable[..., object]  # (host, loaded, rng, *, recovering=False) -> Core
 
@@ -43,10 +45,30 @@ class SimResult:
     stats: dict = field(default_factory=dict)  # wall time and counters (wall time is not deterministic)
 
 
+def _event_drain(core) -> Callable[[], object] | None:
+    """``core.take_events`` (every queued event at once: one call per delivery, not one per
+    event) when the class that defines its ``next_event`` defines that too; else None, and
+    the driver calls ``next_event`` until None."""
+    for cls in type(core).__mro__:
+        if "next_event" in cls.__dict__:
+            return core.take_events if "take_events" in cls.__dict__ else None
+    return None
+
+
+def _drain(next_event: Callable[[], Event | None], first: Event) -> tuple[Event, ...]:
+    """``first`` and what ``next_event`` gives until None."""
+    out = [first]
+    ev = next_event()
+    while ev is not None:
+        out.append(ev)
+        ev = next_event()
+    return tuple(out)
+
+
 class _Node:
     __slots__ = ("idx", "host", "name", "role", "core", "crashed", "timer_local", "timer_gen",
-                 "groups", "off_ns", "k", "recoveries", "recv", "get_groups", "to_send", "next_event",
-                 "get_timer")
+                 "groups", "off_ns", "k", "recoveries", "recv", "get_groups", "to_send", "take_events",
+                 "next_event", "get_timer")
 
     def __init__(self, idx: int, host, clock: Clock | None) -> None:
         self.idx, self.host, self.name, self.role = idx, host, host.name, host.role
@@ -64,6 +86,7 @@ class _Node:
         self.core = core
         self.recv, self.get_groups = core.receive_datagram, core.groups
         self.to_send, self.next_event, self.get_timer = core.datagrams_to_send, core.next_event, core.get_timer
+        self.take_events = _event_drain(core)
 
     def local(self, t: int) -> int:
         """The node's clock reading at true time ``t``."""
@@ -92,7 +115,9 @@ class Simulation:
         self.build = build or partial(factories.build_core, adapters=self.adapters)
         self.sched = Scheduler()
         self.net = SimNetwork(loaded.topology, self.sched, self.seed, self._deliver)
-        self._rows: list[tuple[int, _Node, Event]] = []  # (true time, node, event); tabled at the end
+        # (true time, node, the events its core gave then): tabled at the end. One entry per
+        # call into a core, not per event: a customer logs a whole packet's messages at once.
+        self._log: list[tuple[int, _Node, tuple[Event, ...]]] = []
         self.nodes = [_Node(i, h, self.exp.clocks.get(h.name)) for i, h in enumerate(loaded.topology.hosts)]
         self.by_name = {n.name: n for n in self.nodes}
         self.end_ns = round(self.exp.duration_s * 1e9)
@@ -122,12 +147,7 @@ class Simulation:
             send = self.net.send
             for data, dest in out:
                 send(t, node.idx, data, dest)
-        ev = core.next_event()
-        if ev is not None:
-            rows = self._rows
-            while ev is not None:
-                rows.append((t, node, ev))
-                ev = core.next_event()
+        self._log_events(node, t)
         deadline = core.get_timer()
         if deadline is not None and deadline == fired:
             deadline = None  # a core that re-arms the deadline it just handled would spin forever
@@ -136,6 +156,16 @@ class Simulation:
             node.timer_gen += 1
             if deadline is not None:
                 self.sched.at(max(node.true(deadline), t), self._fire, node, node.timer_gen)
+
+    def _log_events(self, node: _Node, t: int) -> None:
+        """Every event ``node``'s core queued, logged at true time ``t``."""
+        if node.take_events is not None:
+            events = node.take_events()
+        else:
+            ev = node.next_event()
+            events = _drain(node.next_event, ev) if ev is not None else ()
+        if events:
+            self._log.append((t, node, events))
 
     def _fire(self, t: int, node: _Node, gen: int) -> None:
         if node.crashed or gen != node.timer_gen:
@@ -146,7 +176,7 @@ class Simulation:
 
     def _deliver(self, hosts: list[int], data: bytes, src: str, t: int) -> None:
         # The fan-out hot path: _after inlined, one local clock reading per host.
-        nodes, rows = self.nodes, self._rows
+        nodes, log = self.nodes, self._log
         for h in hosts:
             node = nodes[h]
             if node.crashed:
@@ -163,11 +193,15 @@ class Simulation:
                 send = self.net.send
                 for d, dest in out:
                     send(t, h, d, dest)
-            next_event = node.next_event
-            ev = next_event()
-            while ev is not None:
-                rows.append((t, node, ev))
-                ev = next_event()
+            take = node.take_events
+            if take is not None:
+                events = take()
+                if events:
+                    log.append((t, node, events))
+            else:
+                ev = node.next_event()   # a core without take_events: most often nothing
+                if ev is not None:
+                    log.append((t, node, _drain(node.next_event, ev)))
             deadline = node.get_timer()
             if deadline != node.timer_local:
                 node.timer_local = deadline
@@ -200,7 +234,7 @@ class Simulation:
             node.timer_local = None
             node.groups = frozenset()
             self.net.set_groups(node.idx, node.groups)
-            self._rows.append((t, node, Event(Kind.CRASH)))
+            self._log.append((t, node, (Event(Kind.CRASH),)))
         elif fault.action == "recover":
             node = self.by_name[fault.node]
             if not node.crashed:
@@ -208,7 +242,7 @@ class Simulation:
             node.recoveries += 1
             node.attach(self._make_core(node, recovering=True))
             node.crashed = False
-            self._rows.append((t, node, Event(Kind.RECOVER)))
+            self._log.append((t, node, (Event(Kind.RECOVER),)))
             self._after(node, t)
         elif fault.action in ("link_down", "link_up"):
             self.net.set_link_up(fault.link, fault.action == "link_up")
@@ -232,20 +266,45 @@ class Simulation:
         if self._workload:
             self.sched.at(self._workload[0].t_ns, self._publish, 0)
 
+    @property
+    def logged_events(self) -> int:
+        """Events logged so far (rows of the event table)."""
+        return sum(len(entry[2]) for entry in self._log)
+
     def event_table(self) -> pa.Table:
-        rows = self._rows
-        texts, typed = encoded_details(r[2].detail for r in rows)
-        cols = [
-            pa.array([r[0] for r in rows], pa.int64()),
-            pa.array([r[1].name for r in rows], pa.string()),
-            pa.array([r[1].role for r in rows], pa.string()),
-            pa.array([r[2].kind for r in rows], pa.string()),
-            pa.array([r[2].src for r in rows], pa.string()),
-            pa.array([r[2].src_seq for r in rows], pa.int64()),
-            pa.array([r[2].gseq for r in rows], pa.int64()),
-            pa.array([r[2].bytes for r in rows], pa.int64()),
+        if not self._log:
+            return EVENT_SCHEMA.empty_table()
+        with gc_paused():
+            return self._event_table()
+
+    def _event_table(self) -> pa.Table:
+        # Many rows share one event (customers hearing the same message, ``rmp.customer``) and
+        # every row names one of few nodes: each column is built once per distinct event or
+        # node and spread over the rows by index (Arrow's take), not read row by row.
+        times, nodes, batches = zip(*self._log)
+        sizes = np.fromiter(map(len, batches), np.int64, len(batches))
+        events = list(chain.from_iterable(batches))
+        ids = list(map(id, events))            # the log keeps every event alive: ids are identities
+        distinct = dict(zip(ids, events))      # first appearance order, one entry per event
+        slot = {i: k for k, i in enumerate(distinct)}
+        ev_ix = pa.array(np.fromiter(map(slot.__getitem__, ids), np.int64, len(ids)))
+        node_ix = pa.array(np.repeat(np.fromiter((n.idx for n in nodes), np.int64, len(nodes)), sizes))
+        uniq = list(distinct.values())
+        texts, typed = encoded_details(ev.detail for ev in uniq)
+        per_event = [
+            pa.array([ev.kind for ev in uniq], pa.string()),
+            pa.array([ev.src for ev in uniq], pa.string()),
+            pa.array([ev.src_seq for ev in uniq], pa.int64()),
+            pa.array([ev.gseq for ev in uniq], pa.int64()),
+            pa.array([ev.bytes for ev in uniq], pa.int64()),
             pa.array(texts, pa.string()),
             *typed,
+        ]
+        cols = [
+            pa.array(np.repeat(np.array(times, np.int64), sizes)),
+            pa.array([n.name for n in self.nodes], pa.string()).take(node_ix),
+            pa.array([n.role for n in self.nodes], pa.string()).take(node_ix),
+            *(col.take(ev_ix) for col in per_event),
         ]
         return pa.Table.from_arrays(cols, schema=EVENT_SCHEMA)
 
@@ -260,7 +319,7 @@ class Simulation:
             "wall_s": wall,
             "scheduler_events": self.sched.processed,
             "deliveries": self.net.deliveries,
-            "logged_events": len(self._rows),
+            "logged_events": self.logged_events,
             "publications": len(self._workload),
         }
         return SimResult(events, self.net.drop_table(), self.net.count_table(), stats)

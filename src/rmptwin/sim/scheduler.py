@@ -6,11 +6,29 @@ the heap never compares handlers. Entries are plain tuples because this is the h
 
 from __future__ import annotations
 
+import gc
 import heapq
 import itertools
-from typing import Any, Callable
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
 Handler = Callable[[int, Any, Any], None]
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off meanwhile, as it was after. A run allocates
+    millions of long-lived objects (event rows, held messages) and no cycles (measured:
+    nothing to collect after the quickstart, binary-tree-loss, a 40-switch tree and 1,000
+    customers), so its full collections only re-scan what lives on: 20-50 % of the run and
+    of building the event table. Reference counting frees everything else as before."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class Scheduler:
@@ -31,6 +49,10 @@ class Scheduler:
 
     def run_until(self, end_ns: int, tick: Callable[[int], None] | None = None, tick_every: int = 20000) -> None:
         """Process every entry with time <= ``end_ns``; ``tick(now)`` now and then (progress bars)."""
+        with gc_paused():
+            self._run(end_ns, tick, tick_every)
+
+    def _run(self, end_ns: int, tick: Callable[[int], None] | None, tick_every: int) -> None:
         heap = self.heap
         pop = heapq.heappop
         n = 0
