@@ -90,7 +90,67 @@ LAYOUT_PARTITIONS = 4
 _PACKET_KINDS = (Kind.SEND, Kind.RECV)
 
 
-def packet_layout(events: DataFrame, partitions: int = LAYOUT_PARTITIONS) -> DataFrame:
+# The names the shuffle of ``packet_layout`` carries as 8-bit codes in one long column
+# (``_CODES``), with the repair flag: a short string costs 16 bytes of a shuffled row (slot and
+# padded text), each of these columns an 8-byte slot; together they were ~40 of its ~128 bytes.
+# A name no table lists gets the reserved code; the row then keeps every coded name as text
+# (``_TEXTS``), so that any name round-trips.
+_UNKNOWN = 255
+_REPAIR_BIT = 1 << 24
+_CODES, _TEXTS = "_names_code", "_names_text"
+# Kind codes in name order, so that sorting by code sorts by kind as the text would.
+_KIND_NAMES = sorted({v for k, v in vars(Kind).items() if k.isupper() and isinstance(v, str)})
+# A node is coded only when the topology has this many hosts or fewer: each name costs a
+# comparison per row (a CASE), which outgrows the bytes it saves on big topologies.
+_MAX_CODED_NODES = 64
+
+
+def _name_tables(node_names: list[str] | None) -> dict[str, list[str]]:
+    """The coded columns, lowest bits first (kind in bits 0-7), each with its names by code."""
+    from ..spec import ROLES
+    tables = {"kind": _KIND_NAMES, "role": sorted(ROLES)}
+    nodes = sorted(set(node_names or ()))
+    if 0 < len(nodes) <= _MAX_CODED_NODES:
+        tables["node"] = nodes
+    return tables
+
+
+def _encode(column: str, names: list[str]):
+    code = F.when(F.col(column) == names[0], F.lit(0))
+    for i, name in enumerate(names[1:], 1):
+        code = code.when(F.col(column) == name, F.lit(i))
+    return code.otherwise(F.lit(_UNKNOWN)).cast("long")
+
+
+def _encode_names(events: DataFrame, tables: dict[str, list[str]]) -> DataFrame:
+    """``events`` with the coded columns and ``repair`` replaced by ``_CODES`` and ``_TEXTS``."""
+    # The codes first, in a projection of their own: each CASE is then evaluated once per row,
+    # though both the packed code and the unknown-name test read it.
+    coded = events.select("*", *[_encode(c, names).alias(f"_code_{c}") for c, names in tables.items()])
+    codes = [F.col(f"_code_{c}") for c in tables]
+    packed = F.when(F.col("repair"), F.lit(_REPAIR_BIT)).otherwise(F.lit(0)).cast("long")
+    for i, code in enumerate(codes):
+        packed = packed.bitwiseOR(F.shiftleft(code, 8 * i))
+    unknown = F.lit(False)
+    for code in codes:
+        unknown = unknown | (code == _UNKNOWN)
+    texts = F.when(unknown, F.array(*[F.col(c) for c in tables]))
+    return coded.select(*[c for c in events.columns if c not in tables and c != "repair"],
+                        packed.alias(_CODES), texts.alias(_TEXTS))
+
+
+def _decode_names(coded: DataFrame, columns: list[str], tables: dict[str, list[str]]) -> DataFrame:
+    """The inverse of ``_encode_names``: ``columns`` in their order, as they were."""
+    decoded = {"repair": (F.col(_CODES).bitwiseAND(_REPAIR_BIT) != 0).alias("repair")}
+    for i, (c, names) in enumerate(tables.items()):
+        code = F.shiftright(F.col(_CODES), 8 * i).bitwiseAND(0xFF).cast("int")
+        by_code = F.element_at(F.array(*[F.lit(n) for n in names]), code + 1)
+        decoded[c] = F.when(F.col(_TEXTS).isNull(), by_code).otherwise(F.col(_TEXTS)[i]).alias(c)
+    return coded.select(*[decoded.get(c, F.col(c)) for c in columns])
+
+
+def packet_layout(events: DataFrame, partitions: int = LAYOUT_PARTITIONS,
+                  node_names: list[str] | None = None) -> DataFrame:
     """The parsed events as the analysis caches them, laid out once: hash-partitioned by
     packet (src, stripe, src_seq), so that the per-packet aggregations and joins read them in
     place instead of shuffling millions of rows each, and sorted by kind within each partition,
@@ -100,10 +160,17 @@ def packet_layout(events: DataFrame, partitions: int = LAYOUT_PARTITIONS) -> Dat
     Rows without a source (releases and customer receptions numbered by gseq, token passes,
     control messages) would all share one packet key, ("", stripe, -1), hence one partition,
     and every job on those kinds would run on one core. No transform reads src_seq of such a
-    row (but of a SEND or RECV, kept as logged), so there it holds t_ns, which spreads them."""
+    row (but of a SEND or RECV, kept as logged), so there it holds t_ns, which spreads them.
+
+    The shuffle carries kind, role, node (``node_names``: the topology's hosts) and repair as
+    codes (``_encode_names``), decoded before the cache: the cached frame, its partitioning by
+    (src, stripe, src_seq) and every transform are as without codes."""
     unkeyed = (F.col("src") == "") & ~F.col("kind").isin(*_PACKET_KINDS)
     spread = events.withColumn("src_seq", F.when(unkeyed, F.col("t_ns")).otherwise(F.col("src_seq")))
-    return spread.repartition(partitions, "src", "stripe", "src_seq").sortWithinPartitions("kind", "t_ns")
+    tables = _name_tables(node_names)
+    laid = (_encode_names(spread, tables).repartition(partitions, "src", "stripe", "src_seq")
+            .sortWithinPartitions(F.col(_CODES).bitwiseAND(0xFF), "t_ns"))
+    return _decode_names(laid, events.columns, tables)
 
 
 def host_region(topo: Topology, host) -> str:

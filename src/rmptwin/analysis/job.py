@@ -61,7 +61,7 @@ def compute(spark, run: str | Path, progress=None, bin_ns: int = 100_000_000, pa
     out.analysis_dir.mkdir(parents=True, exist_ok=True)
     step("extract")
     rd = extract.load_run(spark, run, parse)
-    events = extract.packet_layout(rd.events).cache()
+    events = extract.packet_layout(rd.events, node_names=[h.name for h in rd.topology.hosts]).cache()
     m = overview(rd, events)
     step("latency")
     m.update(latency_metrics(events, rd.hosts, out))

@@ -74,6 +74,20 @@ def _slowest_action(record: list):
         record[2] = plan(record[2])   # the executed (final adaptive) plan of a collect
 
 
+def _stage_shuffle_writes(spark) -> dict[int, int]:
+    """Shuffle bytes written (compressed, as moved) per stage id, from Spark's status store
+    (kept with the UI off; it holds the last spark.ui.retainedStages stages)."""
+    sc = spark.sparkContext
+    jvm = sc._jvm
+    stages = sc._jsc.sc().statusStore().stageList(jvm.java.util.ArrayList(), False, False,
+                                                  sc._gateway.new_array(jvm.double, 0), jvm.java.util.ArrayList())
+    out, it = {}, stages.iterator()   # a Scala Seq
+    while it.hasNext():
+        stage = it.next()
+        out[stage.stageId()] = stage.shuffleWriteBytes()
+    return out
+
+
 def _write_plans(record: list) -> None:
     """spark_plan_after.txt (this code's slowest job) and spark_plan_before.txt next to the table."""
     if not record:
@@ -106,16 +120,18 @@ def run(quick: bool) -> list[dict]:
             job.compute(spark, synthetic.write_run(Path(tmp) / "warmup", packets=2_000, seed=2, rate=20_000.0))
             warmup = time.perf_counter() - t0
             timed = [_timed_compute(job, spark, run_dir) for _ in range(TIMINGS - 1)]
+            seen = set(_stage_shuffle_writes(spark))
             with _slowest_action([]) as slowest:
                 timed.append(_timed_compute(job, spark, run_dir))
             _write_plans(slowest)
+            shuffled = sum(b for sid, b in _stage_shuffle_writes(spark).items() if sid not in seen)
         finally:
             spark.stop()
-    return _rows(n_events, packets, gen, startup, warmup, timed)
+    return _rows(n_events, packets, gen, startup, warmup, timed, shuffled)
 
 
 def _rows(n_events: int, packets: int, gen: float, startup: float, warmup: float,
-          timed: list[tuple[float, dict[str, float]]]) -> list[dict]:
+          timed: list[tuple[float, dict[str, float]]], shuffled: int) -> list[dict]:
     walls = [w for w, _ in timed]
     cond = (f"embedded local[2], after start-up and warm-up; {n_events:,} synthetic events ({packets:,} packets, "
             f"8 receivers, 4 customers); {TIMINGS} timings in one JVM")
@@ -129,6 +145,9 @@ def _rows(n_events: int, packets: int, gen: float, startup: float, warmup: float
                      "samples": [n_events / max(s, 1e-9) for s in secs], "unit": "events/s", "better": "higher",
                      "conditions": cond,
                      "note": f"{family} step of `rmptwin analyze` in {min(secs):.1f} – {max(secs):.1f} s{extra}"})
+    rows.append({"metric": "Spark shuffle written per event, every metric", "value": shuffled / n_events,
+                 "unit": "B/event", "better": "lower", "conditions": f"{cond}; the last timing (n = 1)",
+                 "note": f"{shuffled / 1e6:,.0f} MB written by every shuffle, compressed, from Spark's status store"})
     rows.append({"metric": "Spark session start-up", "value": startup, "unit": "s", "better": "lower",
                  "conditions": "embedded local[2], JVM start included; once per run (n = 1)"})
     rows.append({"metric": "Spark warm-up (every metric on a 2,000-packet log)", "value": warmup, "unit": "s",
