@@ -8,6 +8,7 @@ asyncio runtime are two drivers of the same cores.
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 from typing import Protocol, Union
 
@@ -66,3 +67,22 @@ class NoTimer:
 
     def handle_timer(self, now: int) -> None:
         """Nothing is ever due."""
+
+
+class QueuedEvents:
+    """A core whose events wait in ``self._events`` (a deque), oldest first."""
+
+    _events: deque
+
+    def next_event(self) -> Event | None:
+        return self._events.popleft() if self._events else None
+
+    def take_events(self) -> tuple[Event, ...]:
+        """Every queued event at once, oldest first: what calling ``next_event`` until None
+        gives (a driver may call either; the simulator drains a core per delivery this way)."""
+        events = self._events
+        if not events:
+            return ()
+        out = tuple(events)
+        events.clear()
+        return out

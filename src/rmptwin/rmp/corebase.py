@@ -12,13 +12,11 @@ import heapq
 from collections import deque
 from typing import Hashable
 
-from ..sansio import Dest, Group
+from ..sansio import Dest, Group, QueuedEvents
 from ..groups import rmp_group
 from ..events import Event, Kind
 from . import wire
 from .seal import MAC_BYTES, KeySet, SealError, Sealer, alarm
-
-_NO_EVENTS: tuple = ()   # what ``take_events`` returns when none are queued
 
 
 class Timers:
@@ -67,7 +65,7 @@ class Timers:
         return out
 
 
-class CoreBase:
+class CoreBase(QueuedEvents):
     """Outbox, event queue and timers of one node; subclasses dispatch the timers."""
 
     def __init__(self, name: str, keys: KeySet | None = None) -> None:
@@ -91,19 +89,6 @@ class CoreBase:
 
     def get_timer(self) -> int | None:
         return self.timers.next()
-
-    def next_event(self) -> Event | None:
-        return self._events.popleft() if self._events else None
-
-    def take_events(self) -> tuple[Event, ...]:
-        """Every queued event at once, oldest first: what calling ``next_event`` until None
-        gives (a driver may call either; the simulator drains a core per delivery this way)."""
-        events = self._events
-        if not events:
-            return _NO_EVENTS
-        out = tuple(events)
-        events.clear()
-        return out
 
     def handle_timer(self, now: int) -> None:
         # a handler may set a timer due at once ("send now"): run those here too, because

@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..sansio import Dest, Unicast
+from ..sansio import Dest, QueuedEvents, Unicast
 from ..groups import region_group
 from ..events import Event, Kind
 from .moldudp64 import MoldRequest
@@ -34,7 +34,6 @@ MAX_REQUEST = 512
 # No gaps, nothing jumped: what ``add`` returns for a message in order (shared, never mutated).
 _NONE: tuple = ()
 _ABSENT = object()   # dict.pop default: a held item may be anything
-_NO_EVENTS: tuple = ()   # what ``take_events`` returns when none are queued
 
 
 @dataclass(frozen=True)
@@ -183,7 +182,7 @@ def in_turn(servers: list[str], attempt: int) -> str:
     return servers[(attempt - 1) % len(servers)]
 
 
-class GapRepairer:
+class GapRepairer(QueuedEvents):
     """What customers and retransmit servers share: per-stripe ``tracks``, queued datagrams
     and events, reporting new gaps, and acting on the gaps whose deadline has passed (skip or
     re-request)."""
@@ -222,19 +221,6 @@ class GapRepairer:
                 if d is not None and (earliest is None or d < earliest):
                     earliest = d
         return earliest
-
-    def next_event(self) -> Event | None:
-        return self._events.popleft() if self._events else None
-
-    def take_events(self) -> tuple[Event, ...]:
-        """Every queued event at once, oldest first: what calling ``next_event`` until None
-        gives (a driver may call either; the simulator drains a core per delivery this way)."""
-        events = self._events
-        if not events:
-            return _NO_EVENTS
-        out = tuple(events)
-        events.clear()
-        return out
 
     def _note_gaps(self, stripe: int, gaps: list[tuple[int, int]], jumped: list[tuple[int, int]]) -> int:
         """Log new ``gaps`` (CUST_GAP), then the numbers ``jumped`` over as too far behind to
