@@ -1,6 +1,6 @@
-"""The real durable stores (runtime side): gateway log file (fdatasync), history recorder as a
-log file or on SQLite (WAL), and the per-host stores a real node hands its venue factory; the
-simulator's in-memory ones."""
+"""The real durable stores (runtime side): gateway log and history recorder log files
+(fdatasync), and the per-host stores a real node hands its venue factory; the simulator's
+in-memory ones."""
 
 from __future__ import annotations
 
@@ -29,34 +29,6 @@ def test_gateway_log_survives_reopen_and_drops_a_torn_tail(tmp_path):
     assert again.unfinished() == [(0, b"zero"), (2, b"two")]
     assert again.last_seq() == 2 and again.get(1) == b"one"
     again.close()
-
-
-def test_a_gateway_with_a_background_fsync_sends_nothing_until_the_log_is_on_disk(tmp_path):
-    """The real gateway's log fsyncs in a worker thread: the core must not multicast (or
-    acknowledge) a request before that fsync is done, and the driver hears when it is."""
-    import threading
-
-    from rmptwin.sansio import Group
-    from rmptwin.venue import wire
-    from rmptwin.venue.gateway import GatewayConfig, GatewayCore
-    from rmptwin.venue.orderbook import BUY, LIMIT
-
-    woke, release = threading.Event(), threading.Event()
-    log = FileGatewayLog(tmp_path / "gw.log", on_synced=woke.set)
-    real_fsync = log._fsync
-    log._fsync = lambda: (release.wait(5), real_fsync())   # hold the disk until the test lets go
-    gw = GatewayCore(GatewayConfig(gw_id=0, venues=("ev1",), symbols=("IBM",), fsync_ns=0), log)
-    gw.receive_datagram(wire.order_frame(0, 0, wire.Order(wire.NEW, LIMIT, BUY, "IBM", 1, 5, 1_000_000)), "c", 10)
-    assert not log.synced() and gw.get_timer() is None      # nothing due while the fsync runs
-    gw.handle_timer(20)                                    # a spurious wake-up changes nothing
-    assert gw.datagrams_to_send(20) == [] and gw.accepted == 0
-    release.set()
-    assert woke.wait(5) and log.synced() and log.fsyncs == 1
-    gw.handle_timer(gw.get_timer())
-    sent = [dest for _, dest in gw.datagrams_to_send(30)]
-    assert Group(wire.REQUEST_GROUP) in sent and gw.accepted == 1
-    log.close()
-    assert FileGatewayLog(tmp_path / "gw.log").unfinished() == [(0, log.get(0))]
 
 
 def test_history_log_keeps_everything_across_reopen_and_drops_a_torn_tail(tmp_path):

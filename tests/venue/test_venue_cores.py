@@ -238,6 +238,37 @@ def test_gateway_rejects_malformed_orders_with_a_reason_and_never_numbers_them()
     assert [(r.gw, r.gw_seq, r.order.oid) for r in sent] == [(0, 0, 9)]
 
 
+class _LogOnItsWay(MemoryGatewayLog):
+    """A gateway log whose appended batch is not on disk until the test says so (a log that
+    syncs in the background: the GatewayLog protocol's ``synced``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.on_disk = True
+
+    def append(self, batch) -> None:
+        super().append(batch)
+        self.on_disk = False
+
+    def synced(self) -> bool:
+        return self.on_disk
+
+
+def test_a_gateway_sends_nothing_until_its_log_is_on_disk():
+    # the core must not multicast (or acknowledge) a request before the log holds it
+    log = _LogOnItsWay()
+    gw = GatewayCore(GatewayConfig(gw_id=0, venues=("ev1",), symbols=("IBM",), fsync_ns=0), log)
+    gw.receive_datagram(wire.order_frame(0, 0, Order(wire.NEW, LIMIT, BUY, "IBM", 1, 5, 1_000_000)), "c", 10)
+    assert not log.synced() and gw.get_timer() is None      # nothing due while the sync runs
+    gw.handle_timer(20)                                    # a spurious wake-up changes nothing
+    assert gw.datagrams_to_send(20) == [] and gw.accepted == 0
+    log.on_disk = True
+    gw.handle_timer(gw.get_timer())
+    sent = [dest for _, dest in gw.datagrams_to_send(30)]
+    assert Group(wire.REQUEST_GROUP) in sent and gw.accepted == 1
+    assert log.unfinished() == [(0, log.get(0))]
+
+
 def test_gateway_replays_unfinished_requests_after_restart():
     log = MemoryGatewayLog()
     config = GatewayConfig(gw_id=0, venues=("ev1",), symbols=("IBM",), fsync_ns=10)

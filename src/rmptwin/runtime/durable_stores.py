@@ -10,13 +10,10 @@ its predecessor wrote.
 from __future__ import annotations
 
 import os
-import queue
 import struct
-import threading
 import time
 import zlib
 from pathlib import Path
-from typing import Callable
 
 from ..venue.stores import MemoryGatewayLog
 
@@ -77,28 +74,17 @@ def _crc_ok(data: bytes, off: int, head_size: int, end: int, crc: int) -> bool:
 class FileGatewayLog(MemoryGatewayLog):
     """Append-only file (space written ahead: ``_PreallocatedFile``), one fdatasync per batch:
     a request is acknowledged only once on disk. Records carry a CRC: a torn one (never
-    acknowledged) ends the log on reopen.
+    acknowledged) ends the log on reopen. ``append`` returns once its batch is on disk
+    (0.1 ms into the space written ahead: less than handing it to a thread and being woken),
+    so ``synced()`` is always true."""
 
-    ``on_synced``, when given, moves the fsync off the caller's thread: ``append`` writes
-    and returns, a worker thread fsyncs, ``synced()`` turns true, and ``on_synced()`` is
-    called from the worker (a driver wakes its loop with it). The gateway core appends
-    the next batch only once the last one is synced, so one fsync is in flight at most."""
-
-    def __init__(self, path: str | Path, on_synced: Callable[[], None] | None = None) -> None:
+    def __init__(self, path: str | Path) -> None:
         super().__init__()
         self.path = Path(path)
         good = self._replay(self.path.read_bytes()) if self.path.exists() else 0
         self._f = _PreallocatedFile(self.path, good)
         self.fsyncs = 0          # one per appended batch (group commit): what a benchmark reports
         self.fsync_s = 0.0
-        self._on_synced = on_synced
-        self._synced = threading.Event()
-        self._synced.set()
-        self._jobs: queue.SimpleQueue | None = None
-        if on_synced is not None:
-            self._jobs = queue.SimpleQueue()
-            self._worker = threading.Thread(target=self._fsync_worker, name="gw-fsync", daemon=True)
-            self._worker.start()
 
     def _replay(self, data: bytes) -> int:
         """Rebuild the log from the file; the length of its whole records."""
@@ -118,36 +104,16 @@ class FileGatewayLog(MemoryGatewayLog):
     def append(self, batch: list[tuple[int, bytes]]) -> None:
         super().append(batch)
         self._f.append(b"".join(_crc_record(_REC, (_REQUEST, s, len(b)), b) for s, b in batch))
-        if self._jobs is None:
-            self._fsync()
-        else:
-            self._synced.clear()
-            self._jobs.put(True)
-
-    def _fsync(self) -> None:
         t = time.perf_counter()
         self._f.sync()
         self.fsync_s += time.perf_counter() - t
         self.fsyncs += 1
-
-    def _fsync_worker(self) -> None:
-        while self._jobs.get():
-            self._fsync()
-            self._synced.set()
-            self._on_synced()
-
-    def synced(self) -> bool:
-        return self._synced.is_set()
 
     def mark_done(self, seq: int) -> None:
         super().mark_done(seq)
         self._f.append(_crc_record(_REC, (_DONE, seq, 0), b""))   # no fsync: losing it only causes a replay
 
     def close(self) -> None:
-        if self._jobs is not None:
-            self._jobs.put(False)
-            self._worker.join(timeout=10)
-            self._jobs = None
         self._f.close()
 
 

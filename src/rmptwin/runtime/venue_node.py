@@ -135,19 +135,6 @@ class Transport:
             Path(self.path(name)).unlink(missing_ok=True)
 
 
-def waker(path: str):
-    """A callable that wakes the loop selecting on the socket at ``path`` (an empty datagram:
-    no frames), from any thread: a background fsync or commit has finished."""
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-
-    def wake() -> None:
-        try:
-            s.sendto(b"", path)
-        except OSError:
-            pass   # full (the loop is awake anyway) or gone (stopping)
-    return wake
-
-
 class EtcdStats:
     """Where an EV's time goes on the sequencer: transactions, positions each, time waiting."""
 
