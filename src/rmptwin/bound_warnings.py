@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rich.console import Console
 from rich.text import Text
 
+from .console import make_console
 from .errors import UserError
 from .spec import LoadedExperiment
 from .spec_bounds import format_violation, violated_bounds
@@ -19,9 +19,9 @@ from .spec_bounds import format_violation, violated_bounds
 def print_bound_warnings(loaded: LoadedExperiment, file: Path, *, strict: bool = False) -> None:
     """One yellow ``warning:`` line per violated bound; with ``strict``, then a UserError."""
     violations = violated_bounds(loaded)
-    err = Console(stderr=True, soft_wrap=True, highlight=False)
+    err = make_console(stderr=True)
     for v in violations:
-        err.print(Text.assemble(("warning:", "bold yellow"), f" {file}: {format_violation(v)}"))
+        err.print(Text.assemble(("warning:", "bold yellow"), f" {file}: {format_violation(v)}"), highlight=False)
     if strict and violations:
         n = len(violations)
         raise UserError(f"{file}: {n} seed bound{'s' if n > 1 else ''} violated "

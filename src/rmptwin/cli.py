@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
 
+from .console import make_console, print_error
 from .analysis import cli as analysis_cli
 from .analysis import venue_cli
 from .bound_warnings import print_bound_warnings
@@ -35,7 +35,7 @@ from .sweeps import cli as sweeps_cli
 from .claims import cli as claims_cli
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="rmptwin: RMP and exchange-venue testbed")
-console = Console()
+console = make_console()
 
 
 @app.command()
@@ -128,14 +128,14 @@ def main() -> None:
     try:
         app(prog_name="rmptwin")
     except UserError as e:
-        Console(stderr=True).print(f"[bold red]rmptwin:[/] {e}", highlight=False, soft_wrap=True)
+        print_error(str(e))
         sys.exit(2)
     except SystemExit as e:
         if e.code == 130:  # typer turned a Ctrl-C inside a command into Exit(130), silently
-            Console(stderr=True).print("rmptwin: interrupted")
+            make_console(stderr=True).print("rmptwin: interrupted")
         raise
     except KeyboardInterrupt:  # Ctrl-C outside typer's own handler (while it builds the command tree)
-        Console(stderr=True).print("rmptwin: interrupted")
+        make_console(stderr=True).print("rmptwin: interrupted")
         sys.exit(130)
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.console import Console
+from ..console import make_console
 
 from ..errors import UserError
 from ..rundir import RunDir
@@ -19,7 +19,7 @@ from .compare import compare as compare_runs
 from .compare import verdict as twin_verdict
 
 app = typer.Typer(add_completion=False, help="analysis of run directories with PySpark")
-console = Console()
+console = make_console()
 
 
 def _analyze_with_spark(runs: list[Path], master: str | None, announce: bool) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from rich.console import Console
+from ..console import make_console
 from rich.table import Table
 
 from ..errors import UserError
@@ -46,7 +46,7 @@ def verdict(run_a: Path, run_b: Path, console=None) -> bool:
     """Print the twin verdict of B (emulated) against A (simulated): a table of rules and one
     final PASS/FAIL line. Returns whether no rule failed."""
     rules = twin_verdict(inputs_of(RunDir(run_a)), inputs_of(RunDir(run_b)))
-    console = console or Console()
+    console = console or make_console()
     console.print(verdict_table(rules))
     ok = passed(rules)
     skipped = [r.metric for r in rules if r.status not in (PASS, FAIL)]
@@ -77,7 +77,7 @@ def compare(run_a: Path, run_b: Path, html_out: Path | None = None, console=None
     data = rows(a, b)
     for k, va, vb, r in data:
         table.add_row(k, fmt(va), fmt(vb), fmt(r))
-    (console or Console()).print(table)
+    (console or make_console()).print(table)
     out = html_out or RunDir(run_a).analysis_path(f"compare-{run_b.name}.html")
     report_a, report_b = (html.escape(str(RunDir(r.resolve()).report_path)) for r in (run_a, run_b))
     body = "".join(f"<tr><td>{html.escape(k)}</td><td class='n'>{fmt(va)}</td><td class='n'>{fmt(vb)}</td>"

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
+from ..console import make_console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..errors import UserError
@@ -22,7 +22,7 @@ from .taxonomy_compare import PROTOCOLS, Point, measure_run, run_point
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Sequencer taxonomy (seed sequencer-taxonomy) beside RMP and the CAS sequencer")
-console = Console()
+console = make_console()
 
 def _numbers(text: str, what: str, kind=int) -> list:
     try:

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import typer
-from rich.console import Console
+from ..console import make_console
 from rich.progress import Progress
 from rich.table import Table
 
@@ -14,7 +14,7 @@ from ..rundir import RunDir
 from .venue_sweeps import LATENCY_CONFIGS, gap_table, latency_sweep, markdown, plot_gap, plot_latency, plot_timeline
 
 app = typer.Typer(no_args_is_help=True, help="exchange venues: gap table and latency sweep (simulator)")
-console = Console()
+console = make_console()
 
 
 def _show(title: str, rows: list[dict]) -> None:

@@ -17,6 +17,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 import rmptwin.bench as pkg
+from rmptwin.console import make_console, print_error
 from rmptwin.errors import UserError
 from rmptwin.provenance import git_commit
 
@@ -126,6 +127,9 @@ def print_table(console: Console, rows: list[dict], quick: bool) -> None:
                       f"vs reference {fmt(r['reference'])} ({r['worse_by']:.0%} worse, {r.get('better')} is better)")
 
 
+PROG = "rmptwin bench:"
+
+
 def parse(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m rmptwin.bench", description=__doc__)
     ap.add_argument("--quick", action="store_true", help="smaller sizes (seconds, not minutes)")
@@ -140,25 +144,24 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
-    console = Console()
+    console = make_console()
     names = discover()
     if args.only:
         wanted = [n.removeprefix("bench_") for n in args.only]
         unknown = [n for n in wanted if n not in names]
         if unknown:
-            console.print(f"[bold red]rmptwin bench:[/] unknown benchmark {', '.join(unknown)}; "
-                          f"known: {', '.join(names)}")
+            print_error(f"unknown benchmark {', '.join(unknown)}; known: {', '.join(names)}", prefix=PROG)
             return 2
         names = wanted
     if args.runs is not None and args.runs < 1:
-        console.print("[bold red]rmptwin bench:[/] --runs must be at least 1")
+        print_error("--runs must be at least 1", prefix=PROG)
         return 2
     files = BenchFiles(args.out, args.reference)
     os.environ["RMPTWIN_BENCH_OUT"] = str(files.out_dir)  # bench_spark writes its query plans beside the table
     try:
         reference = files.read_reference()
     except UserError as e:
-        console.print(f"[bold red]rmptwin bench:[/] {e}")
+        print_error(str(e), prefix=PROG)
         return 2
     rows: list[dict] = []
     with Progress(TextColumn("[bold]bench[/] {task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),

@@ -6,12 +6,12 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
+from ..console import make_console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 app = typer.Typer(add_completion=False)
-console = Console()
+console = make_console()
 
 
 @app.command()

@@ -10,7 +10,7 @@ import signal
 from pathlib import Path
 
 import typer
-from rich.console import Console
+from ..console import make_console
 from rich.table import Table
 
 from ..errors import UserError
@@ -21,7 +21,7 @@ from .image import ensure_image
 from .network import DEFAULT_STATE_DIR, EmulatedNetwork
 from .selftest import selftest
 
-console = Console()
+console = make_console()
 net_app = typer.Typer(help="the emulated network: Mininet + Open vSwitch + os-ken", no_args_is_help=True)
 image_app = typer.Typer(help="the Docker node image", no_args_is_help=True)
 NODES_HELP = "hosts as plain network namespaces (ns, fast) or Docker containers (docker)"

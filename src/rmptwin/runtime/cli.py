@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
 
+from ..console import make_console
 from ..bound_warnings import print_bound_warnings
 from ..errors import UserError
 from ..experiment_run import EmulationOptions, run_experiment
@@ -17,7 +17,7 @@ from ..spec import LoadedExperiment, load_experiment
 from .runner import NODE_CPUS, NODE_MEMORY_MB, default_capture
 
 app = typer.Typer(add_completion=False, help="emulated runs: every role its own process in its own host")
-console = Console()
+console = make_console()
 
 
 def capture_hosts(loaded: LoadedExperiment, capture: str) -> list[str]:

@@ -7,14 +7,14 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
+from ..console import make_console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..errors import UserError
 from ..spec import load_experiment
 
 app = typer.Typer(add_completion=False)
-console = Console()
+console = make_console()
 
 
 @contextmanager
