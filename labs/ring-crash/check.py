@@ -4,7 +4,7 @@ Prints one PASS/FAIL line per expectation; exit 0 when every one passes."""
 
 import sys
 
-from rmptwin.labs import main
+from rmptwin.studies.labs import main
 
 if __name__ == "__main__":
     sys.exit(main("ring-crash", sys.argv[1:]))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from rmptwin.emulation.authorized import authorized_senders
 from rmptwin.emulation.flows import PRIO_UNAUTH_DROP, Policy, SwitchState, Wiring, authorized_by_ip, diff
-from rmptwin.groups import group_ip, region_group, rmp_group
+from rmptwin.core.groups import group_ip, region_group, rmp_group
 from rmptwin.spec import Topology, load_topology
 
 from test_flows import _matches, forward, make_wiring, mcast, states_of  # tests/controllers is on sys.path

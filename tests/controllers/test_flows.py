@@ -15,8 +15,8 @@ import struct
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from rmptwin.groups import group_ip, host_ip
-from rmptwin.groups import region_group, rmp_group
+from rmptwin.core.groups import group_ip, host_ip
+from rmptwin.core.groups import region_group, rmp_group
 from rmptwin.emulation.flows import (
     ETH_ARP, ETH_IP, HostPort, Policy, SwitchState, Wiring, diff, igmp_changes, known_group_names,
 )

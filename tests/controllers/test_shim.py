@@ -10,8 +10,8 @@ import sys
 
 from os_ken.ofproto import ofproto_v1_3, ofproto_v1_3_parser
 
-from rmptwin.groups import group_ip
-from rmptwin.groups import rmp_group
+from rmptwin.core.groups import group_ip
+from rmptwin.core.groups import rmp_group
 from rmptwin.emulation.flows import Policy, SwitchState, diff
 
 from test_flows import make_wiring  # tests/controllers is on sys.path (rootdir conftest)

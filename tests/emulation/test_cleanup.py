@@ -17,7 +17,7 @@ import pytest
 from emukit import NET4, describe_leftovers, project_leftovers  # tests/emulation is on sys.path (rootdir conftest)
 
 pytestmark = [pytest.mark.root, pytest.mark.emulation]
-RMPTWIN = [sys.executable, "-m", "rmptwin.cli"]
+RMPTWIN = [sys.executable, "-m", "rmptwin.cli.main"]
 
 
 def _leftovers(state: Path, tag: int) -> dict:

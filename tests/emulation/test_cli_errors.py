@@ -12,7 +12,7 @@ import pytest
 
 from emukit import NET4  # tests/emulation is on sys.path (rootdir conftest)
 
-RMPTWIN = [sys.executable, "-m", "rmptwin.cli"]
+RMPTWIN = [sys.executable, "-m", "rmptwin.cli.main"]
 
 
 def _run(args, env=None, prefix=()):
@@ -44,7 +44,7 @@ def test_not_root_is_one_line():
     if not shutil.which("setpriv"):
         pytest.skip("setpriv (util-linux) missing")
     nobody = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"]
-    probe = subprocess.run([*nobody, sys.executable, "-c", "import rmptwin.cli"], capture_output=True, timeout=60,
+    probe = subprocess.run([*nobody, sys.executable, "-c", "import rmptwin.cli.main"], capture_output=True, timeout=60,
                            env={**os.environ, "HOME": "/tmp"})
     if probe.returncode == 0:
         # A real unprivileged user (the repository and its venv are world-readable).

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import pytest
 
-from rmptwin.groups import group_ip
-from rmptwin.groups import region_group, rmp_group
+from rmptwin.core.groups import group_ip
+from rmptwin.core.groups import region_group, rmp_group
 from rmptwin.emulation.losscheck import misses_explained, relay_count
 from rmptwin.emulation.measure import run_probe
 from rmptwin.spec import load_topology
@@ -223,7 +223,7 @@ def test_net_trees_shows_the_running_controllers_trees(net):
         p.stdout.readline()
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline:
-            r = subprocess.run([sys.executable, "-m", "rmptwin.cli", "net", "trees", "--state-dir", str(net.state_dir)],
+            r = subprocess.run([sys.executable, "-m", "rmptwin.cli.main", "net", "trees", "--state-dir", str(net.state_dir)],
                                capture_output=True, text=True, timeout=60, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
             if g in r.stdout:
                 break

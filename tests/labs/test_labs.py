@@ -1,5 +1,5 @@
 """Each classroom lab's quick simulated version shows what its README says the student sees
-(rmptwin.labs: the same checks as labs/<name>/check.py), and a check fails on a run that
+(rmptwin.studies.labs: the same checks as labs/<name>/check.py), and a check fails on a run that
 does not show it."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from rmptwin.labs import LABS, check_fairness, run_quick
+from rmptwin.studies.labs import LABS, check_fairness, run_quick
 
 
 @pytest.mark.parametrize("name", sorted(LABS))

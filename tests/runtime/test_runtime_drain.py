@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from rmptwin.events import Event
+from rmptwin.core.events import Event
 from rmptwin.runtime.drain import NodeProgress, owed_stripes, quiescent
-from rmptwin.sim.runner import simulate
+from rmptwin.sim.simulate import simulate
 from rmptwin.spec import load_experiment
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"

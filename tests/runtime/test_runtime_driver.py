@@ -21,7 +21,7 @@ import pytest
 from rmptwin.rmp.repair import FIRST_MOLD_SEQ
 from rmptwin.runtime.config import NodeConfig
 from rmptwin.runtime.eventlog import merge_logs
-from rmptwin.runtime.flatnet import FlatNetwork, leftover_namespaces
+from rmptwin.emulation.flatnet import FlatNetwork, leftover_namespaces
 from rmptwin.spec import Experiment, LoadedExperiment, Topology
 
 pytestmark = [pytest.mark.root]
@@ -36,7 +36,7 @@ NODE_SCRIPT = textwrap.dedent('''
     from rmptwin.factories.rmp import build_customer, build_retransmit
     from rmptwin.rmp.repair import FIRST_MOLD_SEQ
     from rmptwin.rmp.remulticast import Remulticaster
-    from rmptwin.trade_report import TradeReport
+    from rmptwin.core.trade_report import TradeReport
 
     class LossyRT:
         """Releases N messages 5 ms apart; skips 10 % of its multicast packets (seeded)."""

@@ -26,14 +26,14 @@ import pytest
 
 from rmptwin.analysis.summary import summarize
 from rmptwin.analysis.twin_verdict import NOT_COMPARABLE, NOT_DETERMINISTIC, PASS
-from rmptwin.experiment_run import EmulationOptions, run_experiment
-from rmptwin.groups import REGION_PORT, REREQUEST_PORT, group_ip
-from rmptwin.groups import region_group
+from rmptwin.runs.experiment import EmulationOptions, run_experiment
+from rmptwin.core.groups import REGION_PORT, REREQUEST_PORT, group_ip
+from rmptwin.core.groups import region_group
 from rmptwin.emulation.losscheck import repaired_first_copies, repairs_without_a_drop
 from rmptwin.rmp.repair import FIRST_MOLD_SEQ
-from rmptwin.factories.rmp import customer_stripes
-from rmptwin.rmp.striping import session_name
-from rmptwin.rundir import RunDir
+from rmptwin.spec.queries import customer_stripes
+from rmptwin.core.striping import session_name
+from rmptwin.rundir.run import RunDir
 from rmptwin.spec import load_experiment
 from twin_checks import ORDER_RULE, assert_twin_verdict
 
@@ -197,7 +197,7 @@ def test_customer_captures_decode_as_moldudp64_with_gaps_repaired(which, request
 
 @pytest.mark.docker
 def test_same_delivered_order_per_source_and_counts_as_the_simulator(quickstart):
-    from rmptwin.sim.runner import simulate
+    from rmptwin.sim.simulate import simulate
 
     loaded, run_dir, s = quickstart
     seed = run_dir.read_manifest()["seed"]
@@ -273,7 +273,7 @@ def test_ring_member_crash_reforms_the_ring_without_losing_acknowledged_messages
 def test_a_run_cut_short_drains_until_everything_is_delivered(tmp_path):
     """line3 with its duration ending with the last publication: the simulator stops there
     and counts the last messages lost, the emulated run goes on until they are delivered."""
-    from rmptwin.sim.runner import simulate
+    from rmptwin.sim.simulate import simulate
 
     base = load_experiment(REPO / "experiments" / "line3.yaml")
     w = base.experiment.workload

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from rmptwin.groups import REGION_PORT, REREQUEST_PORT, RMP_PORT
-from rmptwin.events import Event, Kind
+from rmptwin.core.groups import REGION_PORT, REREQUEST_PORT, RMP_PORT
+from rmptwin.core.events import Event, Kind
 from rmptwin.rmp.moldudp64 import MoldPacket, MoldRequest
-from rmptwin.rmp.striping import session_name
-from rmptwin.rundir import RunDir
+from rmptwin.core.striping import session_name
+from rmptwin.rundir.run import RunDir
 from rmptwin.runtime.config import NodeConfig
 from rmptwin.runtime.driver import LocalClock, port_for_datagram, port_for_group
 from rmptwin.runtime.eventlog import EventWriter, merge_logs
@@ -66,7 +66,7 @@ def test_node_config_carries_the_resolved_spec(tmp_path: Path):
 
 def _cli(*args: str, env_extra: dict | None = None) -> subprocess.CompletedProcess:
     env = {**os.environ, **(env_extra or {})}
-    return subprocess.run([sys.executable, "-m", "rmptwin.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "rmptwin.cli.main", *args], capture_output=True, text=True,
                           timeout=60, env=env, cwd=REPO)
 
 

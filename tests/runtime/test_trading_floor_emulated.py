@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rmptwin.experiment_run import EmulationOptions, run_experiment
+from rmptwin.runs.experiment import EmulationOptions, run_experiment
 from rmptwin.spec import load_experiment
 
 pytestmark = [pytest.mark.root, pytest.mark.emulation]

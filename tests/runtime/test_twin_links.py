@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from twin_checks import assert_binary_tree_loss_twin
 
-from rmptwin.experiment_run import EmulationOptions, run_experiment
-from rmptwin.rundir import RunDir
+from rmptwin.runs.experiment import EmulationOptions, run_experiment
+from rmptwin.rundir.run import RunDir
 from rmptwin.spec import LoadedExperiment, load_experiment
 
 pytestmark = [pytest.mark.root, pytest.mark.emulation]

@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rmptwin.analysis.twin_verdict import NOT_DETERMINISTIC, PASS, Rule, inputs_of, twin_verdict
-from rmptwin.rundir import RunDir
+from rmptwin.rundir.run import RunDir
 
 ORDER_RULE = "delivered_order_across_sources"
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import struct
 from collections import deque
 
-from rmptwin.sansio import Group, Unicast
-from rmptwin.events import Event, Kind
+from rmptwin.core.sansio import Group, Unicast
+from rmptwin.core.events import Event, Kind
 from rmptwin.spec import Experiment, LoadedExperiment, Topology
 
 # A MoldUDP64-shaped datagram (session, seq, count=1, one 8-byte message: the sender's local
@@ -101,7 +101,7 @@ def recv_rows(result, node: str | None = None):
 
 def build_stub(host, loaded, rng, *, recovering=False):
     """A factories.FACTORIES stand-in: sources publish on the stripe group, everyone else listens."""
-    from rmptwin.groups import rmp_group
+    from rmptwin.core.groups import rmp_group
 
     if host.role == "source":
         return StubCore(host.name, dest=Group(rmp_group(0)), recovering=recovering)

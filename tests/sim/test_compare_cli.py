@@ -12,9 +12,9 @@ import pytest
 from typer.testing import CliRunner
 
 from rmptwin.analysis.twin_verdict import FAIL, PASS, inputs_of, twin_verdict
-from rmptwin.cli import app
-from rmptwin.experiment_run import run_experiment
-from rmptwin.rundir import RunDir
+from rmptwin.cli.main import app
+from rmptwin.runs.experiment import run_experiment
+from rmptwin.rundir.run import RunDir
 from rmptwin.spec import LoadedExperiment, Topology, load_experiment
 
 REPO = Path(__file__).resolve().parents[2]
@@ -63,7 +63,7 @@ def test_more_loss_fails_the_per_link_loss_rule_and_exits_non_zero(runs):
 
 
 def test_no_analyze_with_no_verdict_is_one_error_line(runs):
-    p = subprocess.run([sys.executable, "-m", "rmptwin.cli", "compare", str(runs["a"]), str(runs["lossier"]),
+    p = subprocess.run([sys.executable, "-m", "rmptwin.cli.main", "compare", str(runs["a"]), str(runs["lossier"]),
                         "--no-analyze", "--no-verdict"], capture_output=True, text=True, timeout=120)
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert len(p.stderr.strip().splitlines()) == 1 and "nothing to show" in p.stderr

@@ -13,11 +13,11 @@ from typer.testing import CliRunner
 
 from rmptwin import spec
 from rmptwin.analysis.summary import summarize
-from rmptwin.cli import app
+from rmptwin.cli.main import app
 from rmptwin.errors import UserError
-from rmptwin.rerun import replay_from_manifest
-from rmptwin.rundir import RunDir
-from rmptwin.tables import DROP_SCHEMA, LINK_COUNT_SCHEMA, EventLog
+from rmptwin.runs.rerun import replay_from_manifest
+from rmptwin.rundir.run import RunDir
+from rmptwin.records.tables import DROP_SCHEMA, LINK_COUNT_SCHEMA, EventLog
 
 REPO = Path(__file__).resolve().parents[2]
 QUICKSTART = REPO / "experiments" / "quickstart.yaml"
@@ -114,7 +114,7 @@ def test_environment_line_names_what_differs(tmp_path):
 ])
 def test_a_bad_run_dir_is_one_line_and_exit_2(tmp_path, make, expected):
     run = make(tmp_path)
-    proc = subprocess.run([sys.executable, "-m", "rmptwin.cli", "rerun", str(run)], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-m", "rmptwin.cli.main", "rerun", str(run)], capture_output=True, text=True,
                           timeout=60, cwd=tmp_path)
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
@@ -146,7 +146,7 @@ def test_an_emulated_run_is_replayed_with_its_node_mode_impairment_and_capture()
 
 
 def test_rerun_of_an_emulated_run_calls_the_runtime_runner_with_the_recorded_arguments(tmp_path, monkeypatch):
-    from rmptwin.runtime import runner
+    from rmptwin.emulation import experiment as runner
 
     loaded = spec.load_experiment(QUICKSTART)
     events = EventLog().table()

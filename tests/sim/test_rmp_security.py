@@ -11,9 +11,9 @@ import stat
 import pytest
 
 from rmptwin.errors import UserError
-from rmptwin.events import Kind
-from rmptwin.experiment_run import run_experiment
-from rmptwin.keys import generate, key_path, load_keys, write_keys
+from rmptwin.core.events import Kind
+from rmptwin.runs.experiment import run_experiment
+from rmptwin.factories.keys import generate, key_path, load_keys, write_keys
 from rmptwin.spec import load_experiment
 
 
@@ -74,7 +74,7 @@ def test_a_secure_run_without_a_key_file_stops_in_one_line_naming_keys_gen(repo,
 def test_keys_gen_writes_a_private_file_outside_the_run_directory_and_never_overwrites_silently(repo, key_home):
     from typer.testing import CliRunner
 
-    from rmptwin.cli import app
+    from rmptwin.cli.main import app
 
     exp = str(repo / "experiments" / "quickstart-secure.yaml")
     runner = CliRunner()

@@ -4,7 +4,7 @@ the packet at its own arrival time, in the order one entry per host would give."
 
 from __future__ import annotations
 
-from rmptwin.sim.runner import Simulation
+from rmptwin.sim.simulate import Simulation
 from sim_stubs import Group, StubCore, builder, line_topo, loaded, recv_rows
 
 MSGS = 400

@@ -10,9 +10,9 @@ import pyarrow.parquet as pq
 from typer.testing import CliRunner
 
 from rmptwin import factories
-from rmptwin.cli import app
-from rmptwin.rundir import RunDir
-from rmptwin.tables import DROP_SCHEMA, EVENT_SCHEMA, LINK_COUNT_SCHEMA
+from rmptwin.cli.main import app
+from rmptwin.rundir.run import RunDir
+from rmptwin.records.tables import DROP_SCHEMA, EVENT_SCHEMA, LINK_COUNT_SCHEMA
 
 REPO = Path(__file__).resolve().parents[2]
 SUMMARY_KEYS = {"receivers", "agreement", "messages_sent", "messages_delivered_min", "messages_lost",
@@ -55,7 +55,7 @@ def test_sim_command_writes_a_complete_run_dir(tmp_path, monkeypatch):
 
 def test_quickstart_through_the_real_cli(tmp_path):
     out = tmp_path / "qs"
-    proc = subprocess.run([sys.executable, "-m", "rmptwin.cli", "sim", str(REPO / "experiments" / "quickstart.yaml"),
+    proc = subprocess.run([sys.executable, "-m", "rmptwin.cli.main", "sim", str(REPO / "experiments" / "quickstart.yaml"),
                            "--out", str(out)], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = _check_run_dir(out, 1)
@@ -69,7 +69,7 @@ def test_quickstart_through_the_real_cli(tmp_path):
 
 
 def test_real_cores_same_seed_identical_run():
-    from rmptwin.sim.runner import simulate
+    from rmptwin.sim.simulate import simulate
     from rmptwin.spec import load_experiment
 
     loaded = load_experiment(REPO / "experiments" / "line3-crash.yaml")

@@ -10,7 +10,7 @@ import pytest
 
 from rmptwin.analysis.summary import summarize
 from rmptwin.sim.network import HEADER_BYTES
-from rmptwin.sim.runner import Simulation, simulate
+from rmptwin.sim.simulate import Simulation, simulate
 from rmptwin.sim.scheduler import Scheduler
 from sim_stubs import Group, StubCore, Unicast, builder, line_topo, loaded, recv_rows
 
@@ -145,7 +145,7 @@ def test_queue_drops_only_when_the_link_is_overloaded():
 
 def test_a_drop_is_missed_by_exactly_the_receivers_below_it():
     from rmptwin.spec import Topology
-    from rmptwin.tree import multicast_tree
+    from rmptwin.spec.tree import multicast_tree
 
     sw = [f"s{i}" for i in range(1, 16)]
     links = [{"a": f"s{p}", "b": f"s{c}", "delay_ms": 1.0, "loss": 0.02 + 0.01 * (c % 5)}

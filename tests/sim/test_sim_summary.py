@@ -7,8 +7,8 @@ import pyarrow as pa
 import pytest
 
 from rmptwin.analysis.summary import summarize
-from rmptwin.events import Event
-from rmptwin.tables import EventLog
+from rmptwin.core.events import Event
+from rmptwin.records.tables import EventLog
 from sim_stubs import loaded
 
 MS = 1_000_000

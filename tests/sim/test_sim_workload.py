@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 
-from rmptwin.rmp.striping import symbol_stripe
-from rmptwin.trade_report import TradeReport
-from rmptwin.ticker_workload import schedule
+from rmptwin.core.striping import symbol_stripe
+from rmptwin.core.trade_report import TradeReport
+from rmptwin.factories.ticker_workload import schedule
 from sim_stubs import loaded
 
 TOPO = {

@@ -1,5 +1,5 @@
 """The sequencer taxonomy in the simulator (rmptwin.taxonomy through
-rmptwin.analysis.taxonomy_compare): total order, repair of lost packets, a sequencer's
+rmptwin.studies.taxonomy_compare): total order, repair of lost packets, a sequencer's
 (locker's) crash, and the orderings the seed's protocol descriptions imply."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from rmptwin.analysis.taxonomy_compare import TAXONOMY, Point, run_point
+from rmptwin.studies.taxonomy_compare import TAXONOMY, Point, run_point
 from rmptwin.analysis.taxonomy_report import COLUMNS, write_outputs
 
 # GUP moves one update at a time (2 round trips each): it is given a load it can carry.
@@ -90,7 +90,7 @@ def test_the_comparison_table_has_one_row_per_point_and_every_column(tmp_path: P
 def test_compare_cli_says_what_to_fix_in_one_line():
     from typer.testing import CliRunner
 
-    from rmptwin.analysis.taxonomy_cli import app
+    from rmptwin.cli.taxonomy import app
     result = CliRunner().invoke(app, ["compare", "--receivers", "5,abc"])
     assert result.exit_code == 2
     assert "--receivers" in result.output and "Traceback" not in result.output

@@ -22,7 +22,7 @@ from rmptwin.analysis.floor_summary import (
 )
 from rmptwin.analysis.summary import summarize
 from rmptwin.errors import UserError
-from rmptwin.sim.runner import simulate
+from rmptwin.sim.simulate import simulate
 from rmptwin.spec import load_experiment
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
@@ -158,7 +158,7 @@ def test_summary_figures_match_between_summary_and_floor_figures():
 def test_floor_and_venue_summary_keys_do_not_overwrite_each_other():
     # summary.json merges the venues' keys and the floor's: a run with both must keep both
     from rmptwin.analysis.venue_metrics import venue_summary
-    from rmptwin.tables import EVENT_SCHEMA
+    from rmptwin.records.tables import EVENT_SCHEMA
 
     _, df, s = _run("trading-floor", 1)
     venue_keys = set(venue_summary(EVENT_SCHEMA.empty_table().to_pandas(),
@@ -240,7 +240,7 @@ def test_a_participant_primary_that_is_no_primary_fails_at_load(tmp_path, name):
     msg = str(e.value)
     assert f"participant pnyc1: primary '{name}' is not a primary host" in msg and "\n" not in msg
     assert "rpnyc, rpldn, rpfra, rpsgp" in msg
-    r = subprocess.run([sys.executable, "-m", "rmptwin.cli", "validate", str(tmp_path / "floor.yaml")],
+    r = subprocess.run([sys.executable, "-m", "rmptwin.cli.main", "validate", str(tmp_path / "floor.yaml")],
                        capture_output=True, text=True, env={**os.environ, "COLUMNS": "300"}, timeout=120)
     assert r.returncode == 2 and "participant pnyc1" in r.stderr and len(r.stderr.strip().splitlines()) == 1
 

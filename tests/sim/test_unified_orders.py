@@ -20,8 +20,8 @@ import yaml
 
 from rmptwin.analysis.orders_summary import figures
 from rmptwin.errors import UserError
-from rmptwin.events import Kind
-from rmptwin.sim.runner import simulate
+from rmptwin.core.events import Kind
+from rmptwin.sim.simulate import simulate
 from rmptwin.spec import load_experiment
 from rmptwin.venue.orderbook import BUY, SELL, OrderBook
 

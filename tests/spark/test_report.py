@@ -11,7 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from rmptwin.analysis import compare, job, plots, synthetic
-from rmptwin.rundir import RunDir
+from rmptwin.cli.console import make_console
+from rmptwin.rundir.run import RunDir
 
 pytestmark = pytest.mark.spark
 
@@ -71,7 +72,7 @@ def test_report_renders_in_headless_chromium(analysed, tmp_path):
 
 def test_compare_side_by_side(analysed, tmp_path):
     run, _ = analysed
-    out = compare.compare(run, run, tmp_path / "cmp.html")
+    out = compare.compare(run, run, make_console(), tmp_path / "cmp.html")
     rows = compare.rows(*(compare.load_metrics(run),) * 2)
     assert {k for k, *_ in rows} >= {"packets", "deliver_latency_p50_ms", "first_loss_mean"}
     assert all(r is None or r == pytest.approx(1.0) for *_, r in rows)
@@ -81,7 +82,7 @@ def test_compare_side_by_side(analysed, tmp_path):
 def test_analyze_bad_directory_is_one_line(tmp_path):
     (tmp_path / "notarun").mkdir()
     for target in (tmp_path / "missing", tmp_path / "notarun"):
-        p = subprocess.run([sys.executable, "-m", "rmptwin.cli", "analyze", str(target)],
+        p = subprocess.run([sys.executable, "-m", "rmptwin.cli.main", "analyze", str(target)],
                            capture_output=True, text=True, timeout=60)
         assert p.returncode == 2
         lines = p.stderr.strip().splitlines()

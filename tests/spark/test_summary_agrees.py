@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from rmptwin.analysis import extract, job
-from rmptwin.experiment_run import run_experiment
+from rmptwin.runs.experiment import run_experiment
 from rmptwin.spec import load_experiment
 
 pytestmark = pytest.mark.spark

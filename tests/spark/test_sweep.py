@@ -13,7 +13,7 @@ from rmptwin.errors import UserError
 from rmptwin.spec import load_experiment
 from rmptwin.sweeps.engine import SweepPlan, run_sweep
 from rmptwin.sweeps.points import make_points, parse_sets
-from rmptwin.sweeps.report import write_report
+from rmptwin.sweeps.sweep_report import write_report
 from rmptwin.sweeps.spark import run_spark
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
@@ -57,7 +57,7 @@ def test_bad_set_is_one_line_before_anything_runs(tmp_path):
         make_points(base, parse_sets(["protocol.delta_aa_ms=1,2"]))
     with pytest.raises(UserError, match="greater than or equal to 0"):
         make_points(base, parse_sets(["protocol.delta_a_ms=-5"]))
-    cmd = [sys.executable, "-m", "rmptwin.cli", "sweep", str(EXPERIMENTS / "line3.yaml"),
+    cmd = [sys.executable, "-m", "rmptwin.cli.main", "sweep", str(EXPERIMENTS / "line3.yaml"),
            "--set", "workload.rate_per_source=fast", "--out", str(tmp_path / "x")]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2

@@ -6,10 +6,10 @@ from __future__ import annotations
 import heapq
 from typing import Callable
 
-from rmptwin.sansio import Unicast
+from rmptwin.core.sansio import Unicast
 from rmptwin.rmp import wire
-from rmptwin.rmp.timing import Timing
-from rmptwin.factories.rmp import timing_from_protocol
+from rmptwin.core.timing import Timing
+from rmptwin.spec.queries import timing_from_protocol
 from rmptwin.rmp.primary import PrimaryCore
 from rmptwin.spec import Protocol
 

@@ -3,7 +3,7 @@ usage text on stderr and exits 2, never a traceback; a group given no subcommand
 help and exits 2 (typer's no_args_is_help). The tree is walked from the app itself, so a new
 command or group is covered without touching this file.
 
-Each case runs ``python -m rmptwin.cli`` in a subprocess, as a user would; the cases run
+Each case runs ``python -m rmptwin.cli.main`` in a subprocess, as a user would; the cases run
 concurrently once per module, so the file stays a few seconds long.
 """
 
@@ -18,7 +18,7 @@ import pytest
 import typer
 import typer.main
 
-from rmptwin import cli
+from rmptwin.cli import main as cli
 from rmptwin.errors import UserError
 
 BOGUS = "--bogus-flag-xyz"
@@ -57,7 +57,7 @@ def _run(case: tuple[str, tuple[str, ...]]) -> subprocess.CompletedProcess:
     # Wide and colourless, so typer's error panel neither wraps nor splits the words checked.
     env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
     env.update(COLUMNS="200", NO_COLOR="1", TERM="dumb")
-    return subprocess.run([sys.executable, "-m", "rmptwin.cli", *path, *ARGS[kind]], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "rmptwin.cli.main", *path, *ARGS[kind]], capture_output=True,
                           text=True, env=env, stdin=subprocess.DEVNULL, timeout=120)
 
 

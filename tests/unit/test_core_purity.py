@@ -1,8 +1,9 @@
-"""The cores are pure (DESIGN.md, "Rules of the cores"): each core module, imported alone in a
+"""The cores are pure (docs/architecture.md, "The rule each layer keeps"): each core module, imported alone in a
 fresh interpreter, loads none of the heavy or I/O libraries, and its source imports no
 socket, asyncio, subprocess, threading or time and reads no environment.
 
-Every RMP module, the venue cores and the pure top-level modules they build on are checked.
+Every RMP and taxonomy module, the venue cores, the pure applications and every module of
+``rmptwin.core`` (what they build on) are checked.
 Each module is imported in its own interpreter (so one module's imports cannot hide
 another's); the interpreters run in parallel.
 """
@@ -23,7 +24,6 @@ import rmptwin
 PACKAGE_DIR = Path(rmptwin.__file__).parent
 
 VENUE_CORES = ["orderbook", "gateway", "venue", "history", "sequencer", "client", "wire"]
-PURE_TOP_LEVEL = ["events", "sansio", "groups", "trade_report"]
 # application packages under rmptwin/apps/ whose every module is a pure core
 PURE_APPS = ["unified_orders", "trading_floor"]
 
@@ -48,7 +48,8 @@ def core_modules() -> list[str]:
     venue = [f"rmptwin.venue.{m}" for m in VENUE_CORES]
     apps = [_module_name(p) for p in sorted((PACKAGE_DIR / "apps").rglob("*.py"))
             if p.relative_to(PACKAGE_DIR / "apps").parts[0] in PURE_APPS]
-    return rmp + venue + apps + [f"rmptwin.{m}" for m in PURE_TOP_LEVEL]
+    shared = [_module_name(p) for p in sorted((PACKAGE_DIR / "core").glob("*.py"))]
+    return rmp + venue + apps + shared
 
 
 def _source_path(module: str) -> Path:
@@ -132,7 +133,7 @@ def reports() -> dict[str, dict]:
 
 def test_the_list_covers_every_rmp_module():
     names = core_modules()
-    assert {"rmptwin.rmp.customer", "rmptwin.rmp.token_ring", "rmptwin.rmp.striping",
+    assert {"rmptwin.rmp.customer", "rmptwin.rmp.token_ring", "rmptwin.core.striping",
             "rmptwin.rmp.repair", "rmptwin.rmp"} <= set(names)
 
 
@@ -153,8 +154,8 @@ def test_core_source_imports_no_io_and_reads_no_environment(module):
 
 
 def test_the_import_check_names_a_module_that_loads_pyarrow_and_who_imported_it():
-    report = import_alone(["rmptwin.tables"])["rmptwin.tables"]
-    assert report["loaded"]["pyarrow"].startswith("rmptwin.tables")
+    report = import_alone(["rmptwin.records.tables"])["rmptwin.records.tables"]
+    assert report["loaded"]["pyarrow"].startswith("rmptwin.records.tables")
 
 
 def test_the_source_check_catches_io_imports_and_environment_reads():

@@ -13,16 +13,18 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from rmptwin.sansio import Group, Unicast
-from rmptwin.groups import region_group
-from rmptwin.events import Kind
-from rmptwin.factories.rmp import build_customer, build_retransmit, customer_stripes
+from rmptwin.core.sansio import Group, Unicast
+from rmptwin.core.groups import region_group
+from rmptwin.core.events import Kind
+from rmptwin.factories.rmp import build_customer, build_retransmit
+from rmptwin.spec.queries import customer_stripes
 from rmptwin.rmp.moldudp64 import MoldPacket, MoldRequest, decode_packet
 from rmptwin.rmp.remulticast import Remulticaster
 from rmptwin.rmp.repair import FIRST_MOLD_SEQ
-from rmptwin.rmp.striping import request_stripe, session_name
+from rmptwin.core.striping import session_name
+from rmptwin.rmp.moldudp64 import request_stripe
 from rmptwin.spec import Experiment, LoadedExperiment, Topology
-from rmptwin.trade_report import TradeReport
+from rmptwin.core.trade_report import TradeReport
 
 MS = 1_000_000
 

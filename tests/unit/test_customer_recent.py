@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import random
 
-from rmptwin.events import Kind
+from rmptwin.core.events import Kind
 from rmptwin.rmp.customer import RECENT, CustomerConfig, CustomerCore
 from rmptwin.rmp.moldudp64 import MoldPacket
 from rmptwin.rmp.repair import RepairConfig
-from rmptwin.rmp.striping import session_name
-from rmptwin.trade_report import TradeReport
+from rmptwin.core.striping import session_name
+from rmptwin.core.trade_report import TradeReport
 
 from rmp_bus import MS, drain
 

@@ -13,7 +13,7 @@ import pytest
 from rmptwin.factories.rmp import build_customer, customer_config
 from rmptwin.rmp.customer import CustomerCore
 from rmptwin.rmp.moldudp64 import MoldPacket
-from rmptwin.rmp.striping import session_name
+from rmptwin.core.striping import session_name
 from test_customer import MS, make_loaded, trade
 
 

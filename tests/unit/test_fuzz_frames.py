@@ -18,7 +18,7 @@ import random
 
 import pytest
 
-from rmptwin.events import Kind
+from rmptwin.core.events import Kind
 from rmptwin.rmp import wire
 from rmptwin.rmp.customer import CustomerConfig, CustomerCore
 from rmptwin.rmp.moldudp64 import MoldPacket
@@ -29,7 +29,7 @@ from rmptwin.rmp.retransmit import RetransmitConfig, RetransmitCore
 from rmptwin.rmp.seal import KeySet, Sealer
 from rmptwin.rmp.secondary import SecondaryCore
 from rmptwin.rmp.source import SourceCore
-from rmptwin.rmp.striping import session_name
+from rmptwin.core.striping import session_name
 
 from rmp_bus import MS, timing
 

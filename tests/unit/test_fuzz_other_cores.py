@@ -24,7 +24,7 @@ from rmptwin.apps.unified_orders import offers
 from rmptwin.factories import Adapters, build_core
 from rmptwin.rmp import wire as rmp_wire
 from rmptwin.rmp.moldudp64 import MoldDecodeError, decode_packet
-from rmptwin.sim.runner import simulate
+from rmptwin.sim.simulate import simulate
 from rmptwin.spec import load_experiment
 from rmptwin.taxonomy.codec import CodecError
 from rmptwin.venue import wire as venue_wire

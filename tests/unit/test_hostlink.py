@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from rmptwin.emulation.droplog import counts_table, drops_table, read_access_reports
-from rmptwin.linkmodel import LinkConfig, LinkDirection, stream_seed
+from rmptwin.core.linkmodel import LinkConfig, LinkDirection, stream_seed
 from rmptwin.rmp.wire import Data, encode
 from rmptwin.runtime.hostlink import HEADER_BYTES, HostLink, access_report_path
 from rmptwin.spec import LinkParams

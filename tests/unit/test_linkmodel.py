@@ -21,9 +21,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rmptwin import linkmodel
+from rmptwin.core import linkmodel
 from rmptwin.errors import UserError
-from rmptwin.linkmodel import (
+from rmptwin.core.linkmodel import (
     DOWN, LOSS, QUEUE, UNKEYED, BernoulliConfig, GilbertElliottConfig, LinkConfig, LinkDirection,
     frame_key, packet_key, reason, stream_seed,
 )
@@ -375,7 +375,7 @@ def test_the_model_is_pure():
                  if isinstance(n, ast.ImportFrom) and n.module and not n.level}
     assert not imported & {"time", "random", "os", "socket", "asyncio", "threading", "subprocess", "pyarrow",
                            "pydantic"}
-    probe = "import json, sys, rmptwin.linkmodel; print(json.dumps(sorted(sys.modules)))"
+    probe = "import json, sys, rmptwin.core.linkmodel; print(json.dumps(sorted(sys.modules)))"
     loaded = set(json.loads(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                                            check=True).stdout))
     assert not loaded & {"pyarrow", "pydantic", "yaml", "rmptwin.spec", "rmptwin.lossmodels"}

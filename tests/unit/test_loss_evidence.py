@@ -13,7 +13,7 @@ import pytest
 from rmptwin.emulation.losscheck import (LinkCount, misses_explained, netem_count, relay_count,
                                          repaired_first_copies, repairs_without_a_drop)
 from rmptwin.emulation.measure import ProbeResult
-from rmptwin.tables import DROP_SCHEMA, EVENT_SCHEMA, LINK_COUNT_SCHEMA
+from rmptwin.records.tables import DROP_SCHEMA, EVENT_SCHEMA, LINK_COUNT_SCHEMA
 
 
 def _probe(sent: int, seqs: list[int], start_seq: int) -> ProbeResult:

@@ -171,7 +171,7 @@ def test_cleanup_all_force_removes_live_networks_too(machine, live_owner):
 
 
 def test_net_down_names_each_kept_network_and_all(machine, live_owner, monkeypatch):
-    from rmptwin.cli import app
+    from rmptwin.cli.main import app
     from rmptwin.emulation import env
 
     _, _, network, _, removed = machine

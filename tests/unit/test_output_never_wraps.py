@@ -57,7 +57,7 @@ def run_piped(argv: list[str], cwd: Path, columns: int) -> subprocess.CompletedP
 
 
 def cli(*args: str) -> list[str]:
-    return [sys.executable, "-m", "rmptwin.cli", *args]
+    return [sys.executable, "-m", "rmptwin.cli.main", *args]
 
 
 @pytest.mark.parametrize("argv,mentions", ERROR_PATHS, ids=[" ".join(a) for a, _ in ERROR_PATHS])

@@ -1,11 +1,12 @@
-"""manifest.json's environment (rmptwin.provenance): complete, well-typed, cheap, never failing."""
+"""manifest.json's environment (rmptwin.rundir.provenance): complete, well-typed, cheap, never failing."""
 
 from __future__ import annotations
 
 import time
 from types import SimpleNamespace
 
-from rmptwin import provenance
+from rmptwin.emulation import experiment as emulated
+from rmptwin.rundir import provenance
 
 X86_CPUINFO = "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7B13\nflags\t\t: fpu\n"
 ARM_CPUINFO = ("processor\t: 0\nBogoMIPS\t: 48.00\nCPU implementer\t: 0x41\n\n"
@@ -49,18 +50,22 @@ def test_missing_tools_are_recorded_as_null_and_never_fail(monkeypatch, tmp_path
 
 def test_an_emulated_runs_fields_come_from_the_network_it_used(monkeypatch):
     ids = {"rmptwin-node:0123456789ab": "sha256:feed"}
-    monkeypatch.setattr(provenance, "image_id", ids.get)
+    monkeypatch.setattr(emulated, "image_id", ids.get)
+    monkeypatch.setattr(emulated, "has_netem", lambda: False)
+    monkeypatch.setattr(emulated.os, "geteuid", lambda: 0)
     docker = SimpleNamespace(impair="relay", env=SimpleNamespace(datapath="user"), image="rmptwin-node:0123456789ab")
-    facts = provenance.emulation_facts("docker", docker)
+    facts = emulated.emulation_facts("docker", docker)
     assert facts == {"node_mode": "docker", "impair_backend": "relay", "datapath": "user",
-                     "node_image": "rmptwin-node:0123456789ab", "node_image_id": "sha256:feed"}
-    ns = provenance.emulation_facts("ns", SimpleNamespace(impair="netem", env=SimpleNamespace(datapath="kernel")))
+                     "node_image": "rmptwin-node:0123456789ab", "node_image_id": "sha256:feed", "sch_netem": False}
+    ns = emulated.emulation_facts("ns", SimpleNamespace(impair="netem", env=SimpleNamespace(datapath="kernel")))
     assert ns["node_image"] == ns["node_image_id"] == "n/a" and ns["datapath"] == "kernel"
-    flat = provenance.emulation_facts("flat", SimpleNamespace(impair="none"))  # FlatNetwork: no switches
+    flat = emulated.emulation_facts("flat", SimpleNamespace(impair="none"))  # FlatNetwork: no switches
     assert flat == {"node_mode": "flat", "impair_backend": "none", "datapath": "n/a", "node_image": "n/a",
-                    "node_image_id": "n/a"}
+                    "node_image_id": "n/a", "sch_netem": False}
     env = provenance.collect(facts)["environment"]
     assert all(env[k] == facts[k] for k in provenance.EMULATION_FIELDS)
+    assert env["sch_netem"] is False   # the backend tried netem for real: its answer, not the files'
+    assert "sch_netem" in provenance.collect()["environment"]
 
 
 def test_cpu_model_and_memory_are_read_from_proc_formats():

@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rmptwin.events import Kind
+from rmptwin.core.events import Kind
 from rmptwin.rmp import wire
 from rmptwin.rmp.primary import PrimaryCore
 from rmptwin.rmp.secondary import SecondaryCore

@@ -4,8 +4,8 @@ token is accepted only once everything up to it is held."""
 
 from __future__ import annotations
 
-from rmptwin.sansio import Unicast
-from rmptwin.events import Kind
+from rmptwin.core.sansio import Unicast
+from rmptwin.core.events import Kind
 from rmptwin.rmp import wire
 
 from rmp_bus import MS, ack, data, drain, fire, member, sent

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rmptwin.sansio import Group, Unicast
-from rmptwin.events import Kind
-from rmptwin.rmp.timing import token_passing_time_ms
+from rmptwin.core.sansio import Group, Unicast
+from rmptwin.core.events import Kind
+from rmptwin.core.timing import token_passing_time_ms
 from rmptwin.rmp import wire
 from rmptwin.rmp.nack_reduction import request_sets, request_slot
 from rmptwin.rmp.primary import PrimaryCore

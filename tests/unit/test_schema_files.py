@@ -54,7 +54,7 @@ def test_schema_file_is_what_the_models_generate(kind):
 @pytest.mark.parametrize("kind", KINDS)
 def test_schema_command_prints_the_file_byte_for_byte(kind):
     """So the regeneration command in the message above really regenerates the file."""
-    out = subprocess.run([sys.executable, "-m", "rmptwin.cli", "schema", kind], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-m", "rmptwin.cli.main", "schema", kind], capture_output=True, text=True,
                          timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout == (SCHEMAS / f"{kind}.schema.json").read_text(), f"regenerate with `{_regenerate(kind)}`"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rmptwin.events import Kind
+from rmptwin.core.events import Kind
 from rmptwin.rmp import wire
 from rmptwin.rmp.seal import (
     MAC_BYTES, OVERHEAD, PURPOSE_REGION, PURPOSE_REPAIR, KeySet, Reason, SealError, Sealer, alarm,

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from rmptwin.analysis.sections import headline_sections
-from rmptwin.run_display import applications_table
+from rmptwin.cli.display import applications_table
 
 
 def _rows(summary: dict) -> dict[str, dict]:

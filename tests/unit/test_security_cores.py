@@ -9,8 +9,8 @@ import random
 
 import pytest
 
-from rmptwin.events import Kind
-from rmptwin.groups import region_group
+from rmptwin.core.events import Kind
+from rmptwin.core.groups import region_group
 from rmptwin.rmp import wire
 from rmptwin.rmp.customer import CustomerConfig, CustomerCore
 from rmptwin.rmp.moldudp64 import MoldPacket, MoldRequest, decode_packet
@@ -19,9 +19,9 @@ from rmptwin.rmp.remulticast import Remulticaster
 from rmptwin.rmp.repair import RepairConfig
 from rmptwin.rmp.retransmit import RetransmitConfig, RetransmitCore
 from rmptwin.rmp.seal import KeySet, Reason, SealError, Sealer
-from rmptwin.rmp.striping import session_name
-from rmptwin.sansio import Group
-from rmptwin.trade_report import TradeReport
+from rmptwin.core.striping import session_name
+from rmptwin.core.sansio import Group
+from rmptwin.core.trade_report import TradeReport
 
 from rmp_bus import MS, drain, fire, timing
 

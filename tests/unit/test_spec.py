@@ -143,7 +143,7 @@ def test_experiment_cross_references_are_checked(tmp_path):
 def test_cli_prints_one_line_and_exits_2(tmp_path, text, needle):
     p = _write(tmp_path, "t.yaml", text)
     for cmd in (["validate", str(p)], ["sim", str(_write(tmp_path, "e.yaml", "name: x\ntopology: t.yaml\n"))]):
-        out = subprocess.run([sys.executable, "-m", "rmptwin.cli", *cmd], capture_output=True, text=True,
+        out = subprocess.run([sys.executable, "-m", "rmptwin.cli.main", *cmd], capture_output=True, text=True,
                              timeout=120)
         assert out.returncode == 2, out.stderr
         lines = [ln for ln in out.stderr.splitlines() if ln.strip()]

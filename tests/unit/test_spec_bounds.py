@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from rmptwin.spec import Bernoulli, GilbertElliott, LoadedExperiment, load_experiment
-from rmptwin.spec_bounds import format_violation, violated_bounds
+from rmptwin.spec.bounds import format_violation, violated_bounds
 
 REPO = Path(__file__).resolve().parents[2]
 LINE3 = REPO / "experiments" / "line3.yaml"              # event-driven, satisfies every bound
@@ -156,7 +156,7 @@ def _experiment(tmp_path: Path, delta_a: int = 40) -> Path:
 def _cli(*args: str, **env) -> subprocess.CompletedProcess:
     """Colourless unless ``env`` forces colour, whatever the calling shell set."""
     plain = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "NO_COLOR", "TTY_COMPATIBLE")}
-    return subprocess.run([sys.executable, "-m", "rmptwin.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "rmptwin.cli.main", *args], capture_output=True, text=True,
                           timeout=120, cwd=REPO, env={**plain, **env})
 
 

@@ -15,7 +15,7 @@ from rmptwin.analysis.twin_verdict import (FAIL, NOT_COMPARABLE, NOT_DETERMINIST
                                            passed, timer_lateness_ms, twin_verdict)
 from rmptwin.analysis.first_copy import first_copy_slack_ms
 from rmptwin.emulation.droplog import rebased
-from rmptwin.tables import DROP_SCHEMA, EVENT_SCHEMA, detail_values
+from rmptwin.records.tables import DROP_SCHEMA, EVENT_SCHEMA, detail_values
 
 
 def summary(**kw) -> dict:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 
-from rmptwin.events import Event, Kind
+from rmptwin.core.events import Event, Kind
 from rmptwin.runtime.eventlog import EventWriter, merge_logs
-from rmptwin.tables import EventLog, detail_arrays, detail_values, encoded_details
+from rmptwin.records.tables import EventLog, detail_arrays, detail_values, encoded_details
 
 
 def test_detail_values_keep_only_values_of_the_column_type():

@@ -16,10 +16,10 @@ from rmptwin.apps.unified_orders.exchange import ExchangeCore
 from rmptwin.apps.unified_orders.offers import BUY, SELL, Offer
 from rmptwin.apps.unified_orders.plan import paired_plan, random_plan
 from rmptwin.apps.unified_orders.portal import OrderEntry, PortalCore
-from rmptwin.events import Kind
+from rmptwin.core.events import Kind
 from rmptwin.rmp import wire
 from rmptwin.rmp.source import SourceCore
-from rmptwin.sansio import Group, Unicast
+from rmptwin.core.sansio import Group, Unicast
 
 from rmp_bus import timing
 

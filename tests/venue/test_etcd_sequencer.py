@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from rmptwin.events import Kind
+from rmptwin.core.events import Kind
 from rmptwin.factories import build_core
-from rmptwin.sansio import Unicast
+from rmptwin.core.sansio import Unicast
 from rmptwin.runtime.etcd_client import EtcdCas, EtcdCasClient, _Http, leader_first, serve_propose
 from rmptwin.runtime.etcd_cluster import EtcdCluster
 from rmptwin.runtime.venue_adapters import node_adapters

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import random
 
-from rmptwin.sansio import Group, Unicast
-from rmptwin.events import Kind
+from rmptwin.core.sansio import Group, Unicast
+from rmptwin.core.events import Kind
 from rmptwin.venue import wire
 from rmptwin.venue.gateway import GatewayConfig, GatewayCore
 from rmptwin.venue.history import HistoryConfig, HistoryCore

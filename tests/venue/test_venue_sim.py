@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 from rmptwin.analysis.venue_metrics import venue_summary
-from rmptwin.events import Kind
+from rmptwin.core.events import Kind
 from rmptwin.factories import Adapters, build_core
 from rmptwin.runtime.durable_stores import DurableStores, FileHistoryStore
-from rmptwin.sim.runner import Simulation
+from rmptwin.sim.simulate import Simulation
 from rmptwin.spec import Bernoulli, Fault, LoadedExperiment, Topology, load_experiment
 
 REPO = __import__("pathlib").Path(__file__).resolve().parents[2]

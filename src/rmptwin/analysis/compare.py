@@ -7,13 +7,13 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from ..console import make_console
+from rich.console import Console
 from rich.table import Table
 
-from ..errors import UserError
-from ..rundir import RunDir
-from .report import CSS, fmt
-from .twin_verdict import FAIL, PASS, Rule, inputs_of, passed, twin_verdict
+from rmptwin.errors import UserError
+from rmptwin.rundir.run import RunDir
+from rmptwin.analysis.report import CSS, fmt
+from rmptwin.analysis.twin_verdict import FAIL, PASS, Rule, inputs_of, passed, twin_verdict
 
 
 def load_metrics(run: Path) -> dict:
@@ -42,11 +42,10 @@ def _name(m: dict, run: Path) -> str:
 STYLE = {PASS: "green", FAIL: "bold red"}
 
 
-def verdict(run_a: Path, run_b: Path, console=None) -> bool:
+def verdict(run_a: Path, run_b: Path, console: Console) -> bool:
     """Print the twin verdict of B (emulated) against A (simulated): a table of rules and one
     final PASS/FAIL line. Returns whether no rule failed."""
     rules = twin_verdict(inputs_of(RunDir(run_a)), inputs_of(RunDir(run_b)))
-    console = console or make_console()
     console.print(verdict_table(rules))
     ok = passed(rules)
     skipped = [r.metric for r in rules if r.status not in (PASS, FAIL)]
@@ -66,8 +65,9 @@ def verdict_table(rules: list[Rule]) -> Table:
     return table
 
 
-def compare(run_a: Path, run_b: Path, html_out: Path | None = None, console=None) -> Path:
-    """Print the table and write the HTML page (default RUN_A's analysis/compare-<B>.html); returns its path."""
+def compare(run_a: Path, run_b: Path, console: Console, html_out: Path | None = None) -> Path:
+    """Print the table on ``console`` (the command line's) and write the HTML page (default RUN_A's
+    analysis/compare-<B>.html); returns its path."""
     a, b = load_metrics(run_a), load_metrics(run_b)
     table = Table(title="rmptwin compare")
     table.add_column("metric")
@@ -77,7 +77,7 @@ def compare(run_a: Path, run_b: Path, html_out: Path | None = None, console=None
     data = rows(a, b)
     for k, va, vb, r in data:
         table.add_row(k, fmt(va), fmt(vb), fmt(r))
-    (console or make_console()).print(table)
+    console.print(table)
     out = html_out or RunDir(run_a).analysis_path(f"compare-{run_b.name}.html")
     report_a, report_b = (html.escape(str(RunDir(r.resolve()).report_path)) for r in (run_a, run_b))
     body = "".join(f"<tr><td>{html.escape(k)}</td><td class='n'>{fmt(va)}</td><td class='n'>{fmt(vb)}</td>"

@@ -1,7 +1,7 @@
 """Application sections of a run: what an application adds to summary.json, metrics.json
 and report.html, beside the ticker's figures that every run has.
 
-Each entry of ``SECTIONS`` names a module that defines any of:
+Each entry of ``SECTIONS`` is a module that defines any of:
 
 - ``summarize(df: pandas.DataFrame, loaded) -> dict``: keys merged into summary.json; return
   ``{}`` when the run is not of this application (look at the roles in the topology);
@@ -11,28 +11,26 @@ Each entry of ``SECTIONS`` names a module that defines any of:
   ``""`` when there is nothing to say;
 - ``headline(summary: dict) -> list[tuple[str, object]]``: the few (label, value) rows of the
   application's headline keys that ``rmptwin sim`` / ``rmptwin run`` print under the ticker's
-  table (``run_display``); ``[]`` when the summary has none of them (not this application's run).
-
-Modules are imported only when a run is summarised or analysed, so an application's
-dependencies stay out of every other run.
+  table (``cli.display``); ``[]`` when the summary has none of them (not this application's run).
 """
 
 from __future__ import annotations
 
-import importlib
+from types import ModuleType
 
-SECTIONS: dict[str, str] = {
+from rmptwin.analysis import floor_summary, orders_summary, security_summary, taxonomy_summary
+
+SECTIONS: dict[str, ModuleType] = {
     # name -> module; an application adds one line.
-    "unified_orders": "rmptwin.analysis.orders_summary",
-    "security": "rmptwin.analysis.security_summary",
-    "trading_floor": "rmptwin.analysis.floor_summary",
-    "taxonomy": "rmptwin.analysis.taxonomy_summary",
+    "unified_orders": orders_summary,
+    "security": security_summary,
+    "trading_floor": floor_summary,
+    "taxonomy": taxonomy_summary,
 }
 
 
 def _modules():
-    for name, module in SECTIONS.items():
-        yield name, importlib.import_module(module)
+    return SECTIONS.items()
 
 
 def summary_sections(df, loaded) -> dict:

@@ -51,7 +51,7 @@ summary has none of these keys):
 
 - timer_lateness_ms: per role, p50/p99/max/n of the lateness of every timer the role's nodes
   fired (wall time the core's handle_timer ran minus the deadline it asked for), merged from
-  the nodes' histograms (``rmptwin.timer_lateness``: p50/p99 within 4.4 %, max exact).
+  the nodes' histograms (``rmptwin.records.timer_lateness``: p50/p99 within 4.4 %, max exact).
 - The scheduled release of a RELEASE: the deadline its receiver's timer was set for, i.e. the
   later of its due time (ack ts + Delta_A; in true time, t_ns - detail.late_ns) and the time
   the receiver DELIVERed that gseq (a message placed after its due time is released at once).
@@ -72,13 +72,13 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ..events import Kind
-from ..factories.rmp import customer_stripes
-from ..spec import LoadedExperiment
-from ..timer_lateness import merge_by_key
-from .sections import summary_sections
-from .stats import percentiles
-from .venue_metrics import venue_summary
+from rmptwin.core.events import Kind
+from rmptwin.spec.queries import customer_stripes
+from rmptwin.spec import LoadedExperiment
+from rmptwin.records.timer_lateness import merge_by_key
+from rmptwin.analysis.sections import summary_sections
+from rmptwin.analysis.stats import percentiles
+from rmptwin.analysis.venue_metrics import venue_summary
 
 RT_ROLES = ("primary", "secondary")
 

@@ -13,10 +13,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from rmptwin.experiment_run import EmulationOptions, run_experiment
+from rmptwin.runs.experiment import EmulationOptions, run_experiment
 from rmptwin.runtime.etcd_client import EtcdCas
 from rmptwin.runtime.etcd_cluster import EtcdCluster
-from rmptwin.runtime.venue_procs import run_processes
+from rmptwin.bench.venue_procs import run_processes
 from rmptwin.spec import load_experiment
 
 STATE_DIR = "/var/tmp"   # the gateway log and the HR database: on disk, their fsyncs are real

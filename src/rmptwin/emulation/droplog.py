@@ -3,7 +3,7 @@ per-direction totals -> ``tables.LINK_COUNT_SCHEMA`` rows.
 
 A relay stores each dropped Ethernet frame's first bytes; naming happens here, after the
 run, so the relay's hot loop never parses packets. The UDP payload is named with
-``frame_names.describe`` (RMP, venue and MoldUDP64 frames), as the simulator names its
+``records.frame_names.describe`` (RMP, venue and MoldUDP64 frames), as the simulator names its
 drops, so both backends label drops alike.
 """
 
@@ -18,9 +18,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..frame_names import describe
-from ..tables import DROP_SCHEMA, LINK_COUNT_SCHEMA
-from .relay import DROP_RECORD, REASONS
+from rmptwin.records.frame_names import describe
+from rmptwin.records.tables import DROP_SCHEMA, LINK_COUNT_SCHEMA
+from rmptwin.emulation.relay import DROP_RECORD, REASONS
 
 
 @dataclass(frozen=True)

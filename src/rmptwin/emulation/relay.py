@@ -5,7 +5,7 @@ namespace holding two interfaces, ``a`` (towards the link's a end) and ``b``. Pe
 direction it keeps a FIFO of (release time, frame): frames leave in arrival order, so
 jitter never reorders (as ``LinkParams`` promises), and a FIFO is a heap whose keys are
 already sorted. What happens to each frame (loss, queue limit, serialization, delay,
-jitter) is decided by ``rmptwin.linkmodel.LinkDirection``, the simulator's own link model,
+jitter) is decided by ``rmptwin.core.linkmodel.LinkDirection``, the simulator's own link model,
 seeded with the same direction name (``stream_seed(seed, link, from, to)``) and keyed by
 the frame's identity, so a seed drops the same first copies here as in the simulator.
 
@@ -29,8 +29,8 @@ import struct
 import sys
 import time
 
-from ..linkmodel import UNKEYED, LinkConfig, LinkDirection, frame_key, stream_seed
-from ..spec import LinkParams
+from rmptwin.core.linkmodel import UNKEYED, LinkConfig, LinkDirection, frame_key, stream_seed
+from rmptwin.spec import LinkParams
 
 ETH_P_ALL = 0x0003
 SOL_PACKET = 263

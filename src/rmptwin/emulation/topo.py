@@ -56,7 +56,7 @@ from rmptwin.emulation.env import has_netem  # noqa: E402
 from rmptwin.emulation.flows import HostPort  # noqa: E402
 from rmptwin.emulation.impair import delay_only, disable_tx_offload, is_impaired  # noqa: E402
 from rmptwin.errors import UserError  # noqa: E402
-from rmptwin.groups import host_ip  # noqa: E402
+from rmptwin.core.groups import host_ip  # noqa: E402
 from rmptwin.spec import Bernoulli, LinkParams, Topology, load_topology  # noqa: E402
 
 TOPO_IMPAIR = ("none", "netem", "relay")

@@ -6,16 +6,17 @@ from __future__ import annotations
 
 import random
 
-from ..apps.trading_floor.arbiter import ArbiterCore
-from ..apps.trading_floor.participant import ParticipantCore
-from ..apps.trading_floor.rules import RuleParams
-from ..apps.trading_floor.state import FloorState
-from ..apps.trading_floor.workload import TICK, OrderWorkload, order_schedule
-from ..errors import UserError
-from ..rmp.secondary import SecondaryCore
-from ..rmp.source import SourceCore
-from ..spec import LoadedExperiment
-from . import rmp
+from rmptwin.apps.trading_floor.arbiter import ArbiterCore
+from rmptwin.apps.trading_floor.participant import ParticipantCore
+from rmptwin.apps.trading_floor.rules import RuleParams
+from rmptwin.apps.trading_floor.state import FloorState
+from rmptwin.apps.trading_floor.workload import TICK, OrderWorkload, order_schedule
+from rmptwin.errors import UserError
+from rmptwin.rmp.secondary import SecondaryCore
+from rmptwin.rmp.source import SourceCore
+from rmptwin.spec.queries import primary_ring, reformation_servers, timing_from_protocol
+from rmptwin.spec import LoadedExperiment
+from rmptwin.factories import rmp
 
 
 def floor_spec(loaded: LoadedExperiment):
@@ -26,7 +27,7 @@ def floor_spec(loaded: LoadedExperiment):
     if fl.stripe >= loaded.experiment.workload.stripes:
         raise UserError(f"{loaded.path}: floor.stripe {fl.stripe} is not a stripe of the workload "
                         f"(workload.stripes: {loaded.experiment.workload.stripes}); use 0..{loaded.experiment.workload.stripes - 1}")
-    if not rmp.primary_ring(loaded, fl.stripe):
+    if not primary_ring(loaded, fl.stripe):
         raise UserError(f"{loaded.path}: floor: needs primary hosts serving stripe {fl.stripe} (its arbiters)")
     return fl
 
@@ -48,10 +49,10 @@ def order_workload(loaded: LoadedExperiment) -> OrderWorkload:
 
 def _floor_source(host, loaded: LoadedExperiment, rng: random.Random, recovering: bool) -> SourceCore:
     stripe = floor_spec(loaded).stripe
-    site = rmp.primary_ring(loaded, stripe)[0]
+    site = primary_ring(loaded, stripe)[0]
     tag = f"{rng.randrange(1 << 16):04x}" if recovering else None
-    return SourceCore(host.name, [stripe], rmp.timing_from_protocol(loaded.experiment.protocol),
-                      rmp.reformation_servers(loaded), {stripe: site}, incarnation=tag)
+    return SourceCore(host.name, [stripe], timing_from_protocol(loaded.experiment.protocol),
+                      reformation_servers(loaded), {stripe: site}, incarnation=tag)
 
 
 def build_arbiter(host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False):
@@ -65,13 +66,13 @@ def build_arbiter(host, loaded: LoadedExperiment, rng: random.Random, *, recover
 
 def build_participant(host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False, **kw):
     fl = floor_spec(loaded)
-    ring = rmp.primary_ring(loaded, fl.stripe)
+    ring = primary_ring(loaded, fl.stripe)
     assigned = host.primary or ring[0]
     if assigned not in ring:
         raise UserError(f"{loaded.path}: participant {host.name}: primary {assigned!r} is not a primary of the "
                         f"floor's ring ({', '.join(ring)})")
-    receiver = SecondaryCore(host.name, [fl.stripe], rmp.timing_from_protocol(loaded.experiment.protocol),
-                             rmp.reformation_servers(loaded), primary=assigned, primaries={fl.stripe: ring},
+    receiver = SecondaryCore(host.name, [fl.stripe], timing_from_protocol(loaded.experiment.protocol),
+                             reformation_servers(loaded), primary=assigned, primaries={fl.stripe: ring},
                              ring="", ring_members={}, recovering=recovering)
     # the host's RNG carries the run's seed (``rmptwin sim --seed`` too); a restarted participant
     # (another RNG) enters other orders from then on

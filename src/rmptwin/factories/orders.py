@@ -3,7 +3,6 @@
 They translate the topology and the experiment's ``orders`` section into the small frozen
 configs of ``rmptwin.apps.unified_orders``, and raise one ``UserError`` line for what does not
 fit together (a trader without a portal when entry is rmp, an exchange in no region, ...).
-``path_delay_ms`` is here too: the pair distance the orders summary groups by.
 
 The two traders of a pair must draw one decision schedule, and a factory is handed only its
 own host's RNG: the schedule is drawn from the experiment's ``seed`` field (``plan``), so
@@ -12,21 +11,21 @@ own host's RNG: the schedule is drawn from the experiment's ``seed`` field (``pl
 
 from __future__ import annotations
 
-import heapq
 import random
 
-from ..apps.unified_orders.admission import Account, Admission, AdmissionConfig, account_token
-from ..apps.unified_orders.broker import BrokerCore
-from ..apps.unified_orders.exchange import ExchangeCore
-from ..apps.unified_orders.plan import paired_plan, random_plan
-from ..apps.unified_orders.portal import OrderEntry, PortalCore
-from ..apps.unified_orders.trader import TraderConfig, TraderCore
-from ..errors import UserError
-from ..rmp.customer import CustomerConfig
-from ..rmp.repair import RepairConfig
-from ..rmp.striping import symbol_stripe
-from ..spec import LoadedExperiment, Orders, Topology
-from .rmp import build_source, remulticasters, stripes_of
+from rmptwin.apps.unified_orders.admission import Account, Admission, AdmissionConfig, account_token
+from rmptwin.apps.unified_orders.broker import BrokerCore
+from rmptwin.apps.unified_orders.exchange import ExchangeCore
+from rmptwin.apps.unified_orders.plan import paired_plan, random_plan
+from rmptwin.apps.unified_orders.portal import OrderEntry, PortalCore
+from rmptwin.apps.unified_orders.trader import TraderConfig, TraderCore
+from rmptwin.errors import UserError
+from rmptwin.rmp.customer import CustomerConfig
+from rmptwin.rmp.repair import RepairConfig
+from rmptwin.core.striping import symbol_stripe
+from rmptwin.spec import LoadedExperiment, Orders
+from rmptwin.factories.rmp import build_source
+from rmptwin.spec.queries import remulticasters, stripes_of
 
 PRICE_UNIT = 10_000   # prices travel as price x 10,000
 
@@ -41,27 +40,6 @@ def orders_of(loaded: LoadedExperiment, host) -> Orders:
 def stripe_of_symbols(loaded: LoadedExperiment) -> dict[str, int]:
     stripes = loaded.experiment.workload.stripes
     return {sym: symbol_stripe(i, stripes) for i, sym in enumerate(loaded.experiment.orders.symbols)}
-
-
-def path_delay_ms(topo: Topology, a: str, b: str) -> float:
-    """One-way propagation delay from host ``a`` to host ``b``: access links plus the
-    switch path of least total delay (jitter and queueing left out)."""
-    ha, hb = topo.host(a), topo.host(b)
-    adj: dict[str, list[tuple[str, float]]] = {s: [] for s in topo.switches}
-    for link in topo.links:
-        adj[link.a].append((link.b, link.delay_ms))
-        adj[link.b].append((link.a, link.delay_ms))
-    best = {ha.switch: 0.0}
-    heap = [(0.0, ha.switch)]
-    while heap:
-        d, s = heapq.heappop(heap)
-        if d > best.get(s, float("inf")):
-            continue
-        for nxt, w in adj[s]:
-            if d + w < best.get(nxt, float("inf")):
-                best[nxt] = d + w
-                heapq.heappush(heap, (d + w, nxt))
-    return ha.link.delay_ms + best[hb.switch] + hb.link.delay_ms
 
 
 def _hosts_named(loaded: LoadedExperiment, roles: tuple[str, ...], name: str | None, who) -> None:

@@ -6,100 +6,29 @@ Signature: ``factory(host, loaded, rng, *, recovering=False, adapters=None) -> C
 cores take no adapters (they need no stores or clients).
 
 The topology questions those configs answer (the stripes a host serves, a stripe's primary
-ring, ...) are here too, for the drivers and the seed-bound checks.
+ring, ...) are ``rmptwin.spec.queries``.
 
 Security (``security.enabled``): ``keys_for`` reads the experiment's key file once
-(``rmptwin.keys``) and gives each core only what its role is entitled to (seed 6, 7.1).
+(``rmptwin.factories.keys``) and gives each core only what its role is entitled to (seed 6, 7.1).
 """
 
 from __future__ import annotations
 
 import random
 
-from ..spec import LoadedExperiment, Protocol
-from ..rmp import striping
-from ..rmp.customer import CustomerConfig, CustomerCore
-from ..rmp.primary import PrimaryCore
-from ..rmp.reformation import ReformationCore
-from ..rmp.repair import RepairConfig
-from ..rmp.retransmit import RetransmitConfig, RetransmitCore
-from ..rmp.secondary import SecondaryCore
-from ..rmp.source import SourceCore
-from ..rmp.seal import KeySet
-from ..rmp.timing import MS, Timing
-
-# the hosts that remulticast a stripe into their regions (R_T)
-REMULTICAST_ROLES = ("primary", "secondary")
-
-
-# ----------------------------------------------------------------------------- spec -> values
-
-
-def timing_from_protocol(p: Protocol) -> Timing:
-    """The experiment's protocol section in integer nanoseconds."""
-    return Timing(
-        time_driven=p.token_mode == "time_driven",
-        dn=round(p.dn_ms * MS), tau_t=round(p.tau_t * MS), tau_r=round(p.tau_r * MS),
-        delta_a=round(p.delta_a * MS), null_token=round(p.null_token * MS), k_r=p.k_r, k_p=p.k_p,
-        batch_limit=p.batch_limit, start_policy=p.start_policy, safe=p.delivery == "safe",
-    )
-
-
-def _timing(loaded: LoadedExperiment) -> Timing:
-    return timing_from_protocol(loaded.experiment.protocol)
-
-
-def _all_stripes(loaded: LoadedExperiment) -> list[int]:
-    return striping.host_stripes(None, loaded.experiment.workload.stripes)
-
-
-def stripes_of(host, loaded: LoadedExperiment) -> list[int]:
-    """The stripes a source, R_P or R_S serves: its own list, else every stripe of the workload."""
-    return striping.host_stripes(getattr(host, "stripes", None), loaded.experiment.workload.stripes)
-
-
-def primary_ring(loaded: LoadedExperiment, stripe: int) -> list[str]:
-    """The initial primary token ring of a stripe: its primaries in topology order."""
-    return [h.name for h in loaded.topology.hosts_with_role("primary") if stripe in stripes_of(h, loaded)]
-
-
-def reformation_servers(loaded: LoadedExperiment) -> list[str]:
-    return [h.name for h in loaded.topology.hosts_with_role("reformation")]
-
-
-def secondary_ring(loaded: LoadedExperiment, ring: str, stripe: int) -> list[str]:
-    """A secondary ring on a stripe: the R_P of its first R_S, then its R_S in topology order."""
-    members = [
-        h for h in loaded.topology.hosts_with_role("secondary") if h.ring == ring and stripe in stripes_of(h, loaded)
-    ]
-    if not members:
-        return []
-    return [members[0].primary] + [h.name for h in members]
-
-
-def _remulticast_hosts(loaded: LoadedExperiment) -> list:
-    """R_T hosts (primary and secondary) in topology order (indexed by the topology itself)."""
-    return loaded.topology.hosts_with_role(*REMULTICAST_ROLES)
-
-
-def remulticasters(loaded: LoadedExperiment, regions: list[str], stripe: int) -> list[str]:
-    """R_T hosts (primary/secondary) remulticasting ``stripe`` into any of ``regions``, in topology order."""
-    want = set(regions)
-    return [
-        h.name for h in _remulticast_hosts(loaded)
-        if want & set(h.regions) and striping.serves_stripe(h.stripes, stripe)
-    ]
-
-
-def customer_stripes(host, loaded: LoadedExperiment) -> list[int]:
-    """The stripes a customer joins (``striping.customer_stripes`` on its spec and the workload's rate)."""
-    w = loaded.experiment.workload
-    n_sources = len(w.sources) if w.sources is not None else len(loaded.topology.hosts_with_role("source"))
-    return striping.customer_stripes(
-        host.stripes, w.stripes, link_mbps=host.link.bandwidth_mbps,
-        msgs_per_stripe=w.rate_per_source * n_sources / w.stripes, message_bytes=w.message_bytes,
-        regions=len(host.regions))
-
+from rmptwin.spec import LoadedExperiment
+from rmptwin.spec.queries import (
+    REMULTICAST_ROLES, all_stripes, customer_stripes, primary_ring, protocol_timing, remulticast_hosts, reformation_servers, remulticasters, secondary_ring,
+    stripes_of,
+)
+from rmptwin.rmp.customer import CustomerConfig, CustomerCore
+from rmptwin.rmp.primary import PrimaryCore
+from rmptwin.rmp.reformation import ReformationCore
+from rmptwin.rmp.repair import RepairConfig
+from rmptwin.rmp.retransmit import RetransmitConfig, RetransmitCore
+from rmptwin.rmp.secondary import SecondaryCore
+from rmptwin.rmp.source import SourceCore
+from rmptwin.rmp.seal import KeySet
 
 def _repair_config(host, loaded: LoadedExperiment, stripes: list[int]) -> RepairConfig:
     proto = loaded.experiment.protocol
@@ -111,7 +40,7 @@ def customer_config(host, loaded: LoadedExperiment) -> CustomerConfig:
     stripes = customer_stripes(host, loaded)
     regions = list(host.regions)
     region_of: dict[str, str] = {}
-    for h in _remulticast_hosts(loaded):
+    for h in remulticast_hosts(loaded):
         shared = [r for r in getattr(h, "regions", []) if r in regions]
         if shared:
             region_of[h.name] = shared[0]
@@ -122,7 +51,7 @@ def customer_config(host, loaded: LoadedExperiment) -> CustomerConfig:
 
 
 def retransmit_config(host, loaded: LoadedExperiment) -> RetransmitConfig:
-    stripes = _all_stripes(loaded)
+    stripes = all_stripes(loaded)
     return RetransmitConfig(repair=_repair_config(host, loaded, stripes),
                             upstream={k: tuple(remulticasters(loaded, host.regions, k)) for k in stripes},
                             keys=keys_for(host, loaded), requester_region=requester_regions(host, loaded))
@@ -136,7 +65,7 @@ def keys_for(host, loaded: LoadedExperiment) -> KeySet | None:
     key. Reformation server: the control key. R_x: its regions' remulticast and retransmit
     keys. Customer: its regions' remulticast keys, and their retransmit keys only when of
     guaranteed grade. Any other role (e.g. an attacker): nothing."""
-    from ..keys import load_keys   # file I/O: only when a run asks for security
+    from rmptwin.factories.keys import load_keys   # file I/O: only when a run asks for security
 
     keys = load_keys(loaded)
     if keys is None:
@@ -177,7 +106,7 @@ def build_source(host, loaded: LoadedExperiment, rng: random.Random, *, recoveri
     stripes = stripes_of(host, loaded)
     sites = {k: (primary_ring(loaded, k) or [None])[0] for k in stripes}
     tag = f"{rng.randrange(1 << 16):04x}" if recovering else None
-    return SourceCore(host.name, stripes, _timing(loaded), reformation_servers(loaded), sites, incarnation=tag,
+    return SourceCore(host.name, stripes, protocol_timing(loaded), reformation_servers(loaded), sites, incarnation=tag,
                       keys=keys_for(host, loaded))
 
 
@@ -193,7 +122,7 @@ def build_primary(host, loaded: LoadedExperiment, rng: random.Random, *, recover
             members = secondary_ring(loaded, h.ring, k)
             if members and members[0] == host.name:
                 sec_rings[(h.ring, k)] = members
-    return PrimaryCore(host.name, rings, _timing(loaded), reformation_servers(loaded), regions=list(host.regions),
+    return PrimaryCore(host.name, rings, protocol_timing(loaded), reformation_servers(loaded), regions=list(host.regions),
                        secondary_rings=sec_rings, recovering=recovering, keys=keys_for(host, loaded),
                        requester_region=requester_regions(host, loaded))
 
@@ -202,7 +131,7 @@ def build_secondary(host, loaded: LoadedExperiment, rng: random.Random, *, recov
                     adapters=None) -> SecondaryCore:
     stripes = stripes_of(host, loaded)
     return SecondaryCore(
-        host.name, stripes, _timing(loaded), reformation_servers(loaded), primary=host.primary,
+        host.name, stripes, protocol_timing(loaded), reformation_servers(loaded), primary=host.primary,
         primaries={k: primary_ring(loaded, k) for k in stripes}, ring=host.ring,
         ring_members={k: secondary_ring(loaded, host.ring, k) for k in stripes}, regions=list(host.regions),
         recovering=recovering, keys=keys_for(host, loaded), requester_region=requester_regions(host, loaded),
@@ -211,9 +140,9 @@ def build_secondary(host, loaded: LoadedExperiment, rng: random.Random, *, recov
 
 def build_reformation(host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False,
                       adapters=None) -> ReformationCore:
-    stripes = _all_stripes(loaded)
+    stripes = all_stripes(loaded)
     rings = {k: primary_ring(loaded, k) for k in stripes}
-    return ReformationCore(host.name, rings, rings, _timing(loaded), servers=reformation_servers(loaded),
+    return ReformationCore(host.name, rings, rings, protocol_timing(loaded), servers=reformation_servers(loaded),
                            keys=keys_for(host, loaded))
 
 

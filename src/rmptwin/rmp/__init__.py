@@ -12,6 +12,6 @@ Where each seed concept lives:
 - timing (tau_t formula, ``Timing``): ``timing``; the core base class and timers: ``corebase``
 - wire frames: ``wire``; security (seed 6, 7.1: sealed sources, MACed control, regional keys): ``seal``
 
-Group naming and addressing are in ``rmptwin.groups``; spec -> config translation in
+Group naming and addressing are in ``rmptwin.core.groups``; spec -> config translation in
 ``rmptwin.factories.rmp``.
 """

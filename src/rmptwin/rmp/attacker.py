@@ -27,14 +27,14 @@ import random
 from collections import deque
 from dataclasses import dataclass
 
-from ..events import Event, Kind
-from ..groups import region_group, rmp_group
-from ..sansio import Dest, Group
-from ..trade_report import TradeReport
-from . import wire
-from .moldudp64 import MoldDecodeError, MoldPacket, decode_packet
-from .seal import OVERHEAD, PURPOSE_REGION, PURPOSE_SOURCE, TAG_BYTES, key_id, key_name
-from .striping import session_name, session_stripe
+from rmptwin.core.events import Event, Kind
+from rmptwin.core.groups import region_group, rmp_group
+from rmptwin.core.sansio import Dest, Group
+from rmptwin.core.trade_report import TradeReport
+from rmptwin.rmp import wire
+from rmptwin.rmp.moldudp64 import MoldDecodeError, MoldPacket, decode_packet
+from rmptwin.rmp.seal import OVERHEAD, PURPOSE_REGION, PURPOSE_SOURCE, TAG_BYTES, key_id, key_name
+from rmptwin.core.striping import session_name, session_stripe
 
 MODES = ("unauthorized", "replay", "forge", "flood")
 FORGED_SYMBOL = "FORGED"      # the symbol of every trade report an attacker makes up
@@ -56,7 +56,7 @@ class AttackerConfig:
 
 
 class AttackerCore:
-    """A pure sans-IO core (``rmptwin.sansio.Core``) that attacks; see the module docstring."""
+    """A pure sans-IO core (``rmptwin.core.sansio.Core``) that attacks; see the module docstring."""
 
     def __init__(self, config: AttackerConfig, rng: random.Random) -> None:
         if config.mode not in MODES:

@@ -23,6 +23,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from rmptwin.core.striping import session_stripe
+
 _HEADER = struct.Struct("!10sQH")
 HEADER_SIZE = _HEADER.size  # 20
 _LEN = struct.Struct("!H")
@@ -176,3 +178,12 @@ def pack_messages(
     if batch:
         packets.append(MoldPacket(session, seq, tuple(batch)))
     return packets
+
+
+def request_stripe(data: bytes) -> int | None:
+    """The stripe a MoldUDP64 re-request asks about (None if ``data`` is not a valid request):
+    an R_T serving several stripes routes the request to that stripe's Remulticaster."""
+    try:
+        return session_stripe(decode_request(data).session)
+    except MoldDecodeError:
+        return None

@@ -3,7 +3,7 @@
 The resolved experiment and topology travel inside it (not as paths), so a node in a
 container sees exactly the spec the runner loaded, wherever the YAML files live. Keys do
 not: a secure experiment's key file stays outside the run directory and only its absolute
-path (``keys_file``) travels, for the node to read (``rmptwin.keys``; the runner mounts it
+path (``keys_file``) travels, for the node to read (``rmptwin.factories.keys``; the runner mounts it
 read-only into Docker nodes).
 """
 
@@ -13,8 +13,8 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ..keys import key_path
-from ..spec import Experiment, LoadedExperiment, Topology
+from rmptwin.factories.keys import key_path
+from rmptwin.spec import Experiment, LoadedExperiment, Topology
 
 
 @dataclass

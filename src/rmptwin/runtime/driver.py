@@ -1,6 +1,6 @@
 """One asyncio driver per role around a sans-IO core (aioquic style), on real UDP sockets.
 
-The driver owns three sockets bound to the well-known ports of ``rmptwin.groups``:
+The driver owns three sockets bound to the well-known ports of ``rmptwin.core.groups``:
 RMP_PORT (the stripes' global groups and unicast RMP control), REGION_PORT (MoldUDP64
 remulticast and retransmissions to customers), REREQUEST_PORT (MoldUDP64 re-requests).
 A core's groups are joined on the socket of their port; what a core sends goes to the
@@ -17,7 +17,7 @@ selector rounds its timeout up to the millisecond and a loaded machine wakes a p
 so a release deadline (a receiver releasing at ack ts + Delta_A: what fairness is made of) is
 armed ``EARLY_WAKE_NS`` early and finished by yielding the CPU until the wall clock reaches it.
 No timer is handed to the core before its deadline. Every fire's lateness (the wall time
-``handle_timer`` runs minus the deadline) goes into ``lateness`` (``rmptwin.timer_lateness``).
+``handle_timer`` runs minus the deadline) goes into ``lateness`` (``rmptwin.records.timer_lateness``).
 
 Access link: given a ``HostLink`` (``runtime.hostlink``: a lossless access link the relay
 backend leaves to the node), every datagram sent waits in its ``up`` line and every datagram
@@ -34,14 +34,14 @@ import struct
 import time
 from typing import Callable
 
-from ..groups import REGION_PORT, REREQUEST_PORT, RMP_PORT, group_ip
-from ..sansio import Group, Unicast
-from ..rmp.moldudp64 import is_request
-from ..spec import Clock
-from ..timer_lateness import LatenessHistogram
-from .drain import NodeProgress
-from .eventlog import EventWriter
-from .hostlink import HostLink
+from rmptwin.core.groups import REGION_PORT, REREQUEST_PORT, RMP_PORT, group_ip
+from rmptwin.core.sansio import Group, Unicast
+from rmptwin.rmp.moldudp64 import is_request
+from rmptwin.spec import Clock
+from rmptwin.records.timer_lateness import LatenessHistogram
+from rmptwin.runtime.drain import NodeProgress
+from rmptwin.runtime.eventlog import EventWriter
+from rmptwin.runtime.hostlink import HostLink
 
 RMP_MAGIC = 0xA5
 SOCKET_BUFFER = 4 << 20

@@ -24,10 +24,13 @@ from __future__ import annotations
 from collections import deque
 from pathlib import Path
 
-from ..linkmodel import REASONS, LinkConfig, LinkDirection, stream_seed
-from ..rundir import ACCESS_LINK_SUFFIX
-
+from rmptwin.core.linkmodel import REASONS, LinkConfig, LinkDirection, stream_seed
 HEADER_BYTES = 42            # Ethernet + IPv4 + UDP, counted on the wire as by the simulator
+
+
+# <host>.<incarnation> + this, in the node's log directory: what a node's shaped access link
+# counted and dropped (the run directory finds them: ``RunDir.access_link_reports``)
+ACCESS_LINK_SUFFIX = ".access-link.json"
 
 
 def access_report_path(log_dir: Path, host: str, incarnation: int) -> Path:

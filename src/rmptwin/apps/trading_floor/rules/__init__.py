@@ -18,11 +18,10 @@ Rules: ``continuous`` (price-time double auction on ``venue.orderbook``, with st
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ..messages import Control, Order
+from rmptwin.apps.trading_floor.messages import Control, Order
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,19 +74,18 @@ class Rule(Protocol):
     def snapshot(self) -> bytes: ...
 
 
-RULES: dict[str, str] = {
-    "continuous": "rmptwin.apps.trading_floor.rules.continuous:ContinuousAuction",
-    "second_price": "rmptwin.apps.trading_floor.rules.second_price:SecondPriceAuction",
-    "dutch": "rmptwin.apps.trading_floor.rules.dutch:DutchAuction",
-}
-
-
 def make_rule(name: str, params: RuleParams = DEFAULT_PARAMS) -> Rule:
+    # imported here, not at the top: each rule's module imports this package's types
+    from rmptwin.apps.trading_floor.rules.continuous import ContinuousAuction
+    from rmptwin.apps.trading_floor.rules.dutch import DutchAuction
+    from rmptwin.apps.trading_floor.rules.second_price import SecondPriceAuction
+
+    rules: dict[str, type] = {"continuous": ContinuousAuction, "second_price": SecondPriceAuction,
+                              "dutch": DutchAuction}
     try:
-        module, cls = RULES[name].split(":")
+        return rules[name](params)
     except KeyError:
-        raise ValueError(f"unknown trading rule {name!r}; known: {', '.join(RULES)}") from None
-    return getattr(importlib.import_module(module), cls)(params)
+        raise ValueError(f"unknown trading rule {name!r}; known: {', '.join(rules)}") from None
 
 
 @dataclass

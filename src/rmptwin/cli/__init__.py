@@ -1,0 +1,7 @@
+"""The command line: `rmptwin` (typer) and everything it prints.
+
+``main`` mounts one module per command group (``run``, ``analyze``, ``net``, ``venue``,
+``taxonomy``, ``sweep``, ``claims``); ``console`` makes the one kind of rich console the
+project prints with (never wrapped off a terminal); ``display`` prints a run's summary;
+``cli.bound_warnings`` prints the seed bounds an experiment breaks.
+"""

@@ -1,0 +1,53 @@
+"""`rmptwin claims [--emulated] [--only NAME]`: the seed-claims report (mounted by rmptwin.cli.main)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rmptwin.cli.console import make_console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+app = typer.Typer(add_completion=False)
+console = make_console()
+
+
+@app.command()
+def claims(
+    emulated: bool = typer.Option(False, "--emulated", help="also run each claim's emulated sweep (root; minutes "
+                                  "per claim)"),
+    only: Optional[str] = typer.Option(None, "--only", help="one claim: the name of experiments/claims/NAME.yaml"),
+    out: Path = typer.Option(Path("results/claims"), "--out", help="where the sweeps, claims.html and claims.json go"),
+    master: Optional[str] = typer.Option(None, "--master", help="Spark master (default: embedded local[*])"),
+) -> None:
+    """Run one sweep per claim of the seeds (experiments/claims/*.yaml; simulated, resumable) and write one
+    HTML table: the claim, the seed's figure, ours simulated, ours emulated, verdict."""
+    from rmptwin.claims.model import load_claims
+    from rmptwin.claims.evaluate import CLAIMS_DIR, run_claims, write_report
+
+    chosen = load_claims(CLAIMS_DIR, only)
+    columns = (TextColumn("[bold]claims[/] {task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task("", total=len(chosen))
+        rows = run_claims(chosen, out, emulated, master=master,
+                          progress=lambda i, n, name: bar.update(task, completed=i, description=name))
+    _stop_spark()
+    table = Table(title="the seeds' claims")
+    for col in ("claim", "seed", "ours (simulated)", "verdict"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        table.add_row(r.name, r.seed_figure, r.simulated, r.verdict)
+    console.print(table)
+    console.print(f"report: {write_report(rows, out)}", highlight=False, soft_wrap=True)
+
+
+def _stop_spark() -> None:
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        return
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active.stop()

@@ -1,0 +1,119 @@
+"""What the command line shows while an experiment runs and after: the progress bar and the
+summary table. `rmptwin sim`, `rmptwin run` and `rmptwin rerun` share it; the simulator,
+the runtime runner and ``runs.experiment`` print nothing themselves."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from rmptwin.runs.experiment import ProgressFn, RunOutcome
+from rmptwin.analysis.sections import headline_sections
+from rmptwin.core.groups import REGION_PORT, REREQUEST_PORT
+from rmptwin.spec import LoadedExperiment
+
+HEADLINE_KEYS = ("receivers", "agreement", "messages_sent", "messages_delivered_min", "messages_lost",
+                 "control_per_data", "delivery_latency_ms", "fairness_spread_ms", "reformation_ms", "customers")
+VENUE_KEYS = ("ev_agreement", "trades_lost", "sync_ms", "max_gap", "latency_ms")
+
+@contextmanager
+def progress_bar(console: Console, loaded: LoadedExperiment, backend: str) -> Iterator[ProgressFn]:
+    """A transient bar over the experiment's duration; yields the ``progress(fraction, what)``
+    callback ``runs.experiment.run_experiment`` takes."""
+    duration = loaded.experiment.duration_s
+    if backend == "sim":
+        columns = (TextColumn("[bold]simulating[/] {task.description}"), BarColumn(),
+                   TextColumn("{task.completed:.2f}/{task.total:.2f} s simulated"), TimeElapsedColumn())
+    else:
+        columns = (TextColumn("[bold]emulating[/] {task.description}"), BarColumn(),
+                   TextColumn("{task.fields[what]}"), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task(loaded.experiment.name, total=duration, what="")
+
+        def progress(fraction: float, what: str) -> None:
+            shown = f"{fraction * duration:.1f}/{duration:.1f} s" if what == "running" else what
+            bar.update(task, completed=fraction * duration, what=shown)
+
+        yield progress
+
+
+def _shown(val) -> str:
+    if isinstance(val, float):
+        return f"{val:.3f}"
+    if isinstance(val, dict):
+        return ", ".join(f"{k}={v:.2f}" if isinstance(v, float) else f"{k}={v}" for k, v in val.items())
+    if isinstance(val, list):
+        return ", ".join(f"{v:.0f}" for v in val) or "-"
+    return str(val)
+
+
+def summary_table(s: dict, title: str = "summary") -> Table:
+    """The headline figures of a summary as a rich table (the backend adds its own last row)."""
+    table = Table(title=title, show_header=False)
+    for key in HEADLINE_KEYS + tuple(k for k in VENUE_KEYS if k in s):
+        table.add_row(key, _shown(s.get(key)))
+    return table
+
+
+def applications_table(s: dict) -> Table | None:
+    """The applications' headline rows (each section's ``headline``), None when no section has any."""
+    sections = headline_sections(s)
+    if not sections:
+        return None
+    table = Table(title="applications", show_header=False)
+    for name, rows in sections:
+        for i, (label, val) in enumerate(rows):
+            table.add_row(name if i == 0 else "", label, _shown(val))
+    return table
+
+
+def _print_tables(console: Console, table: Table, s: dict) -> None:
+    console.print(table)
+    apps = applications_table(s)
+    if apps is not None:
+        console.print(apps)
+
+
+def print_sim_summary(console: Console, outcome: RunOutcome) -> None:
+    """`rmptwin sim`: the summary with the simulator's own figures, and where the run is."""
+    table = summary_table(outcome.summary)
+    st = outcome.stats
+    rate = st["scheduler_events"] / st["wall_s"] if st["wall_s"] > 0 else 0.0
+    table.add_row("simulator", f"{st['scheduler_events']:,} events, {st['deliveries']:,} deliveries "
+                                f"in {st['wall_s']:.1f} s ({rate:,.0f} events/s)")
+    _print_tables(console, table, outcome.summary)
+    console.print(f"run directory: {outcome.run_dir.path}")
+
+
+def print_emulation_summary(console: Console, outcome: RunOutcome) -> None:
+    """`rmptwin run`: the summary with the runtime's figures, the captures and where the run is."""
+    s, run = outcome.summary, outcome.run_dir
+    table = summary_table(s, title="summary (emulation)")
+    rt = s.get("runtime", {})
+    drained = f", drained {rt['drain_s']} s past the duration" if rt.get("drain_s", 0) >= 1 else ""
+    table.add_row("runtime", f"{rt.get('nodes')} nodes, {rt.get('wall_s')} s wall{drained}")
+    if rt.get("outstanding"):
+        console.print(f"[yellow]not quiescent after the drain cap: {rt['outstanding']}[/yellow]")
+    if rt.get("overloaded"):
+        load = rt.get("load", {})
+        console.print(f"[yellow]machine overloaded (run queue p90 {load.get('run_queue', {}).get('p90')} on "
+                      f"{load.get('cpus')} CPUs, timers {load.get('timer_lateness_p99_ms')} ms late at p99): "
+                      f"latency and fairness figures are distorted by this machine, not the protocol[/yellow]",
+                      soft_wrap=True)  # one line, however narrow the terminal
+    _print_tables(console, table, s)
+    pcaps = run.pcap_files()
+    if pcaps:
+        console.print(f"captures: {len(pcaps)} in {run.pcaps_dir} (MoldUDP64: tshark -r FILE "
+                      f"-d udp.port=={REGION_PORT},moldudp64 -d udp.port=={REREQUEST_PORT},moldudp64)")
+    console.print(f"run directory: {run.path}")
+
+
+def print_summary(console: Console, outcome: RunOutcome) -> None:
+    if outcome.backend == "sim":
+        print_sim_summary(console, outcome)
+    else:
+        print_emulation_summary(console, outcome)

@@ -1,0 +1,196 @@
+"""`rmptwin env`, `rmptwin net up|trees|selftest|down`, `rmptwin image build`: the emulation
+layer's commands, mounted by ``rmptwin.cli.main`` (``net_app`` as ``net``, ``image_app`` as
+``image``, ``show_env`` as ``env``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+
+import typer
+from rmptwin.cli.console import make_console
+from rich.table import Table
+
+from rmptwin.errors import UserError
+from rmptwin.spec import read_yaml, load_experiment, load_topology
+from rmptwin.emulation import env
+from rmptwin.emulation.cleanup import cleanup_all
+from rmptwin.emulation.image import ensure_image
+from rmptwin.emulation.network import DEFAULT_STATE_DIR, EmulatedNetwork
+from rmptwin.emulation.selftest import selftest
+
+console = make_console()
+net_app = typer.Typer(help="the emulated network: Mininet + Open vSwitch + os-ken", no_args_is_help=True)
+image_app = typer.Typer(help="the Docker node image", no_args_is_help=True)
+NODES_HELP = "hosts as plain network namespaces (ns, fast) or Docker containers (docker)"
+IMPAIR_HELP = "link impairment: auto (netem where the kernel has it, else relay), netem, relay"
+
+
+def load_any_topology(path: Path):
+    """A topology YAML, or an experiment YAML (its topology)."""
+    data, _ = read_yaml(path)
+    if "topology" in data and isinstance(data["topology"], str):
+        return load_experiment(path).topology
+    return load_topology(path)
+
+
+def _progress_printer():
+    return lambda msg: console.print(f"[dim]·[/] {msg}", highlight=False)
+
+
+def show_env() -> None:
+    """Print what this machine offers the emulation and which backends will be used."""
+    e = env.detect()
+    t = Table(title="rmptwin environment", show_header=True)
+    t.add_column("what")
+    t.add_column("here")
+    t.add_column("used")
+    t.add_row("root", "yes" if e.root else "no", "needed for net/image commands")
+    t.add_row("netem (sch_netem)", "yes" if e.netem else "no",
+              "netem (Mininet TCLink)" if e.netem else "user-space relay (AF_PACKET, per link)")
+    t.add_row("Open vSwitch", "installed" if e.ovs_installed else "missing",
+              f"{e.datapath} datapath" + ("" if e.ovs_kernel_datapath else " (no openvswitch kernel module)"))
+    t.add_row("Mininet", "yes" if e.mininet else "no", "")
+    t.add_row("Docker engine", e.docker,
+              "docker nodes available" if e.docker != "missing" else "namespace nodes only")
+    t.add_row("Java", e.java or "missing", "Spark analysis" if e.java else "no Spark analysis")
+    console.print(t)
+    console.print(f"impairment backend: [bold]{e.impair_backend}[/]   switch datapath: [bold]{e.datapath}[/]")
+
+
+@net_app.command("up")
+def up(
+    topology: Path = typer.Argument(..., help="topology (or experiment) YAML"),
+    cli: bool = typer.Option(False, "--cli", help="drop into the Mininet CLI"),
+    nodes: str = typer.Option("ns", help=NODES_HELP),
+    impair: str = typer.Option("auto", help=IMPAIR_HELP),
+    seed: int = typer.Option(1, help="seed of the links' loss processes"),
+    state_dir: Path = typer.Option(None, help="where the running network keeps its state"),
+) -> None:
+    """Build TOPOLOGY and keep it up until Ctrl-C (or the Mininet CLI exits)."""
+    topo = load_any_topology(topology)
+    net = EmulatedNetwork(topo, nodes=nodes, impair=impair, seed=seed,
+                          state_dir=state_dir or DEFAULT_STATE_DIR, progress=_progress_printer())
+    env.require_root("`rmptwin net up`")
+    old = signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    try:
+        net.start()
+        _print_network(net)
+        if cli:
+            _mininet_cli(net)
+        else:
+            console.print("network up. In another shell: `rmptwin net trees`. Ctrl-C stops it.")
+            while True:
+                signal.pause()
+    except KeyboardInterrupt:
+        console.print("stopping")
+    finally:
+        net.stop()
+        signal.signal(signal.SIGTERM, old)
+        console.print("network down, everything removed")
+
+
+def _mininet_cli(net: EmulatedNetwork) -> None:
+    from mininet.cli import CLI   # mininet is optional: only a network's commands need it
+    from mininet.log import setLogLevel
+
+    setLogLevel("output")   # the build ran quietly; the CLI prints at this level
+    CLI(net.net)
+
+
+@net_app.command("trees")
+def trees(state_dir: Path = typer.Option(None, help="state dir of the running network")) -> None:
+    """Show the multicast trees the running controller has installed, per group."""
+    sd = state_dir or DEFAULT_STATE_DIR
+    path = sd / "controller.json"
+    try:
+        state = json.loads(path.read_text())
+    except (OSError, ValueError):
+        raise UserError(f"no running network in {sd} (no controller state); start one with `rmptwin net up`") from None
+    if not Path(f"/proc/{state.get('pid', 0)}").exists():
+        raise UserError(f"the controller of {sd} is not running (stale state); run `rmptwin net down`")
+    console.print(f"switches connected: {', '.join(state['switches'])}")
+    if not state["groups"]:
+        console.print("no group has members (no IGMP joins seen yet)")
+        return
+    console.print(_trees_table(state["groups"]))
+
+
+def _trees_table(groups: dict) -> Table:
+    t = Table(title="multicast groups and trees (by sender switch)")
+    for col in ("group", "address", "scope", "members", "tree from", "edges"):
+        t.add_column(col)
+    for ip, g in sorted(groups.items(), key=lambda kv: kv[1]["name"]):
+        roots = sorted(g["trees"].items()) or [("-", [])]
+        for i, (root, edges) in enumerate(roots):
+            t.add_row(g["name"] if i == 0 else "", ip if i == 0 else "", (g["region"] or "global") if i == 0 else "",
+                      ", ".join(g["members"]) if i == 0 else "", root,
+                      " ".join(f"{a}→{b}" for a, b in edges) or "(local delivery)")
+    return t
+
+
+@net_app.command("selftest")
+def selftest_cmd(
+    topology: Path = typer.Argument(..., help="topology (or experiment) YAML"),
+    nodes: str = typer.Option("ns", help=NODES_HELP),
+    impair: str = typer.Option("auto", help=IMPAIR_HELP),
+    count: int = typer.Option(4000, help="probe datagrams per link"),
+    rate: float = typer.Option(2000.0, help="probe datagrams per second"),
+    state_dir: Path = typer.Option(None, help="state dir for the test network"),
+) -> None:
+    """Build TOPOLOGY, measure every impaired link against its configuration, tear down."""
+    topo = load_any_topology(topology)
+    net = EmulatedNetwork(topo, nodes=nodes, impair=impair, state_dir=state_dir or DEFAULT_STATE_DIR,
+                          progress=_progress_printer())
+    env.require_root("`rmptwin net selftest`")
+    with net:
+        checks = selftest(net, count=count, rate=rate, progress=_progress_printer())
+        backend = net.impair
+    t = Table(title=f"link selftest ({backend} backend)")
+    for col in ("link", "quantity", "configured", "measured", "tolerance", "result"):
+        t.add_column(col)
+    for c in checks:
+        fmt = (lambda v: f"{v * 100:.2f} %") if c.quantity == "loss" else (lambda v: f"{v:.2f}")
+        t.add_row(c.link, c.quantity, fmt(c.configured), fmt(c.measured), c.tolerance,
+                  "[green]ok[/]" if c.ok else "[red]OUT OF TOLERANCE[/]")
+    console.print(t)
+    if not checks:
+        console.print("no impaired links in this topology")
+    if not all(c.ok for c in checks):
+        raise typer.Exit(1)
+
+
+@net_app.command("down")
+def down(
+    all_networks: bool = typer.Option(False, "--all", help="also remove networks whose owner process is "
+                                                           "still running (another user's run, a `net up`)"),
+) -> None:
+    """Remove every switch, link, namespace, container and process a network left behind.
+
+    A network whose owner process is still running is kept (one line each) unless --all."""
+    env.require_root("`rmptwin net down`")
+    done, kept = cleanup_all(force=all_networks)
+    for net in kept:
+        console.print(net.kept_line(), highlight=False, soft_wrap=True)
+    console.print("removed: " + ", ".join(f"{v} {k}" for k, v in done.items()))
+
+
+@image_app.command("build")
+def image_build(force: bool = typer.Option(False, help="rebuild even when cached")) -> None:
+    """Build the node image (Debian bookworm via debootstrap + nodes/Dockerfile); cached by hash."""
+    env.require_root("`rmptwin image build`")
+    env.ensure_dockerd()
+    tag = ensure_image(force=force, progress=_progress_printer())
+    console.print(f"node image: [bold]{tag}[/]")
+
+
+def _print_network(net) -> None:
+    t = Table(title=f"{net.topo.name}: {net.nodes_mode} hosts, {net.impair} links, {net.env.datapath} datapath")
+    for col in ("host", "ip", "switch", "role"):
+        t.add_column(col)
+    for h in net.topo.hosts:
+        t.add_row(h.name, net.host(h.name).ip, h.switch, h.role)
+    console.print(t)
+    console.print(f"state: {net.state_dir}  controller log: {net.state_dir / 'controller.log'}  pid {os.getpid()}")

@@ -1,0 +1,476 @@
+"""`rmptwin run`: an experiment on the emulated network, every role its own process.
+
+Brings the network up (``EmulatedNetwork``: Mininet + OVS + the controller, Docker or
+namespace hosts; or the flat bridge network), starts ``rmptwin.runtime.node`` in every
+host, waits until all have bound their sockets and joined their groups, starts the packet
+captures, releases everyone at the same instant t0, applies the fault schedule while a
+progress bar runs, lets the run drain past its duration until every message is
+acknowledged, released and delivered (``runtime.drain``; a loaded machine falls behind
+the schedule), then stops the nodes, collects and merges their logs and tears everything
+down. ``emulate`` returns the tables (events, drops, link counts), what the manifest
+records of the emulation and the runtime's figures; it writes no run-directory file and
+computes no summary (``rmptwin.runs.experiment`` does both). The nodes write their config,
+logs and captures where the ``RunDir`` says.
+
+Node control is a line protocol on the node's stdin (works the same through mnexec and
+through a container): ``GO <t0_ns>`` starts it, ``STOP`` ends it cleanly; EOF (the runner
+died) stops it too. A crash fault is SIGKILL: the node loses whatever it had not flushed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import pyarrow as pa
+
+from rmptwin.emulation.droplog import read_access_reports, rebased
+from rmptwin.errors import UserError
+from rmptwin.core.events import Event, Kind
+from rmptwin.core.groups import group_ip
+from rmptwin.emulation.env import has_netem
+from rmptwin.rundir.provenance import NA, image_id, safe
+from rmptwin.rundir.run import RunDir
+from rmptwin.spec import LoadedExperiment
+from rmptwin.records.tables import DROP_SCHEMA
+from rmptwin.factories.keys import key_path, load_keys
+from rmptwin.emulation.authorized import authorized_senders
+from rmptwin.emulation.edge_drops import log_edge_drops
+from rmptwin.runtime.config import NodeConfig
+from rmptwin.runtime.drain import DRAIN_MAX_S, owed_stripes, quiescent
+from rmptwin.runtime.eventlog import EventWriter, merge_logs
+from rmptwin.emulation.flatnet import FlatNetwork
+from rmptwin.emulation.hostload import LoadSampler, overload_verdict, run_lateness
+from rmptwin.runtime.priority import ReleasePriority
+
+REPO = Path(__file__).resolve().parents[3]
+SETTLE_S = 1.0           # after the controller saw every join: its flow mods land before t0
+READY_TIMEOUT_S = 180.0  # dozens of Python processes importing on two cores
+TREES_TIMEOUT_S = 60.0
+CAPTURE_PORTS = "udp"    # everything UDP: RMP, remulticast and re-requests
+# Per Docker host. A node is one busy Python thread: one CPU never throttles it, yet a
+# runaway node cannot take both CPUs from the release path; 512 MB is ~10x a node's use.
+NODE_CPUS = 1.0
+NODE_MEMORY_MB = 512
+RELEASE_ROLES = ("primary", "secondary")  # their timers make the fairness spread
+
+
+
+@dataclass
+class NodeProc:
+    name: str
+    role: str
+    incarnation: int
+    proc: subprocess.Popen
+    lines: "queue.Queue[str]" = field(default_factory=queue.Queue)
+    done: dict | None = None
+    status: dict | None = None
+    groups: list[str] = field(default_factory=list)
+
+    def send(self, line: str) -> None:
+        try:
+            self.proc.stdin.write((line + "\n").encode())
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            pass
+
+
+def _pump(np: NodeProc) -> None:
+    for raw in iter(np.proc.stdout.readline, b""):
+        line = raw.decode(errors="replace").strip()
+        if line.startswith("STATUS "):
+            try:
+                np.status = json.loads(line[7:])
+            except ValueError:
+                pass
+            continue
+        if line.startswith("DONE "):
+            try:
+                np.done = json.loads(line[5:])
+            except ValueError:
+                np.done = {}
+        np.lines.put(line)
+    np.lines.put("EOF")
+
+
+def _wait_line(np: NodeProc, want: str, deadline: float, err_path: Path) -> None:
+    while True:
+        try:
+            line = np.lines.get(timeout=max(0.01, deadline - time.monotonic()))
+        except queue.Empty:
+            raise UserError(f"node {np.name} did not start within {READY_TIMEOUT_S:.0f} s; see {err_path}") from None
+        if line == want or line.startswith(want + " "):
+            if line.startswith("READY "):
+                try:
+                    np.groups = json.loads(line[6:])
+                except ValueError:
+                    np.groups = []
+            return
+        if line == "EOF":
+            tail = err_path.read_text(errors="replace").strip().splitlines()[-1:] if err_path.exists() else []
+            raise UserError(f"node {np.name} exited at start ({tail[0] if tail else 'no message'}); see {err_path}")
+
+
+@dataclass
+class EmulationResult:
+    """What an emulated run produced, for ``runs.experiment`` to write and summarize."""
+
+    events: pa.Table
+    drops: pa.Table
+    link_counts: pa.Table
+    manifest: dict      # the manifest's emulation keys: nodes, impair, capture, faults applied, t0, pcaps
+    environment: dict   # emulation_facts: node mode, impairment backend, datapath, image
+    stats: dict         # summary.json's "runtime": wall time, drain, torn log lines, node counters
+
+
+class Run:
+    """One emulated run; ``execute()`` does everything and returns the tables."""
+
+    def __init__(self, loaded: LoadedExperiment, seed: int, run_dir: RunDir, nodes: str = "docker",
+                 impair: str = "auto", capture: list[str] | None = None,
+                 progress: Callable[[float, str], None] | None = None, settle_s: float = SETTLE_S,
+                 cpus: float | None = NODE_CPUS, memory_mb: int | None = NODE_MEMORY_MB) -> None:
+        self.loaded = loaded
+        self.exp = loaded.experiment
+        self.seed = seed
+        self.run = RunDir(run_dir.path.resolve())
+        self.nodes_mode = nodes
+        self.impair = impair
+        self.capture = capture if capture is not None else default_capture(loaded)
+        self.progress = progress or (lambda frac, msg: None)
+        self.settle_s = settle_s
+        self.cpus, self.memory_mb = cpus, memory_mb
+        self.priority = ReleasePriority(sum(1 for h in loaded.topology.hosts if h.role in RELEASE_ROLES))
+        self.boosted: dict[str, str] = {}  # release-path node -> what the runner got for it
+        self.load = LoadSampler()
+        self.procs: dict[str, NodeProc] = {}
+        self.captures: list[subprocess.Popen] = []
+        self.t0: int | None = None
+        self.net = None
+        self.faults_applied: list[dict] = []
+        self.hosts: dict[str, str] = {}   # host name -> IP, once the network is up
+        self.missing_joins: list[str] = []
+        self.drain_s = 0.0
+        self.outstanding = ""
+        self.torn_lines = 0
+
+    # ------------------------------------------------------------------ network
+
+    def _network(self):
+        if self.nodes_mode == "flat":
+            bad = [f for f in self.exp.faults if f.action in ("link_down", "link_up", "loss")]
+            if bad:
+                raise UserError(f"fault '{bad[0].action}' needs link impairment; run with --nodes ns or docker")
+            return FlatNetwork(self.loaded.topology, tag=str(os.getpid() % 100000))
+        from rmptwin.emulation.network import EmulatedNetwork  # Mininet: loaded only for a switched network
+
+        mounts = [(str(REPO), str(REPO), "ro"), (str(self.run.path), str(self.run.path), "rw")]
+        if self.exp.security.enabled:   # the key file, read-only, at the path NodeConfig.keys_file names
+            keys = str(key_path(self.loaded))
+            mounts.append((keys, keys, "ro"))
+        # A state directory of our own: a network some other tool left up elsewhere is not ours to claim.
+        state = Path("/run/rmptwin") / f"run-{os.getpid()}"
+        return EmulatedNetwork(self.loaded.topology, nodes=self.nodes_mode, impair=self.impair, seed=self.seed,
+                               state_dir=state, mounts=mounts, progress=lambda msg: self.progress(0.0, msg),
+                               cpus=self.cpus, memory_mb=self.memory_mb, access_in_nodes=self._access_in_nodes(),
+                               authorized=authorized_senders(self.loaded.topology, self.exp.workload.stripes)
+                               if self.exp.security.enabled else None)   # seed 6: only secure runs restrict senders
+
+    def _access_in_nodes(self) -> frozenset[str]:
+        """The hosts whose node may shape its own access link (the network keeps a relay for
+        those that lose or jitter): all but those a link fault changes mid-run, which only a
+        relay can take."""
+        changed = {f.link for f in self.exp.faults if f.link}
+        return frozenset(h.name for h in self.loaded.topology.hosts
+                         if not {f"{h.name}-{h.switch}", f"{h.switch}-{h.name}"} & changed)
+
+    # ------------------------------------------------------------------ nodes
+
+    def _node_config(self, t0_ns: int | None = None) -> NodeConfig:
+        """What every node starts from (a recovering one with t0 given)."""
+        return NodeConfig.for_run(self.loaded, self.seed, self.hosts, self.run.nodes_dir, t0_ns=t0_ns,
+                                  state_dir=self.run.venue_state_dir,
+                                  access_in_node=getattr(self.net, "access_in_nodes", frozenset()))
+
+    def _start_node(self, name: str, config: Path, incarnation: int) -> NodeProc:
+        host = self.net.host(name)
+        err = open(self.run.node_stderr_path(name, incarnation), "wb")
+        env = {"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "PYTHONUNBUFFERED": "1",
+               "HOME": "/tmp"}
+        cmd = [sys.executable, "-m", "rmptwin.runtime.node", str(config), name, "--incarnation", str(incarnation)]
+        proc = host.popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=env, cwd="/")
+        err.close()
+        np = NodeProc(name, self.loaded.topology.host(name).role, incarnation, proc)
+        if np.role in RELEASE_ROLES:
+            self.boosted[name] = self.priority.boost(proc.pid)  # popen's pid is the node's own (mnexec execs it)
+        elif np.role == "source":
+            self.boosted[name] = self.priority.favour(proc.pid)  # keeps the ticker's schedule under load
+        threading.Thread(target=_pump, args=(np,), daemon=True).start()
+        return np
+
+    def _start_captures(self) -> None:
+        for name in self.capture:
+            host = self.net.host(name)
+            p = host.popen(["tcpdump", "-i", host.intf, "-U", "-n", "-w", str(self.run.pcap_path(name)), CAPTURE_PORTS],
+                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            self.captures.append(p)
+        time.sleep(0.5 if self.captures else 0)  # tcpdump opens its socket before t0
+
+    def _stop_captures(self) -> None:
+        for p in self.captures:
+            if p.poll() is None:
+                p.terminate()
+        for p in self.captures:
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+    # ------------------------------------------------------------------ faults
+
+    def _fault(self, fault, log: EventWriter) -> None:
+        t = time.time_ns() - self.t0
+        if fault.action == "crash":
+            np = self.procs.get(fault.node)
+            if np is None or np.proc.poll() is not None:
+                return
+            np.proc.kill()
+            log.add(t, fault.node, np.role, Event(Kind.CRASH))
+        elif fault.action == "recover":
+            old = self.procs.get(fault.node)
+            if old is not None and old.proc.poll() is None:
+                try:
+                    old.proc.wait(timeout=2)
+                except subprocess.TimeoutExpired:
+                    return  # never crashed: nothing to recover
+            inc = (old.incarnation + 1) if old else 1
+            path = self._node_config(t0_ns=self.t0).write(self.run.node_config_path(fault.node, inc))
+            np = self._start_node(fault.node, path, inc)
+            self.procs[fault.node] = np
+            log.add(t, fault.node, np.role, Event(Kind.RECOVER, detail={"incarnation": inc}))
+        elif fault.action in ("link_down", "link_up"):
+            self.net.set_link(fault.link, fault.action == "link_up")
+        elif fault.action == "loss":
+            self.net.set_loss(fault.link, fault.loss)
+        self.faults_applied.append({"t_ns": t, "action": fault.action, "node": fault.node, "link": fault.link})
+
+    # ------------------------------------------------------------------ run
+
+    def execute(self) -> tuple[pa.Table, pa.Table, pa.Table]:
+        load_keys(self.loaded)   # security on and no key file: one line, before any network is built
+        self.run.make_node_dirs()
+        self.net = self._network()
+        try:
+            self.net.__enter__()
+            return self._run()
+        finally:
+            try:
+                self._teardown_nodes()
+            finally:
+                self.priority.restore()
+                self.net.__exit__(None, None, None)
+                state = getattr(self.net, "state_dir", None)
+                if state is not None and state.name.startswith("run-"):
+                    shutil.rmtree(state, ignore_errors=True)  # its drop logs are in links/ now
+
+    def _run(self) -> tuple[pa.Table, pa.Table, pa.Table]:
+        self._start_nodes()
+        self._wait_trees()
+        self._start_captures()
+        self.t0 = time.time_ns() + int(self.settle_s * 1e9)
+        for np in self.procs.values():
+            np.send(f"GO {self.t0}")
+        log = EventWriter(self.run.runner_log_path)
+        self.load.start()
+        try:
+            self._apply_schedule(log)
+            self._drain()
+        finally:
+            self.load.stop()
+        self.progress(1.0, "collecting")
+        self._stop_nodes()
+        self._stop_captures()
+        log_edge_drops(self.net, log, time.time_ns() - self.t0)
+        log.close()
+        events, self.torn_lines = merge_logs(self.run.node_event_logs())
+        # The relays count from the network's start; the events (and the nodes' own access links) from t0.
+        net_t0 = getattr(self.net, "t0_ns", self.t0)
+        frames, access_counts = read_access_reports(self.run.access_link_reports(), self.t0 - net_t0)
+        drops = rebased(self.net.drops(frames), net_t0, self.t0)
+        counts = self.net.link_counts(access_counts)
+        return events, drops, counts
+
+    def _start_nodes(self) -> None:
+        """Every node started from one config, and each READY (bound, joined)."""
+        topo = self.loaded.topology
+        self.hosts = {h.name: self.net.host(h.name).ip for h in topo.hosts}
+        path = self._node_config().write(self.run.node_config_path())
+        self._static_neighbours()
+        self.progress(0.0, f"starting {len(topo.hosts)} nodes")
+        for h in topo.hosts:
+            self.procs[h.name] = self._start_node(h.name, path, 0)
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        for i, np in enumerate(self.procs.values()):
+            _wait_line(np, "READY", deadline, self.run.node_stderr_path(np.name, 0))
+            self.progress(0.0, f"nodes ready {i + 1}/{len(self.procs)}")
+
+    def _apply_schedule(self, log: EventWriter) -> None:
+        """From t0 to the end of the duration: each fault at its time, the progress meanwhile."""
+        duration = self.exp.duration_s
+        faults = sorted(self.exp.faults, key=lambda f: f.at_s)
+        end_ns = self.t0 + round(duration * 1e9)
+        while True:
+            now = time.time_ns()
+            if faults and now >= self.t0 + round(faults[0].at_s * 1e9):
+                self._fault(faults.pop(0), log)
+                continue
+            if now >= end_ns:
+                break
+            self.progress(max(0.0, (now - self.t0) / 1e9) / duration, "running")
+            nxt = min([end_ns] + [self.t0 + round(f.at_s * 1e9) for f in faults[:1]])
+            time.sleep(min(0.1, max(0.0, (nxt - now) / 1e9)))
+
+    def _stop_nodes(self) -> None:
+        """STOP to every live node, and time for them to flush their logs."""
+        for np in self.procs.values():
+            if np.proc.poll() is None:
+                np.send("STOP")
+        limit = time.monotonic() + 30
+        for np in self.procs.values():
+            try:
+                np.proc.wait(timeout=max(0.1, limit - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+
+    def _drain(self) -> None:
+        """Past the duration: wait until the live nodes' progress is quiescent, or the cap."""
+        owes = owed_stripes(self.loaded)
+        end_ns = round(self.exp.duration_s * 1e9)
+        start = time.monotonic()
+        while True:
+            live = {n: np.status for n, np in self.procs.items() if np.proc.poll() is None and np.status is not None}
+            # Only statuses written after the end count: an older one may predate a last send.
+            stale = next((n for n, st in live.items() if st.get("t_ns", 0) < end_ns), None)
+            done, self.outstanding = (False, f"{stale} has not reported since the end") if stale else \
+                quiescent(live, owes)
+            self.drain_s = time.monotonic() - start
+            if done or self.drain_s > DRAIN_MAX_S:
+                return
+            self.progress(1.0, f"draining {self.drain_s:.0f} s: {self.outstanding}")
+            time.sleep(0.25)
+
+    def _static_neighbours(self) -> None:
+        """Permanent ARP entries for every other host. Linux resolves a lost ARP request only
+        after a second, and meanwhile holds the unicast behind it: on a lossy access link a
+        NACK or a MoldUDP64 re-request would wait for ARP instead of the protocol's timers."""
+        macs = {}
+        for name in self.hosts:
+            node = getattr(self.net.host(name), "node", None)
+            if node is None or not hasattr(node, "MAC"):
+                return  # the flat network: no loss, ARP is harmless
+            macs[name] = node.MAC()
+        for name, ip in self.hosts.items():
+            host = self.net.host(name)
+            cmds = [f"ip neigh replace {other_ip} lladdr {macs[other]} dev {host.intf} nud permanent"
+                    for other, other_ip in self.hosts.items() if other != name and macs[other]]
+            host.cmd("; ".join(cmds))
+
+    def _wait_trees(self, timeout_s: float = TREES_TIMEOUT_S) -> None:
+        """Until the controller has seen every node's IGMP join (its trees then include them)."""
+        state_of = getattr(self.net, "controller_state", None)
+        if state_of is None:
+            return
+        want = {(group_ip(g), np.name) for np in self.procs.values() for g in np.groups}
+        deadline = time.monotonic() + timeout_s
+        missing = want
+        while time.monotonic() < deadline:
+            groups = state_of().get("groups", {})
+            missing = {(ip, n) for ip, n in want if n not in groups.get(ip, {}).get("members", ())}
+            self.progress(0.0, f"multicast trees: {len(want) - len(missing)}/{len(want)} joins")
+            if not missing:
+                return
+            time.sleep(0.2)
+        # Go on: a join whose reports were all lost is repeated by the kernel on the next query.
+        self.missing_joins = sorted(f"{n}:{ip}" for ip, n in missing)
+
+    def _teardown_nodes(self) -> None:
+        for np in self.procs.values():
+            if np.proc.poll() is None:
+                np.send("STOP")
+        for np in self.procs.values():
+            try:
+                np.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                np.proc.kill()
+                np.proc.wait()
+        self._stop_captures()
+
+
+def default_capture(loaded: LoadedExperiment) -> list[str]:
+    """Customers and retransmit servers: the MoldUDP64 side of the run."""
+    return [h.name for h in loaded.topology.hosts if h.role in ("customer", "retransmit")]
+
+
+def check_arguments(loaded: LoadedExperiment, nodes: str, capture: list[str] | None) -> None:
+    """One UserError line for what cannot run, before a run directory is made."""
+    if nodes not in ("docker", "ns", "flat"):
+        raise UserError(f"unknown node mode {nodes!r}; choose docker, ns or flat")
+    if os.geteuid() != 0:
+        raise UserError("rmptwin run builds an emulated network and needs root; run it as root or with sudo")
+    names = {h.name for h in loaded.topology.hosts}
+    unknown = [n for n in capture or [] if n not in names]
+    if unknown:
+        raise UserError(f"--capture: no host {unknown[0]!r} in topology {loaded.topology.name}")
+
+
+def emulation_facts(node_mode: str, net) -> dict:
+    """What the manifest records of the emulated backend a run used (``EmulatedNetwork`` or the
+    flat one): node mode, impairment backend, datapath, image, and netem tried for real."""
+    env = getattr(net, "env", None)
+    tag = getattr(net, "image", None) if node_mode == "docker" else None
+    return {
+        "node_mode": node_mode,
+        "impair_backend": getattr(net, "impair", None),
+        "datapath": safe(lambda: env.datapath) if env is not None else NA,  # the flat network has no switches
+        "node_image": tag if node_mode == "docker" else NA,
+        "node_image_id": safe(image_id, tag) if node_mode == "docker" else NA,
+        "sch_netem": safe(has_netem) if os.geteuid() == 0 else None,
+    }
+
+
+def emulate(loaded: LoadedExperiment, seed: int, run_dir: RunDir, nodes: str = "docker", impair: str = "auto",
+            capture: list[str] | None = None, progress: Callable[[float, str], None] | None = None,
+            cpus: float | None = NODE_CPUS, memory_mb: int | None = NODE_MEMORY_MB) -> EmulationResult:
+    """Run ``loaded`` on the emulated network; the nodes leave their logs and captures in ``run_dir``.
+    ``cpus`` and ``memory_mb`` limit each Docker host (None: unlimited)."""
+    check_arguments(loaded, nodes, capture)
+    wall = time.monotonic()
+    r = Run(loaded, seed, run_dir, nodes=nodes, impair=impair, capture=capture, progress=progress,
+            cpus=cpus, memory_mb=memory_mb)
+    events, drops, counts = r.execute()
+    # `rmptwin rerun` passes nodes, the impairment actually used, capture and limits back here.
+    limits = {"cpus": cpus, "memory_mb": memory_mb} if nodes == "docker" else None
+    manifest = {"nodes": nodes, "impair": getattr(r.net, "impair", impair), "impair_requested": impair,
+                "capture": list(r.capture), "limits": limits, "faults_applied": r.faults_applied,
+                "t0_unix_ns": r.t0, "pcaps": [p.name for p in r.run.pcap_files()],
+                # delay-only access links shaped by their host's node, not a relay (runtime.hostlink)
+                "access_links_in_nodes": sorted(getattr(r.net, "access_in_nodes", ()))}
+    stats = {"wall_s": round(time.monotonic() - wall, 1), "nodes": nodes,
+             "drain_s": round(r.drain_s, 2), "outstanding": r.outstanding or None,
+             "torn_log_lines": r.torn_lines, "missing_joins": r.missing_joins,
+             "node_counters": {n: np.done for n, np in r.procs.items()},
+             "limits": limits,
+             "release_priority": r.boosted,
+             **overload_verdict(r.load.samples, run_lateness(events))}
+    return EmulationResult(events, drops if drops is not None else DROP_SCHEMA.empty_table(), counts,
+                           manifest, emulation_facts(nodes, r.net), stats)

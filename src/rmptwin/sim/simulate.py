@@ -1,0 +1,331 @@
+"""Drive every host's core over the simulated network, in simulated time.
+
+``simulate(loaded, seed)`` builds each host's core through ``rmptwin.factories.build_core``
+(per-host RNG from the run seed and the host name), delivers datagrams when they arrive,
+fires timers, feeds the workload to sources (``core.publish``) and applies the fault
+schedule. After every call into a core it drains ``datagrams_to_send`` and
+``next_event`` and re-reads ``groups()`` and ``get_timer()``. Events are logged at TRUE
+simulated time; each core sees its own clock (``experiment.clocks``: offset and drift),
+and its timer deadlines are converted back to true time.
+
+It returns tables (events, link drops, link counts) and counters; it writes no file, computes
+no summary and prints nothing (``rmptwin.runs.experiment`` and the CLI do).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from itertools import chain
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Callable
+
+import numpy as np
+import pyarrow as pa
+
+from rmptwin import factories
+from rmptwin.errors import UserError
+from rmptwin.records.tables import EVENT_SCHEMA, encoded_details
+from rmptwin.core.events import Event, Kind
+from rmptwin.spec import Clock, LoadedExperiment
+from rmptwin.factories.ticker_workload import Publish, schedule
+from rmptwin.sim.network import SimNetwork
+from rmptwin.sim.scheduler import Scheduler, gc_paused
+
+BuildFn = Callable[..., object]  # (host, loaded, rng, *, recovering=False) -> Core
+
+
+@dataclass
+class SimResult:
+    events: pa.Table
+    drops: pa.Table
+    link_counts: pa.Table
+    stats: dict = field(default_factory=dict)  # wall time and counters (wall time is not deterministic)
+
+
+def _event_drain(core) -> Callable[[], object] | None:
+    """``core.take_events`` (every queued event at once: one call per delivery, not one per
+    event) when the class that defines its ``next_event`` defines that too; else None, and
+    the driver calls ``next_event`` until None."""
+    for cls in type(core).__mro__:
+        if "next_event" in cls.__dict__:
+            return core.take_events if "take_events" in cls.__dict__ else None
+    return None
+
+
+def _drain(next_event: Callable[[], Event | None], first: Event) -> tuple[Event, ...]:
+    """``first`` and what ``next_event`` gives until None."""
+    out = [first]
+    ev = next_event()
+    while ev is not None:
+        out.append(ev)
+        ev = next_event()
+    return tuple(out)
+
+
+class _Node:
+    __slots__ = ("idx", "host", "name", "role", "core", "crashed", "timer_local", "timer_gen",
+                 "groups", "off_ns", "k", "recoveries", "recv", "get_groups", "to_send", "take_events",
+                 "next_event", "get_timer")
+
+    def __init__(self, idx: int, host, clock: Clock | None) -> None:
+        self.idx, self.host, self.name, self.role = idx, host, host.name, host.role
+        self.core = None
+        self.crashed = False
+        self.timer_local: int | None = None
+        self.timer_gen = 0
+        self.groups: frozenset[str] = frozenset()
+        self.off_ns = round(clock.offset_ms * 1e6) if clock else 0
+        self.k = clock.drift_ppm * 1e-6 if clock else 0.0
+        self.recoveries = 0
+
+    def attach(self, core) -> None:
+        # Bound methods looked up once: the delivery loop calls them for every packet.
+        self.core = core
+        self.recv, self.get_groups = core.receive_datagram, core.groups
+        self.to_send, self.next_event, self.get_timer = core.datagrams_to_send, core.next_event, core.get_timer
+        self.take_events = _event_drain(core)
+
+    def local(self, t: int) -> int:
+        """The node's clock reading at true time ``t``."""
+        if self.k:
+            return t + self.off_ns + round(t * self.k)
+        return t + self.off_ns
+
+    def true(self, local: int) -> int:
+        """The earliest true time at which the node's clock reads ``local`` or later."""
+        if not self.k:
+            return local - self.off_ns
+        t = math.ceil((local - self.off_ns) / (1.0 + self.k))
+        while self.local(t) < local:
+            t += 1
+        while self.local(t - 1) >= local:
+            t -= 1
+        return t
+
+
+class Simulation:
+    def __init__(self, loaded: LoadedExperiment, seed: int | None = None, build: BuildFn | None = None) -> None:
+        self.loaded = loaded
+        self.exp = loaded.experiment
+        self.seed = self.exp.seed if seed is None else seed
+        self.adapters = factories.Adapters()   # this run's venue stores, kept per host across crash and recovery
+        self.build = build or partial(factories.build_core, adapters=self.adapters)
+        self.sched = Scheduler()
+        self.net = SimNetwork(loaded.topology, self.sched, self.seed, self._deliver)
+        # (true time, node, the events its core gave then): tabled at the end. One entry per
+        # call into a core, not per event: a customer logs a whole packet's messages at once.
+        self._log: list[tuple[int, _Node, tuple[Event, ...]]] = []
+        self.nodes = [_Node(i, h, self.exp.clocks.get(h.name)) for i, h in enumerate(loaded.topology.hosts)]
+        self.by_name = {n.name: n for n in self.nodes}
+        self.end_ns = round(self.exp.duration_s * 1e9)
+        self._workload: list[Publish] = []
+
+    # ------------------------------------------------------------------ core plumbing
+
+    def _make_core(self, node: _Node, recovering: bool):
+        tag = f"recover{node.recoveries}" if recovering else "start"
+        rng = random.Random(f"{self.seed}:host:{node.name}:{tag}")
+        try:
+            return self.build(node.host, self.loaded, rng, recovering=recovering)
+        except ModuleNotFoundError as e:
+            if e.name and e.name.startswith("rmptwin"):
+                raise UserError(f"host {node.name}: no core for role {node.role!r} yet ({e.name} is missing)") from None
+            raise
+
+    def _after(self, node: _Node, t: int, fired: int | None = None) -> None:
+        """Collect what a core produced after being called at true time ``t``."""
+        core = node.core
+        g = core.groups()
+        if g is not node.groups:
+            node.groups = g
+            self.net.set_groups(node.idx, g)
+        out = core.datagrams_to_send(node.local(t))
+        if out:
+            send = self.net.send
+            for data, dest in out:
+                send(t, node.idx, data, dest)
+        self._log_events(node, t)
+        deadline = core.get_timer()
+        if deadline is not None and deadline == fired:
+            deadline = None  # a core that re-arms the deadline it just handled would spin forever
+        if deadline != node.timer_local:
+            node.timer_local = deadline
+            node.timer_gen += 1
+            if deadline is not None:
+                self.sched.at(max(node.true(deadline), t), self._fire, node, node.timer_gen)
+
+    def _log_events(self, node: _Node, t: int) -> None:
+        """Every event ``node``'s core queued, logged at true time ``t``."""
+        if node.take_events is not None:
+            events = node.take_events()
+        else:
+            ev = node.next_event()
+            events = _drain(node.next_event, ev) if ev is not None else ()
+        if events:
+            self._log.append((t, node, events))
+
+    def _fire(self, t: int, node: _Node, gen: int) -> None:
+        if node.crashed or gen != node.timer_gen:
+            return
+        fired, node.timer_local = node.timer_local, None
+        node.core.handle_timer(node.local(t))
+        self._after(node, t, fired)
+
+    def _deliver(self, hosts: list[int], data: bytes, src: str, t: int) -> None:
+        # The fan-out hot path: _after inlined, one local clock reading per host.
+        nodes, log = self.nodes, self._log
+        for h in hosts:
+            node = nodes[h]
+            if node.crashed:
+                continue
+            now = t + node.off_ns + round(t * node.k) if node.k else t + node.off_ns
+            node.recv(data, src, now)
+            g = node.get_groups()
+            if g is not node.groups:
+                if g != node.groups:
+                    self.net.set_groups(h, g)
+                node.groups = g
+            out = node.to_send(now)
+            if out:
+                send = self.net.send
+                for d, dest in out:
+                    send(t, h, d, dest)
+            take = node.take_events
+            if take is not None:
+                events = take()
+                if events:
+                    log.append((t, node, events))
+            else:
+                ev = node.next_event()   # a core without take_events: most often nothing
+                if ev is not None:
+                    log.append((t, node, _drain(node.next_event, ev)))
+            deadline = node.get_timer()
+            if deadline != node.timer_local:
+                node.timer_local = deadline
+                node.timer_gen += 1
+                if deadline is not None:
+                    self.sched.at(max(node.true(deadline), t), self._fire, node, node.timer_gen)
+
+    # ------------------------------------------------------------------ workload and faults
+
+    def _publish(self, t: int, i: int, _unused) -> None:
+        p = self._workload[i]
+        if i + 1 < len(self._workload):
+            self.sched.at(self._workload[i + 1].t_ns, self._publish, i + 1)
+        node = self.by_name[p.source]
+        if node.crashed:
+            return
+        publish = getattr(node.core, "publish", None)
+        if publish is None:
+            raise UserError(f"host {node.name}: its {node.role} core cannot publish (no publish method)")
+        publish(p.stripe, p.payload, node.local(t))
+        self._after(node, t)
+
+    def _fault(self, t: int, fault, _unused) -> None:
+        if fault.action == "crash":
+            node = self.by_name[fault.node]
+            if node.crashed:
+                return
+            node.crashed = True
+            node.timer_gen += 1
+            node.timer_local = None
+            node.groups = frozenset()
+            self.net.set_groups(node.idx, node.groups)
+            self._log.append((t, node, (Event(Kind.CRASH),)))
+        elif fault.action == "recover":
+            node = self.by_name[fault.node]
+            if not node.crashed:
+                return
+            node.recoveries += 1
+            node.attach(self._make_core(node, recovering=True))
+            node.crashed = False
+            self._log.append((t, node, (Event(Kind.RECOVER),)))
+            self._after(node, t)
+        elif fault.action in ("link_down", "link_up"):
+            self.net.set_link_up(fault.link, fault.action == "link_up")
+        elif fault.action == "loss":
+            self.net.set_loss(fault.link, fault.loss)
+
+    # ------------------------------------------------------------------ run
+
+    def start(self) -> None:
+        for node in self.nodes:
+            node.attach(self._make_core(node, recovering=False))
+        # Everyone joins before anyone sends, so nothing sent at t=0 misses a member.
+        for node in self.nodes:
+            node.groups = node.core.groups()
+            self.net.set_groups(node.idx, node.groups)
+        for node in self.nodes:
+            self._after(node, 0)
+        for f in self.exp.faults:
+            self.sched.at(round(f.at_s * 1e9), self._fault, f)
+        self._workload = schedule(self.loaded, self.seed)
+        if self._workload:
+            self.sched.at(self._workload[0].t_ns, self._publish, 0)
+
+    @property
+    def logged_events(self) -> int:
+        """Events logged so far (rows of the event table)."""
+        return sum(len(entry[2]) for entry in self._log)
+
+    def event_table(self) -> pa.Table:
+        if not self._log:
+            return EVENT_SCHEMA.empty_table()
+        with gc_paused():
+            return self._event_table()
+
+    def _event_table(self) -> pa.Table:
+        # Many rows share one event (customers hearing the same message, ``rmp.customer``) and
+        # every row names one of few nodes: each column is built once per distinct event or
+        # node and spread over the rows by index (Arrow's take), not read row by row.
+        times, nodes, batches = zip(*self._log)
+        sizes = np.fromiter(map(len, batches), np.int64, len(batches))
+        events = list(chain.from_iterable(batches))
+        ids = list(map(id, events))            # the log keeps every event alive: ids are identities
+        distinct = dict(zip(ids, events))      # first appearance order, one entry per event
+        slot = {i: k for k, i in enumerate(distinct)}
+        ev_ix = pa.array(np.fromiter(map(slot.__getitem__, ids), np.int64, len(ids)))
+        node_ix = pa.array(np.repeat(np.fromiter((n.idx for n in nodes), np.int64, len(nodes)), sizes))
+        uniq = list(distinct.values())
+        texts, typed = encoded_details(ev.detail for ev in uniq)
+        per_event = [
+            pa.array([ev.kind for ev in uniq], pa.string()),
+            pa.array([ev.src for ev in uniq], pa.string()),
+            pa.array([ev.src_seq for ev in uniq], pa.int64()),
+            pa.array([ev.gseq for ev in uniq], pa.int64()),
+            pa.array([ev.bytes for ev in uniq], pa.int64()),
+            pa.array(texts, pa.string()),
+            *typed,
+        ]
+        cols = [
+            pa.array(np.repeat(np.array(times, np.int64), sizes)),
+            pa.array([n.name for n in self.nodes], pa.string()).take(node_ix),
+            pa.array([n.role for n in self.nodes], pa.string()).take(node_ix),
+            *(col.take(ev_ix) for col in per_event),
+        ]
+        return pa.Table.from_arrays(cols, schema=EVENT_SCHEMA)
+
+    def run(self, progress: Callable[[int], None] | None = None) -> SimResult:
+        """Simulate to the end of the duration; ``progress`` gets the simulated time (ns) now and then."""
+        wall = time.perf_counter()
+        self.start()
+        self.sched.run_until(self.end_ns, tick=progress)
+        wall = time.perf_counter() - wall
+        events = self.event_table()
+        stats = {
+            "wall_s": wall,
+            "scheduler_events": self.sched.processed,
+            "deliveries": self.net.deliveries,
+            "logged_events": self.logged_events,
+            "publications": len(self._workload),
+        }
+        return SimResult(events, self.net.drop_table(), self.net.count_table(), stats)
+
+
+def simulate(loaded: LoadedExperiment, seed: int | None = None, progress: Callable[[int], None] | None = None,
+             build: BuildFn | None = None) -> SimResult:
+    """Run ``loaded`` in the simulator; ``build`` replaces ``factories.build_core`` (tests, benchmarks)."""
+    return Simulation(loaded, seed, build).run(progress)
