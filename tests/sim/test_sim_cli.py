@@ -9,6 +9,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 from typer.testing import CliRunner
 
+import sim_stubs
 from rmptwin import factories
 from rmptwin.cli.main import app
 from rmptwin.rundir.run import RunDir
@@ -36,7 +37,7 @@ def _check_run_dir(path: Path, seed: int) -> dict:
 
 def test_sim_command_writes_a_complete_run_dir(tmp_path, monkeypatch):
     # Stand-in cores (tests/sim/sim_stubs.py): this checks the driver and the run directory.
-    monkeypatch.setattr(factories, "FACTORIES", {r: "sim_stubs:build_stub" for r in factories.FACTORIES})
+    monkeypatch.setattr(factories, "FACTORIES", {r: sim_stubs.build_stub for r in factories.FACTORIES})
     out = tmp_path / "run"
     res = CliRunner().invoke(app, ["sim", str(REPO / "experiments" / "line3.yaml"), "--seed", "4",
                                    "--out", str(out)], catch_exceptions=False)
