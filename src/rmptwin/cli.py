@@ -21,7 +21,7 @@ import typer
 from .console import make_console, print_error
 from .analysis import cli as analysis_cli
 from .analysis import venue_cli
-from .bound_warnings import print_bound_warnings
+from .bound_warnings import print_bound_warnings, print_topology_warnings
 from .emulation import cli as emulation_cli
 from . import keys
 from .errors import UserError
@@ -41,8 +41,8 @@ console = make_console()
 @app.command()
 def validate(
     file: Path,
-    strict: bool = typer.Option(False, "--strict", help="warnings (parameters outside the seed's bounds) are "
-                                                     "errors: exit 2"),
+    strict: bool = typer.Option(False, "--strict", help="warnings (parameters outside the seed's bounds, "
+                                                     "likely unintended role placements) are errors: exit 2"),
 ) -> None:
     """Check a topology or experiment YAML; print one line saying it is valid or what to fix, and for an
     experiment one warning line per seed bound its parameters break."""
@@ -55,6 +55,7 @@ def validate(
                       f"({len(t.switches)} switches, {len(t.links)} links, {len(t.hosts)} hosts)")
     else:
         t = load_topology(file)
+        print_topology_warnings(t, file, strict=strict)
         console.print(f"{file}: valid topology '{t.name}' ({len(t.switches)} switches, "
                       f"{len(t.links)} links, {len(t.hosts)} hosts)")
 
