@@ -150,7 +150,7 @@ def _talking_pairs(loaded: LoadedExperiment) -> list[tuple]:
     return pairs
 
 
-def _stripe_rate(loaded: LoadedExperiment, stripe: int) -> float:
+def stripe_rate(loaded: LoadedExperiment, stripe: int) -> float:
     """Mean messages per second the workload publishes on ``stripe`` (a source draws its
     symbols uniformly from those on its stripes)."""
     wl = loaded.experiment.workload
@@ -160,6 +160,9 @@ def _stripe_rate(loaded: LoadedExperiment, stripe: int) -> float:
         if mine:
             rate += wl.rate_per_source * sum(symbol_stripe(i, wl.stripes) == stripe for i in mine) / len(mine)
     return rate
+
+
+_stripe_rate = stripe_rate
 
 
 def _ms(x: float) -> str:
