@@ -13,12 +13,12 @@ from pathlib import Path
 
 from rich.text import Text
 
-from .console import make_console
-from .errors import UserError
-from .spec import LoadedExperiment, Topology, read_yaml
-from .spec.loading import finding_line
-from .spec.role_checks import Finding, experiment_warnings, topology_warnings
-from .spec_bounds import format_violation, violated_bounds
+from rmptwin.console import make_console
+from rmptwin.errors import UserError
+from rmptwin.spec import LoadedExperiment, Topology, read_yaml
+from rmptwin.spec.loading import finding_line
+from rmptwin.spec.role_checks import Finding, experiment_warnings, topology_warnings
+from rmptwin.spec_bounds import format_violation, violated_bounds
 
 
 def print_bound_warnings(loaded: LoadedExperiment, file: Path, *, strict: bool = False) -> None:

@@ -29,9 +29,9 @@ import json
 
 import pandas as pd
 
-from ..events import Kind
-from ..factories.rmp import customer_stripes
-from ..rmp.feed_watch import STALE_FEED
+from rmptwin.events import Kind
+from rmptwin.factories.rmp import customer_stripes
+from rmptwin.rmp.feed_watch import STALE_FEED
 
 RT_ROLES = ("primary", "secondary")
 KINDS = (Kind.RELEASE, Kind.CUST_RECV, Kind.CUST_SKIP, Kind.ALARM, Kind.CRASH, Kind.RECOVER)
@@ -112,9 +112,9 @@ def summarize(df: pd.DataFrame, loaded) -> dict:
 def spark_metrics(spark, events, rd) -> dict:
     """The same figure from the run's raw events (their detail is needed, which the parsed
     frame drops), filtered by Spark to the kinds it reads."""
-    from ..rundir import RunDir
-    from ..spec import Experiment, LoadedExperiment
-    from . import schemas
+    from rmptwin.rundir import RunDir
+    from rmptwin.spec import Experiment, LoadedExperiment
+    from rmptwin.analysis import schemas
 
     if not rd.topology.hosts_with_role("customer"):
         return {}

@@ -16,19 +16,19 @@ from __future__ import annotations
 
 import random
 
-from ..spec import LoadedExperiment, Protocol
-from ..rmp import striping
-from ..rmp.customer import CustomerConfig, CustomerCore
-from ..rmp.feed_watch import FeedWatchConfig
-from ..rmp.primary import PrimaryCore
-from ..rmp.reformation import ReformationCore
-from ..rmp.remulticast import DEFAULT_HEARTBEAT_NS
-from ..rmp.repair import RepairConfig
-from ..rmp.retransmit import RetransmitConfig, RetransmitCore
-from ..rmp.secondary import SecondaryCore
-from ..rmp.source import SourceCore
-from ..rmp.seal import KeySet
-from ..rmp.timing import MS, Timing
+from rmptwin.spec import LoadedExperiment, Protocol
+from rmptwin.rmp import striping
+from rmptwin.rmp.customer import CustomerConfig, CustomerCore
+from rmptwin.rmp.feed_watch import FeedWatchConfig
+from rmptwin.rmp.primary import PrimaryCore
+from rmptwin.rmp.reformation import ReformationCore
+from rmptwin.rmp.remulticast import DEFAULT_HEARTBEAT_NS
+from rmptwin.rmp.repair import RepairConfig
+from rmptwin.rmp.retransmit import RetransmitConfig, RetransmitCore
+from rmptwin.rmp.secondary import SecondaryCore
+from rmptwin.rmp.source import SourceCore
+from rmptwin.rmp.seal import KeySet
+from rmptwin.rmp.timing import MS, Timing
 
 # the hosts that remulticast a stripe into their regions (R_T)
 REMULTICAST_ROLES = ("primary", "secondary")
@@ -133,7 +133,7 @@ def feed_watch_config(loaded: LoadedExperiment, feeds: dict[int, tuple[str, ...]
     due out of the ring: the workload's start, FIRST_MESSAGE_WAITS inter-arrival times, then
     its ack and release (tau_t + Delta_A) and its way to us (dN). A stripe nothing is
     published on, or that would not see a message within the workload, is not watched."""
-    from ..spec_bounds import stripe_rate   # spec_bounds imports this module
+    from rmptwin.spec_bounds import stripe_rate   # spec_bounds imports this module
 
     exp = loaded.experiment
     p, wl = exp.protocol, exp.workload
@@ -164,7 +164,7 @@ def keys_for(host, loaded: LoadedExperiment) -> KeySet | None:
     key. Reformation server: the control key. R_x: its regions' remulticast and retransmit
     keys. Customer: its regions' remulticast keys, and their retransmit keys only when of
     guaranteed grade. Any other role (e.g. an attacker): nothing."""
-    from ..keys import load_keys   # file I/O: only when a run asks for security
+    from rmptwin.keys import load_keys   # file I/O: only when a run asks for security
 
     keys = load_keys(loaded)
     if keys is None:

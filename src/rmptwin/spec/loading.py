@@ -8,12 +8,12 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from ..errors import UserError
-from ..rmp.striping import serves_stripe
-from .experiment import Experiment, LoadedExperiment
-from .hosts import ROLES
-from .role_checks import Finding, experiment_errors, topology_errors
-from .topology import Topology
+from rmptwin.errors import UserError
+from rmptwin.rmp.striping import serves_stripe
+from rmptwin.spec.experiment import Experiment, LoadedExperiment
+from rmptwin.spec.hosts import ROLES
+from rmptwin.spec.role_checks import Finding, experiment_errors, topology_errors
+from rmptwin.spec.topology import Topology
 
 
 def _line_index(text: str) -> dict[tuple, int]:
@@ -127,7 +127,7 @@ def load_experiment(path: str | Path) -> LoadedExperiment:
     topo = load_topology((path.parent / exp.topology).resolve())
     cross_check(path, exp, topo)
     loaded = LoadedExperiment(experiment=exp, topology=topo, path=path.resolve())
-    from ..factories.rmp import customer_stripes   # the factories import the spec: at call time
+    from rmptwin.factories.rmp import customer_stripes   # the factories import the spec: at call time
     _reject_first(path, text, experiment_errors(exp, topo, lambda h: customer_stripes(h, loaded)))
     return loaded
 

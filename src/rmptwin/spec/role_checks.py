@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from ..rmp.striping import host_stripes, serves_stripe
+from rmptwin.rmp.striping import host_stripes, serves_stripe
 
 # Hosts that remulticast a stripe into their regions (R_T), as ``factories.rmp`` has them.
 RT_ROLES = ("primary", "secondary")
