@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 from rmptwin.apps.unified_orders import offers
-from rmptwin.factories import Adapters, build_core
+from rmptwin.factories import build_core
+from rmptwin.factories.adapters import Adapters
 from rmptwin.rmp import wire as rmp_wire
 from rmptwin.rmp.moldudp64 import MoldDecodeError, decode_packet
 from rmptwin.sim.simulate import simulate

@@ -14,7 +14,8 @@ import pytest
 
 from rmptwin.analysis.venue_metrics import venue_summary
 from rmptwin.core.events import Kind
-from rmptwin.factories import Adapters, build_core
+from rmptwin.factories import build_core
+from rmptwin.factories.adapters import Adapters
 from rmptwin.runtime.durable_stores import DurableStores, FileHistoryStore
 from rmptwin.sim.simulate import Simulation
 from rmptwin.spec import Bernoulli, Fault, LoadedExperiment, Topology, load_experiment

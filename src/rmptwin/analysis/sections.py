@@ -18,7 +18,9 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from rmptwin.analysis import floor_summary, orders_summary, security_summary, taxonomy_summary
+from rmptwin.analysis import (
+    customer_completeness, floor_summary, orders_summary, security_summary, taxonomy_summary,
+)
 
 SECTIONS: dict[str, ModuleType] = {
     # name -> module; an application adds one line.
@@ -26,6 +28,7 @@ SECTIONS: dict[str, ModuleType] = {
     "security": security_summary,
     "trading_floor": floor_summary,
     "taxonomy": taxonomy_summary,
+    "customer_completeness": customer_completeness,
 }
 
 

@@ -1,28 +1,64 @@
-"""Print the seed bounds an experiment breaks (``spec.bounds``) as warning lines on stderr.
+"""Print what an experiment or topology likely did not mean as warning lines on stderr: the
+seed bounds it breaks (``spec.bounds``) and the legal but likely unintended role placements
+(``spec.role_checks``: an unused region, an R_x nobody asks, ...).
 
-One function, called by ``rmptwin validate``, ``rmptwin sim`` and ``rmptwin run`` before
-they start, so that the three commands warn alike.
+One function per file kind, called by ``rmptwin validate``, ``rmptwin sim`` and ``rmptwin
+run`` before they start, so that the three commands warn alike.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from rich.text import Text
 
 from rmptwin.cli.console import make_console
 from rmptwin.errors import UserError
-from rmptwin.spec import LoadedExperiment
+from rmptwin.spec import LoadedExperiment, Topology, read_yaml
+from rmptwin.spec.loading import finding_line
+from rmptwin.spec.role_checks import Finding, experiment_warnings, topology_warnings
 from rmptwin.spec.bounds import format_violation, violated_bounds
 
 
 def print_bound_warnings(loaded: LoadedExperiment, file: Path, *, strict: bool = False) -> None:
-    """One yellow ``warning:`` line per violated bound; with ``strict``, then a UserError."""
-    violations = violated_bounds(loaded)
+    """One yellow ``warning:`` line per violated bound and per role warning; with ``strict``,
+    then a UserError."""
+    lines = [f"{file}: {format_violation(v)}" for v in violated_bounds(loaded)]
+    n_bounds = len(lines)
+    topo_file = Path(os.path.normpath(Path(file).parent / loaded.experiment.topology))
+    lines += _finding_lines(topo_file, topology_warnings(loaded.topology))
+    lines += _finding_lines(file, experiment_warnings(loaded.experiment, loaded.topology))
+    _print(lines)
+    if strict and lines:
+        n = len(lines)
+        what = (f"{n} seed bound{'s' if n > 1 else ''} violated" if n == n_bounds else
+                f"{n} warning{'s' if n > 1 else ''} ({n_bounds} seed bound{'s' if n_bounds != 1 else ''})")
+        raise UserError(f"{file}: {what} (--strict makes warnings errors; fix the parameters or drop --strict)")
+
+
+def print_topology_warnings(topo: Topology, file: Path, *, strict: bool = False) -> None:
+    """The role warnings of a topology file alone (``rmptwin validate TOPOLOGY``)."""
+    lines = _finding_lines(file, topology_warnings(topo))
+    _print(lines)
+    if strict and lines:
+        n = len(lines)
+        raise UserError(f"{file}: {n} warning{'s' if n > 1 else ''} (--strict makes warnings errors; fix the "
+                        "topology or drop --strict)")
+
+
+def _finding_lines(file: Path, findings: list[Finding]) -> list[str]:
+    """``file:line: field: key: problem`` per finding (the line found in the file's YAML)."""
+    if not findings:
+        return []
+    try:
+        _, text = read_yaml(Path(file))
+    except UserError:
+        text = ""   # a topology built in memory: no line numbers
+    return [finding_line(Path(file), text, Finding(f.path, f"{f.field}: {f.key}", f.message)) for f in findings]
+
+
+def _print(lines: list[str]) -> None:
     err = make_console(stderr=True)
-    for v in violations:
-        err.print(Text.assemble(("warning:", "bold yellow"), f" {file}: {format_violation(v)}"), highlight=False)
-    if strict and violations:
-        n = len(violations)
-        raise UserError(f"{file}: {n} seed bound{'s' if n > 1 else ''} violated "
-                        f"(--strict makes warnings errors; fix the parameters or drop --strict)")
+    for line in lines:
+        err.print(Text.assemble(("warning:", "bold yellow"), f" {line}"), highlight=False)

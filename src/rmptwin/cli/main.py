@@ -18,11 +18,9 @@ import typer
 
 from rmptwin.cli.console import make_console, print_error
 from rmptwin.cli import analyze as analysis_cli
-from rmptwin.cli import taxonomy as taxonomy_cli
 from rmptwin.cli import venue as venue_cli
-from rmptwin.cli.bound_warnings import print_bound_warnings
+from rmptwin.cli.bound_warnings import print_bound_warnings, print_topology_warnings
 from rmptwin.cli import net as emulation_cli
-from rmptwin.cli import keys
 from rmptwin.errors import UserError
 from rmptwin.runs.experiment import run_experiment
 from rmptwin.runs.rerun import environment_line, read_replay, repeat, replay_line, summary_line
@@ -32,6 +30,8 @@ from rmptwin.cli import run as runtime_cli
 from rmptwin.spec import read_yaml, json_schemas, load_experiment, load_topology
 from rmptwin.cli import sweep as sweeps_cli
 from rmptwin.cli import claims as claims_cli
+from rmptwin.cli import taxonomy as taxonomy_cli
+from rmptwin.cli import keys
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="rmptwin: RMP and exchange-venue testbed")
 console = make_console()
@@ -40,8 +40,8 @@ console = make_console()
 @app.command()
 def validate(
     file: Path,
-    strict: bool = typer.Option(False, "--strict", help="warnings (parameters outside the seed's bounds) are "
-                                                     "errors: exit 2"),
+    strict: bool = typer.Option(False, "--strict", help="warnings (parameters outside the seed's bounds, "
+                                                     "likely unintended role placements) are errors: exit 2"),
 ) -> None:
     """Check a topology or experiment YAML; print one line saying it is valid or what to fix, and for an
     experiment one warning line per seed bound its parameters break."""
@@ -54,6 +54,7 @@ def validate(
                       f"({len(t.switches)} switches, {len(t.links)} links, {len(t.hosts)} hosts)")
     else:
         t = load_topology(file)
+        print_topology_warnings(t, file, strict=strict)
         console.print(f"{file}: valid topology '{t.name}' ({len(t.switches)} switches, "
                       f"{len(t.links)} links, {len(t.hosts)} hosts)")
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Iterable
 
+
 SESSION_PREFIX = "RMPT"
 
 

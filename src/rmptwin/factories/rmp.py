@@ -18,17 +18,26 @@ import random
 
 from rmptwin.spec import LoadedExperiment
 from rmptwin.spec.queries import (
-    REMULTICAST_ROLES, all_stripes, customer_stripes, primary_ring, protocol_timing, remulticast_hosts, reformation_servers, remulticasters, secondary_ring,
-    stripes_of,
+    REMULTICAST_ROLES, all_stripes, customer_stripes, primary_ring, protocol_timing, reformation_servers,
+    remulticast_hosts, remulticasters, secondary_ring, stripes_of,
 )
 from rmptwin.rmp.customer import CustomerConfig, CustomerCore
+from rmptwin.rmp.feed_watch import FeedWatchConfig
 from rmptwin.rmp.primary import PrimaryCore
 from rmptwin.rmp.reformation import ReformationCore
+from rmptwin.rmp.remulticast import DEFAULT_HEARTBEAT_NS
 from rmptwin.rmp.repair import RepairConfig
 from rmptwin.rmp.retransmit import RetransmitConfig, RetransmitCore
 from rmptwin.rmp.secondary import SecondaryCore
 from rmptwin.rmp.source import SourceCore
 from rmptwin.rmp.seal import KeySet
+from rmptwin.core.timing import MS
+from rmptwin.spec.bounds import stripe_rate
+
+# A stripe's feed is watched from when its first message is all but sure to be out: this
+# many mean inter-arrival times after the workload starts (Poisson: P(none yet) = e^-10).
+FIRST_MESSAGE_WAITS = 10
+
 
 def _repair_config(host, loaded: LoadedExperiment, stripes: list[int]) -> RepairConfig:
     proto = loaded.experiment.protocol
@@ -44,10 +53,31 @@ def customer_config(host, loaded: LoadedExperiment) -> CustomerConfig:
         shared = [r for r in getattr(h, "regions", []) if r in regions]
         if shared:
             region_of[h.name] = shared[0]
+    feeds = {k: tuple(remulticasters(loaded, regions, k)) for k in stripes}
     return CustomerConfig(
         repair=_repair_config(host, loaded, stripes), grade=host.grade, retransmit=host.retransmit,
-        remulticasters={k: tuple(remulticasters(loaded, regions, k)) for k in stripes}, region_of=region_of,
-        keys=keys_for(host, loaded))
+        remulticasters=feeds, region_of=region_of, keys=keys_for(host, loaded),
+        feed_watch=feed_watch_config(loaded, feeds))
+
+
+def feed_watch_config(loaded: LoadedExperiment, feeds: dict[int, tuple[str, ...]]) -> FeedWatchConfig | None:
+    """When a customer's stripes count as silent (``rmp.feed_watch``): k R_T heartbeat
+    intervals without data or a heartbeat, counted from when the stripe's first message is
+    due out of the ring: the workload's start, FIRST_MESSAGE_WAITS inter-arrival times, then
+    its ack and release (tau_t + Delta_A) and its way to us (dN). A stripe nothing is
+    published on, or that would not see a message within the workload, is not watched."""
+    exp = loaded.experiment
+    p, wl = exp.protocol, exp.workload
+    watch_from = {}
+    for k, rts in feeds.items():
+        rate = stripe_rate(loaded, k)
+        wait_s = FIRST_MESSAGE_WAITS / rate if rate > 0 else None
+        if rts and wait_s is not None and wait_s < wl.duration_s:
+            watch_from[k] = round((wl.start_s + wait_s) * 1e9 + (p.tau_t + p.delta_a + p.dn_ms) * MS)
+    if not watch_from:
+        return None
+    return FeedWatchConfig(stale_ns=p.stale_heartbeats * DEFAULT_HEARTBEAT_NS, retry_ns=round(p.tau_r * MS),
+                           watch_from=watch_from, feeds=feeds)
 
 
 def retransmit_config(host, loaded: LoadedExperiment) -> RetransmitConfig:

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 from rmptwin.core.striping import host_stripes, symbol_stripe, symbols_on
 from rmptwin.spec import LoadedExperiment
-from rmptwin.spec.queries import workload_sources
 from rmptwin.core.trade_report import TradeReport, symbol_name
+from rmptwin.spec.queries import workload_sources
 
 
 @dataclass(frozen=True, slots=True)

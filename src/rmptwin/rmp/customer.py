@@ -30,7 +30,8 @@ from dataclasses import dataclass
 from rmptwin.core.events import Event, Kind
 from rmptwin.core.trade_report import TickerDecodeError, TradeReport
 from rmptwin.rmp.moldudp64 import HEADER_SIZE, MoldDecodeError, MoldPacket, decode_packet, is_request
-from rmptwin.rmp.repair import GapRepairer, RepairConfig, SequenceTracker, in_turn
+from rmptwin.rmp.feed_watch import STALE_FEED, FeedWatch, FeedWatchConfig
+from rmptwin.rmp.repair import MAX_REQUEST, GapRepairer, RepairConfig, SequenceTracker, in_turn
 from rmptwin.rmp.seal import PURPOSE_REPAIR, KeySet, Reason, SealError, Sealer, alarm
 from rmptwin.core.striping import session_name, session_stripe
 
@@ -140,6 +141,7 @@ class CustomerConfig:
     remulticasters: Mapping[int, tuple[str, ...]]  # per stripe: R_T into our regions, topology order
     region_of: Mapping[str, str]                  # R_T -> the first of our regions it remulticasts into
     keys: KeySet | None = None                    # security on: our regions' keys (seal.KeySet)
+    feed_watch: FeedWatchConfig | None = None     # stale_feed alarms (``feed_watch``); None: off
 
 
 class CustomerCore(GapRepairer):
@@ -175,6 +177,10 @@ class CustomerCore(GapRepairer):
         self._sessions = {k: session_name(k) for k in self.stripes}
         # A subclass with an application of its own (its ``_deliver``) hears message by message.
         self._whole_packets = type(self)._deliver is CustomerCore._deliver
+        # Silence is an alarm: a stripe no R_T of ours is heard on for k heartbeats (``feed_watch``).
+        self._watch = FeedWatch(config.feed_watch, recovering=recovering) if config.feed_watch else None
+        self._feed_sources = self._watch.sources if self._watch is not None else frozenset()
+        self.stale_polls = 0
 
     # ------------------------------------------------------------------ core API
 
@@ -199,6 +205,8 @@ class CustomerCore(GapRepairer):
         if track is None:
             self.foreign += 1
             return
+        if src in self._feed_sources:
+            self._watch.heard(stripe, now)
         if pkt.end_of_session:
             return
         if not pkt.messages:   # a heartbeat (not the end of the session: that returned above)
@@ -233,7 +241,17 @@ class CustomerCore(GapRepairer):
         if track.buffer or track.skipped:   # else nothing can be delivered or passed over
             self._deliver(stripe, track)
 
+    def get_timer(self) -> int | None:
+        deadline = super().get_timer()
+        watch = self._watch
+        if watch is not None and watch.check_at is not None and (deadline is None or watch.check_at < deadline):
+            return watch.check_at
+        return deadline
+
     def handle_timer(self, now: int) -> None:
+        watch = self._watch
+        if watch is not None and watch.check_at is not None and now >= watch.check_at:
+            self._check_feeds(now)
         best_effort = self.grade == "best_effort"
         for stripe, track in self.tracks.items():
             due = track.due(now)
@@ -247,6 +265,29 @@ class CustomerCore(GapRepairer):
             self._deliver(stripe, track)
 
     # ------------------------------------------------------------------ internals
+
+    def _check_feeds(self, now: int) -> None:
+        """Alarm once per stripe whose feed went silent (ALARM ``stale_feed`` naming our regions
+        and their R_T); a guaranteed customer then polls its R_x (else the R_T in turn) with a
+        MoldUDP64 request from the next sequence number it expects."""
+        watch = self._watch
+        fresh, poll = watch.due(now, {k: t.next for k, t in self.tracks.items()})
+        for stripe, since in fresh:
+            rts = watch.feeds.get(stripe, ())
+            self._events.append(alarm(
+                STALE_FEED, rts[0] if rts else "", rts[0] if rts else "", stripe=stripe,
+                session=self._sessions[stripe], regions=list(self.regions), rt=list(rts),
+                silent_ms=(now - since) / 1e6, next=self.tracks[stripe].next))
+        if self.grade != "guaranteed":
+            return
+        for stripe in poll:
+            first = self.tracks[stripe].next
+            servers = self.servers[stripe]
+            if first is None or not servers:
+                continue   # a recovering customer that never heard the stripe: no position to ask from
+            self.stale_polls += 1
+            server = servers[0] if self.has_rx else in_turn(servers, self.stale_polls)
+            self._request(stripe, first, MAX_REQUEST, server)
 
     def _in_order_or_held(self, data: bytes, pkt: MoldPacket, stripe: int, track: SequenceTracker,
                           recent: dict[int, bytes], done: int, repair: bool, region: str) -> bool:

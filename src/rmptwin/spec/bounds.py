@@ -60,10 +60,11 @@ import math
 from dataclasses import dataclass
 from itertools import permutations
 
-from rmptwin.core.striping import symbol_stripe, symbols_on
+from rmptwin.spec.queries import primary_ring, stripes_of
 from rmptwin.spec import LoadedExperiment, Topology
-from rmptwin.spec.queries import primary_ring, stripes_of, workload_sources
+from rmptwin.core.striping import symbol_stripe, symbols_on
 from rmptwin.spec.tree import links_delay_ms, switch_path_links
+from rmptwin.spec.queries import workload_sources
 
 FALSE_FAILURES_PER_RUN = 0.1   # expected false failure reports per run that k_r_vs_loss tolerates
 
@@ -149,7 +150,7 @@ def _talking_pairs(loaded: LoadedExperiment) -> list[tuple]:
     return pairs
 
 
-def _stripe_rate(loaded: LoadedExperiment, stripe: int) -> float:
+def stripe_rate(loaded: LoadedExperiment, stripe: int) -> float:
     """Mean messages per second the workload publishes on ``stripe`` (a source draws its
     symbols uniformly from those on its stripes)."""
     wl = loaded.experiment.workload
@@ -159,6 +160,7 @@ def _stripe_rate(loaded: LoadedExperiment, stripe: int) -> float:
         if mine:
             rate += wl.rate_per_source * sum(symbol_stripe(i, wl.stripes) == stripe for i in mine) / len(mine)
     return rate
+
 
 
 def _ms(x: float) -> str:
@@ -239,7 +241,7 @@ def _batch_limit_vs_rate(loaded) -> Violation | None:
     p = loaded.experiment.protocol
     if p.token_mode != "time_driven":
         return None  # event-driven rings pass the token as messages arrive
-    rate, k = max((_stripe_rate(loaded, k), k) for k in range(loaded.experiment.workload.stripes))
+    rate, k = max((stripe_rate(loaded, k), k) for k in range(loaded.experiment.workload.stripes))
     per_pass = rate * p.tau_t / 1e3
     if per_pass <= p.batch_limit:
         return None
@@ -257,7 +259,7 @@ def _token_passes(loaded, stripe: int) -> float:
     run_ms = exp.duration_s * 1e3
     if p.token_mode == "time_driven":
         return run_ms / p.tau_t
-    return _stripe_rate(loaded, stripe) * wl.duration_s + run_ms / p.null_token
+    return stripe_rate(loaded, stripe) * wl.duration_s + run_ms / p.null_token
 
 
 def _k_r_vs_loss(loaded, paths: _Paths) -> Violation | None:

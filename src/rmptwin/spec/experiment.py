@@ -28,6 +28,9 @@ class Protocol(_Model):
         None, gt=0, description="event-driven idle interval before a null token; None: tau_t"
     )
     start_policy: Literal["ticker", "conservative"] = "ticker"
+    stale_heartbeats: int = Field(
+        3, ge=1, description="a customer that hears neither data nor a heartbeat from an R_T on a stripe for "
+        "this many R_T heartbeat intervals raises a stale_feed alarm (and, if guaranteed, polls its R_x)")
     delivery: Literal["agreed", "safe"] = Field(
         "agreed", description="agreed: deliver on acknowledgement (the seed's ticker); safe: only once the "
         "token has gone round the ring since (stable), with rings formed from a majority of the primaries")

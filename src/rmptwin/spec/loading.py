@@ -12,6 +12,7 @@ from rmptwin.errors import UserError
 from rmptwin.core.striping import serves_stripe
 from rmptwin.spec.experiment import Experiment, LoadedExperiment
 from rmptwin.spec.hosts import ROLES
+from rmptwin.spec.role_checks import Finding, experiment_errors, topology_errors
 from rmptwin.spec.topology import Topology
 
 
@@ -109,9 +110,11 @@ def load_topology(path: str | Path) -> Topology:
     path = Path(path)
     data, text = read_yaml(path)
     try:
-        return Topology.model_validate(data)
+        topo = Topology.model_validate(data)
     except ValidationError as e:
         raise UserError(_validation_message(path, text, e)) from None
+    _reject_first(path, text, topology_errors(topo))
+    return topo
 
 
 def load_experiment(path: str | Path) -> LoadedExperiment:
@@ -123,7 +126,25 @@ def load_experiment(path: str | Path) -> LoadedExperiment:
         raise UserError(_validation_message(path, text, e)) from None
     topo = load_topology((path.parent / exp.topology).resolve())
     cross_check(path, exp, topo)
-    return LoadedExperiment(experiment=exp, topology=topo, path=path.resolve())
+    loaded = LoadedExperiment(experiment=exp, topology=topo, path=path.resolve())
+    from rmptwin.factories.rmp import customer_stripes   # the factories import the spec: at call time
+    _reject_first(path, text, experiment_errors(exp, topo, lambda h: customer_stripes(h, loaded)))
+    return loaded
+
+
+def finding_line(path: Path, text: str, finding: Finding) -> str:
+    """``file:line: field: problem`` of a ``role_checks`` finding."""
+    lines = _line_index(text)
+    line = next((lines[finding.path[:cut]] for cut in range(len(finding.path), 0, -1)
+                 if finding.path[:cut] in lines), None)
+    where = f":{line}" if line else ""
+    return f"{path}{where}: {finding.field}: {finding.message}"
+
+
+def _reject_first(path: Path, text: str, findings: list[Finding]) -> None:
+    if findings:
+        more = f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""
+        raise UserError(finding_line(path, text, findings[0]) + more)
 
 
 def cross_check(path: Path, exp: Experiment, topo: Topology) -> None:

@@ -1,0 +1,146 @@
+"""Customers that are not complete, and why (issue 21): the ``customers_incomplete`` key.
+
+Registered in ``analysis.sections``: ``summarize`` adds the key to summary.json only when some
+customer is incomplete (a run where every customer is complete has no such key, so its summary
+is as before), ``spark_metrics`` computes the same figure by the same function on the same
+events for metrics.json, ``report_html`` shows it, ``headline`` prints it under the run's table.
+
+Definitions (simulated and emulated runs alike; the completeness of summary.py's
+``customers.guaranteed_complete``):
+
+- A customer's *missing* messages: per stripe it joins (``factories.rmp.customer_stripes``),
+  the gseqs some R_P/R_S RELEASEd that the customer has no CUST_RECV of. A customer crashed
+  at the end of the run is left out, as in ``guaranteed_complete``.
+- customers_incomplete: {customer: {grade, regions, missing, stripes, reason}} for every
+  guaranteed-grade customer with missing messages, and every customer of either grade that
+  raised a ``stale_feed`` alarm (``rmp.feed_watch``) and has missing messages. A best-effort
+  customer that skipped gaps by design is not listed: skipping is its grade's contract.
+- reason, the first that applies: ``stale_feed`` (the customer raised an ALARM stale_feed on a
+  stripe with missing messages: its feed went silent; the entry adds ``rt``, the R_T it
+  stopped hearing), ``gaps_unrepaired`` (a CUST_SKIP of the customer covers a missing gseq:
+  it gave the message up, retries exhausted or too far behind), ``ended_before_repair``
+  (neither: the run ended while the gap was still being repaired).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+
+import pandas as pd
+
+from rmptwin.core.events import Kind
+from rmptwin.spec.queries import customer_stripes
+from rmptwin.rmp.feed_watch import STALE_FEED
+
+RT_ROLES = ("primary", "secondary")
+KINDS = (Kind.RELEASE, Kind.CUST_RECV, Kind.CUST_SKIP, Kind.ALARM, Kind.CRASH, Kind.RECOVER)
+KEY = "customers_incomplete"
+
+
+def _detail(d) -> dict:
+    if isinstance(d, dict):
+        return d
+    try:
+        v = json.loads(d) if d else {}
+    except (TypeError, ValueError):
+        return {}
+    return v if isinstance(v, dict) else {}
+
+
+def incomplete_customers(df: pd.DataFrame, loaded) -> dict:
+    """{customer: {grade, regions, missing, stripes, reason[, rt]}} (see the module docstring)."""
+    topo = loaded.topology
+    customers = topo.hosts_with_role("customer")
+    if not customers:
+        return {}
+    rt_names = {h.name for h in topo.hosts if h.role in RT_ROLES}
+    life = df[df.kind.isin([Kind.CRASH, Kind.RECOVER])].sort_values("t_ns", kind="stable")
+    last = {node: kind for node, kind in zip(life.node, life.kind)}
+    crashed = {n for n, k in last.items() if k == Kind.CRASH}
+    released: dict[int, set[int]] = {}
+    rel = df[(df.kind == Kind.RELEASE) & df.node.isin(rt_names)]
+    for g, det in zip(rel.gseq, rel.detail):
+        released.setdefault(int(_detail(det).get("stripe", 0)), set()).add(int(g))
+    names = {c.name for c in customers}
+    mine = df[df.node.isin(names)]
+    got: dict[tuple[str, int], set[int]] = {}
+    cr = mine[mine.kind == Kind.CUST_RECV]
+    for node, g, det in zip(cr.node, cr.gseq, cr.detail):
+        got.setdefault((node, int(_detail(det).get("stripe", 0))), set()).add(int(g))
+    skipped: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    sk = mine[mine.kind == Kind.CUST_SKIP]
+    for node, det in zip(sk.node, sk.detail):
+        d = _detail(det)
+        skipped.setdefault((node, int(d.get("stripe", 0))), []).append((int(d.get("first", 0)), int(d.get("count", 0))))
+    stale: dict[tuple[str, int], list[str]] = {}
+    al = mine[mine.kind == Kind.ALARM]
+    for node, det in zip(al.node, al.detail):
+        d = _detail(det)
+        if d.get("reason") == STALE_FEED:
+            stale.setdefault((node, int(d.get("stripe", 0))), list(d.get("rt") or []))
+    out = {}
+    for c in customers:
+        if c.name in crashed:
+            continue
+        missing, stripes, reason, rt = 0, [], None, None
+        for k in customer_stripes(c, loaded):
+            lack = released.get(k, set()) - got.get((c.name, k), set())
+            if not lack:
+                continue
+            missing += len(lack)
+            stripes.append(k)
+            if (c.name, k) in stale:
+                reason, rt = "stale_feed", stale[(c.name, k)]
+            elif reason is None and any(f <= g < f + n for g in lack for f, n in skipped.get((c.name, k), ())):
+                reason = "gaps_unrepaired"
+        if not missing or (c.grade != "guaranteed" and rt is None):
+            continue
+        entry = {"grade": c.grade, "regions": list(c.regions), "missing": missing, "stripes": stripes,
+                 "reason": reason or "ended_before_repair"}
+        if rt is not None:
+            entry["rt"] = rt
+        out[c.name] = entry
+    return out
+
+
+def summarize(df: pd.DataFrame, loaded) -> dict:
+    found = incomplete_customers(df, loaded)
+    return {KEY: found} if found else {}
+
+
+def spark_metrics(spark, events, rd) -> dict:
+    """The same figure from the run's raw events (their detail is needed, which the parsed
+    frame drops), filtered by Spark to the kinds it reads."""
+    from rmptwin.rundir.run import RunDir
+    from rmptwin.spec import Experiment, LoadedExperiment
+    from rmptwin.analysis import schemas
+
+    if not rd.topology.hosts_with_role("customer"):
+        return {}
+    loaded = LoadedExperiment(experiment=Experiment.model_validate(rd.manifest["experiment"]),
+                              topology=rd.topology, path=rd.path)
+    _, _, files = RunDir(rd.path).check()
+    raw = spark.read.schema(schemas.EVENTS).parquet(*[str(f) for f in files])
+    found = incomplete_customers(raw.where(raw.kind.isin(list(KINDS))).toPandas(), loaded)
+    return {KEY: found} if found else {}
+
+
+def report_html(m: dict) -> str:
+    found = (m.get("customer_completeness") or {}).get(KEY)
+    if not found:
+        return ""
+    rows = "".join(
+        f"<tr><td>{html.escape(name)}</td><td>{html.escape(e['grade'])}</td><td>{html.escape(', '.join(e['regions']))}"
+        f"</td><td class='n'>{e['missing']}</td><td>{html.escape(e['reason'])}</td>"
+        f"<td>{html.escape(', '.join(e.get('rt', [])))}</td></tr>" for name, e in sorted(found.items()))
+    return ("<h2 id='customers-incomplete'>Customers not complete</h2><p>Guaranteed customers missing released "
+            "messages, and customers whose feed went silent (stale_feed), with why.</p><table><tr><th>customer</th>"
+            "<th>grade</th><th>regions</th><th>missing</th><th>reason</th><th>silent R_T</th></tr>" + rows + "</table>")
+
+
+def headline(summary: dict) -> list[tuple[str, object]]:
+    found = summary.get(KEY)
+    if not found:
+        return []
+    return [(name, f"{e['reason']}: {e['missing']} missing") for name, e in sorted(found.items())]
