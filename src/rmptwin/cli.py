@@ -18,6 +18,7 @@ from typing import Optional
 
 import typer
 
+from . import cli_flags  # noqa: F401 - flags' help without a '<bool>' placeholder
 from .console import make_console, print_error
 from .analysis import cli as analysis_cli
 from .analysis import venue_cli
@@ -31,6 +32,7 @@ from .run_display import print_sim_summary, print_summary, progress_bar
 from .rundir import RunDir
 from .runtime import cli as runtime_cli
 from .spec import read_yaml, json_schemas, load_experiment, load_topology
+from .overrides import SET_HELP, with_overrides
 from .sweeps import cli as sweeps_cli
 from .claims import cli as claims_cli
 
@@ -80,9 +82,10 @@ def sim(
     out: Optional[Path] = typer.Option(None, help="run directory (default results/<experiment>/<run-id>)"),
     strict: bool = typer.Option(False, "--strict", help="warnings (parameters outside the seed's bounds) are "
                                                      "errors: exit 2 before running"),
+    sets: list[str] = typer.Option([], "--set", metavar="KEY=VALUE", help=SET_HELP),
 ) -> None:
     """Run an experiment in the deterministic discrete-event simulator."""
-    loaded = load_experiment(experiment)
+    loaded = with_overrides(load_experiment(experiment), sets)
     print_bound_warnings(loaded, experiment, strict=strict)
     with progress_bar(console, loaded, "sim") as progress:
         outcome = run_experiment(loaded, "sim", seed=seed, out=out, progress=progress)
