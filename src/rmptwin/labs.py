@@ -133,10 +133,15 @@ def check_minc_dir(path: Path) -> list[Check]:
 
 
 def check_ring_crash(s: dict) -> list[Check]:
+    """Lab 3 from summary.json (analysis.reformations defines outages and reformations)."""
     outages = s.get("reformation_ms") or []
+    reforms = s.get("reformations") or []
+    causes = "; ".join(f"{r['start_ms']:.0f} ms: {r['cause']}" for r in reforms) or "none"
     return [
-        Check("the ring re-forms after the token site crashes", len(outages) >= 1,
+        Check("one outage: the crash stops acknowledgements until the re-formed ring's first", len(outages) == 1,
               f"outages {', '.join(f'{o:.0f} ms' for o in outages) or 'none'}"),
+        Check("two reformations: one without the crashed member, one when it asks to join again",
+              len(reforms) == 2 and all(r.get("took_ms") is not None for r in reforms), causes),
         Check("nothing acknowledged is lost and the survivors agree",
               s.get("messages_lost") == 0 and bool(s.get("agreement")),
               f"messages_lost {s.get('messages_lost')}, agreement {s.get('agreement')}"),
@@ -146,13 +151,23 @@ def check_ring_crash(s: dict) -> list[Check]:
 # ----------------------------------------------------------------------------- lab 4: venue failover
 
 
+def _no_dip(r: dict) -> bool:
+    """The live EV executed, while the other was down and syncing, as many requests as before
+    the crash, up to the noise of random (Poisson) arrivals: at most 3 standard deviations of
+    the difference of two counts fewer (at 500 req/s over 1 s that is about 0.8, not 0.9)."""
+    before = r["rate_before"] * r["window_ms"] / 1e3
+    during = r["rate_during"] * r["window_ms"] / 1e3
+    return before - during <= 3 * (before + during) ** 0.5
+
+
 def check_venue_failover(s: dict) -> list[Check]:
-    ratios = [r["ratio"] for r in s.get("live_throughput_ratio") or []]
+    ratios = s.get("live_throughput_ratio") or []
     return [
         Check("the restarted EV synchronizes (SYNC_DONE)", s.get("sync_ms") is not None,
-              f"sync_ms {s.get('sync_ms')}"),
-        Check("the live EV's throughput does not dip while the other is down and syncing",
-              bool(ratios) and min(ratios) >= 0.9, f"rate during / before {', '.join(f'{r:.2f}' for r in ratios)}"),
+              f"sync_ms {s.get('sync_ms'):.1f}" if s.get("sync_ms") is not None else "sync_ms none"),
+        Check("the live EV's throughput does not dip while the other is down and syncing (beyond arrival noise)",
+              bool(ratios) and all(_no_dip(r) for r in ratios),
+              "rate during / before " + ", ".join(f"{r['ratio']:.2f}" for r in ratios)),
         Check("both EVs end with the same order and no trade is lost",
               bool(s.get("ev_agreement")) and s.get("trades_lost") == 0,
               f"ev_agreement {s.get('ev_agreement')}, trades_lost {s.get('trades_lost')}"),
