@@ -17,10 +17,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .errors import UserError
-from .rundir import RunDir
-from .spec import LoadedExperiment, load_experiment
-from .sweepdir import SweepDir
+from rmptwin.errors import UserError
+from rmptwin.rundir import RunDir
+from rmptwin.spec import LoadedExperiment, load_experiment
+from rmptwin.sweepdir import SweepDir
 
 LABS_DIR = Path(__file__).resolve().parents[2] / "labs"
 
@@ -73,7 +73,7 @@ def _pairs(df: pd.DataFrame, key: str, metric: str) -> str:
 def check_minc(run: RunDir, tolerance: float = 0.01) -> list[Check]:
     """Lab 2 on one run, from the project's definitions (``analysis.link_loss``: the first
     copies, per-receiver loss and MINC `rmptwin analyze` computes, by the same words)."""
-    from .analysis.link_loss import fates, joint_loss, minc_rows
+    from rmptwin.analysis.link_loss import fates, joint_loss, minc_rows
 
     loaded = _loaded(run)
     fate = fates(run.read_events().to_pandas(), loaded)
@@ -179,7 +179,7 @@ def check_venue_failover(s: dict) -> list[Check]:
 
 
 def _loaded(run: RunDir) -> LoadedExperiment:
-    from .rerun import loaded_from_manifest
+    from rmptwin.rerun import loaded_from_manifest
 
     return loaded_from_manifest(run.read_manifest(), str(run.manifest_path))
 
@@ -239,9 +239,9 @@ LABS = {
 
 def run_quick(name: str, out: Path) -> list[Check]:
     """The lab's quick simulated version into ``out``, then its check (what the tests run)."""
-    from .experiment_run import run_experiment
-    from .sweeps.engine import SweepPlan, run_loop, run_sweep
-    from .sweeps.points import make_point
+    from rmptwin.experiment_run import run_experiment
+    from rmptwin.sweeps.engine import SweepPlan, run_loop, run_sweep
+    from rmptwin.sweeps.points import make_point
 
     lab = LABS[name]
     base = load_experiment(LABS_DIR / name / lab.experiment)

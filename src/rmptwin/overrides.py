@@ -4,9 +4,9 @@ student need not copy the YAML (a copy elsewhere would break its relative topolo
 
 from __future__ import annotations
 
-from .errors import UserError
-from .spec import LoadedExperiment
-from .sweeps.points import make_point, parse_sets
+from rmptwin.errors import UserError
+from rmptwin.spec import LoadedExperiment
+from rmptwin.sweeps.points import make_point, parse_sets
 
 SET_HELP = ("KEY=VALUE: change one field for this run, as `rmptwin sweep --set` names it (protocol.delta_a_ms=200, "
             "workload.duration_s=2, topology.links.0.loss=0.05); repeatable")

@@ -25,9 +25,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ..events import Kind
-from ..spec import LoadedExperiment
-from .first_copy import first_copy_slack_ms
+from rmptwin.events import Kind
+from rmptwin.spec import LoadedExperiment
+from rmptwin.analysis.first_copy import first_copy_slack_ms
 
 RECEIVER_ROLES = ("primary", "secondary")
 
@@ -60,7 +60,7 @@ def _down_intervals(df: pd.DataFrame) -> list[tuple[str, int, float]]:
 
 def fates(df: pd.DataFrame, loaded: LoadedExperiment) -> pd.DataFrame:
     """Every expected (packet, receiver): src stripe src_seq node send_ns received first."""
-    from .minc import receiver_windows
+    from rmptwin.analysis.minc import receiver_windows
 
     topo = loaded.topology
     sent = _sends(df)
@@ -128,7 +128,7 @@ def _first_drops(drops: pd.DataFrame, complete_sent: pd.DataFrame, windows: list
 def minc_rows(fate: pd.DataFrame, loaded: LoadedExperiment, drops: pa.Table | pd.DataFrame | None = None) -> list[dict]:
     """One row per logical link of every (source, stripe) tree: link, packets, gamma, estimate,
     configured and (with the run's drops) truth, as ``minc.minc_links`` gives them."""
-    from .minc import configured_loss, estimate_loss, gamma, hop_windows, receiver_bits, trees_for
+    from rmptwin.analysis.minc import configured_loss, estimate_loss, gamma, hop_windows, receiver_bits, trees_for
 
     topo = loaded.topology
     receivers = sorted(h.name for h in topo.hosts if h.role in RECEIVER_ROLES)

@@ -18,7 +18,7 @@ import json
 
 import pandas as pd
 
-from ..events import Kind
+from rmptwin.events import Kind
 
 KINDS = (Kind.FAILURE_REPORT, Kind.REFORM_START, Kind.REFORM_DONE)
 

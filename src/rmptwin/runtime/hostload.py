@@ -17,7 +17,7 @@ import threading
 import numpy as np
 import pyarrow as pa
 
-from ..events import Kind
+from rmptwin.events import Kind
 
 SAMPLE_EVERY_S = 0.1
 LATENESS_P99_LIMIT_MS = 5.0
@@ -63,7 +63,7 @@ def run_lateness(events: pa.Table) -> dict:
     """Timer lateness per role, as summary.json's ``timer_lateness_ms`` has it (one definition:
     ``analysis.summary.timer_lateness_by_role``), so the overload line and the summary give the
     same figure for the same run."""
-    from ..analysis.summary import timer_lateness_by_role
+    from rmptwin.analysis.summary import timer_lateness_by_role
 
     cols = events.select(["kind", "role", "detail"]).to_pandas()
     return timer_lateness_by_role(cols[cols.kind == Kind.TIMER_LATENESS])

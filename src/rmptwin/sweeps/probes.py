@@ -24,9 +24,9 @@ import json
 import numpy as np
 import pandas as pd
 
-from ..errors import UserError
-from ..events import Kind
-from ..rmp.wire import WANT_ACKS, WANT_MSGS
+from rmptwin.errors import UserError
+from rmptwin.events import Kind
+from rmptwin.rmp.wire import WANT_ACKS, WANT_MSGS
 
 RING_ROLES = ("primary", "secondary")
 PAPER_MAX_RATE = 9000.0   # the venue paper divides gaps by its EVs' top rate, 9,000 req/s
@@ -100,7 +100,7 @@ def ring_passes(df: pd.DataFrame, loaded, arg: str | None) -> dict:
 def minc_links(df: pd.DataFrame, loaded, arg: str | None) -> dict:
     """Per-receiver first-copy loss and each link's MINC estimate beside its configured loss
     (``analysis.link_loss``: the figures `rmptwin analyze` gives, without Spark)."""
-    from ..analysis.link_loss import link_loss_figures
+    from rmptwin.analysis.link_loss import link_loss_figures
 
     return link_loss_figures(df, loaded)
 
