@@ -132,7 +132,7 @@ def test_experiment_cross_references_are_checked(tmp_path):
     p = _write(tmp_path, "e.yaml", "name: x\ntopology: t.yaml\nfaults:\n  - {at_s: 1, action: crash, node: rp9}\n")
     assert "faults.0.node" in _error(load_experiment, p)
     p2 = _write(tmp_path, "e2.yaml", "name: x\ntopology: missing.yaml\n")
-    with pytest.raises(UserError, match=r"missing\.yaml: no such file$"):
+    with pytest.raises(UserError, match=r"e2\.yaml:2: topology: 'missing\.yaml' names no file \(.*missing\.yaml;"):
         load_experiment(p2)
 
 

@@ -4,6 +4,7 @@ fairness spread into the protocol's part and the late timers' part, the overload
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import time
 from pathlib import Path
@@ -159,17 +160,39 @@ def test_run_queue_is_read_from_proc_stat():
 
 
 def test_overloaded_needs_both_a_long_run_queue_and_late_timers():
-    late, prompt = LatenessHistogram(), LatenessHistogram()
+    late_h, prompt_h = LatenessHistogram(), LatenessHistogram()
     for _ in range(100):
-        late.add(20 * MS)
-        prompt.add(MS // 10)
+        late_h.add(20 * MS)
+        prompt_h.add(MS // 10)
+    # per role, as summary.json's timer_lateness_ms: the late role decides, however prompt the others
+    late = {"primary": late_h.summary_ms(), "customer": prompt_h.summary_ms(), "relay": prompt_h.summary_ms()}
+    prompt = {"primary": prompt_h.summary_ms(), "customer": prompt_h.summary_ms()}
     busy, idle = [6] * 50, [1] * 50
     v = overload_verdict(busy, late, cpus=2)
     assert v["overloaded"] is True
     assert v["load"]["run_queue"]["p90"] == 6 and v["load"]["timer_lateness_p99_ms"] == pytest.approx(20, rel=0.05)
+    assert v["load"]["timer_lateness_role"] == "primary"
+    assert v["load"]["timer_lateness_p99_ms"] == late["primary"]["p99"]
     assert overload_verdict(busy, prompt, cpus=2)["overloaded"] is False
     assert overload_verdict(idle, late, cpus=2)["overloaded"] is False
     assert overload_verdict([], late, cpus=2)["overloaded"] is False
+    assert overload_verdict(busy, {}, cpus=2)["overloaded"] is False
+
+
+def test_the_overload_line_and_the_summary_read_one_lateness_figure():
+    """run_lateness gives summary.json's timer_lateness_ms for the same events."""
+    from rmptwin.analysis.summary import timer_lateness_by_role
+    from rmptwin.emulation.hostload import run_lateness
+
+    rows = []
+    for role, late_ms in (("primary", 40), ("customer", 1)):
+        h = LatenessHistogram()
+        for _ in range(50):
+            h.add(late_ms * MS)
+        rows.append({"kind": Kind.TIMER_LATENESS, "role": role, "detail": json.dumps(h.to_detail())})
+    rows.append({"kind": Kind.RECV, "role": "primary", "detail": "{}"})
+    table = pa.Table.from_pylist(rows)
+    assert run_lateness(table) == timer_lateness_by_role(table.to_pandas())
 
 
 def test_the_cpu_cgroup_of_a_process_is_read_from_proc(tmp_path):

@@ -21,6 +21,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rmptwin.rundir.run import RunDir
 from rmptwin.analysis import control, extract, latency, loss, minc, report, throughput
 from rmptwin.analysis.first_copy import first_copy_slack_ms
+from rmptwin.analysis.reformations import read_reformation_events, reformation_list
 from rmptwin.analysis.sections import spark_sections
 
 QUANTILES = [i / 100 for i in range(101)]
@@ -76,6 +77,7 @@ def compute(spark, run: str | Path, progress=None, bin_ns: int = 100_000_000, pa
     m.update(nack_metrics(events, fate))
     fate.unpersist()
     m.update(control_metrics(events))
+    m.update(reformation_list(read_reformation_events(out.event_files())))
     step("throughput")
     m["throughput"] = _rows(throughput.throughput(events, rd.hosts, bin_ns).orderBy("dimension", "key", "bin_ns"))
     _write_rows(m["throughput"], out, "throughput")
@@ -88,7 +90,7 @@ def compute(spark, run: str | Path, progress=None, bin_ns: int = 100_000_000, pa
 def overview(rd: extract.RunData, events: DataFrame) -> dict:
     """The run, its manifest's headline keys, its receivers, and its events counted by kind."""
     m: dict = {"run": str(rd.path), "manifest": {k: rd.manifest.get(k) for k in
-               ("experiment", "seed", "backend", "created_utc", "git_commit", "experiment_file")}}
+               ("experiment", "seed", "backend", "created_utc", "git_commit", "experiment_file", "protocol_derived")}}
     m["receivers"] = sum(1 for h in rd.topology.hosts if h.role in extract.RECEIVER_ROLES)
     m["events"] = {r["kind"]: r["count"] for r in _rows(events.groupBy("kind").count())}
     m["events_total"] = sum(m["events"].values())
@@ -221,8 +223,11 @@ def headline(m: dict) -> dict:
         "nacks_per_lost_packet": m["nacks"].get("nacks_per_lost_packet"),
         "token_pass_mean_ms": ms(tok.get("pass_mean_ns")), "token_pass_jitter_ms": ms(tok.get("pass_jitter_ns")),
         "token_rotation_mean_ms": ms(tok.get("rotation_mean_ns")),
-        "reformations": len(m["reformation"]),
-        "reformation_max_ms": ms(max((r["duration_ns"] for r in m["reformation"]), default=None)),
+        # reformations.py's definitions, as summary.json has them: every reformation (a crash
+        # and the member's rejoin are two), and the outage of each crashed member
+        "reformations": len(m.get("reformations") or []),
+        "outage_max_ms": ms(max((r["outage_ns"] for r in m["crashes"] if r.get("outage_ns") is not None),
+                                default=None)),
         "source_rate_mean_per_s": (sum(src_rates) / len(src_rates)) if src_rates else None,
         "minc_max_error_pp": (100 * max(minc_err)) if minc_err else None,
     }

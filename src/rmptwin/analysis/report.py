@@ -35,18 +35,41 @@ CAPTIONS = {
 }
 
 
+# Below this a float is rounding noise (a MINC error of 1.5e-14): shown as 0.
+NEAR_ZERO = 1e-9
+
+
 def fmt(v) -> str:
     if v is None:
         return "–"
     if isinstance(v, float):
-        return f"{v:.4g}"
+        if v != v:
+            return "–"
+        if abs(v) < NEAR_ZERO:
+            return "0"
+        return f"{v:,.0f}" if abs(v) >= 1e5 else f"{v:.4g}"
     return html.escape(str(v))
+
+
+def ms(ns) -> float | None:
+    """ns -> ms with the precision a reader needs: 0.1 ms from 100 ms on, 0.01 from 1 ms, else 0.001."""
+    if ns is None or not isinstance(ns, (int, float)) or ns != ns:
+        return None
+    v = ns / 1e6
+    return round(v, 1 if abs(v) >= 100 else 2 if abs(v) >= 1 else 3)
+
+
+def in_ms(rows: list[dict]) -> list[dict]:
+    """Every ``*_ns`` column as ``*_ms`` (a nanosecond count is unreadable: 1.799e+09)."""
+    return [{(k[:-3] + "_ms" if k.endswith("_ns") else k): (ms(v) if k.endswith("_ns") else v) for k, v in r.items()}
+            for r in rows]
 
 
 def table(rows: list[dict], cols: list[str] | None = None, limit: int = 60) -> str:
     if not rows:
         return "<p><em>none</em></p>"
-    cols = cols or list(rows[0])
+    rows = in_ms(rows)
+    cols = [c[:-3] + "_ms" if c.endswith("_ns") else c for c in (cols or list(rows[0]))]
     head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
     body = "".join(
         "<tr>" + "".join(
@@ -55,6 +78,21 @@ def table(rows: list[dict], cols: list[str] | None = None, limit: int = 60) -> s
         for r in rows[:limit])
     more = f"<p>({len(rows) - limit} more rows in the parquet files)</p>" if len(rows) > limit else ""
     return f"<table><tr>{head}</tr>{body}</table>{more}"
+
+
+REFORMATION_NOTE = ("A reformation is the reformation server's REFORM_START to its REFORM_DONE; its cause is what "
+                    "started it (a member reported failed, a recovered member asking to join). A crash and the "
+                    "member's rejoin are two reformations but one outage (analysis/reformations.py).")
+
+
+def with_derived(protocol: dict, derived: dict) -> dict:
+    """The protocol as configured, a parameter the experiment left to the seed's formulas
+    shown with the value this code derived (tau_r_ms 41 (derived)) rather than as empty."""
+    out = dict(protocol)
+    for k, v in derived.items():
+        if out.get(k) is None and v is not None:
+            out[k] = f"{fmt(float(v))} (derived)"
+    return out
 
 
 def kv_table(d: dict) -> str:
@@ -124,21 +162,24 @@ def _page(m: dict, plot_names) -> str:
         parts.append(f"<h3>{html.escape(name[:-4].replace('_', ' '))}</h3><img src='{name}' alt='{name}'>"
                      f"<div class='caption'>{html.escape(CAPTIONS.get(name, ''))}</div>")
     parts += [
-        "<h2>Latency per region (ns)</h2>", table(m.get("latency", [])),
-        "<h2>Fairness spread (ns)</h2>", table(m.get("fairness", [])),
+        "<h2>Latency per region (ms)</h2>", table(m.get("latency", [])),
+        "<h2>Fairness spread (ms)</h2>", table(m.get("fairness", [])),
         "<h2>Receivers: loss and repair</h2>", table(m.get("receiver_loss", [])),
         "<h2>Customers</h2>", table(m.get("customer_loss", [])),
         "<h2>MINC link-loss inference</h2>", f"<p class='caption'>{html.escape(minc_note(m))}</p>",
         table(m.get("minc", []), ["src", "stripe", "link", "packets", "gamma", "estimate", "truth", "configured"]),
         "<h2>Control messages per data message</h2>", table(m.get("control", [])),
         "<h2>NACKs</h2>", kv_table(m.get("nacks") or {}), table(m.get("nacks_by_losers", [])),
-        "<h2>Token rotation (ns)</h2>", table(m.get("token", [])),
-        "<h2>Reformation outages (ns)</h2>", table(m.get("reformation", [])),
-        "<h3>Crashes</h3>", table(m.get("crashes", [])),
-        "<h3>Longest delivery silence per receiver (ns)</h3>", table(m.get("delivery_gaps", [])),
+        "<h2>Token rotation (ms)</h2>", table(m.get("token", [])),
+        "<h2>Reformations</h2>", f"<p class='caption'>{html.escape(REFORMATION_NOTE)}</p>",
+        table(m.get("reformations", []), ["start_ms", "took_ms", "cause", "ring", "stripe"]),
+        "<h3>Outages: each crash of a ring member until the next acknowledgement (summary.json's "
+        "reformation_ms)</h3>", table(m.get("crashes", [])),
+        "<h3>Failure reports that led to no reformation</h3>", table(m.get("failure_reports_unanswered", [])),
+        "<h3>Longest delivery silence per receiver (ms)</h3>", table(m.get("delivery_gaps", [])),
         *report_sections(m),
         "<h2 id='configuration'>Configuration</h2>",
-        "<h3>Protocol</h3>", kv_table(exp.get("protocol") or {}),
+        "<h3>Protocol</h3>", kv_table(with_derived(exp.get("protocol") or {}, man.get("protocol_derived") or {})),
         "<h3>Workload</h3>", kv_table(exp.get("workload") or {}),
         "<h3>Faults</h3>", table(exp.get("faults") or []),
         "<h2>Event counts</h2>", kv_table(m.get("events") or {}),

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from rmptwin.errors import UserError
+from rmptwin.analysis.spark_log import jvm_stderr_to_log, spark_log_path
 
 DEFAULT_MASTER = "local[2]"
 LOG4J = Path(__file__).with_name("log4j2.properties")
@@ -61,8 +62,10 @@ def spark_session(master: str | None = None, app_name: str = "rmptwin-analysis")
     if LOG4J.exists():
         builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{LOG4J}")
     try:
-        spark = builder.getOrCreate()
+        with jvm_stderr_to_log():   # the JVM's start-up lines go to a log file, not the terminal
+            spark = builder.getOrCreate()
     except Exception as e:  # py4j/JVM start failures
-        raise UserError(f"cannot start Spark ({master or DEFAULT_MASTER}): {str(e).splitlines()[0]}") from None
+        seen = f" (JVM output: {spark_log_path()})" if spark_log_path() else ""
+        raise UserError(f"cannot start Spark ({master or DEFAULT_MASTER}): {str(e).splitlines()[0]}{seen}") from None
     spark.sparkContext.setLogLevel("ERROR")
     return spark

@@ -41,6 +41,8 @@ Definitions (the same for simulated and emulated runs):
 - reformation_ms: per CRASH of a ring member (R_P/R_S), the time until the next ACK_SENT
   after the first REFORM_DONE that follows the crash (the next ACK_SENT at all if no
   reformation is logged); empty if none.
+- reformations (each with start_ms, took_ms, cause, ring) and failure_reports_unanswered:
+  ``analysis.reformations`` defines them beside the outage above.
 - customers: count, and guaranteed_complete: guaranteed-grade customers that received
   (CUST_RECV, Mold seq = gseq) every gseq released on each of their stripes.
 - Percentiles: p50 and p99 interpolate linearly between the two nearest values; with max, mean
@@ -76,6 +78,7 @@ from rmptwin.core.events import Kind
 from rmptwin.spec.queries import customer_stripes
 from rmptwin.spec import LoadedExperiment
 from rmptwin.records.timer_lateness import merge_by_key
+from rmptwin.analysis.reformations import reformation_list
 from rmptwin.analysis.sections import summary_sections
 from rmptwin.analysis.stats import percentiles
 from rmptwin.analysis.venue_metrics import venue_summary
@@ -341,6 +344,7 @@ def summarize(events: pa.Table | pd.DataFrame, loaded: LoadedExperiment) -> dict
         **_emulated_figures(df, d, rt_names, operable_names),
         "reformation_ms": outages,
         "reformation_median_ms": float(np.median(outages)) if outages else None,
+        **reformation_list(df),
         "customers": _customer_figures(df, loaded, rt_names, crashed_at_end),
         "events": int(len(df)),
     }

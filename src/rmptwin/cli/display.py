@@ -47,6 +47,8 @@ def _shown(val) -> str:
     if isinstance(val, dict):
         return ", ".join(f"{k}={v:.2f}" if isinstance(v, float) else f"{k}={v}" for k, v in val.items())
     if isinstance(val, list):
+        if val and isinstance(val[0], dict) and "ratio" in val[0]:   # live_throughput_ratio
+            return ", ".join(f"{v['live']} {v['ratio']:.2f} over {v['window_ms']:.0f} ms" for v in val)
         return ", ".join(f"{v:.0f}" for v in val) or "-"
     return str(val)
 
@@ -54,7 +56,10 @@ def _shown(val) -> str:
 def summary_table(s: dict, title: str = "summary") -> Table:
     """The headline figures of a summary as a rich table (the backend adds its own last row)."""
     table = Table(title=title, show_header=False)
-    for key in HEADLINE_KEYS + tuple(k for k in VENUE_KEYS if k in s):
+    # A venue-only run has no ticker: its rows would be empty (receivers 0, p50 None).
+    ticker = HEADLINE_KEYS if s.get("receivers") or not any(k in s for k in VENUE_KEYS) else ()
+    venue = VENUE_KEYS + ("live_throughput_ratio",) if "sync_ms" in s else VENUE_KEYS
+    for key in ticker + tuple(k for k in venue if k in s):
         table.add_row(key, _shown(s.get(key)))
     return table
 
@@ -101,7 +106,8 @@ def print_emulation_summary(console: Console, outcome: RunOutcome) -> None:
     if rt.get("overloaded"):
         load = rt.get("load", {})
         console.print(f"[yellow]machine overloaded (run queue p90 {load.get('run_queue', {}).get('p90')} on "
-                      f"{load.get('cpus')} CPUs, timers {load.get('timer_lateness_p99_ms')} ms late at p99): "
+                      f"{load.get('cpus')} CPUs, {load.get('timer_lateness_role')} timers {load.get('timer_lateness_p99_ms')} ms "
+                      "late at p99, as timer_lateness_ms in the summary): "
                       f"latency and fairness figures are distorted by this machine, not the protocol[/yellow]",
                       soft_wrap=True)  # one line, however narrow the terminal
     _print_tables(console, table, s)

@@ -16,10 +16,11 @@ from typing import Optional
 
 import typer
 
+from rmptwin.cli import flags  # noqa: F401 - flags' help without a '<bool>' placeholder
 from rmptwin.cli.console import make_console, print_error
 from rmptwin.cli import analyze as analysis_cli
 from rmptwin.cli import venue as venue_cli
-from rmptwin.cli.bound_warnings import print_bound_warnings, print_topology_warnings
+from rmptwin.cli.bound_warnings import print_bound_warnings
 from rmptwin.cli import net as emulation_cli
 from rmptwin.errors import UserError
 from rmptwin.runs.experiment import run_experiment
@@ -28,8 +29,10 @@ from rmptwin.cli.display import print_sim_summary, print_summary, progress_bar
 from rmptwin.rundir.run import RunDir
 from rmptwin.cli import run as runtime_cli
 from rmptwin.spec import read_yaml, json_schemas, load_experiment, load_topology
+from rmptwin.cli.overrides import SET_HELP, with_overrides
 from rmptwin.cli import sweep as sweeps_cli
 from rmptwin.cli import claims as claims_cli
+from rmptwin.cli.bound_warnings import print_topology_warnings
 from rmptwin.cli import taxonomy as taxonomy_cli
 from rmptwin.cli import keys
 
@@ -80,9 +83,10 @@ def sim(
     out: Optional[Path] = typer.Option(None, help="run directory (default results/<experiment>/<run-id>)"),
     strict: bool = typer.Option(False, "--strict", help="warnings (parameters outside the seed's bounds) are "
                                                      "errors: exit 2 before running"),
+    sets: list[str] = typer.Option([], "--set", metavar="KEY=VALUE", help=SET_HELP),
 ) -> None:
     """Run an experiment in the deterministic discrete-event simulator."""
-    loaded = load_experiment(experiment)
+    loaded = with_overrides(load_experiment(experiment), sets)
     print_bound_warnings(loaded, experiment, strict=strict)
     with progress_bar(console, loaded, "sim") as progress:
         outcome = run_experiment(loaded, "sim", seed=seed, out=out, progress=progress)

@@ -14,6 +14,7 @@ from rmptwin.errors import UserError
 from rmptwin.runs.experiment import EmulationOptions, run_experiment
 from rmptwin.cli.display import print_emulation_summary, progress_bar
 from rmptwin.spec import LoadedExperiment, load_experiment
+from rmptwin.cli.overrides import SET_HELP, with_overrides
 from rmptwin.emulation.experiment import NODE_CPUS, NODE_MEMORY_MB, default_capture
 
 app = typer.Typer(add_completion=False, help="emulated runs: every role its own process in its own host")
@@ -45,9 +46,10 @@ def run(
     node_memory_mb: int = typer.Option(NODE_MEMORY_MB, help="memory each Docker host may use, MB (0: unlimited)"),
     strict: bool = typer.Option(False, "--strict", help="warnings (parameters outside the seed's bounds) "
                                                      "are errors: exit 2 before the network comes up"),
+    sets: list[str] = typer.Option([], "--set", metavar="KEY=VALUE", help=SET_HELP),
 ) -> None:
     """Run an experiment on the emulated network: every role its own process in its own host."""
-    loaded = load_experiment(experiment)
+    loaded = with_overrides(load_experiment(experiment), sets)
     print_bound_warnings(loaded, experiment, strict=strict)
     if node_cpus < 0 or node_memory_mb < 0:
         raise UserError("--node-cpus and --node-memory-mb must be >= 0 (0: unlimited)")

@@ -44,7 +44,7 @@ def sweep(
     keep_runs: bool = typer.Option(False, "--keep-runs", help="also write each run's directory under runs/"),
     backend: str = typer.Option("sim", "--backend", help="sim (Spark tasks) or emulation (one point after "
                                 "another on the local network, as root)"),
-    probes: list[str] = typer.Option([], "--probe", help="extra figures per run: rmp, venue_gap_sampled:MS"),
+    probes: list[str] = typer.Option([], "--probe", help="extra figures per run: rmp, ring, minc, venue_gap_sampled:MS"),
 ) -> None:
     """Run an experiment at every combination of parameter values, several seeds each: one Parquet
     table (sweep.parquet) and a report (sweep.html) of each metric against each parameter with 95 % CIs.

@@ -21,6 +21,7 @@ from rmptwin.rundir.run import RunDir
 from rmptwin.studies.taxonomy_compare import PROTOCOLS, Point, measure_run, run_point
 
 
+
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Sequencer taxonomy (seed sequencer-taxonomy) beside RMP and the CAS sequencer")
 console = make_console()

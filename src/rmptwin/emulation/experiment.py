@@ -37,6 +37,7 @@ from rmptwin.emulation.droplog import read_access_reports, rebased
 from rmptwin.errors import UserError
 from rmptwin.core.events import Event, Kind
 from rmptwin.core.groups import group_ip
+
 from rmptwin.rundir.run import RunDir
 from rmptwin.spec import LoadedExperiment
 from rmptwin.records.tables import DROP_SCHEMA

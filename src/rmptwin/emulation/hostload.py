@@ -4,13 +4,12 @@ Dozens of node processes, relays, captures and a user-space switch share a few C
 they want more than there is, timers fire late and releases spread: figures that would be
 wrongly read as the protocol's. The runner samples the kernel's run queue while the run
 runs (``LoadSampler``); ``overload_verdict`` puts that beside the nodes' timer lateness:
-the run is *overloaded* when the run queue exceeded the CPUs and timers fired more than
-``LATENESS_P99_LIMIT_MS`` late at the 99th percentile.
+the run is *overloaded* when the run queue exceeded the CPUs and some role's timers fired more
+than ``LATENESS_P99_LIMIT_MS`` late at the 99th percentile (summary.json's timer_lateness_ms).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 
@@ -18,7 +17,6 @@ import numpy as np
 import pyarrow as pa
 
 from rmptwin.core.events import Kind
-from rmptwin.records.timer_lateness import LatenessHistogram
 
 SAMPLE_EVERY_S = 0.1
 LATENESS_P99_LIMIT_MS = 5.0
@@ -60,27 +58,31 @@ class LoadSampler:
                 self.samples.append(max(0, n - 1))  # not counting this sampler itself
 
 
-def run_lateness(events: pa.Table) -> LatenessHistogram:
-    """Every node's timer lateness merged (from the TIMER_LATENESS events)."""
-    h = LatenessHistogram()
-    kinds = events.column("kind").to_pylist()
-    details = events.column("detail").to_pylist()
-    for kind, detail in zip(kinds, details):
-        if kind == Kind.TIMER_LATENESS:
-            h.merge(LatenessHistogram.from_detail(json.loads(detail) if isinstance(detail, str) else detail))
-    return h
+def run_lateness(events: pa.Table) -> dict:
+    """Timer lateness per role, as summary.json's ``timer_lateness_ms`` has it (one definition:
+    ``analysis.summary.timer_lateness_by_role``), so the overload line and the summary give the
+    same figure for the same run."""
+    from rmptwin.analysis.summary import timer_lateness_by_role
+
+    cols = events.select(["kind", "role", "detail"]).to_pandas()
+    return timer_lateness_by_role(cols[cols.kind == Kind.TIMER_LATENESS])
 
 
-def overload_verdict(samples: list[int], lateness: LatenessHistogram, cpus: int | None = None,
+def overload_verdict(samples: list[int], lateness_by_role: dict, cpus: int | None = None,
                      limit_ms: float = LATENESS_P99_LIMIT_MS) -> dict:
-    """summary ``runtime.overloaded`` and its evidence."""
+    """summary ``runtime.overloaded`` and its evidence. The lateness judged is the latest role's
+    p99 in summary.json's ``timer_lateness_ms`` (``timer_lateness_role`` names it): a role whose
+    timers fire late is what spreads releases, even where most of the run's timers (relays,
+    customers) fire on time."""
     cpus = cpus or os.cpu_count() or 1
     a = np.asarray(samples, dtype=float)
     queue = {"p50": float(np.percentile(a, 50)), "p90": float(np.percentile(a, 90)), "max": int(a.max()),
              "n": int(a.size)} if a.size else {"p50": None, "p90": None, "max": None, "n": 0}
-    p99 = lateness.summary_ms()["p99"]
+    judged = {role: f["p99"] for role, f in (lateness_by_role or {}).items() if f.get("p99") is not None}
+    role = max(judged, key=judged.get) if judged else None
+    p99 = judged[role] if role else None
     busy = a.size > 0 and queue["p90"] > cpus
     late = p99 is not None and p99 > limit_ms
     return {"overloaded": bool(busy and late),
             "load": {"cpus": cpus, "run_queue": queue, "loadavg": [round(x, 2) for x in os.getloadavg()],
-                     "timer_lateness_p99_ms": p99, "lateness_limit_ms": limit_ms}}
+                     "timer_lateness_p99_ms": p99, "timer_lateness_role": role, "lateness_limit_ms": limit_ms}}

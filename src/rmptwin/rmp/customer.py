@@ -30,10 +30,11 @@ from dataclasses import dataclass
 from rmptwin.core.events import Event, Kind
 from rmptwin.core.trade_report import TickerDecodeError, TradeReport
 from rmptwin.rmp.moldudp64 import HEADER_SIZE, MoldDecodeError, MoldPacket, decode_packet, is_request
-from rmptwin.rmp.feed_watch import STALE_FEED, FeedWatch, FeedWatchConfig
-from rmptwin.rmp.repair import MAX_REQUEST, GapRepairer, RepairConfig, SequenceTracker, in_turn
+from rmptwin.rmp.repair import GapRepairer, RepairConfig, SequenceTracker, in_turn
 from rmptwin.rmp.seal import PURPOSE_REPAIR, KeySet, Reason, SealError, Sealer, alarm
 from rmptwin.core.striping import session_name, session_stripe
+from rmptwin.rmp.feed_watch import STALE_FEED, FeedWatch, FeedWatchConfig
+from rmptwin.rmp.repair import MAX_REQUEST
 
 # Requests a guaranteed customer sends its R_x before also asking the R_T of its regions.
 RX_TRIES = 2

@@ -106,9 +106,24 @@ def _validation_message(path: Path, text: str, err: ValidationError) -> str:
     return f"{path}{where}: {field}: {msg}{more}"
 
 
+# Top-level fields only one kind of file has: a wrong kind of file is named as such, not
+# reported as a list of missing fields.
+_TOPOLOGY_ONLY = ("switches", "links", "hosts")
+_EXPERIMENT_ONLY = ("topology", "protocol", "workload")
+
+
+def _wrong_kind(path: Path, data: dict, expected: str) -> None:
+    if expected == "experiment" and "topology" not in data and any(k in data for k in _TOPOLOGY_ONLY):
+        raise UserError(f"{path}: this is a topology file; give an experiment (a YAML whose 'topology:' names "
+                        "a topology file, e.g. experiments/quickstart.yaml)")
+    if expected == "topology" and any(k in data for k in _EXPERIMENT_ONLY) and "switches" not in data:
+        raise UserError(f"{path}: this is an experiment file; give a topology (the file its 'topology:' names)")
+
+
 def load_topology(path: str | Path) -> Topology:
     path = Path(path)
     data, text = read_yaml(path)
+    _wrong_kind(path, data, "topology")
     try:
         topo = Topology.model_validate(data)
     except ValidationError as e:
@@ -120,11 +135,17 @@ def load_topology(path: str | Path) -> Topology:
 def load_experiment(path: str | Path) -> LoadedExperiment:
     path = Path(path)
     data, text = read_yaml(path)
+    _wrong_kind(path, data, "experiment")
     try:
         exp = Experiment.model_validate(data)
     except ValidationError as e:
         raise UserError(_validation_message(path, text, e)) from None
-    topo = load_topology((path.parent / exp.topology).resolve())
+    topo_path = (path.parent / exp.topology).resolve()
+    if not topo_path.is_file():
+        line = _line_index(text).get(("topology",))
+        raise UserError(f"{path}{f':{line}' if line else ''}: topology: {exp.topology!r} names no file "
+                        f"({topo_path}; a relative path is read from the experiment's directory)")
+    topo = load_topology(topo_path)
     cross_check(path, exp, topo)
     loaded = LoadedExperiment(experiment=exp, topology=topo, path=path.resolve())
     from rmptwin.factories.rmp import customer_stripes   # the factories import the spec: at call time

@@ -18,7 +18,6 @@ import numpy as np
 import pandas as pd
 
 from rmptwin.errors import UserError
-from rmptwin.core.events import Kind
 from rmptwin.rundir.run import RunDir
 from rmptwin.spec import LoadedExperiment, load_experiment
 from rmptwin.rundir.sweep import SweepDir
@@ -71,66 +70,79 @@ def _pairs(df: pd.DataFrame, key: str, metric: str) -> str:
 # ----------------------------------------------------------------------------- lab 2: loss and MINC
 
 
-def minc_from_events(events: pd.DataFrame, loaded: LoadedExperiment) -> list[dict]:
-    """MINC on one run without Spark: gamma per tree node from first receptions, then each
-    logical link's estimate beside its configured loss (``analysis.minc`` does the same at scale)."""
-    from rmptwin.analysis.minc import configured_loss, estimate_loss, logical_tree
+def check_minc(run: RunDir, tolerance: float = 0.01) -> list[Check]:
+    """Lab 2 on one run, from the project's definitions (``analysis.link_loss``: the first
+    copies, per-receiver loss and MINC `rmptwin analyze` computes, by the same words)."""
+    from rmptwin.analysis.link_loss import fates, joint_loss, minc_rows
 
-    topo = loaded.topology
-    source = topo.hosts_with_role("source")[0].name
-    receivers = sorted(h.name for h in topo.hosts if h.role in ("primary", "secondary"))
-    tree = logical_tree(topo, source, receivers)
-    sent = events[(events.kind == Kind.SEND) & (events.node == source)].src_seq.nunique()
-    recv = events[(events.kind == Kind.RECV) & events.node.isin(receivers) & (events.src == source)]
-    first = recv[[not json.loads(d).get("repair") for d in recv.detail]]
-    heard = first.groupby("node").src_seq.apply(set).to_dict()
-    gamma = {}
-    for node in tree.nodes():
-        below = [r for r in tree.receivers if node in tree.ancestors(r)]
-        got = set().union(*(heard.get(r, set()) for r in below)) if below else set()
-        gamma[node] = len(got) / sent if sent else 0.0
-    est = estimate_loss(tree, gamma)
-    return [{"link": tree.label(n), "estimate": est[n], "configured": configured_loss(topo, tree.hops[n])}
-            for n in tree.nodes()]
-
-
-def loss_correlation(events: pd.DataFrame, a: str, b: str) -> tuple[float, float]:
-    """(P(b missed a first copy), P(b missed it | a missed it)) over the source's messages."""
-    recv = events[(events.kind == Kind.RECV) & events.node.isin([a, b])]
-    first = recv[[not json.loads(d).get("repair") for d in recv.detail]]
-    sent = set(events[events.kind == Kind.SEND].src_seq)
-    miss_a = sent - set(first[first.node == a].src_seq)
-    miss_b = sent - set(first[first.node == b].src_seq)
-    p_b = len(miss_b) / len(sent) if sent else 0.0
-    p_b_given_a = len(miss_a & miss_b) / len(miss_a) if miss_a else 0.0
-    return p_b, p_b_given_a
-
-
-def check_minc(run: RunDir, tolerance: float = 0.02) -> list[Check]:
     loaded = _loaded(run)
-    events = run.read_events().to_pandas()
-    rows = minc_from_events(events, loaded)
-    worst = max(rows, key=lambda r: abs(r["estimate"] - r["configured"]))
-    p_b, p_cond = loss_correlation(events, "rp1", "rp2")
-    return [
-        Check(f"every link's MINC estimate within {tolerance * 100:.0f} points of its configured loss",
-              abs(worst["estimate"] - worst["configured"]) <= tolerance,
-              f"largest error {abs(worst['estimate'] - worst['configured']) * 100:.2f} points on {worst['link']} "
-              f"({worst['estimate'] * 100:.2f} % vs {worst['configured'] * 100:.2f} %)"),
-        Check("siblings' losses are correlated: P(rp2 missed | rp1 missed) >> P(rp2 missed)",
-              p_cond > 3 * p_b, f"{p_cond * 100:.1f} % vs {p_b * 100:.1f} %"),
-    ]
+    fate = fates(run.read_events().to_pandas(), loaded)
+    rows = minc_rows(fate, loaded, run.read_drops() if run.drops_path.exists() else None)
+    if not rows:
+        raise UserError(f"{run.path}: no multicast tree with receivers in this run; give the run of "
+                        "labs/loss-minc/tree.yaml")
+    joint = joint_loss(fate, "rp1", "rp2")
+    p_b = joint["loss_b"] / joint["packets"] if joint["packets"] else 0.0
+    p_cond = joint["loss_both"] / joint["loss_a"] if joint["loss_a"] else 0.0
+    checks = []
+    if all(r["truth"] is not None for r in rows):
+        worst = max(rows, key=lambda r: abs(r["estimate"] - r["truth"]))
+        err = abs(worst["estimate"] - worst["truth"])
+        checks.append(Check(f"every link's MINC estimate within {tolerance * 100:g} point of its truth "
+                            "(first copies the simulator dropped on it)", err <= tolerance,
+                            f"largest error {err * 100:.2f} points on {worst['link']} "
+                            f"({worst['estimate'] * 100:.2f} % vs {worst['truth'] * 100:.2f} %)"))
+    far = max(rows, key=lambda r: abs(r["estimate"] - r["configured"]))
+    checks.append(Check("every link's MINC estimate near its configured loss (within 3 points)",
+                        abs(far["estimate"] - far["configured"]) <= 0.03,
+                        f"largest difference {abs(far['estimate'] - far['configured']) * 100:.2f} points on "
+                        f"{far['link']} ({far['estimate'] * 100:.2f} % vs {far['configured'] * 100:.2f} %)"))
+    checks.append(Check("siblings' losses are correlated: P(rp2 missed | rp1 missed) >> P(rp2 missed)",
+                        p_cond > 3 * p_b, f"{p_cond * 100:.1f} % vs {p_b * 100:.1f} %"))
+    if run.metrics_path.exists():
+        checks.append(_same_as_analysis(rows, run.read_metrics()))
+    return checks
+
+
+def _same_as_analysis(rows: list[dict], metrics: dict) -> Check:
+    """The estimates above are `rmptwin analyze`'s (analysis/metrics.json), to float rounding."""
+    theirs = {(r["src"], r["stripe"], r["link"]): r["estimate"] for r in metrics.get("minc") or []}
+    diffs = [abs(r["estimate"] - theirs[(r["src"], r["stripe"], r["link"])]) for r in rows
+             if (r["src"], r["stripe"], r["link"]) in theirs]
+    same = len(diffs) == len(rows) and all(d < 1e-9 for d in diffs)
+    return Check("the estimates are those of `rmptwin analyze` (analysis/metrics.json)", same,
+                 f"{len(diffs)} of {len(rows)} links found, largest difference "
+                 f"{max(diffs, default=0.0) * 100:.2g} points")
+
+
+def check_minc_dir(path: Path) -> list[Check]:
+    """A run directory, or a sweep directory written with --keep-runs: every run in it."""
+    sweep = SweepDir(path)
+    if not sweep.table_path.exists():
+        return check_minc(RunDir(path))
+    runs = sorted(p for p in (path / "runs").glob("*") if (p / "manifest.json").exists())
+    if not runs:
+        raise UserError(f"{path}: a sweep without run directories; run the sweep with --keep-runs")
+    out = []
+    for p in runs:
+        out += [Check(f"{p.name}: {c.what}", c.ok, c.observed) for c in check_minc(RunDir(p))]
+    return out
 
 
 # ----------------------------------------------------------------------------- lab 3: ring crash
 
 
-def check_ring_crash(run: RunDir) -> list[Check]:
-    s = run.read_summary()
+def check_ring_crash(s: dict) -> list[Check]:
+    """Lab 3 from summary.json (analysis.reformations defines outages and reformations)."""
     outages = s.get("reformation_ms") or []
+    reforms = s.get("reformations") or []
+    causes = "; ".join(f"{r['start_ms']:.0f} ms: {r['cause']}" for r in reforms) or "none"
     return [
-        Check("the ring re-forms after the token site crashes", len(outages) >= 1,
+        Check("one outage: the crash stops acknowledgements until the re-formed ring's first", len(outages) == 1,
               f"outages {', '.join(f'{o:.0f} ms' for o in outages) or 'none'}"),
+        Check("the ring re-forms without the crashed member, then again when it asks to join",
+              any("reported" in r["cause"] for r in reforms) and any("join" in r["cause"] for r in reforms)
+              and all(r.get("took_ms") is not None for r in reforms), causes),
         Check("nothing acknowledged is lost and the survivors agree",
               s.get("messages_lost") == 0 and bool(s.get("agreement")),
               f"messages_lost {s.get('messages_lost')}, agreement {s.get('agreement')}"),
@@ -140,14 +152,23 @@ def check_ring_crash(run: RunDir) -> list[Check]:
 # ----------------------------------------------------------------------------- lab 4: venue failover
 
 
-def check_venue_failover(run: RunDir) -> list[Check]:
-    s = run.read_summary()
-    ratios = [r["ratio"] for r in s.get("live_throughput_ratio") or []]
+def _no_dip(r: dict) -> bool:
+    """The live EV executed, while the other was down and syncing, as many requests as before
+    the crash, up to the noise of random (Poisson) arrivals: at most 3 standard deviations of
+    the difference of two counts fewer (at 500 req/s over 1 s that is about 0.8, not 0.9)."""
+    before = r["rate_before"] * r["window_ms"] / 1e3
+    during = r["rate_during"] * r["window_ms"] / 1e3
+    return before - during <= 3 * (before + during) ** 0.5
+
+
+def check_venue_failover(s: dict) -> list[Check]:
+    ratios = s.get("live_throughput_ratio") or []
     return [
         Check("the restarted EV synchronizes (SYNC_DONE)", s.get("sync_ms") is not None,
-              f"sync_ms {s.get('sync_ms')}"),
-        Check("the live EV's throughput does not dip while the other is down and syncing",
-              bool(ratios) and min(ratios) >= 0.9, f"rate during / before {', '.join(f'{r:.2f}' for r in ratios)}"),
+              f"sync_ms {s.get('sync_ms'):.1f}" if s.get("sync_ms") is not None else "sync_ms none"),
+        Check("the live EV's throughput does not dip while the other is down and syncing (beyond arrival noise)",
+              bool(ratios) and all(_no_dip(r) for r in ratios),
+              "rate during / before " + ", ".join(f"{r['ratio']:.2f}" for r in ratios)),
         Check("both EVs end with the same order and no trade is lost",
               bool(s.get("ev_agreement")) and s.get("trades_lost") == 0,
               f"ev_agreement {s.get('ev_agreement')}, trades_lost {s.get('trades_lost')}"),
@@ -161,6 +182,30 @@ def _loaded(run: RunDir) -> LoadedExperiment:
     from rmptwin.runs.rerun import loaded_from_manifest
 
     return loaded_from_manifest(run.read_manifest(), str(run.manifest_path))
+
+
+def summaries(path: Path) -> list[tuple[str, dict]]:
+    """(label, summary) of a run directory (label ""), or of every row of a sweep directory
+    (label: the row's point and seed; its lists, stored as JSON text, read back)."""
+    sweep = SweepDir(path)
+    if not sweep.table_path.exists():
+        return [("", RunDir(path).read_summary())]
+    out = []
+    for row in sweep.read_table().to_pylist():
+        summary = {k: json.loads(v) if isinstance(v, str) and v[:1] in "[{" else v for k, v in row.items()}
+        params = {k: v for k, v in json.loads(row["point"]).items()}
+        out.append((f"{', '.join(f'{k}={v}' for k, v in params.items())} seed {row['seed']}", summary))
+    return out
+
+
+def each_summary(check: Callable[[dict], list[Check]]) -> Callable[[Path], list[Check]]:
+    """A check of one summary, run on a run directory or on every run of a sweep directory."""
+    def run(path: Path) -> list[Check]:
+        out = []
+        for label, summary in summaries(path):
+            out += [Check(f"{label}: {c.what}" if label else c.what, c.ok, c.observed) for c in check(summary)]
+        return out
+    return run
 
 
 @dataclass(frozen=True)
@@ -184,11 +229,11 @@ LABS = {
     "fairness-delta-a": Lab("fairness-delta-a", "fairness.yaml",
                             {"protocol.delta_a_ms": [0, 143], "topology.links.0.loss": [0.1]}, _fairness_dir),
     "loss-minc": Lab("loss-minc", "tree.yaml", {"workload.duration_s": [2.0], "duration_s": [2.5]},
-                     lambda p: check_minc(RunDir(p))),
-    "ring-crash": Lab("ring-crash", "crash.yaml", {}, lambda p: check_ring_crash(RunDir(p))),
+                     check_minc_dir),
+    "ring-crash": Lab("ring-crash", "crash.yaml", {}, each_summary(check_ring_crash)),
     "venue-failover": Lab("venue-failover", "failover.yaml",
                           {"venue.rate": [1000.0], "venue.duration_s": [2.8], "duration_s": [3.4]},
-                          lambda p: check_venue_failover(RunDir(p))),
+                          each_summary(check_venue_failover)),
 }
 
 

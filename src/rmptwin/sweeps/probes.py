@@ -13,6 +13,8 @@ table: the counts the seeds' claims are stated in. A probe is named ``NAME`` or 
   samples every 5,000 ms), from the first instant both EVs run: ``max_gap``, ``avg_gap``,
   ``samples``, and the delays the paper gives, the gap over 9,000 req/s (its EVs' top rate):
   ``max_delay_ms``, ``avg_delay_ms``.
+- ``minc``: ``first_loss.NODE`` per receiver, ``LINK.estimate`` and ``LINK.configured`` per
+  logical link of the first source's tree (``analysis.link_loss``), and ``max_error_pp``.
 """
 
 from __future__ import annotations
@@ -95,7 +97,15 @@ def ring_passes(df: pd.DataFrame, loaded, arg: str | None) -> dict:
             "token_interval_ms": float(np.median(token_ms)) if token_ms.size else None}
 
 
-PROBES = {"rmp": rmp_counts, "ring": ring_passes, "venue_gap_sampled": venue_gap_sampled}
+def minc_links(df: pd.DataFrame, loaded, arg: str | None) -> dict:
+    """Per-receiver first-copy loss and each link's MINC estimate beside its configured loss
+    (``analysis.link_loss``: the figures `rmptwin analyze` gives, without Spark)."""
+    from rmptwin.analysis.link_loss import link_loss_figures
+
+    return link_loss_figures(df, loaded)
+
+
+PROBES = {"rmp": rmp_counts, "ring": ring_passes, "venue_gap_sampled": venue_gap_sampled, "minc": minc_links}
 
 
 def check(names: list[str]) -> None:

@@ -52,6 +52,21 @@ def constant(df: pd.DataFrame, metrics: list[str]) -> list[str]:
     return [m for m in metrics if df[m].nunique(dropna=False) <= 1]
 
 
+def value_range(values) -> tuple[float, float]:
+    """The range the quantity can take, judged from its runs: a metric never negative in any run
+    (a count, a latency, a loss) cannot be below 0. No upper bound is inferred: a latency under
+    1 ms in every run is no fraction."""
+    a = pd.to_numeric(pd.Series(values), errors="coerce").dropna()
+    low = 0.0 if len(a) and (a >= 0).all() else -math.inf
+    return low, math.inf
+
+
+def clipped_interval(mean, half, low: float, high: float):
+    """The 95 % interval mean +- half, clipped to the quantity's range (no negative latency)."""
+    m, h = np.asarray(mean, dtype=float), np.asarray(half, dtype=float)
+    return np.clip(m - h, low, high), np.clip(m + h, low, high)
+
+
 def summarise(df: pd.DataFrame, param: str, others: list[str], metric: str) -> pd.DataFrame:
     """One row per (other parameters, param value): mean, CI half-width, n."""
     rows = []
@@ -69,6 +84,7 @@ def _plot(df: pd.DataFrame, param: str, others: list[str], metric: str, out) -> 
     import matplotlib.pyplot as plt
 
     stats = summarise(df, param, others, metric)
+    low, high = value_range(df[metric])
     fig, ax = plt.subplots(figsize=(5.5, 3.6))
     lines = stats.groupby(others, dropna=False) if others else [((), stats)]
     for key, part in lines:
@@ -76,7 +92,9 @@ def _plot(df: pd.DataFrame, param: str, others: list[str], metric: str, out) -> 
         x = part[param]
         numeric = pd.api.types.is_numeric_dtype(x)
         xs = x if numeric else range(len(x))
-        ax.errorbar(xs, part["mean"], yerr=part["ci95"], marker="o", capsize=3, label=label or None)
+        lo, hi = clipped_interval(part["mean"], part["ci95"], low, high)
+        ax.errorbar(xs, part["mean"], yerr=[part["mean"] - lo, hi - part["mean"]], marker="o", capsize=3,
+                    label=label or None)
         if not numeric:
             ax.set_xticks(list(range(len(x))), [str(v) for v in x])
     ax.set_xlabel(param)
@@ -97,7 +115,8 @@ def write_report(sweep: SweepDir, df: pd.DataFrame, params: list[str], title: st
     seeds = df[SEED].nunique() if SEED in df else 0
     parts = [f"<h1>{html.escape(title)}</h1>",
              f"<p>{len(df)} runs; {seeds} seeds per point; swept: {html.escape(', '.join(params))}. "
-             "Points are means over seeds; bars are 95 % confidence intervals (Student's t).</p>"]
+             "Points are means over seeds; bars are 95 % confidence intervals (Student's t), clipped to the "
+             "quantity's range (not below 0 for a quantity no run had negative).</p>"]
     for param in params:
         others = [p for p in params if p != param]
         parts.append(f"<h2>against {html.escape(param)}</h2><div>")
