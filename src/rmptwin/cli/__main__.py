@@ -1,5 +1,5 @@
-"""``python -m rmptwin.cli.main``: the same as the ``rmptwin`` command."""
+"""``python -m rmptwin.cli``: the same as the ``rmptwin`` command."""
 
-from rmptwin.cli import main
+from rmptwin.cli.main import main
 
 main()
