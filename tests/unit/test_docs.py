@@ -108,3 +108,20 @@ def test_an_unknown_marker_is_an_error():
     with pytest.raises(ValueError, match="rmptwin-docs: nonsense"):
         hooks.expand("text\n<!-- rmptwin-docs: nonsense -->\n")
 
+
+def test_the_readme_links_to_pages_that_exist_and_shows_commands_that_exist():
+    from rmptwin.cli.main import app
+
+    readme = (REPO / "README.md").read_text()
+    targets = re.findall(r"\]\((docs/[^)#]+)(?:#[^)]*)?\)", readme)
+    assert targets, "the README links to the docs pages"
+    assert [t for t in targets if not (REPO / t).exists()] == []
+    paths = {ctx.command_path for _, ctx in hooks.commands(app)}
+    shown = re.findall(r"(?:bin/|`)rmptwin ([a-z][a-z-]*)(?: ([a-z][a-z-]*))?", readme)
+    assert shown, "the README shows rmptwin commands"
+    for first, second in shown:
+        command = f"rmptwin {first}"
+        assert command in paths, command
+        if f"{command} {second}" not in paths:
+            # a word after a command that has no subcommands is an argument, never a wrong subcommand
+            assert not any(p.startswith(command + " ") for p in paths), f"{command} {second}"
