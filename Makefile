@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 EXPERIMENT ?= experiments/quickstart.yaml
 
-.PHONY: provision run test bench clean vm-run vm-results
+.PHONY: provision run test bench docs clean vm-run vm-results
 
 provision:
 	@bash scripts/provision.sh
@@ -20,11 +20,16 @@ test: provision
 bench: provision
 	@$(PY) -m rmptwin.bench $(if $(QUICK),--quick) $(BENCH_ARGS)
 
+# The documentation site (MkDocs, Material theme) from docs/ into site/; the command-line,
+# YAML-field and benchmark pages are generated from the code as it builds (scripts/docs_hooks.py).
+docs: provision
+	@NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir site
+
 clean:
 	@$(VENV)/bin/rmptwin net down 2>/dev/null || true
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .hypothesis site
 
-# On a Vagrant host (see README, "Running in Vagrant"): the emulated run in the VM, then its
+# On a Vagrant host (see docs/vagrant.md): the emulated run in the VM, then its
 # results copied back here. The VM's /vagrant is a one-way rsync copy of this tree.
 vm-run:
 	vagrant up

@@ -12,7 +12,7 @@ Same model, same seed string (``linkmodel.stream_seed`` with the link name the r
 ``<host>-<switch>``), same counts and drop records as a relay: ``counts()`` has the relay's
 ``counts.json`` layout and ``drops()`` the fields of ``emulation.droplog.DroppedFrame``, so the
 runner merges both into the run's ground truth unchanged. What differs, and is said where the
-README names the backend: a datagram is delayed on the node's event loop, whose timer wakes up
+docs name the backend (docs/architecture.md): a datagram is delayed on the node's event loop, whose timer wakes up
 to the selector's 1 ms rounding late (a relay waits with microsecond resolution), and the host's
 packet capture sees a sent datagram after its access delay and a received one before it.
 

@@ -6,5 +6,5 @@ participant receives the whole agreed sequence and derives the trades itself
 arbiter (``arbiter``): it reports each trade tentative at once and confirmed once the
 report is stable, the next time it holds the token; reports travel in the ring, so every
 participant learns them in order. ``messages`` is the payload format, ``workload`` the
-order schedule, ``node`` the plumbing that puts a receiver and a source in one core.
+order schedule, ``floor_node`` the plumbing that puts a receiver and a source in one core.
 """
