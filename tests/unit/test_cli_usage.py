@@ -18,7 +18,7 @@ import pytest
 import typer
 import typer.main
 
-from rmptwin.cli.main import main as cli
+from rmptwin.cli import main as cli
 from rmptwin.errors import UserError
 
 BOGUS = "--bogus-flag-xyz"
