@@ -146,7 +146,7 @@ def test_an_emulated_run_is_replayed_with_its_node_mode_impairment_and_capture()
 
 
 def test_rerun_of_an_emulated_run_calls_the_runtime_runner_with_the_recorded_arguments(tmp_path, monkeypatch):
-    from rmptwin.emulation import experiment as runner
+    from rmptwin.emulation import emulate as runner
 
     loaded = spec.load_experiment(QUICKSTART)
     events = EventLog().table()

@@ -15,7 +15,7 @@ from rmptwin.runs.experiment import EmulationOptions, run_experiment
 from rmptwin.cli.display import print_emulation_summary, progress_bar
 from rmptwin.spec import LoadedExperiment, load_experiment
 from rmptwin.cli.overrides import SET_HELP, with_overrides
-from rmptwin.emulation.experiment import NODE_CPUS, NODE_MEMORY_MB, default_capture
+from rmptwin.emulation.emulate import NODE_CPUS, NODE_MEMORY_MB, default_capture
 
 app = typer.Typer(add_completion=False, help="emulated runs: every role its own process in its own host")
 console = make_console()

@@ -185,7 +185,7 @@ def safe(fn, *args):
 
 def collect(emulation: dict | None = None) -> dict:
     """``git_commit``, ``versions`` and ``environment`` for the manifest; ``emulation`` is what the
-    emulated backend knows of itself (``emulation.experiment.emulation_facts``), None for a
+    emulated backend knows of itself (``emulation.emulate.emulation_facts``), None for a
     simulated run."""
     packages = {n: safe(package_version, n) for n in safe(locked_names) or []}
     versions = {

@@ -187,7 +187,7 @@ class RunDir:
     def write_manifest(self, manifest: dict, backend: str, seed: int, emulation: dict | None = None) -> dict:
         """``manifest`` (the resolved spec, ``LoadedExperiment.to_manifest()``, plus backend extras)
         with the seed, the timers the protocol derives from it, and where the run ran
-        (``rmptwin.rundir.provenance``; ``emulation`` is ``emulation.experiment.emulation_facts`` for an emulated
+        (``rmptwin.rundir.provenance``; ``emulation`` is ``emulation.emulate.emulation_facts`` for an emulated
         run). Returns what was written."""
         full = {
             **manifest,

@@ -1,7 +1,7 @@
 """One experiment on one backend, into one run directory: the single pipeline behind
 `rmptwin sim`, `rmptwin run`, `rmptwin rerun`, the benchmarks and the tests.
 
-    backend (sim.simulate.simulate | emulation.experiment.emulate)  ->  tables and counters
+    backend (sim.simulate.simulate | emulation.emulate.emulate)  ->  tables and counters
     RunDir                                                   ->  manifest, events, links, summary
     analysis.summary.summarize                               ->  summary.json
 
@@ -19,7 +19,7 @@ from typing import NamedTuple
 from rmptwin.analysis.summary import summarize
 from rmptwin.errors import UserError
 from rmptwin.rundir.run import RunDir
-from rmptwin.emulation import experiment as runner
+from rmptwin.emulation import emulate as runner
 from rmptwin.sim.simulate import simulate
 from rmptwin.spec import LoadedExperiment
 

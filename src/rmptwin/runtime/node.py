@@ -87,7 +87,7 @@ def _settle(fut: asyncio.Future, value) -> None:
 
 
 def _listen_to_runner(loop: asyncio.AbstractEventLoop, go: asyncio.Future, stop: asyncio.Future) -> None:
-    """The runner's line protocol on stdin (see emulation.experiment), read by a thread of its own."""
+    """The runner's line protocol on stdin (see emulation.emulate), read by a thread of its own."""
     def read() -> None:
         for line in sys.stdin:
             cmd = line.split()
