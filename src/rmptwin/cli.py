@@ -117,6 +117,7 @@ app.add_typer(importlib.import_module("rmptwin.analysis.taxonomy_cli").app, name
 app.add_typer(sweeps_cli.app)      # sweep
 app.add_typer(claims_cli.app)      # claims
 app.add_typer(keys.app, name="keys")      # keys gen
+app.add_typer(importlib.import_module("rmptwin.topotools.cli").app, name="topo")   # gen, import
 
 
 def main() -> None:
