@@ -39,7 +39,7 @@ def rule(a: TwinInputs, b: TwinInputs, metric: str):
 
 def test_identical_runs_pass_every_rule():
     rules = twin_verdict(inputs(), inputs())
-    assert [r.status for r in rules] == [PASS] * 7 and passed(rules)
+    assert [r.status for r in rules] == [PASS] * 8 and passed(rules)
 
 
 @pytest.mark.parametrize("metric, a, b", [("agreement", True, False), ("messages_lost", 0, 1)])
@@ -185,3 +185,27 @@ def test_report_states_minc_sample_sizes_and_whether_the_error_is_sampling():
     m["minc"][0]["estimate"] = 0.13       # 11 points: 11 packets of a 100-packet tree
     assert "not sampling alone" in minc_note(m)
     assert "No MINC estimate" in minc_note({"minc": []})
+
+
+def test_reformations_must_be_equal_and_the_note_gives_failure_reports():
+    def with_reforms(n: int, reports: int) -> TwinInputs:
+        return TwinInputs(summary=summary(), link_loss=LOSS, order=ORDER, one_source_per_stripe=True,
+                          reformations=(n, reports))
+
+    assert rule(with_reforms(1, 2), with_reforms(1, 3), "reformations").status == PASS
+    r = rule(with_reforms(0, 0), with_reforms(3, 5), "reformations")
+    assert r.status == FAIL and (r.a, r.b) == ("0", "3") and "failure reports 0 vs 5" in r.note
+
+
+def test_reformation_counts_one_per_stripe_and_epoch():
+    from rmptwin.analysis.twin_verdict import reformation_counts
+    from rmptwin.events import Kind
+    rows = [(Kind.REFORM_DONE, {"stripe": 0, "epoch": 2}), (Kind.REFORM_DONE, {"stripe": 0, "epoch": 2}),
+            (Kind.REFORM_DONE, {"stripe": 1, "epoch": 2}), (Kind.FAILURE_REPORT, {"stripe": 0})]
+    names = [f.name for f in EVENT_SCHEMA]
+    cols = {n: [] for n in names}
+    for i, (kind, det) in enumerate(rows):
+        for n, f in zip(names, EVENT_SCHEMA):
+            cols[n].append({"kind": kind, "detail": json.dumps(det), "t_ns": i}.get(n, None))
+    table = pa.Table.from_pydict(cols, schema=EVENT_SCHEMA)
+    assert reformation_counts(table) == (2, 1)

@@ -28,6 +28,15 @@
   deterministic, the rule is skipped (its note gives the fraction of positions that agree
   anyway). Where every stripe has one source, in both runs, the sequence is fixed by the
   protocol and must be identical.
+- reformations: ring reformations completed (distinct (stripe, epoch) of REFORM_DONE) must be
+  equal; the note gives both runs' failure reports (FAILURE_REPORT) and B's timer lateness.
+  A reformation no crash fault explains is a false failure: k_r token-pass (or request)
+  tries all failed. With the same seed the first copy of a token pass meets the same loss
+  draw in both backends, but its retries are copies (arrival-order draws; with
+  Gilbert-Elliott, the arrival-order chain), which the backends interleave differently, and
+  an emulated retry or token timer that fires late stretches the window the pass had: so
+  the emulation may report a member the simulator never suspects. The rule fails rather
+  than excuse it: the note shows what to look at (issue 21).
 
 ``twin_verdict`` is pure over two ``TwinInputs`` (summary.json and small tables); ``inputs_of``
 builds one from a run directory. Rules that cannot be judged say 'not comparable' or 'not
@@ -68,6 +77,7 @@ class TwinInputs:
     link_loss: dict[Direction, tuple[int, int]] | None = None   # direction -> (first copies lost, offered); None: no drop log
     order: dict[int, list[Delivered]] = field(default_factory=dict)  # stripe -> reference receiver's DELIVERs
     one_source_per_stripe: bool = False
+    reformations: tuple[int, int] = (0, 0)                     # (reformations done, failure reports)
 
 
 @dataclass(frozen=True)
@@ -187,11 +197,34 @@ def _order(a: TwinInputs, b: TwinInputs) -> Rule:
     return Rule(metric, "–", shown, tol, _status(same == positions), "one source per stripe")
 
 
+def _reformations(a: TwinInputs, b: TwinInputs) -> Rule:
+    (ra, fa), (rb, fb) = a.reformations, b.reformations
+    late = timer_lateness_ms(b.summary)
+    note = f"failure reports {fa} vs {fb}"
+    if ra != rb:
+        note += ("; B's timer lateness p99 " + (f"{late:.3g} ms" if late is not None else "unknown")
+                 + ": unequal reformations without a crash are false failures (all k_r tries of a pass failed)")
+    return Rule("reformations", str(ra), str(rb), "equal", _status(ra == rb), note)
+
+
 def twin_verdict(a: TwinInputs, b: TwinInputs) -> list[Rule]:
     """One Rule per metric of the module docstring, A the simulated run and B the emulated one."""
     sa, sb = a.summary, b.summary
     return [_equal("agreement", sa, sb), _equal("messages_lost", sa, sb), _control(sa, sb),
-            _latency(sa, sb), _fairness(sa, sb), _link_loss(a, b), _order(a, b)]
+            _latency(sa, sb), _fairness(sa, sb), _link_loss(a, b), _order(a, b), _reformations(a, b)]
+
+
+def reformation_counts(events: pa.Table) -> tuple[int, int]:
+    """(ring reformations done: distinct (stripe, epoch) of REFORM_DONE, FAILURE_REPORT events).
+    Redundant reformation servers may each log one reformation: it counts once."""
+    kinds = events["kind"]
+    done = events.filter(pc.equal(kinds, Kind.REFORM_DONE)).column("detail").to_pylist()
+    epochs = set()
+    for det in done:
+        d = json.loads(det) if det else {}
+        epochs.add((d.get("stripe", 0), d.get("epoch")))
+    reports = pc.sum(pc.equal(kinds, Kind.FAILURE_REPORT)).as_py() or 0
+    return len(epochs), int(reports)
 
 
 # ----------------------------------------------------------------------------- from a run directory
@@ -320,4 +353,5 @@ def inputs_of(run: RunDir) -> TwinInputs:
                                stripe_trees(topo, events))
     return TwinInputs(summary=run.read_summary(), link_loss=loss,
                       order=delivered_order(events, ref) if ref else {},
-                      one_source_per_stripe=one_source_per_stripe(events))
+                      one_source_per_stripe=one_source_per_stripe(events),
+                      reformations=reformation_counts(events))
