@@ -6,26 +6,14 @@ guaranteed customer complete."""
 
 from __future__ import annotations
 
-import random
-
 from rmptwin.analysis.summary import summarize
 from rmptwin.errors import UserError
 from rmptwin.sim.runner import simulate
 from rmptwin.spec import load_experiment
 from rmptwin.topotools.cli import dump_yaml
-from rmptwin.topotools.generate import GenParams, generate
+from rmptwin.topotools.generate import campaign_params as params_for, generate
 
 SEEDS = range(120)
-
-
-def params_for(seed: int) -> GenParams:
-    """A spread of shapes from the seed alone: sizes, regions, loss, mesh, sources, stripes."""
-    r = random.Random(f"params:{seed}")
-    switches = r.randint(2, 16)
-    return GenParams(switches=switches, regions=r.randint(1, min(3, switches)),
-                     loss_max=r.choice([0.0, 0.01, 0.03, 0.05]), mesh=r.choice([0.0, 0.0, 0.3]),
-                     sources=r.randint(1, 2), primaries=r.randint(3, 4), customers_per_region=r.randint(1, 3),
-                     stripes=r.randint(1, 2), rate_per_source=50.0, workload_s=1.0)
 
 
 def test_generator_is_a_pure_function_of_params_and_seed():

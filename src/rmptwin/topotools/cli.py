@@ -103,3 +103,39 @@ def gen(
         console.print(f"{experiment_out}: experiment '{experiment['name']}' (k_r {experiment['protocol']['k_r']}, "
                       f"tau_t {experiment['protocol']['tau_t_ms']} ms, {experiment['duration_s']} s)",
                       highlight=False)
+
+
+campaign_app = typer.Typer(add_completion=False, no_args_is_help=True,
+                           help="campaigns over generated inputs")
+
+
+@campaign_app.command("twin")
+def campaign_twin(
+    count: int = typer.Option(..., "--count", help="generated experiments to run"),
+    seed: int = typer.Option(1, "--seed", help="run i uses seed S + i (shape, topology, experiment, run)"),
+    out: Optional[Path] = typer.Option(None, "--out", help="campaign directory (default "
+                                       "results/campaigns/twin-<backend>-s<seed>-n<count>-<time>)"),
+    backend: str = typer.Option("sim", "--backend", help="sim, or emulation: each run simulated and emulated "
+                                "(relay links, as root) and judged by the twin verdict"),
+    keep_runs: bool = typer.Option(False, "--keep-runs", help="sim: also write each run's directory under runs/"),
+) -> None:
+    """Run N generated topologies and experiments; write campaign.parquet and campaign.md (a row per run:
+    valid or its error, agreement, lost, guaranteed customers complete, reformations, twin verdict)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from .campaign import REPORT, TABLE, default_dir, run_campaign
+
+    out = out or default_dir(seed, count, backend)
+    columns = (TextColumn("[bold]campaign[/] twin"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task("", total=count)
+        rows = run_campaign(count, seed, out, backend, keep_runs,
+                            progress=lambda done, total: bar.update(task, completed=done))
+    clean = sum(1 for r in rows if r["clean"])
+    invalid = sum(1 for r in rows if not r["valid"])
+    line = f"{len(rows)} runs: {clean} clean, {invalid} rejected by validation"
+    judged = [r for r in rows if r["verdict"] is not None]
+    if judged:
+        line += f", twin verdict PASS {sum(r['verdict'] == 'PASS' for r in judged)}/{len(judged)}"
+    console.print(line, highlight=False)
+    console.print(f"table: {out / TABLE}\nreport: {out / REPORT}", highlight=False, soft_wrap=True)

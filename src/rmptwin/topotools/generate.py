@@ -242,6 +242,18 @@ def generate(p: GenParams, seed: int, topo_ref: str = "topology.yaml") -> tuple[
     return topology, generate_experiment(p, seed, topology, topo_ref)
 
 
+def campaign_params(seed: int) -> GenParams:
+    """A spread of shapes from the seed alone (sizes 2-16 switches, 1-3 regions, loss up to
+    5 %, trees and meshes, 1-2 sources and stripes): what the random-input test and
+    ``rmptwin campaign twin`` run."""
+    r = random.Random(f"params:{seed}")
+    switches = r.randint(2, 16)
+    return GenParams(switches=switches, regions=r.randint(1, min(3, switches)),
+                     loss_max=r.choice([0.0, 0.01, 0.03, 0.05]), mesh=r.choice([0.0, 0.0, 0.3]),
+                     sources=r.randint(1, 2), primaries=r.randint(3, 4), customers_per_region=r.randint(1, 3),
+                     stripes=r.randint(1, 2), rate_per_source=50.0, workload_s=1.0)
+
+
 def loaded_generated(p: GenParams, seed: int) -> LoadedExperiment:
     """The generated pair as a LoadedExperiment, without files (model checks only)."""
     topology, exp = generate(p, seed)
