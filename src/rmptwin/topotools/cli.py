@@ -105,6 +105,66 @@ def gen(
                       highlight=False)
 
 
+
+@app.command("import")
+def import_(
+    file: Path = typer.Argument(..., help="a GraphML or GML graph (Internet Topology Zoo style: Latitude, Longitude)"),
+    out: Optional[Path] = typer.Option(None, "--out", help="topology YAML (default: print it)"),
+    region_by: Optional[str] = typer.Option(None, "--region-by", help="node attribute (e.g. Country): a region per "
+                                            "connected group of nodes sharing its value; default one region"),
+    sources: int = typer.Option(1, "--sources", help="sources, on the highest-degree switches"),
+    primaries: int = typer.Option(3, "--primaries", help="ring size (raised to one R_T per region)"),
+    customers_per_region: int = typer.Option(2, "--customers-per-region", help="0: no customers and no R_x"),
+    route_factor: float = typer.Option(1.0, "--route-factor", help="fibre length / great-circle distance"),
+    overhead_ms: float = typer.Option(0.1, "--overhead-ms", help="added to every link's delay"),
+    loss: float = typer.Option(0.0, "--loss", help="Bernoulli loss on every switch link"),
+    drop_uncoordinated: bool = typer.Option(False, "--drop-uncoordinated",
+                                            help="leave out nodes without coordinates (default: an error)"),
+    largest_component: bool = typer.Option(False, "--largest-component",
+                                           help="keep the largest connected part (default: an error)"),
+    experiment_out: Optional[Path] = typer.Option(
+        None, "--experiment-out", help="also write an experiment fitted to it (needs --out)"),
+    seed: int = typer.Option(1, "--seed", help="the experiment's seed"),
+) -> None:
+    """Import a GraphML/GML graph: link delays from the great-circle distance at 2/3 c (+ overhead), bandwidth
+    where given, regions from a node attribute, roles placed by a fixed rule set (docs/bring-your-own-topology.md)."""
+    from .generate import GenParams, generate_experiment
+    from .zoo_import import FIBRE_KM_PER_MS, ImportOptions, import_graph
+
+    if experiment_out is not None and out is None:
+        raise UserError("--experiment-out needs --out (the experiment names the topology file)")
+    opts = ImportOptions(region_by=region_by, sources=sources, primaries=primaries,
+                         customers_per_region=customers_per_region, route_factor=route_factor,
+                         overhead_ms=overhead_ms, loss=loss, drop_uncoordinated=drop_uncoordinated,
+                         largest_component=largest_component)
+    topology, notes = import_graph(file, opts)
+    err = make_console(stderr=True)
+    for note in notes:
+        err.print(f"note: {file}: {note}", highlight=False, soft_wrap=True)
+    header = (TOPOLOGY_HEADER + f"# Imported from {file.name} by `rmptwin topo import`"
+              + (f" --region-by {region_by}" if region_by else "")
+              + f" --sources {sources} --primaries {primaries} --customers-per-region {customers_per_region}"
+              + (f" --loss {loss:g}" if loss else "") + "\n"
+              + f"# delay_ms = {route_factor:g} x great-circle km / {FIBRE_KM_PER_MS:.4f} km/ms (2/3 c) + "
+              f"{overhead_ms:g} ms per link\n")
+    text = dump_yaml(topology, header)
+    if out is None:
+        print(text, end="")
+        return
+    write_text(out, text)
+    console.print(f"{out}: topology '{topology['name']}' ({len(topology['switches'])} switches, "
+                  f"{len(topology['links'])} links, {len(topology['regions'])} regions, {len(topology['hosts'])} hosts)",
+                  highlight=False)
+    if experiment_out is not None:
+        params = GenParams(switches=len(topology["switches"]), regions=len(topology["regions"]), sources=sources,
+                           rate_per_source=50.0, workload_s=3.0)
+        exp = generate_experiment(params, seed, topology, relative_ref(experiment_out, out))
+        exp["description"] = f"{topology['name']} imported from {file.name} by `rmptwin topo import`"
+        write_text(experiment_out, dump_yaml(exp, EXPERIMENT_HEADER))
+        console.print(f"{experiment_out}: experiment '{exp['name']}' (dN {exp['protocol']['dn_ms']} ms, k_r "
+                      f"{exp['protocol']['k_r']}, tau_t {exp['protocol']['tau_t_ms']} ms, {exp['duration_s']} s)",
+                      highlight=False)
+
 campaign_app = typer.Typer(add_completion=False, no_args_is_help=True,
                            help="campaigns over generated inputs")
 

@@ -24,7 +24,9 @@ researcher would expect (and which ``rmptwin validate`` enforces):
   delay 0.1 ms and never lose.
 - The experiment: dN = the longest host-to-host one-way delay + 2 ms, tau_r the seed's
   2 dN + X + P, k_r the least (3..12) for which ``spec_bounds`` expects no false failure
-  report, tau_t = dN + 2 k_r tau_r (the recovery bound), Delta_A = tau_t; a short Poisson
+  report and the guaranteed customers' repairs no unrepaired gap (``_expected_unrepaired``),
+  tau_t = dN + 2 k_r tau_r (the recovery bound), Delta_A = tau_t, batch_limit raised to
+  twice a token period's arrivals where that exceeds 256; a short Poisson
   workload, and a drain long enough for the last acknowledgement, its release and the
   customers' repairs. By construction it breaks no seed bound.
 """
@@ -183,6 +185,11 @@ def generate_experiment(p: GenParams, seed: int, topology: dict, topo_ref: str) 
         tau_t = math.ceil(dn + 2 * k_r * tau_r)
         protocol = {"token_mode": "time_driven", "dn_ms": dn, "k_r": k_r, "x_ms": 0, "p_ms": p_ms,
                     "tau_t_ms": tau_t, "delta_a_ms": tau_t}
+        # one token pass must be able to acknowledge a period's arrivals (every source may
+        # publish on one stripe), with room for Poisson bursts
+        per_pass = math.ceil(2 * p.rate_per_source * len(topo.hosts_with_role("source")) * tau_t / 1e3)
+        if per_pass > 256:
+            protocol["batch_limit"] = per_pass
         # the last ack comes within about two token periods; its release Delta_A later; a
         # customer's repair within k_r request rounds after that
         drain_s = (3 * tau_t + tau_t + k_r * tau_r) / 1e3 + 0.5
