@@ -119,6 +119,7 @@ app.add_typer(claims_cli.app)      # claims
 app.add_typer(keys.app, name="keys")      # keys gen
 app.add_typer(importlib.import_module("rmptwin.topotools.cli").app, name="topo")   # gen, import
 app.add_typer(importlib.import_module("rmptwin.topotools.cli").campaign_app, name="campaign")   # twin
+app.add_typer(importlib.import_module("rmptwin.topotools.cli").trace_app, name="trace")   # fit
 
 
 def main() -> None:

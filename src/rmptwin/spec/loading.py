@@ -13,6 +13,7 @@ from ..rmp.striping import serves_stripe
 from .experiment import Experiment, LoadedExperiment
 from .hosts import ROLES
 from .topology import Topology
+from .traces import fill_traces
 
 
 def _line_index(text: str) -> dict[tuple, int]:
@@ -84,7 +85,7 @@ def _quoted_value_line(text: str, msg: str) -> int | None:
 
 def _validation_message(path: Path, text: str, err: ValidationError) -> str:
     first = err.errors()[0]
-    loc = tuple(p for p in first["loc"] if not (isinstance(p, str) and p in ROLES + ("bernoulli", "gilbert_elliott")))
+    loc = tuple(p for p in first["loc"] if not (isinstance(p, str) and p in ROLES + ("bernoulli", "gilbert_elliott", "trace")))
     lines = _line_index(text)
     line = None
     for cut in range(len(loc), 0, -1):
@@ -108,6 +109,7 @@ def _validation_message(path: Path, text: str, err: ValidationError) -> str:
 def load_topology(path: str | Path) -> Topology:
     path = Path(path)
     data, text = read_yaml(path)
+    fill_traces(data, path)
     try:
         return Topology.model_validate(data)
     except ValidationError as e:
@@ -117,6 +119,7 @@ def load_topology(path: str | Path) -> Topology:
 def load_experiment(path: str | Path) -> LoadedExperiment:
     path = Path(path)
     data, text = read_yaml(path)
+    fill_traces(data, path)
     try:
         exp = Experiment.model_validate(data)
     except ValidationError as e:

@@ -199,3 +199,19 @@ def campaign_twin(
         line += f", twin verdict PASS {sum(r['verdict'] == 'PASS' for r in judged)}/{len(judged)}"
     console.print(line, highlight=False)
     console.print(f"table: {out / TABLE}\nreport: {out / REPORT}", highlight=False, soft_wrap=True)
+
+
+trace_app = typer.Typer(add_completion=False, no_args_is_help=True, help="measured loss traces")
+
+
+@trace_app.command("fit")
+def trace_fit(file: Path = typer.Argument(..., help="a loss trace: 0/1 per packet, or 'start_ms end_ms' per line")) -> None:
+    """Print the Bernoulli and Gilbert-Elliott parameters that fit a trace (maximum likelihood), each with its
+    log-likelihood, and the loss: line to paste into a topology."""
+    from ..spec.traces import read_trace
+    from .trace_fit import fit, interval_lines, report_lines
+
+    trace = read_trace(file)
+    lines = interval_lines(trace["intervals_ms"]) if "intervals_ms" in trace else report_lines(fit(trace["packets"]))
+    for line in lines:
+        console.print(line, highlight=False, soft_wrap=True)
