@@ -61,18 +61,18 @@ def _sim_row(loaded, seed: int, run_dir: Path | None) -> dict:
                           and c["guaranteed_complete"] == c["guaranteed"])}
 
 
-def _emulated_verdict(loaded, seed: int, sim_dir: Path, emu_dir: Path) -> tuple[bool, str]:
+def _emulated_verdict(loaded, seed: int, sim_dir: Path, emu_dir: Path, nodes: str) -> tuple[bool, str]:
     """Emulate the run (as root) and judge it against the simulated one: (passed, failed rules)."""
     from ..analysis.twin_verdict import FAIL, inputs_of, passed, twin_verdict
     from ..experiment_run import EmulationOptions, run_experiment
     from ..rundir import RunDir
 
-    run_experiment(loaded, "emulation", seed=seed, out=emu_dir, options=EmulationOptions(impair="relay"))
+    run_experiment(loaded, "emulation", seed=seed, out=emu_dir, options=EmulationOptions(nodes=nodes, impair="relay", capture=[]))
     rules = twin_verdict(inputs_of(RunDir(sim_dir)), inputs_of(RunDir(emu_dir)))
     return passed(rules), ", ".join(f"{r.metric} ({r.a} vs {r.b})" for r in rules if r.status == FAIL)
 
 
-def run_campaign(count: int, seed: int, out: Path, backend: str = "sim", keep_runs: bool = False,
+def run_campaign(count: int, seed: int, out: Path, backend: str = "sim", keep_runs: bool = False, nodes: str = "ns",
                  progress: Callable[[int, int], None] | None = None) -> list[dict]:
     """Run ``count`` generated experiments; write the table and its Markdown; return the rows."""
     from ..spec import load_experiment
@@ -104,7 +104,7 @@ def run_campaign(count: int, seed: int, out: Path, backend: str = "sim", keep_ru
         sim_dir = out / RUNS / str(s) / "sim" if emulated or keep_runs else None
         row.update(_sim_row(loaded, s, sim_dir))
         if emulated:
-            ok, failed = _emulated_verdict(loaded, s, sim_dir, out / RUNS / str(s) / "emulation")
+            ok, failed = _emulated_verdict(loaded, s, sim_dir, out / RUNS / str(s) / "emulation", nodes)
             row.update(verdict="PASS" if ok else "FAIL", failed_rules=failed)
         rows.append(row)
         if progress is not None:

@@ -178,6 +178,7 @@ def campaign_twin(
     backend: str = typer.Option("sim", "--backend", help="sim, or emulation: each run simulated and emulated "
                                 "(relay links, as root) and judged by the twin verdict"),
     keep_runs: bool = typer.Option(False, "--keep-runs", help="sim: also write each run's directory under runs/"),
+    nodes: str = typer.Option("ns", "--nodes", help="emulation: ns (namespace hosts) or docker"),
 ) -> None:
     """Run N generated topologies and experiments; write campaign.parquet and campaign.md (a row per run:
     valid or its error, agreement, lost, guaranteed customers complete, reformations, twin verdict)."""
@@ -189,7 +190,7 @@ def campaign_twin(
     columns = (TextColumn("[bold]campaign[/] twin"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True) as bar:
         task = bar.add_task("", total=count)
-        rows = run_campaign(count, seed, out, backend, keep_runs,
+        rows = run_campaign(count, seed, out, backend, keep_runs, nodes,
                             progress=lambda done, total: bar.update(task, completed=done))
     clean = sum(1 for r in rows if r["clean"])
     invalid = sum(1 for r in rows if not r["valid"])
