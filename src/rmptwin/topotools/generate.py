@@ -219,8 +219,8 @@ def _all_tries_fail(links: list, k: int) -> float:
         if getattr(loss, "model", "bernoulli") == "gilbert_elliott":
             pi_bad = loss.p_gb / (loss.p_gb + loss.p_bg)
             ok *= 1 - min(1.0, 2 * pi_bad * (1 - loss.p_bg) ** (k - 1) * loss.loss_bad)
-        else:
-            ok *= 1 - (1 - (1 - loss.p) ** 2) ** k
+        else:   # Bernoulli (a trace counts at its mean)
+            ok *= 1 - (1 - (1 - loss.mean) ** 2) ** k
     return 1 - ok
 
 
