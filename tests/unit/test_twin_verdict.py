@@ -209,3 +209,23 @@ def test_reformation_counts_one_per_stripe_and_epoch():
             cols[n].append({"kind": kind, "detail": json.dumps(det), "t_ns": i}.get(n, None))
     table = pa.Table.from_pydict(cols, schema=EVENT_SCHEMA)
     assert reformation_counts(table) == (2, 1)
+
+
+def test_unequal_reformations_name_the_machine_when_its_timers_outrun_the_pass_margin():
+    def run(n: int, late: float | None, margin: float | None) -> TwinInputs:
+        s = summary(timer_lateness_ms={"primary": {"p99": late}}) if late is not None else summary()
+        return TwinInputs(summary=s, link_loss=LOSS, order=ORDER, one_source_per_stripe=True,
+                          reformations=(n, n), pass_margin_ms=margin)
+
+    machine = rule(run(0, None, 2.0), run(2, 3.5, None), "reformations")
+    assert machine.status == FAIL and "the machine's timers" in machine.note and "2 ms" in machine.note
+    protocol = rule(run(0, None, 20.0), run(2, 3.5, None), "reformations")
+    assert protocol.status == FAIL and "false failures" in protocol.note and "machine" not in protocol.note
+
+
+def test_pass_margin_is_dn_minus_the_longest_path_between_primaries():
+    from rmptwin.analysis.twin_verdict import pass_margin_ms
+    from rmptwin.spec import load_experiment
+    loaded = load_experiment(Path(__file__).resolve().parents[2] / "experiments" / "line3.yaml")
+    # rp1 (s1) to rp3 (s3): 0.1 + 5 + 5 + 0.1 ms; dN 20 ms
+    assert pass_margin_ms(loaded.to_manifest(), loaded.topology) == pytest.approx(20 - 10.2)

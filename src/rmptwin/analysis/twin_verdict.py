@@ -36,7 +36,10 @@
   Gilbert-Elliott, the arrival-order chain), which the backends interleave differently, and
   an emulated retry or token timer that fires late stretches the window the pass had: so
   the emulation may report a member the simulator never suspects. The rule fails rather
-  than excuse it: the note shows what to look at (issue 21).
+  than excuse it, and its note says whose the difference is: the machine's when B's timer
+  lateness p99 reaches the pass margin (dN minus the longest path between primaries, the
+  slack before a pass is re-sent: ``pass_margin_ms``), else false failures of the protocol
+  at this loss and k_r (issue 21).
 
 ``twin_verdict`` is pure over two ``TwinInputs`` (summary.json and small tables); ``inputs_of``
 builds one from a run directory. Rules that cannot be judged say 'not comparable' or 'not
@@ -54,7 +57,7 @@ import pyarrow.compute as pc
 from ..events import Kind
 from ..rundir import RunDir
 from ..spec import Topology
-from ..tree import multicast_tree
+from ..tree import multicast_tree, worst_delay_ms
 
 PASS, FAIL = "pass", "fail"
 NOT_COMPARABLE, NOT_DETERMINISTIC = "not comparable", "not deterministic"
@@ -78,6 +81,7 @@ class TwinInputs:
     order: dict[int, list[Delivered]] = field(default_factory=dict)  # stripe -> reference receiver's DELIVERs
     one_source_per_stripe: bool = False
     reformations: tuple[int, int] = (0, 0)                     # (reformations done, failure reports)
+    pass_margin_ms: float | None = None   # dN - the longest path between primaries: slack before a pass is re-sent
 
 
 @dataclass(frozen=True)
@@ -202,8 +206,13 @@ def _reformations(a: TwinInputs, b: TwinInputs) -> Rule:
     late = timer_lateness_ms(b.summary)
     note = f"failure reports {fa} vs {fb}"
     if ra != rb:
-        note += ("; B's timer lateness p99 " + (f"{late:.3g} ms" if late is not None else "unknown")
-                 + ": unequal reformations without a crash are false failures (all k_r tries of a pass failed)")
+        margin = a.pass_margin_ms
+        note += "; B's timer lateness p99 " + (f"{late:.3g} ms" if late is not None else "unknown")
+        if late is not None and margin is not None and late >= margin:
+            note += (f" >= the {margin:.3g} ms a token pass has before it is re-sent (dN - longest path): the "
+                     "machine's timers re-send passes the simulator does not, and re-sent copies meet other loss draws")
+        else:
+            note += ": unequal reformations without a crash are false failures (all k_r tries of a pass failed)"
     return Rule("reformations", str(ra), str(rb), "equal", _status(ra == rb), note)
 
 
@@ -212,6 +221,16 @@ def twin_verdict(a: TwinInputs, b: TwinInputs) -> list[Rule]:
     sa, sb = a.summary, b.summary
     return [_equal("agreement", sa, sb), _equal("messages_lost", sa, sb), _control(sa, sb),
             _latency(sa, sb), _fairness(sa, sb), _link_loss(a, b), _order(a, b), _reformations(a, b)]
+
+
+def pass_margin_ms(manifest: dict, topo: Topology) -> float | None:
+    """dN minus the longest one-way delay between two primaries: how late the next site's ack
+    may come (a late timer, a recovery) before the previous site re-sends its pass."""
+    dn = ((manifest.get("experiment") or {}).get("protocol") or {}).get("dn_ms")
+    rps = topo.hosts_with_role("primary")
+    if dn is None or len(rps) < 2:
+        return None
+    return float(dn) - max(worst_delay_ms(topo, a, b) for a in rps for b in rps if a is not b)
 
 
 def reformation_counts(events: pa.Table) -> tuple[int, int]:
@@ -354,4 +373,4 @@ def inputs_of(run: RunDir) -> TwinInputs:
     return TwinInputs(summary=run.read_summary(), link_loss=loss,
                       order=delivered_order(events, ref) if ref else {},
                       one_source_per_stripe=one_source_per_stripe(events),
-                      reformations=reformation_counts(events))
+                      reformations=reformation_counts(events), pass_margin_ms=pass_margin_ms(manifest, topo))
