@@ -8,12 +8,12 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from ..errors import UserError
-from ..rmp.striping import serves_stripe
-from .experiment import Experiment, LoadedExperiment
-from .hosts import ROLES
-from .topology import Topology
-from .traces import fill_traces
+from rmptwin.errors import UserError
+from rmptwin.rmp.striping import serves_stripe
+from rmptwin.spec.experiment import Experiment, LoadedExperiment
+from rmptwin.spec.hosts import ROLES
+from rmptwin.spec.topology import Topology
+from rmptwin.spec.traces import fill_traces
 
 
 def _line_index(text: str) -> dict[tuple, int]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import UserError
+from rmptwin.errors import UserError
 
 
 def read_trace(path: Path) -> dict:

@@ -25,9 +25,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..errors import UserError
-from .cli import dump_yaml, write_text
-from .generate import campaign_params, generate
+from rmptwin.errors import UserError
+from rmptwin.topotools.cli import dump_yaml, write_text
+from rmptwin.topotools.generate import campaign_params, generate
 
 TABLE, REPORT, INPUTS, RUNS = "campaign.parquet", "campaign.md", "inputs", "runs"
 COLUMNS = ("seed", "switches", "regions", "links", "loss_max", "mesh", "stripes", "valid", "error",
@@ -40,10 +40,10 @@ def default_dir(seed: int, count: int, backend: str) -> Path:
 
 
 def _sim_row(loaded, seed: int, run_dir: Path | None) -> dict:
-    from ..analysis.summary import summarize
-    from ..analysis.twin_verdict import reformation_counts
-    from ..experiment_run import run_experiment
-    from ..sim.runner import simulate
+    from rmptwin.analysis.summary import summarize
+    from rmptwin.analysis.twin_verdict import reformation_counts
+    from rmptwin.experiment_run import run_experiment
+    from rmptwin.sim.runner import simulate
 
     if run_dir is None:
         events = simulate(loaded, seed).events
@@ -63,9 +63,9 @@ def _sim_row(loaded, seed: int, run_dir: Path | None) -> dict:
 
 def _emulated_verdict(loaded, seed: int, sim_dir: Path, emu_dir: Path, nodes: str) -> tuple[bool, str]:
     """Emulate the run (as root) and judge it against the simulated one: (passed, failed rules)."""
-    from ..analysis.twin_verdict import FAIL, inputs_of, passed, twin_verdict
-    from ..experiment_run import EmulationOptions, run_experiment
-    from ..rundir import RunDir
+    from rmptwin.analysis.twin_verdict import FAIL, inputs_of, passed, twin_verdict
+    from rmptwin.experiment_run import EmulationOptions, run_experiment
+    from rmptwin.rundir import RunDir
 
     run_experiment(loaded, "emulation", seed=seed, out=emu_dir, options=EmulationOptions(nodes=nodes, impair="relay", capture=[]))
     rules = twin_verdict(inputs_of(RunDir(sim_dir)), inputs_of(RunDir(emu_dir)))
@@ -75,7 +75,7 @@ def _emulated_verdict(loaded, seed: int, sim_dir: Path, emu_dir: Path, nodes: st
 def run_campaign(count: int, seed: int, out: Path, backend: str = "sim", keep_runs: bool = False, nodes: str = "ns",
                  progress: Callable[[int, int], None] | None = None) -> list[dict]:
     """Run ``count`` generated experiments; write the table and its Markdown; return the rows."""
-    from ..spec import load_experiment
+    from rmptwin.spec import load_experiment
 
     if backend not in ("sim", "emulation"):
         raise UserError(f"--backend {backend!r}: choose sim or emulation")

@@ -9,8 +9,8 @@ from typing import Optional
 import typer
 import yaml
 
-from ..console import make_console
-from ..errors import UserError
+from rmptwin.console import make_console
+from rmptwin.errors import UserError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="bring your own topology: generate a random one or import a GraphML/GML graph")
@@ -81,7 +81,7 @@ def gen(
 ) -> None:
     """Write a random valid topology: a tree (or a mesh with --mesh), connected regions, every RMP role
     placed (sources, primary ring, an R_T, an R_x and customers per region, a reformation server)."""
-    from .generate import GenParams, generate
+    from rmptwin.topotools.generate import GenParams, generate
 
     if experiment_out is not None and out is None:
         raise UserError("--experiment-out needs --out (the experiment names the topology file)")
@@ -128,8 +128,8 @@ def import_(
 ) -> None:
     """Import a GraphML/GML graph: link delays from the great-circle distance at 2/3 c (+ overhead), bandwidth
     where given, regions from a node attribute, roles placed by a fixed rule set (docs/bring-your-own-topology.md)."""
-    from .generate import GenParams, generate_experiment
-    from .zoo_import import FIBRE_KM_PER_MS, ImportOptions, import_graph
+    from rmptwin.topotools.generate import GenParams, generate_experiment
+    from rmptwin.topotools.zoo_import import FIBRE_KM_PER_MS, ImportOptions, import_graph
 
     if experiment_out is not None and out is None:
         raise UserError("--experiment-out needs --out (the experiment names the topology file)")
@@ -184,7 +184,7 @@ def campaign_twin(
     valid or its error, agreement, lost, guaranteed customers complete, reformations, twin verdict)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from .campaign import REPORT, TABLE, default_dir, run_campaign
+    from rmptwin.topotools.campaign import REPORT, TABLE, default_dir, run_campaign
 
     out = out or default_dir(seed, count, backend)
     columns = (TextColumn("[bold]campaign[/] twin"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
@@ -209,8 +209,8 @@ trace_app = typer.Typer(add_completion=False, no_args_is_help=True, help="measur
 def trace_fit(file: Path = typer.Argument(..., help="a loss trace: 0/1 per packet, or 'start_ms end_ms' per line")) -> None:
     """Print the Bernoulli and Gilbert-Elliott parameters that fit a trace (maximum likelihood), each with its
     log-likelihood, and the loss: line to paste into a topology."""
-    from ..spec.traces import read_trace
-    from .trace_fit import fit, interval_lines, report_lines
+    from rmptwin.spec.traces import read_trace
+    from rmptwin.topotools.trace_fit import fit, interval_lines, report_lines
 
     trace = read_trace(file)
     lines = interval_lines(trace["intervals_ms"]) if "intervals_ms" in trace else report_lines(fit(trace["packets"]))

@@ -38,11 +38,11 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import UserError
-from ..sim.random_trees import max_path_delay_ms
-from ..spec import Experiment, LoadedExperiment, Topology
-from ..spec_bounds import violated_bounds
-from ..tree import switch_path_links
+from rmptwin.errors import UserError
+from rmptwin.sim.random_trees import max_path_delay_ms
+from rmptwin.spec import Experiment, LoadedExperiment, Topology
+from rmptwin.spec_bounds import violated_bounds
+from rmptwin.tree import switch_path_links
 
 ACCESS = {"delay_ms": 0.1}
 

@@ -51,7 +51,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import UserError
+from rmptwin.errors import UserError
 
 EARTH_RADIUS_KM = 6371.0088
 FIBRE_KM_PER_MS = 299_792.458 * 2 / 3 / 1000     # 2/3 c: 199.86 km per ms
@@ -297,7 +297,7 @@ def _distances(adj: dict, root: str, allowed: set[str]) -> dict[str, float]:
 
 def import_graph(path: Path, opts: ImportOptions, name: str | None = None) -> tuple[dict, list[str]]:
     """(topology dict with roles placed, notes): the whole of `rmptwin topo import`."""
-    from ..spec import Topology
+    from rmptwin.spec import Topology
 
     for what, v in (("--sources", opts.sources), ("--primaries", opts.primaries)):
         if v < 1:
