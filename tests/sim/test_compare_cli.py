@@ -50,7 +50,7 @@ def test_same_seed_twice_passes_every_rule(runs):
     rules = {r.metric: r for r in twin_verdict(inputs_of(RunDir(runs["a"])), inputs_of(RunDir(runs["b"])))}
     # line3 has one source on one stripe: the order rule is judged, not skipped.
     assert {r.status for r in rules.values()} == {PASS}, rules
-    assert len(rules) == 7
+    assert len(rules) == 8
 
 
 def test_more_loss_fails_the_per_link_loss_rule_and_exits_non_zero(runs):

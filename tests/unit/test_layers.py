@@ -35,7 +35,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("emulation",),                               # Mininet + OVS + controller + nodes; the emulated experiment runner
     ("analysis",),                                # summary.json and the Spark jobs: read run directories only
     ("runs",),                                    # an experiment on a backend, reruns
-    ("sweeps", "claims", "studies"),              # many runs
+    ("sweeps", "claims", "studies", "topotools"),  # many runs; topologies and experiments written for the user
     ("cli",),                                     # the command line and what it prints
     ("bench",),                                   # benchmarks
 ]

@@ -47,6 +47,9 @@ ERROR_PATHS = [
     (["taxonomy", "measure", "empty-run"], "empty-run"),
     (["rerun", "empty-run"], "empty-run"),
     (["keys", "gen", "missing.yaml"], "missing.yaml"),
+    (["topo", "import", "missing.graphml"], "missing.graphml"),
+    (["topo", "gen", "--switches", "2", "--seed", "1", "--regions", "5"], "--regions"),
+    (["trace", "fit", "missing.txt"], "missing.txt"),
 ]
 
 

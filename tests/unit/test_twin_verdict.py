@@ -39,7 +39,7 @@ def rule(a: TwinInputs, b: TwinInputs, metric: str):
 
 def test_identical_runs_pass_every_rule():
     rules = twin_verdict(inputs(), inputs())
-    assert [r.status for r in rules] == [PASS] * 7 and passed(rules)
+    assert [r.status for r in rules] == [PASS] * 8 and passed(rules)
 
 
 @pytest.mark.parametrize("metric, a, b", [("agreement", True, False), ("messages_lost", 0, 1)])
@@ -185,3 +185,47 @@ def test_report_states_minc_sample_sizes_and_whether_the_error_is_sampling():
     m["minc"][0]["estimate"] = 0.13       # 11 points: 11 packets of a 100-packet tree
     assert "not sampling alone" in minc_note(m)
     assert "No MINC estimate" in minc_note({"minc": []})
+
+
+def test_reformations_must_be_equal_and_the_note_gives_failure_reports():
+    def with_reforms(n: int, reports: int) -> TwinInputs:
+        return TwinInputs(summary=summary(), link_loss=LOSS, order=ORDER, one_source_per_stripe=True,
+                          reformations=(n, reports))
+
+    assert rule(with_reforms(1, 2), with_reforms(1, 3), "reformations").status == PASS
+    r = rule(with_reforms(0, 0), with_reforms(3, 5), "reformations")
+    assert r.status == FAIL and (r.a, r.b) == ("0", "3") and "failure reports 0 vs 5" in r.note
+
+
+def test_reformation_counts_one_per_stripe_and_epoch():
+    from rmptwin.analysis.twin_verdict import reformation_counts
+    from rmptwin.core.events import Kind
+    rows = [(Kind.REFORM_DONE, {"stripe": 0, "epoch": 2}), (Kind.REFORM_DONE, {"stripe": 0, "epoch": 2}),
+            (Kind.REFORM_DONE, {"stripe": 1, "epoch": 2}), (Kind.FAILURE_REPORT, {"stripe": 0})]
+    names = [f.name for f in EVENT_SCHEMA]
+    cols = {n: [] for n in names}
+    for i, (kind, det) in enumerate(rows):
+        for n, f in zip(names, EVENT_SCHEMA):
+            cols[n].append({"kind": kind, "detail": json.dumps(det), "t_ns": i}.get(n, None))
+    table = pa.Table.from_pydict(cols, schema=EVENT_SCHEMA)
+    assert reformation_counts(table) == (2, 1)
+
+
+def test_unequal_reformations_name_the_machine_when_its_timers_outrun_the_pass_margin():
+    def run(n: int, late: float | None, margin: float | None) -> TwinInputs:
+        s = summary(timer_lateness_ms={"primary": {"p99": late}}) if late is not None else summary()
+        return TwinInputs(summary=s, link_loss=LOSS, order=ORDER, one_source_per_stripe=True,
+                          reformations=(n, n), pass_margin_ms=margin)
+
+    machine = rule(run(0, None, 2.0), run(2, 3.5, None), "reformations")
+    assert machine.status == FAIL and "the machine's timers" in machine.note and "2 ms" in machine.note
+    protocol = rule(run(0, None, 20.0), run(2, 3.5, None), "reformations")
+    assert protocol.status == FAIL and "false failures" in protocol.note and "machine" not in protocol.note
+
+
+def test_pass_margin_is_dn_minus_the_longest_path_between_primaries():
+    from rmptwin.analysis.twin_verdict import pass_margin_ms
+    from rmptwin.spec import load_experiment
+    loaded = load_experiment(Path(__file__).resolve().parents[2] / "experiments" / "line3.yaml")
+    # rp1 (s1) to rp3 (s3): 0.1 + 5 + 5 + 0.1 ms; dN 20 ms
+    assert pass_margin_ms(loaded.to_manifest(), loaded.topology) == pytest.approx(20 - 10.2)

@@ -12,6 +12,7 @@ from rich.table import Table
 from rmptwin.errors import UserError
 from rmptwin.rundir.run import RunDir
 
+
 from rich.console import Console
 
 from rmptwin.analysis.report import CSS, fmt

@@ -77,7 +77,7 @@ import pyarrow as pa
 from rmptwin.core.events import Kind
 from rmptwin.spec.queries import customer_stripes
 from rmptwin.spec import LoadedExperiment
-from rmptwin.records.timer_lateness import merge_by_key
+from rmptwin.records.timer_lateness import lateness_by_role
 from rmptwin.analysis.reformations import reformation_list
 from rmptwin.analysis.sections import summary_sections
 from rmptwin.analysis.stats import percentiles
@@ -265,9 +265,7 @@ def fairness_split(df: pd.DataFrame, d: _Deliveries, rt_names: set[str], operabl
 def timer_lateness_by_role(df: pd.DataFrame) -> dict:
     """{role: {p50, p99, max, n}} in ms, from the nodes' TIMER_LATENESS events."""
     rows = df[df.kind == Kind.TIMER_LATENESS]
-    merged = merge_by_key((role, json.loads(det) if isinstance(det, str) else det)
-                          for role, det in zip(rows.role, rows.detail))
-    return {role: h.summary_ms() for role, h in sorted(merged.items())}
+    return lateness_by_role(zip(rows.role, rows.detail))
 
 
 def _emulated_figures(df: pd.DataFrame, d: _Deliveries, rt_names: set[str], operable_names: set[str]) -> dict:

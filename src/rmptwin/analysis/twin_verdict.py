@@ -28,6 +28,18 @@
   deterministic, the rule is skipped (its note gives the fraction of positions that agree
   anyway). Where every stripe has one source, in both runs, the sequence is fixed by the
   protocol and must be identical.
+- reformations: ring reformations completed (distinct (stripe, epoch) of REFORM_DONE) must be
+  equal; the note gives both runs' failure reports (FAILURE_REPORT) and B's timer lateness.
+  A reformation no crash fault explains is a false failure: k_r token-pass (or request)
+  tries all failed. With the same seed the first copy of a token pass meets the same loss
+  draw in both backends, but its retries are copies (arrival-order draws; with
+  Gilbert-Elliott, the arrival-order chain), which the backends interleave differently, and
+  an emulated retry or token timer that fires late stretches the window the pass had: so
+  the emulation may report a member the simulator never suspects. The rule fails rather
+  than excuse it, and its note says whose the difference is: the machine's when B's timer
+  lateness p99 reaches the pass margin (dN minus the longest path between primaries, the
+  slack before a pass is re-sent: ``pass_margin_ms``), else false failures of the protocol
+  at this loss and k_r (issue 21).
 
 ``twin_verdict`` is pure over two ``TwinInputs`` (summary.json and small tables); ``inputs_of``
 builds one from a run directory. Rules that cannot be judged say 'not comparable' or 'not
@@ -45,7 +57,7 @@ import pyarrow.compute as pc
 from rmptwin.core.events import Kind
 from rmptwin.rundir.run import RunDir
 from rmptwin.spec import Topology
-from rmptwin.spec.tree import multicast_tree
+from rmptwin.spec.tree import multicast_tree, worst_delay_ms
 
 PASS, FAIL = "pass", "fail"
 NOT_COMPARABLE, NOT_DETERMINISTIC = "not comparable", "not deterministic"
@@ -68,6 +80,8 @@ class TwinInputs:
     link_loss: dict[Direction, tuple[int, int]] | None = None   # direction -> (first copies lost, offered); None: no drop log
     order: dict[int, list[Delivered]] = field(default_factory=dict)  # stripe -> reference receiver's DELIVERs
     one_source_per_stripe: bool = False
+    reformations: tuple[int, int] = (0, 0)                     # (reformations done, failure reports)
+    pass_margin_ms: float | None = None   # dN - the longest path between primaries: slack before a pass is re-sent
 
 
 @dataclass(frozen=True)
@@ -187,11 +201,49 @@ def _order(a: TwinInputs, b: TwinInputs) -> Rule:
     return Rule(metric, "–", shown, tol, _status(same == positions), "one source per stripe")
 
 
+def _reformations(a: TwinInputs, b: TwinInputs) -> Rule:
+    (ra, fa), (rb, fb) = a.reformations, b.reformations
+    late = timer_lateness_ms(b.summary)
+    note = f"failure reports {fa} vs {fb}"
+    if ra != rb:
+        margin = a.pass_margin_ms
+        note += "; B's timer lateness p99 " + (f"{late:.3g} ms" if late is not None else "unknown")
+        if late is not None and margin is not None and late >= margin:
+            note += (f" >= the {margin:.3g} ms a token pass has before it is re-sent (dN - longest path): the "
+                     "machine's timers re-send passes the simulator does not, and re-sent copies meet other loss draws")
+        else:
+            note += ": unequal reformations without a crash are false failures (all k_r tries of a pass failed)"
+    return Rule("reformations", str(ra), str(rb), "equal", _status(ra == rb), note)
+
+
 def twin_verdict(a: TwinInputs, b: TwinInputs) -> list[Rule]:
     """One Rule per metric of the module docstring, A the simulated run and B the emulated one."""
     sa, sb = a.summary, b.summary
     return [_equal("agreement", sa, sb), _equal("messages_lost", sa, sb), _control(sa, sb),
-            _latency(sa, sb), _fairness(sa, sb), _link_loss(a, b), _order(a, b)]
+            _latency(sa, sb), _fairness(sa, sb), _link_loss(a, b), _order(a, b), _reformations(a, b)]
+
+
+def pass_margin_ms(manifest: dict, topo: Topology) -> float | None:
+    """dN minus the longest one-way delay between two primaries: how late the next site's ack
+    may come (a late timer, a recovery) before the previous site re-sends its pass."""
+    dn = ((manifest.get("experiment") or {}).get("protocol") or {}).get("dn_ms")
+    rps = topo.hosts_with_role("primary")
+    if dn is None or len(rps) < 2:
+        return None
+    return float(dn) - max(worst_delay_ms(topo, a, b) for a in rps for b in rps if a is not b)
+
+
+def reformation_counts(events: pa.Table) -> tuple[int, int]:
+    """(ring reformations done: distinct (stripe, epoch) of REFORM_DONE, FAILURE_REPORT events).
+    Redundant reformation servers may each log one reformation: it counts once."""
+    kinds = events["kind"]
+    done = events.filter(pc.equal(kinds, Kind.REFORM_DONE)).column("detail").to_pylist()
+    epochs = set()
+    for det in done:
+        d = json.loads(det) if det else {}
+        epochs.add((d.get("stripe", 0), d.get("epoch")))
+    reports = pc.sum(pc.equal(kinds, Kind.FAILURE_REPORT)).as_py() or 0
+    return len(epochs), int(reports)
 
 
 # ----------------------------------------------------------------------------- from a run directory
@@ -320,4 +372,5 @@ def inputs_of(run: RunDir) -> TwinInputs:
                                stripe_trees(topo, events))
     return TwinInputs(summary=run.read_summary(), link_loss=loss,
                       order=delivered_order(events, ref) if ref else {},
-                      one_source_per_stripe=one_source_per_stripe(events))
+                      one_source_per_stripe=one_source_per_stripe(events),
+                      reformations=reformation_counts(events), pass_margin_ms=pass_margin_ms(manifest, topo))

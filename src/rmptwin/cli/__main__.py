@@ -1,4 +1,4 @@
-"""``python -m rmptwin.cli``: the same as the ``rmptwin`` command."""
+"""``python -m rmptwin.cli.main``: the same as the ``rmptwin`` command."""
 
 from rmptwin.cli.main import main
 

@@ -16,11 +16,9 @@ from typing import Optional
 
 import typer
 
-from rmptwin.cli import flags  # noqa: F401 - flags' help without a '<bool>' placeholder
 from rmptwin.cli.console import make_console, print_error
 from rmptwin.cli import analyze as analysis_cli
 from rmptwin.cli import venue as venue_cli
-from rmptwin.cli.bound_warnings import print_bound_warnings
 from rmptwin.cli import net as emulation_cli
 from rmptwin.errors import UserError
 from rmptwin.runs.experiment import run_experiment
@@ -29,11 +27,14 @@ from rmptwin.cli.display import print_sim_summary, print_summary, progress_bar
 from rmptwin.rundir.run import RunDir
 from rmptwin.cli import run as runtime_cli
 from rmptwin.spec import read_yaml, json_schemas, load_experiment, load_topology
-from rmptwin.cli.overrides import SET_HELP, with_overrides
 from rmptwin.cli import sweep as sweeps_cli
 from rmptwin.cli import claims as claims_cli
+from rmptwin.cli import flags  # noqa: F401 - flags' help without a '<bool>' placeholder
+from rmptwin.cli.bound_warnings import print_bound_warnings
+from rmptwin.cli.overrides import SET_HELP, with_overrides
 from rmptwin.cli.bound_warnings import print_topology_warnings
 from rmptwin.cli import taxonomy as taxonomy_cli
+from rmptwin.cli import topo as topo_cli
 from rmptwin.cli import keys
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="rmptwin: RMP and exchange-venue testbed")
@@ -121,6 +122,9 @@ app.add_typer(taxonomy_cli.app, name="taxonomy")  # compare, measure
 app.add_typer(sweeps_cli.app)      # sweep
 app.add_typer(claims_cli.app)      # claims
 app.add_typer(keys.app, name="keys")      # keys gen
+app.add_typer(topo_cli.app, name="topo")   # gen, import
+app.add_typer(topo_cli.campaign_app, name="campaign")   # twin
+app.add_typer(topo_cli.trace_app, name="trace")   # fit
 
 
 def main() -> None:

@@ -9,13 +9,13 @@ from typing import Optional
 import typer
 
 from rmptwin.cli.console import make_console
-from rmptwin.cli.bound_warnings import print_bound_warnings
 from rmptwin.errors import UserError
 from rmptwin.runs.experiment import EmulationOptions, run_experiment
 from rmptwin.cli.display import print_emulation_summary, progress_bar
 from rmptwin.spec import LoadedExperiment, load_experiment
-from rmptwin.cli.overrides import SET_HELP, with_overrides
 from rmptwin.emulation.emulate import NODE_CPUS, NODE_MEMORY_MB, default_capture
+from rmptwin.cli.bound_warnings import print_bound_warnings
+from rmptwin.cli.overrides import SET_HELP, with_overrides
 
 app = typer.Typer(add_completion=False, help="emulated runs: every role its own process in its own host")
 console = make_console()

@@ -48,6 +48,13 @@ each block starts from the stationary distribution, so any index can be recomput
 and the loss rate is the stationary one. What this gives up: a burst does not hit several
 sources' packets at the same instant.
 
+**Traces.** ``TraceConfig`` replays a measured loss trace instead of drawing: a per-packet
+0/1 sequence by the order UDP datagrams are offered to the direction (looping when the run
+offers more), or loss intervals by run time (``trace_origin_ns`` is the clock value of t = 0).
+The file is read by the spec loader (``spec.traces``); this module is only given the
+sequence. Where the two backends offer a direction the same datagrams in the same order,
+they drop the same ones, and the drop log is the trace.
+
 **Queue.** A drop-tail FIFO of ``queue_packets`` packets (and optionally ``queue_bytes``).
 With ``count_in_flight`` (the default) it counts every packet accepted and not yet at the
 far end, as netem and the relay do and as the spec's default limit (2 x bandwidth-delay
@@ -61,6 +68,7 @@ from __future__ import annotations
 
 import hashlib
 import struct
+from bisect import bisect_right
 from collections import deque
 from dataclasses import dataclass, replace
 
@@ -143,12 +151,31 @@ class GilbertElliottConfig:
         return 1.0 / self.p_bg
 
 
-LossConfig = BernoulliConfig | GilbertElliottConfig
+@dataclass(frozen=True, slots=True)
+class TraceConfig:
+    """A loss trace replayed as given: ``packets`` (1: lost) by the order packets are offered
+    to the direction, or ``intervals_ns`` ([start, end) of run time) by when. A per-packet
+    trace loops when the run offers more packets than it holds. Only UDP datagrams count
+    (frames the relay sees that the simulator never makes, ARP or IGMP, pass and take no
+    place in the trace), so the n-th datagram meets the n-th entry in both backends."""
+
+    packets: bytes = b""
+    intervals_ns: tuple[tuple[int, int], ...] = ()
+
+    @property
+    def mean(self) -> float:
+        if self.packets:
+            return self.packets.count(1) / len(self.packets)
+        end = self.intervals_ns[-1][1] if self.intervals_ns else 0
+        return sum(b - a for a, b in self.intervals_ns) / end if end else 0.0
+
+
+LossConfig = BernoulliConfig | GilbertElliottConfig | TraceConfig
 
 
 def loss_config(model) -> LossConfig:
     """A loss config from a spec loss model (duck-typed), a bare probability or a config."""
-    if isinstance(model, (BernoulliConfig, GilbertElliottConfig)):
+    if isinstance(model, (BernoulliConfig, GilbertElliottConfig, TraceConfig)):
         return model
     if model is None:
         return BernoulliConfig(0.0)
@@ -159,7 +186,20 @@ def loss_config(model) -> LossConfig:
         return GilbertElliottConfig(model.p_gb, model.p_bg, model.loss_good, model.loss_bad)
     if kind == "bernoulli":
         return BernoulliConfig(model.p)
-    raise UserError(f"link loss: unknown model {kind!r}; use bernoulli or gilbert_elliott")
+    if kind == "trace":
+        if model.packets:
+            return TraceConfig(packets=bytes(c == "1" for c in model.packets))
+        if model.intervals_ms:
+            merged: list[list[int]] = []
+            for a, b in sorted((round(a * 1e6), round(b * 1e6)) for a, b in model.intervals_ms):
+                if merged and a <= merged[-1][1]:
+                    merged[-1][1] = max(merged[-1][1], b)
+                else:
+                    merged.append([a, b])
+            return TraceConfig(intervals_ns=tuple((a, b) for a, b in merged))
+        raise UserError(f"link loss: trace {getattr(model, 'file', None)!r} was never read (load the YAML with "
+                        "rmptwin.spec.load_topology, which reads trace files)")
+    raise UserError(f"link loss: unknown model {kind!r}; use bernoulli, gilbert_elliott or trace")
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,7 +270,8 @@ class LinkDirection:
         "config", "up", "_prefix", "_hasher", "_draws", "_ge", "_loss_thr", "_thr_good", "_thr_bad",
         "_jitter_ns", "_delay_ns", "_ns_per_byte", "_limit", "_byte_limit", "_in_flight",
         "_line", "_line_bytes", "_bytes_held", "_tx_free", "_last_arrival",
-        "_seen", "_seen_old", "_other_index", "_blocks",
+        "_seen", "_seen_old", "_other_index", "_blocks", "_trace", "_trace_n", "_trace_starts",
+        "trace_origin_ns",
     )
 
     def __init__(self, config: LinkConfig, seed: str) -> None:
@@ -250,6 +291,12 @@ class LinkDirection:
         self._other_index = 0                   # place in the arrival-order Gilbert-Elliott chain
         self._blocks: dict[tuple[bytes, int], bytearray] = {}
         self._byte_limit = None
+        self._trace: TraceConfig | None = None
+        self._trace_n = 0                       # datagrams offered since the trace was set
+        self._trace_starts: list[int] = []
+        # The clock value of the run's t = 0, for interval traces (run time); the simulator's
+        # clock is run time already, the relay's is the monotonic clock.
+        self.trace_origin_ns = 0
         self.reconfigure(config)
 
     # ------------------------------------------------------------------ run-time changes
@@ -266,12 +313,16 @@ class LinkDirection:
             self._bytes_held = 0
         self._byte_limit = config.queue_bytes
         loss = config.loss
+        trace = loss if isinstance(loss, TraceConfig) else None
+        if trace != self._trace:   # a new trace replays from its start (other changes keep its place)
+            self._trace, self._trace_n = trace, 0
+            self._trace_starts = [a for a, _ in trace.intervals_ns] if trace is not None else []
         self._ge = loss if isinstance(loss, GilbertElliottConfig) else None
-        self._loss_thr = _digest_threshold(loss.p if self._ge is None else 0.0)
+        self._loss_thr = _digest_threshold(0.0 if self._ge is not None or trace is not None else loss.p)
         if self._ge is not None:
             self._thr_good, self._thr_bad = _digest_threshold(loss.loss_good), _digest_threshold(loss.loss_bad)
         self._blocks.clear()   # chains computed with the old probabilities
-        self._draws = bool(self._ge is not None or loss.mean > 0.0 or self._jitter_ns)
+        self._draws = bool(self._ge is not None or (trace is None and loss.mean > 0.0) or self._jitter_ns)
 
     def set_loss(self, model) -> None:
         """Change the loss model (a spec model, a probability or a loss config)."""
@@ -282,8 +333,9 @@ class LinkDirection:
 
     @property
     def draws(self) -> bool:
-        """Whether packets take draws (loss or jitter): a link that only delays takes none."""
-        return self._draws
+        """Whether packets take draws (loss or jitter) or a trace's entries: a link that only
+        delays takes none."""
+        return self._draws or self._trace is not None
 
     # ------------------------------------------------------------------ the decision
 
@@ -293,6 +345,8 @@ class LinkDirection:
         ``key`` is the packet's ``packet_key`` (computed once per packet, not per link)."""
         if not self.up:
             return DOWN
+        if self._trace is not None and key[0] != b"L2" and self._trace_lost(now_ns):
+            return LOSS
         jitter = 0
         if self._draws:
             identity = key[0]
@@ -340,6 +394,16 @@ class LinkDirection:
     def held(self, now_ns: int) -> int:
         """Packets the queue limit counts at ``now_ns`` (after those gone by then)."""
         return sum(1 for t in self._line if t > now_ns)
+
+    def _trace_lost(self, now_ns: int) -> bool:
+        trace = self._trace
+        if trace.packets:
+            n = self._trace_n
+            self._trace_n = n + 1
+            return trace.packets[n % len(trace.packets)] == 1
+        t = now_ns - self.trace_origin_ns
+        i = bisect_right(self._trace_starts, t) - 1
+        return i >= 0 and t < trace.intervals_ns[i][1]
 
     # ------------------------------------------------------------------ Gilbert-Elliott
 

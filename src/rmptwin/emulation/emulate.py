@@ -37,11 +37,11 @@ from rmptwin.emulation.droplog import read_access_reports, rebased
 from rmptwin.errors import UserError
 from rmptwin.core.events import Event, Kind
 from rmptwin.core.groups import group_ip
-
 from rmptwin.rundir.run import RunDir
 from rmptwin.spec import LoadedExperiment
 from rmptwin.records.tables import DROP_SCHEMA
 from rmptwin.factories.keys import key_path, load_keys
+
 from rmptwin.emulation.env import has_netem
 from rmptwin.rundir.provenance import NA, image_id, safe
 from rmptwin.emulation.authorized import authorized_senders

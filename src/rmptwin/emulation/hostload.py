@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from rmptwin.core.events import Kind
+from rmptwin.records.timer_lateness import lateness_by_role
 
 SAMPLE_EVERY_S = 0.1
 LATENESS_P99_LIMIT_MS = 5.0
@@ -60,12 +61,11 @@ class LoadSampler:
 
 def run_lateness(events: pa.Table) -> dict:
     """Timer lateness per role, as summary.json's ``timer_lateness_ms`` has it (one definition:
-    ``analysis.summary.timer_lateness_by_role``), so the overload line and the summary give the
+    ``records.timer_lateness.lateness_by_role``), so the overload line and the summary give the
     same figure for the same run."""
-    from rmptwin.analysis.summary import timer_lateness_by_role
-
     cols = events.select(["kind", "role", "detail"]).to_pandas()
-    return timer_lateness_by_role(cols[cols.kind == Kind.TIMER_LATENESS])
+    rows = cols[cols.kind == Kind.TIMER_LATENESS]
+    return lateness_by_role(zip(rows.role, rows.detail))
 
 
 def overload_verdict(samples: list[int], lateness_by_role: dict, cpus: int | None = None,

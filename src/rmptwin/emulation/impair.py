@@ -18,19 +18,39 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rmptwin.errors import UserError
-from rmptwin.spec import Bernoulli, GilbertElliott, LinkParams
+from rmptwin.spec import Bernoulli, GilbertElliott, LinkParams, Topology, Trace
 
 
 def is_impaired(p: LinkParams) -> bool:
     loss_mean = p.loss.mean if hasattr(p.loss, "mean") else 0.0
-    return bool(p.delay_ms or p.jitter_ms or loss_mean or p.bandwidth_mbps or p.queue_packets)
+    return bool(p.delay_ms or p.jitter_ms or loss_mean or p.bandwidth_mbps or p.queue_packets
+                or isinstance(p.loss, Trace))
+
+
+def traced_links(topo: Topology) -> list[str]:
+    """Links (switch links and hosts' access links) whose loss is a trace."""
+    return ([lk.name for lk in topo.links if isinstance(lk.loss, Trace)]
+            + [f"{h.name}-{h.switch}" for h in topo.hosts if isinstance(h.link.loss, Trace)])
+
+
+def impair_for_traces(requested: str, topo: Topology) -> str:
+    """netem cannot replay a loss trace (it only draws): a topology with a traced link gets
+    the relay under ``auto``, and one clear error under a forced ``netem``."""
+    traced = traced_links(topo)
+    if not traced:
+        return requested
+    if requested == "netem":
+        more = f" (and {len(traced) - 1} more)" if len(traced) > 1 else ""
+        raise UserError(f"link {traced[0]}{more}: a loss trace cannot be replayed by netem (it only draws losses); "
+                        "use --impair relay or auto")
+    return "relay" if requested == "auto" else requested
 
 
 def delay_only(p: LinkParams) -> bool:
     """An impaired link that neither loses nor jitters: its model takes no random draws, so the
     node at its host end can apply it (``runtime.hostlink``) instead of a relay process."""
     loss_mean = p.loss.mean if hasattr(p.loss, "mean") else 0.0
-    return is_impaired(p) and not loss_mean and not p.jitter_ms
+    return is_impaired(p) and not loss_mean and not p.jitter_ms and not isinstance(p.loss, Trace)
 
 
 def disable_tx_offload(node, intf: str) -> None:
@@ -156,6 +176,8 @@ def _netem_args(p: LinkParams) -> str:
         if p.jitter_ms:
             parts.append(f"{p.jitter_ms / 2:.3f}ms")
     loss = p.loss
+    if isinstance(loss, Trace):
+        raise UserError("a loss trace cannot be replayed by netem (it only draws losses); use --impair relay")
     if isinstance(loss, GilbertElliott):
         # netem's gemodel p r 1-h 1-k, in percent.
         parts.append(f"loss gemodel {loss.p_gb * 100:.4f}% {loss.p_bg * 100:.4f}% "

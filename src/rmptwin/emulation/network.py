@@ -35,7 +35,7 @@ from rmptwin.emulation.cleanup import claim_tag, cleanup_state_dir, register_sta
 from rmptwin.emulation.droplog import counts_table, drops_table, read_drop_file
 from rmptwin.emulation.flows import DEFAULT_METER_PPS, Wiring, authorized_by_ip, known_group_names
 from rmptwin.emulation.image import ensure_image
-from rmptwin.emulation.impair import NetemLink, RelayLink
+from rmptwin.emulation.impair import NetemLink, RelayLink, impair_for_traces
 
 if TYPE_CHECKING:   # topo subclasses Mininet's classes; mininet is imported only to build
     from rmptwin.emulation.topo import ImpairedLink
@@ -163,7 +163,7 @@ class EmulatedNetwork:
         self.env = envmod.detect()
         if not self.env.mininet:
             raise UserError("Mininet is not importable; run `make provision` (apt package mininet)")
-        self.impair = envmod.choose_impair(self.impair_requested, self.env)
+        self.impair = envmod.choose_impair(impair_for_traces(self.impair_requested, self.topo), self.env)
         if self.nodes_mode == "docker":
             envmod.ensure_dockerd()   # before touching anything: a missing engine is one clear line
         envmod.ensure_ovs()

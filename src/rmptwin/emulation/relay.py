@@ -119,6 +119,8 @@ class Relay:
         # Wall time of the run's t=0, and the monotonic clock's offset from wall time.
         self.t0 = int(cfg.get("t0_ns", time.time_ns()))
         self.wall_offset = time.time_ns() - time.monotonic_ns()
+        for direction in self.dirs:   # interval loss traces run on run time: t0 on the monotonic clock
+            direction.model.trace_origin_ns = self.t0 - self.wall_offset
         self.droplog = open(cfg["droplog"], "ab", buffering=1 << 16)
         self.counts_path = cfg["counts"]
         self.ctrl = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -54,7 +54,7 @@ from mininet.topo import Topo  # noqa: E402
 
 from rmptwin.emulation.env import has_netem  # noqa: E402
 from rmptwin.emulation.flows import HostPort  # noqa: E402
-from rmptwin.emulation.impair import delay_only, disable_tx_offload, is_impaired  # noqa: E402
+from rmptwin.emulation.impair import delay_only, disable_tx_offload, is_impaired, traced_links  # noqa: E402
 from rmptwin.errors import UserError  # noqa: E402
 from rmptwin.core.groups import host_ip  # noqa: E402
 from rmptwin.spec import Bernoulli, LinkParams, Topology, load_topology  # noqa: E402
@@ -206,6 +206,10 @@ def stock_topo(topology: str, impair: str = "auto") -> RmpTopo:
     if impair == "relay":
         raise UserError("the relay backend needs the relay processes `rmptwin net up` runs; "
                         "from stock mn use impair=netem or impair=none")
+    traced = traced_links(load_topology(topology))
+    if traced:   # netem cannot replay a trace, and "none" would drop it silently
+        raise UserError(f"link {traced[0]}: a loss trace needs the relay processes `rmptwin net up` runs; "
+                        "stock mn cannot replay it")
     if impair == "auto":
         impair = "netem" if has_netem() else "none"
         if impair == "none":

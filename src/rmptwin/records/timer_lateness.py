@@ -10,6 +10,7 @@ the summary merges the histograms of a role. Pure: no clock, no I/O.
 
 from __future__ import annotations
 
+import json
 import math
 
 STEPS_PER_OCTAVE = 16
@@ -92,3 +93,11 @@ def merge_by_key(rows) -> dict:
     for key, detail in rows:
         out.setdefault(key, LatenessHistogram()).merge(LatenessHistogram.from_detail(detail))
     return out
+
+
+def lateness_by_role(role_details) -> dict:
+    """{role: {p50, p99, max, n}} in ms from the (role, detail) of TIMER_LATENESS events, the
+    detail a histogram as a dict or its JSON: summary.json's ``timer_lateness_ms`` and the
+    emulation's overload line, one definition."""
+    merged = merge_by_key((role, json.loads(det) if isinstance(det, str) else det) for role, det in role_details)
+    return {role: h.summary_ms() for role, h in sorted(merged.items())}

@@ -27,6 +27,7 @@ from pathlib import Path
 from rmptwin.core.linkmodel import REASONS, LinkConfig, LinkDirection, stream_seed
 
 
+
 HEADER_BYTES = 42            # Ethernet + IPv4 + UDP, counted on the wire as by the simulator
 
 

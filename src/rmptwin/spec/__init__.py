@@ -46,7 +46,7 @@ from rmptwin.spec.hosts import (
     TraderHost,
     VenueHost,
 )
-from rmptwin.spec.links import Bernoulli, GilbertElliott, LinkParams, LinkSpec, LossModel
+from rmptwin.spec.links import Bernoulli, GilbertElliott, LinkParams, LinkSpec, LossModel, Trace
 from rmptwin.spec.loading import (
     cross_check,
     json_schemas,
@@ -62,7 +62,7 @@ __all__ = [
     "GilbertElliott", "Grade", "HistoryHost", "HostSpec", "LinkParams", "LinkSpec", "LoadedExperiment",
     "LossModel", "PrimaryHost", "Protocol", "ROLES", "ReformationHost", "RetransmitHost",
     "SecondaryHost", "Security", "SequencerHost", "SourceHost", "Topology", "VenueHost", "VenueWorkload", "Workload",
-    "Taxonomy", "TaxonomyMemberHost",
+    "Taxonomy", "TaxonomyMemberHost", "Trace",
     "Floor", "ParticipantHost",
     "cross_check", "json_schemas", "load_experiment", "load_topology", "read_yaml",
 ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Annotated, Literal, Union
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from rmptwin.spec._base import _Model
 
@@ -37,7 +37,40 @@ class GilbertElliott(_Model):
         return (1 - pi_bad) * self.loss_good + pi_bad * self.loss_bad
 
 
-LossModel = Annotated[Union[Bernoulli, GilbertElliott], Field(discriminator="model")]
+class Trace(_Model):
+    """A measured loss trace replayed packet by packet (or by time): ``file`` is read by the
+    loader (``spec.traces``), relative to the YAML that names it, into ``packets`` or
+    ``intervals_ms``, so a run's manifest carries the trace itself."""
+
+    model: Literal["trace"] = "trace"
+    file: str | None = Field(None, description="trace file: one 0/1 per packet (per line or run together), or "
+                             "'start_ms end_ms' loss intervals per line (docs/bring-your-own-topology.md)")
+    packets: str | None = Field(None, pattern=r"^[01]*$", description="the per-packet trace as 0/1 characters "
+                                "(filled from file by the loader; may be written inline)")
+    intervals_ms: list[tuple[float, float]] | None = Field(
+        None, description="loss intervals [start, end) in ms of run time (filled from file by the loader)")
+
+    @model_validator(mode="after")
+    def _one_trace(self) -> "Trace":
+        if self.packets is not None and self.intervals_ms is not None:
+            raise ValueError("a trace is either packets or intervals_ms, not both")
+        if not (self.file or self.packets or self.intervals_ms):
+            raise ValueError("a trace needs file (or packets / intervals_ms)")
+        return self
+
+    @property
+    def mean(self) -> float:
+        """Fraction of packets lost (per-packet trace); for intervals, the fraction of time up to
+        the last interval's end."""
+        if self.packets:
+            return self.packets.count("1") / len(self.packets)
+        if self.intervals_ms:
+            end = max(b for _, b in self.intervals_ms)
+            return sum(b - a for a, b in self.intervals_ms) / end if end > 0 else 0.0
+        return 0.0
+
+
+LossModel = Annotated[Union[Bernoulli, GilbertElliott, Trace], Field(discriminator="model")]
 
 
 def _coerce_loss(v):

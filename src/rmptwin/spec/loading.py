@@ -12,8 +12,9 @@ from rmptwin.errors import UserError
 from rmptwin.core.striping import serves_stripe
 from rmptwin.spec.experiment import Experiment, LoadedExperiment
 from rmptwin.spec.hosts import ROLES
-from rmptwin.spec.role_checks import Finding, experiment_errors, topology_errors
 from rmptwin.spec.topology import Topology
+from rmptwin.spec.traces import fill_traces
+from rmptwin.spec.role_checks import Finding, experiment_errors, topology_errors
 
 
 def _line_index(text: str) -> dict[tuple, int]:
@@ -85,7 +86,7 @@ def _quoted_value_line(text: str, msg: str) -> int | None:
 
 def _validation_message(path: Path, text: str, err: ValidationError) -> str:
     first = err.errors()[0]
-    loc = tuple(p for p in first["loc"] if not (isinstance(p, str) and p in ROLES + ("bernoulli", "gilbert_elliott")))
+    loc = tuple(p for p in first["loc"] if not (isinstance(p, str) and p in ROLES + ("bernoulli", "gilbert_elliott", "trace")))
     lines = _line_index(text)
     line = None
     for cut in range(len(loc), 0, -1):
@@ -124,6 +125,7 @@ def load_topology(path: str | Path) -> Topology:
     path = Path(path)
     data, text = read_yaml(path)
     _wrong_kind(path, data, "topology")
+    fill_traces(data, path)
     try:
         topo = Topology.model_validate(data)
     except ValidationError as e:
@@ -136,6 +138,7 @@ def load_experiment(path: str | Path) -> LoadedExperiment:
     path = Path(path)
     data, text = read_yaml(path)
     _wrong_kind(path, data, "experiment")
+    fill_traces(data, path)
     try:
         exp = Experiment.model_validate(data)
     except ValidationError as e:
@@ -148,7 +151,7 @@ def load_experiment(path: str | Path) -> LoadedExperiment:
     topo = load_topology(topo_path)
     cross_check(path, exp, topo)
     loaded = LoadedExperiment(experiment=exp, topology=topo, path=path.resolve())
-    from rmptwin.factories.rmp import customer_stripes   # the factories import the spec: at call time
+    from rmptwin.spec.queries import customer_stripes   # queries import this package: at call time
     _reject_first(path, text, experiment_errors(exp, topo, lambda h: customer_stripes(h, loaded)))
     return loaded
 
