@@ -103,8 +103,10 @@ def floor_figures(df: pd.DataFrame, rule: str, stripe: int = 0, participants: tu
     ref = ledgers.get(ref_node, {}) if ref_node else {}
     derived, confirmed = ref.get("derived", set()), ref.get("confirmed", set())
     tentative = set(reported["tentative"]) | ref.get("withdrawn", set())
+    # sorted: a set's order follows string hashing, which differs per process, and so would
+    # the mean's last digit (summary.json must be byte-identical run to run)
     latency = [(reported["confirmed"][k] - reported["tentative"][k]) / 1e6
-               for k in confirmed if k in reported["confirmed"] and k in reported["tentative"]]
+               for k in sorted(confirmed) if k in reported["confirmed"] and k in reported["tentative"]]
     rotation = [(b - a) / 1e6 for ts in accepts.values() for a, b in pairwise(ts)]
     lat, rot = percentiles(latency), percentiles(rotation)
     return {
