@@ -377,6 +377,14 @@ class EmulatedNetwork:
     def set_link(self, link: str, up: bool) -> None:
         self._link(link).set(up=bool(up))
 
+    def set_chaos(self, link: str, duplicate: float = 0.0, reorder: float = 0.0, reorder_ms: float = 20.0) -> None:
+        """The dup_reorder nemesis: the shared link model duplicates and reorders, so only a relay link can."""
+        lk = self._link(link)
+        if not isinstance(lk, RelayLink):
+            raise UserError(f"link {link}: duplicates and reordering need the relay (run with --impair relay)")
+        lk.command({"op": "set", "duplicate": float(duplicate), "reorder": float(reorder),
+                    "reorder_ms": float(reorder_ms)})
+
     def link_stats(self) -> dict[str, dict]:
         return {name: lk.stats() for name, lk in self.links.items()}
 

@@ -86,7 +86,18 @@ def _settle(fut: asyncio.Future, value) -> None:
         fut.set_result(value)
 
 
-def _listen_to_runner(loop: asyncio.AbstractEventLoop, go: asyncio.Future, stop: asyncio.Future) -> None:
+def clock_command(cmd: list[str]) -> tuple[float | None, float | None] | None:
+    """``CLOCK <jump_ms> <drift_ppm>`` ("-" for neither): the clock nemesis; None if malformed."""
+    if len(cmd) != 3 or cmd[0] != "CLOCK":
+        return None
+    try:
+        return tuple(None if v == "-" else float(v) for v in cmd[1:])  # type: ignore[return-value]
+    except ValueError:
+        return None
+
+
+def _listen_to_runner(loop: asyncio.AbstractEventLoop, go: asyncio.Future, stop: asyncio.Future,
+                      driver=None) -> None:
     """The runner's line protocol on stdin (see runtime.runner), read by a thread of its own."""
     def read() -> None:
         for line in sys.stdin:
@@ -95,6 +106,8 @@ def _listen_to_runner(loop: asyncio.AbstractEventLoop, go: asyncio.Future, stop:
                 loop.call_soon_threadsafe(_settle, go, int(cmd[1]))
             elif cmd == ["STOP"]:
                 loop.call_soon_threadsafe(_settle, stop, "stop")
+            elif driver is not None and (change := clock_command(cmd)) is not None:
+                loop.call_soon_threadsafe(driver.change_clock, *change)
         loop.call_soon_threadsafe(_settle, go, None)
         loop.call_soon_threadsafe(_settle, stop, "eof")
 
@@ -164,7 +177,7 @@ async def _run(cfg: NodeConfig, name: str, incarnation: int) -> dict:
     node.adapters.attach(driver, loop)
     go: asyncio.Future = loop.create_future()
     stop: asyncio.Future = loop.create_future()
-    _listen_to_runner(loop, go, stop)
+    _listen_to_runner(loop, go, stop, driver)
     _say("READY " + json.dumps(sorted(driver.joined)))
     t0 = cfg.t0_ns
     if t0 is None:

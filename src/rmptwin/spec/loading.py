@@ -138,6 +138,9 @@ def cross_check(path: Path, exp: Experiment, topo: Topology) -> None:
             raise UserError(f"{path}: faults.{i}.node: unknown host {f.node!r}")
         if f.link and f.link not in link_names:
             raise UserError(f"{path}: faults.{i}.link: unknown link {f.link!r} (write it as 'a-b')")
+        for sw in [sw for g in (f.groups or []) for sw in g]:
+            if sw not in topo.switches:
+                raise UserError(f"{path}: faults.{i}.groups: unknown switch {sw!r}")
     for n in exp.clocks:
         if n not in names:
             raise UserError(f"{path}: clocks.{n}: unknown host")
