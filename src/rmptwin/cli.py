@@ -34,6 +34,7 @@ from .spec import read_yaml, json_schemas, load_experiment, load_topology
 from .sweeps import cli as sweeps_cli
 from .claims import cli as claims_cli
 from .checkers import cli as checkers_cli
+from .chaos import cli as chaos_cli
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="rmptwin: RMP and exchange-venue testbed")
 console = make_console()
@@ -119,6 +120,7 @@ app.add_typer(sweeps_cli.app)      # sweep
 app.add_typer(claims_cli.app)      # claims
 app.add_typer(keys.app, name="keys")      # keys gen
 app.add_typer(checkers_cli.app)    # check
+app.add_typer(chaos_cli.app)       # chaos
 
 
 def main() -> None:

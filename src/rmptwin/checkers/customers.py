@@ -26,6 +26,7 @@ class CustomerHistory:
     owed: dict[str, list[int]]                            # guaranteed customer up at the end -> its stripes
     last_recv: dict[tuple[str, int], dict] = field(default_factory=dict)   # for the evidence
     wire: dict[str, dict[int, set[int]]] = field(default_factory=dict)     # customer -> stripe -> Mold seqs
+    gaps: dict[tuple[str, int], list[dict]] = field(default_factory=dict)  # its CUST_GAP/CUST_SKIP events
 
 
 def gap_free(h: CustomerHistory) -> Violation | None:
@@ -35,7 +36,9 @@ def gap_free(h: CustomerHistory) -> Violation | None:
             missing = sorted(set(h.released.get(stripe, {})) - got)
             if missing:
                 rel = h.released[stripe][missing[0]]
-                evidence = (rel,) + ((h.last_recv[(name, stripe)],) if (name, stripe) in h.last_recv else ())
+                gap = [e for e in h.gaps.get((name, stripe), ()) if _covers(e, missing[0])]
+                evidence = (rel, *gap) if gap else \
+                    (rel,) + ((h.last_recv[(name, stripe)],) if (name, stripe) in h.last_recv else ())
                 return Violation(NAME, f"guaranteed customer {name} never received position {missing[0]} of stripe "
                                        f"{stripe} ({len(missing)} missing), released by {rel['node']}", evidence)
     for name in sorted(h.wire):
@@ -48,6 +51,16 @@ def gap_free(h: CustomerHistory) -> Violation | None:
                 return Violation(NAME, f"guaranteed customer {name}: position {missing[0]} of stripe {stripe} never "
                                        f"reached it on the wire (pcap; {len(missing)} missing)", (rel,))
     return None
+
+
+def _covers(ev: dict, gseq: int) -> bool:
+    import json
+
+    try:
+        d = json.loads(ev.get("detail") or "{}")
+        return int(d["first"]) <= gseq < int(d["first"]) + int(d.get("count", 1))
+    except (ValueError, KeyError, TypeError):
+        return False
 
 
 # ----------------------------------------------------------------------------- the wire

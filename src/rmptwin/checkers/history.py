@@ -90,6 +90,12 @@ def ordered(df: pd.DataFrame) -> pd.DataFrame:
     return df.sort_values("t_ns", kind="stable")
 
 
+def incarnations(df: pd.DataFrame) -> pd.Series:
+    """Per row of the time-ordered ``df``: RECOVERs of its node at or before it, in logged order
+    (a core that starts over logs RECOVER after what it delivered at the same instant)."""
+    return (df.kind == Kind.RECOVER).astype(int).groupby(df.node.to_numpy()).cumsum()
+
+
 def lifecycle(df: pd.DataFrame) -> Lifecycle:
     life = Lifecycle()
     rows = ordered(df[df.kind.isin([Kind.CRASH, Kind.RECOVER])])
@@ -104,9 +110,11 @@ def rmp_history(df: pd.DataFrame, loaded) -> RmpHistory:
                  for h in topo.hosts if h.role in RECEIVER_ROLES}
     df = ordered(df)
     life = lifecycle(df)
-    dl = df[(df.kind == Kind.DELIVER) & df.node.isin(list(receivers))]
-    deliveries = [Delivery(ev["t_ns"], ev["node"], life.incarnation(ev["node"], ev["t_ns"]), stripe, ev["gseq"],
-                           (stripe, ev["src"], ev["src_seq"]), ev) for stripe, ev in _rows(dl)]
+    inc = incarnations(df)
+    mask = (df.kind == Kind.DELIVER) & df.node.isin(list(receivers))
+    dl, dl_inc = df[mask], inc[mask].tolist()
+    deliveries = [Delivery(ev["t_ns"], ev["node"], dl_inc[i], stripe, ev["gseq"], (stripe, ev["src"], ev["src_seq"]), ev)
+                  for i, (stripe, ev) in enumerate(_rows(dl))]
     sent: dict[Message, dict] = {}
     for stripe, ev in _rows(df[df.kind == Kind.SEND]):
         sent.setdefault((stripe, ev["src"], ev["src_seq"]), ev)

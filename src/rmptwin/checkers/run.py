@@ -41,10 +41,13 @@ def customer_history(df: pd.DataFrame, loaded, pcaps: dict[str, Path] | None = N
     for stripe, ev in rows_of(df, [Kind.CUST_RECV]):
         received.setdefault((ev["node"], stripe), set()).add(ev["gseq"])
         last[(ev["node"], stripe)] = ev
+    gaps: dict[tuple[str, int], list[dict]] = {}
+    for stripe, ev in rows_of(df, [Kind.CUST_GAP, Kind.CUST_SKIP]):
+        gaps.setdefault((ev["node"], stripe), []).append(ev)
     owed = {c.name: list(customer_stripes(c, loaded)) for c in topo.hosts_with_role("customer")
             if c.grade == "guaranteed" and not life.crashed_at_end(c.name)}
     wire = {name: mold_sequences(pcap_frames(path)) for name, path in (pcaps or {}).items() if name in owed}
-    return CustomerHistory(released, received, owed, last, wire)
+    return CustomerHistory(released, received, owed, last, wire, gaps)
 
 
 def check_events(df: pd.DataFrame, loaded, summary: dict | None = None,

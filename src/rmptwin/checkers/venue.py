@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from ..events import Kind
-from .history import event_dict, lifecycle, ordered
+from .history import event_dict, incarnations, ordered
 from .linearizable import CasOp
 from . import Violation
 
@@ -73,14 +73,15 @@ def _detail(d) -> dict:
 def venue_history(df: pd.DataFrame, loaded) -> VenueHistory:
     evs = {h.name for h in loaded.topology.hosts_with_role("venue")}
     df = ordered(df)
-    life = lifecycle(df)
-    rows = df[df.node.isin(list(evs)) & df.kind.isin([Kind.SEQ_POSITION, Kind.VENUE_STATE, Kind.TRADE])]
+    inc = incarnations(df)
+    mask = df.node.isin(list(evs)) & df.kind.isin([Kind.SEQ_POSITION, Kind.VENUE_STATE, Kind.TRADE])
+    rows = df[mask]
     positions, states, produced = [], [], {}
-    for t, node, kind, src, sseq, g, det in zip(rows.t_ns, rows.node, rows.kind, rows.src, rows.src_seq, rows.gseq,
-                                                rows.detail):
+    for t, node, kind, src, sseq, g, det, i in zip(rows.t_ns, rows.node, rows.kind, rows.src, rows.src_seq, rows.gseq,
+                                                   rows.detail, inc[mask]):
         ev = event_dict(t, node, kind, src, sseq, g, det)
         if kind == Kind.SEQ_POSITION:
-            positions.append((node, life.incarnation(node, int(t)), int(g), (src, int(sseq)), ev))
+            positions.append((node, int(i), int(g), (src, int(sseq)), ev))
         elif kind == Kind.VENUE_STATE:
             d = _detail(det)
             states.append((node, int(g), (d.get("state_hash"), d.get("trade_hash")), ev))

@@ -13,6 +13,8 @@ table: the counts the seeds' claims are stated in. A probe is named ``NAME`` or 
   samples every 5,000 ms), from the first instant both EVs run: ``max_gap``, ``avg_gap``,
   ``samples``, and the delays the paper gives, the gap over 9,000 req/s (its EVs' top rate):
   ``max_delay_ms``, ``avg_delay_ms``.
+- ``checks``: every history checker's verdict, the first violation and the outage
+  (``rmptwin.chaos.probe``; what `rmptwin chaos` records for each run).
 """
 
 from __future__ import annotations
@@ -95,7 +97,14 @@ def ring_passes(df: pd.DataFrame, loaded, arg: str | None) -> dict:
             "token_interval_ms": float(np.median(token_ms)) if token_ms.size else None}
 
 
-PROBES = {"rmp": rmp_counts, "ring": ring_passes, "venue_gap_sampled": venue_gap_sampled}
+def history_checks(df: pd.DataFrame, loaded, arg: str | None) -> dict:
+    """Every history checker's verdict and the outage (``rmptwin.chaos.probe``)."""
+    from ..chaos.probe import checks
+
+    return checks(df, loaded, arg)
+
+
+PROBES = {"rmp": rmp_counts, "ring": ring_passes, "venue_gap_sampled": venue_gap_sampled, "checks": history_checks}
 
 
 def check(names: list[str]) -> None:
