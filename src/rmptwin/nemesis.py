@@ -6,7 +6,7 @@ steps follow each other; no sorting, so faults at one instant keep their order):
     crash, recover, link_down, link_up, loss     as written
     partition (groups, duration_s)               partition, then heal at + duration_s (if given)
     heal                                         every link a partition cut comes back
-    pause (node, duration_s)                     pause, resume at + duration_s
+    pause (node, duration_s[, member])           pause, resume at + duration_s (member: one etcd member)
     clock (node, jump_ms, drift_ppm)             clock
     flap (link, period_ms, duration_s)           link_down, link_up, ... every period; ends up
     dup_reorder (link, duplicate, reorder, ...)  link_chaos, then link_calm at + duration_s (if given)
@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-FAULT_FIELDS = ("node", "link", "loss", "groups", "jump_ms", "drift_ppm", "duplicate", "reorder", "reorder_ms")
+FAULT_FIELDS = ("node", "link", "loss", "groups", "jump_ms", "drift_ppm", "duplicate", "reorder", "reorder_ms",
+                "member")
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,7 @@ class Step:
     duplicate: float | None = None
     reorder: float | None = None
     reorder_ms: float = 20.0
+    member: int | None = None      # pause/resume of one etcd member of a sequencer host
 
 
 def _ns(s: float) -> int:
@@ -61,7 +63,7 @@ def steps(faults) -> list[Step]:
             if f.duration_s is not None:
                 out.append(Step(t + _ns(f.duration_s), "heal"))
         elif a == "pause":
-            out += [_step(f, t), Step(t + _ns(f.duration_s), "resume", node=f.node)]
+            out += [_step(f, t), Step(t + _ns(f.duration_s), "resume", node=f.node, member=getattr(f, "member", None))]
         elif a == "flap":
             period, end = max(1, round(f.period_ms * 1e6)), t + _ns(f.duration_s)
             down, at = True, t

@@ -43,3 +43,34 @@ def test_clock_command_and_local_clock_change():
     c.change(2_000_000_000, jump_ns=5_000_000, drift_ppm=200)
     assert c.local(2_000_000_000) == at + 5_000_000
     assert c.local(3_000_000_000) - c.local(2_000_000_000) == 1_000_200_000
+
+
+def test_etcd_member_command():
+    from rmptwin.runtime.node import etcd_command
+
+    assert etcd_command(["ETCD", "pause", "1"]) == ("pause", 1)
+    assert etcd_command(["ETCD", "resume", "0"]) == ("resume", 0)
+    assert etcd_command(["ETCD", "kill", "0"]) is None and etcd_command(["ETCD", "pause", "x"]) is None
+
+
+def test_a_member_pause_needs_an_etcd_sequencer_host(tmp_path):
+    from pathlib import Path
+
+    import pytest
+    import yaml
+
+    from rmptwin.errors import UserError
+    from rmptwin.spec import load_experiment
+
+    repo = Path(__file__).resolve().parents[2]
+    exp = yaml.safe_load((repo / "experiments" / "venue-failover.yaml").read_text())
+    exp["topology"] = str(repo / "topologies" / "venue.yaml")
+    exp["faults"] = [{"at_s": 1, "action": "pause", "node": "seq1", "member": 0, "duration_s": 1}]
+    ok = tmp_path / "ok.yaml"
+    ok.write_text(yaml.safe_dump(exp))
+    assert load_experiment(ok).experiment.faults[0].member == 0
+    exp["faults"][0]["node"] = "ev1"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(exp))
+    with pytest.raises(UserError, match=r"faults\.0\.member: only a sequencer host"):
+        load_experiment(bad)

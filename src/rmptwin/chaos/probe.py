@@ -6,7 +6,9 @@ as figures of the run's row. A campaign runs it on every run; a sweep may too (-
 - ``checks.first``: the first violation's line ("" if none); ``checks.evidence``: its events (JSON);
 - ``checks.outage_ms``: the longest time between two consecutive ACK_SENT of a stripe while
   its sources publish (a ring that cannot order does not acknowledge), 0 with no acks;
-- ``checks.reformations``: rings re-formed (REFORM_DONE of the reformation servers, per stripe).
+- ``checks.reformations``: rings re-formed (REFORM_DONE of the reformation servers, per stripe);
+- ``checks.venue_outage_ms``: a venue's longest time without a completed order during its load
+  (``chaos.venue_nemeses.venue_outage_ms``; None without a venue).
 """
 
 from __future__ import annotations
@@ -42,4 +44,7 @@ def checks(df: pd.DataFrame, loaded, arg: str | None) -> dict:
     has_ring = (df.kind == Kind.ACK_SENT).any()
     out["outage_ms"] = outage_ms(df, loaded) if has_ring else None
     out["reformations"] = int(((df.kind == Kind.REFORM_DONE) & (df.role == "reformation")).sum())
+    from .venue_nemeses import venue_outage_ms
+
+    out["venue_outage_ms"] = venue_outage_ms(df, loaded) if (df.kind == Kind.ORDER_DONE).any() else None
     return out

@@ -96,8 +96,15 @@ def clock_command(cmd: list[str]) -> tuple[float | None, float | None] | None:
         return None
 
 
+def etcd_command(cmd: list[str]) -> tuple[str, int] | None:
+    """``ETCD pause|resume <member>``: one etcd member of a sequencer host; None if malformed."""
+    if len(cmd) != 3 or cmd[0] != "ETCD" or cmd[1] not in ("pause", "resume") or not cmd[2].isdigit():
+        return None
+    return cmd[1], int(cmd[2])
+
+
 def _listen_to_runner(loop: asyncio.AbstractEventLoop, go: asyncio.Future, stop: asyncio.Future,
-                      driver=None) -> None:
+                      driver=None, adapters=None) -> None:
     """The runner's line protocol on stdin (see runtime.runner), read by a thread of its own."""
     def read() -> None:
         for line in sys.stdin:
@@ -108,6 +115,10 @@ def _listen_to_runner(loop: asyncio.AbstractEventLoop, go: asyncio.Future, stop:
                 loop.call_soon_threadsafe(_settle, stop, "stop")
             elif driver is not None and (change := clock_command(cmd)) is not None:
                 loop.call_soon_threadsafe(driver.change_clock, *change)
+            elif adapters is not None and (member := etcd_command(cmd)) is not None:
+                cluster = getattr(adapters, "cluster", None)
+                if cluster is not None:   # a thread of its own: signals, no loop state
+                    (cluster.pause if member[0] == "pause" else cluster.resume)(member[1])
         loop.call_soon_threadsafe(_settle, go, None)
         loop.call_soon_threadsafe(_settle, stop, "eof")
 
@@ -177,7 +188,7 @@ async def _run(cfg: NodeConfig, name: str, incarnation: int) -> dict:
     node.adapters.attach(driver, loop)
     go: asyncio.Future = loop.create_future()
     stop: asyncio.Future = loop.create_future()
-    _listen_to_runner(loop, go, stop, driver)
+    _listen_to_runner(loop, go, stop, driver, node.adapters)
     _say("READY " + json.dumps(sorted(driver.joined)))
     t0 = cfg.t0_ns
     if t0 is None:

@@ -291,7 +291,11 @@ class Run:
             np = self.procs.get(step.node)
             if np is None or np.proc.poll() is not None:
                 return
-            if a == "pause":   # the process stops with its state; datagrams wait in its socket buffers
+            if step.member is not None:   # one etcd member of the sequencer host: the node stops it
+                np.send(f"ETCD {a} {step.member}")
+                kind = Kind.PAUSE if a == "pause" else Kind.RESUME
+                log.add(t, step.node, np.role, Event(kind, detail={"member": step.member}))
+            elif a == "pause":   # the process stops with its state; datagrams wait in its socket buffers
                 np.proc.send_signal(signal.SIGSTOP)
                 self.paused[step.node] = t
                 log.add(t, step.node, np.role, Event(Kind.PAUSE))

@@ -280,6 +280,11 @@ class Simulation:
             self.net.set_chaos(step.link, step.duplicate or 0.0, step.reorder or 0.0, round(step.reorder_ms * 1e6))
         elif a == "link_calm":
             self.net.set_chaos(step.link)
+        elif a in ("pause", "resume") and step.member is not None:
+            # one etcd member of three: the simulator's sequencer is the in-memory CAS, whose
+            # answers a majority of members gives unchanged; logged, nothing stops
+            kind = Kind.PAUSE if a == "pause" else Kind.RESUME
+            self._log.append((t, self.by_name[step.node], (Event(kind, detail={"member": step.member}),)))
         elif a == "pause":
             node = self.by_name[step.node]
             if node.crashed or node.paused is not None:

@@ -87,6 +87,8 @@ class Fault(_Model):
     reorder: float | None = Field(None, ge=0, le=1, description="dup_reorder: chance a frame is held back "
                                                                 "(reorder_ms) and overtaken")
     reorder_ms: float = Field(20.0, ge=0, description="dup_reorder: how long a reordered frame is held back")
+    member: int | None = Field(None, ge=0, description="pause of a sequencer host with sequencer: etcd: only this "
+                                                       "etcd member (0-2) stops, not the host")
 
     _coerce = field_validator("loss", mode="before")(_coerce_loss)
 
@@ -106,6 +108,8 @@ class Fault(_Model):
             named = [sw for g in sets for sw in g]
             if len(named) != len(set(named)):
                 raise ValueError("partition: a switch is in two groups")
+        if self.member is not None and a != "pause":
+            raise ValueError("member is for pause (one etcd member of a sequencer host)")
         if a in ("pause", "flap") and self.duration_s is None:
             raise ValueError(f"{a} needs duration_s")
         if a == "flap" and self.period_ms is None:
