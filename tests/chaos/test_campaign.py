@@ -10,10 +10,15 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from rmptwin.checkers.run import CHECKERS
-from rmptwin.chaos.campaign import Campaign, run_campaign, simulated_violation, with_faults
+from rmptwin.chaos.campaign import (
+    Campaign,
+    run_campaign,
+    simulated_violation,
+    with_faults,
+)
 from rmptwin.chaos.schedule import NEMESES, Plan, draw, nemeses_of, within_majority
 from rmptwin.chaos.shrink import ddmin
+from rmptwin.checkers.run import CHECKERS
 from rmptwin.cli import app
 from rmptwin.errors import UserError
 from rmptwin.spec import load_experiment
@@ -61,7 +66,7 @@ def test_only_the_asked_nemeses_are_drawn(quickstart):
 
 def test_ddmin_finds_a_one_minimal_schedule():
     faults = [{"id": i} for i in range(8)]
-    culprit = lambda sub: {2, 5} <= {f["id"] for f in sub}   # noqa: E731
+    culprit = lambda sub: {2, 5} <= {f["id"] for f in sub}
     small, tests = ddmin(faults, culprit)
     assert [f["id"] for f in small] == [2, 5] and tests < 40
     one, _ = ddmin(faults, lambda sub: any(f["id"] == 6 for f in sub))

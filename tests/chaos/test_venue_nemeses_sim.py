@@ -27,7 +27,7 @@ def short_venue():
 
 @pytest.mark.parametrize("name", SCENARIOS)
 def test_venue_keeps_its_invariants_under(name):
-    loaded, faults = scenario(short_venue(), name)
+    loaded, _ = scenario(short_venue(), name)
     result = simulate(loaded)
     df = result.events.to_pandas()
     verdicts = {v.checker: v for v in check_events(df, loaded)}

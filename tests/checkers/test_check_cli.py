@@ -15,8 +15,6 @@ from rmptwin.experiment_run import run_experiment
 from rmptwin.rundir import RunDir
 from rmptwin.spec import load_experiment
 
-
-
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 
 

@@ -4,7 +4,8 @@ operations pass (a property test), and each planted kind of violation is caught.
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rmptwin.checkers.linearizable import CasOp, linearizable
 from rmptwin.venue import wire

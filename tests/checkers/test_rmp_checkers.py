@@ -4,12 +4,11 @@ and named; the clean history and what the protocol allows pass."""
 from __future__ import annotations
 
 import pytest
+from checker_histories import clean, dl, msg, replace
 
 from rmptwin.checkers.history import Lifecycle, RmpHistory
 from rmptwin.checkers.messages import messages
 from rmptwin.checkers.order import total_order
-
-from checker_histories import clean, dl, msg, replace
 
 
 def _swap(h):

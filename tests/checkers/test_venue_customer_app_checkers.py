@@ -9,7 +9,12 @@ import pandas as pd
 import pytest
 
 from rmptwin.checkers.apps import floor_verdict, orders_verdict
-from rmptwin.checkers.customers import CustomerHistory, gap_free, mold_sequences, pcap_frames
+from rmptwin.checkers.customers import (
+    CustomerHistory,
+    gap_free,
+    mold_sequences,
+    pcap_frames,
+)
 from rmptwin.checkers.history import event_dict
 from rmptwin.checkers.venue import VenueHistory, cas_history, venue
 from rmptwin.rmp.striping import session_name

@@ -41,7 +41,7 @@ class ChaosDir:
 
     @classmethod
     def for_campaign(cls, experiment: str, spec: dict, out: str | Path | None = None,
-                     base: str | Path = "results") -> "ChaosDir":
+                     base: str | Path = "results") -> ChaosDir:
         path = Path(out) if out else Path(base) / "chaos" / experiment / campaign_id(spec)
         if path.exists() and not path.is_dir():
             raise UserError(f"{path}: exists and is not a directory; choose another --out")

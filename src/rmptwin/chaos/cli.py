@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -37,9 +36,9 @@ def chaos(
     majority: bool = typer.Option(True, "--majority/--no-majority", help="keep fewer than half of the primaries "
                                   "down (crashed, paused or partitioned away) at every instant"),
     shrink: bool = typer.Option(True, "--shrink/--no-shrink", help="shrink each violating schedule (simulator)"),
-    out: Optional[Path] = typer.Option(None, "--out", help="campaign directory (default "
+    out: Path | None = typer.Option(None, "--out", help="campaign directory (default "
                                        "results/chaos/<experiment>/<id>)"),
-    master: Optional[str] = typer.Option(None, "--master", help="Spark master (default: embedded local[*])"),
+    master: str | None = typer.Option(None, "--master", help="Spark master (default: embedded local[*])"),
 ) -> None:
     """Draw random fault schedules, run each, check every run with every history checker, shrink
     each violating schedule to a minimal one and save it as an experiment YAML; write chaos.parquet

@@ -11,8 +11,8 @@ from __future__ import annotations
 import pandas as pd
 
 from ..events import Kind
-from .history import event_dict, ordered
 from . import Violation
+from .history import event_dict, ordered
 
 
 def _last_per_node(df: pd.DataFrame, kind: str) -> tuple[dict, ...]:

@@ -95,7 +95,7 @@ class _Model:
 
 
 class _Entry:
-    __slots__ = ("op", "is_call", "match", "prev", "next")
+    __slots__ = ("is_call", "match", "next", "op", "prev")
 
     def __init__(self, op: CasOp | None, is_call: bool) -> None:
         self.op, self.is_call, self.match, self.prev, self.next = op, is_call, None, None, None

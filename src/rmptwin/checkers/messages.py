@@ -13,8 +13,8 @@ Definitions (those of summary.json's ``messages_lost``, as a verdict with its ev
 
 from __future__ import annotations
 
-from .history import Delivery, RmpHistory
 from . import Violation
+from .history import Delivery, RmpHistory
 
 NAME = "messages"
 

@@ -13,13 +13,13 @@ from ..events import Kind
 from ..factories.rmp import customer_stripes
 from ..rundir import RunDir
 from . import OK, SKIPPED, VIOLATION, Verdict, Violation
+from .apps import floor_verdict, orders_verdict
 from .customers import CustomerHistory, gap_free, mold_sequences, pcap_frames
 from .history import RECEIVER_ROLES, lifecycle, rmp_history, rows_of
 from .linearizable import linearizable
 from .messages import messages
 from .order import total_order
 from .venue import cas_history, venue, venue_history
-from .apps import floor_verdict, orders_verdict
 
 CHECKERS = ("total_order", "messages", "customers", "cas_linearizable", "venue", "floor", "orders")
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from ..events import Kind
+from . import Violation
 from .history import event_dict, incarnations, ordered
 from .linearizable import CasOp
-from . import Violation
 
 NAME = "venue"
 
