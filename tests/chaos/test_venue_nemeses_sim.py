@@ -35,7 +35,10 @@ def test_venue_keeps_its_invariants_under(name):
     assert verdicts["venue"].status == "ok", verdicts["venue"].violation
     assert first_violation(list(verdicts.values())) is None
     outage = venue_outage_ms(df, loaded)
-    assert outage is not None and outage > 0
+    if name == "gateway_restart":   # its clients wait the second it is down
+        assert outage >= 900
+    else:                           # the other EV (or two etcd members of three) goes on
+        assert outage < 200
     if name == "ev_partition":   # the EV's switch was cut off: frames to and from it dropped as 'down'
         drops = result.drops.to_pandas()
         assert (drops.reason == "down").any()

@@ -43,7 +43,7 @@ def _campaign(loaded, nemeses: tuple[str, ...], runs: int, out: Path, backend: s
     return run_campaign(c, out=out, runner=_runner() if backend == "sim" else None)
 
 
-def _row(mode: str, nemesis: str, outcome, runs: int, backend: str = "sim") -> dict:
+def _row(mode: str, nemesis: str, outcome, runs: int, kept: list[Path], backend: str = "sim") -> dict:
     rows = outcome.table.to_pylist()
     bad = [r for r in rows if r.get("checks.verdict") == "violation"]
     by: dict[str, int] = {}
@@ -51,22 +51,26 @@ def _row(mode: str, nemesis: str, outcome, runs: int, backend: str = "sim") -> d
         name = (r.get("checks.first") or "?").split(":")[0]
         by[name] = by.get(name, 0) + 1
     what = ", ".join(f"{k} {v}" for k, v in sorted(by.items())) or "none"
-    return {"metric": f"chaos: violating runs, {mode} delivery, nemesis {nemesis}" + (" (emulated)" if backend !=
-                                                                                       "sim" else ""),
+    emulated = " (emulated)" if backend != "sim" else ""
+    return {"metric": f"chaos: violating runs, {mode} delivery, nemesis {nemesis}{emulated}",
             "value": len(bad), "unit": f"of {runs} runs", "better": "lower",
             "conditions": f"{EXPERIMENTS[mode] if backend == 'sim' else 'quickstart.yaml'}, {backend}, campaign seed "
                           f"{SEED}, 1-3 faults of this nemesis per run, majority of primaries up",
-            "note": f"by checker: {what}; shrunk: " + ", ".join(str(p) for p in outcome.repros)[:400]}
+            "note": f"by checker: {what}; shrunk: " + ", ".join(str(p) for p in kept)[:400]}
 
 
-def _keep(repros: list[Path], mode: str, nemesis: str) -> None:
+def _keep(repros: list[Path], mode: str, nemesis: str) -> list[Path]:
+    """The shrunk reproductions, copied beside the benchmark's table (the campaigns' own
+    directories are temporary); where they now are."""
     out = os.environ.get("RMPTWIN_BENCH_OUT")
     if not out or not repros:
-        return
+        return list(repros)
     dest = Path(out) / "chaos" / mode / nemesis
     dest.mkdir(parents=True, exist_ok=True)
+    kept = []
     for p in repros:
-        shutil.copy(p, dest / p.name)
+        kept.append(Path(shutil.copy(p, dest / p.name)))
+    return kept
 
 
 def run(quick: bool) -> list[dict]:
@@ -80,11 +84,10 @@ def run(quick: bool) -> list[dict]:
             loaded = load_experiment(REPO / "experiments" / name)
             for nemesis in NEMESES:
                 outcome = _campaign(loaded, (nemesis,), n, Path(tmp) / mode / nemesis)
-                _keep(outcome.repros, mode, nemesis)
-                rows.append(_row(mode, nemesis, outcome, n))
+                rows.append(_row(mode, nemesis, outcome, n, _keep(outcome.repros, mode, nemesis)))
         if os.environ.get("RMPTWIN_BENCH_CHAOS_EMULATED") == "1" and os.geteuid() == 0:
             loaded = load_experiment(REPO / "experiments" / "quickstart.yaml")
             outcome = _campaign(loaded, NEMESES, EMULATED_RUNS, Path(tmp) / "emulated", backend="emulation")
-            _keep(outcome.repros, "emulated", "all")
-            rows.append(_row("agreed", "all", outcome, EMULATED_RUNS, backend="emulation"))
+            kept = _keep(outcome.repros, "emulated", "all")
+            rows.append(_row("agreed", "all", outcome, EMULATED_RUNS, kept, backend="emulation"))
     return rows

@@ -7,7 +7,7 @@ as figures of the run's row. A campaign runs it on every run; a sweep may too (-
 - ``checks.outage_ms``: the longest time between two consecutive ACK_SENT of a stripe while
   its sources publish (a ring that cannot order does not acknowledge), 0 with no acks;
 - ``checks.reformations``: rings re-formed (REFORM_DONE of the reformation servers, per stripe);
-- ``checks.venue_outage_ms``: a venue's longest time without a completed order during its load
+- ``checks.venue_outage_ms``: the longest time a gateway completed no order during the venue load
   (``chaos.venue_nemeses.venue_outage_ms``; None without a venue).
 """
 
