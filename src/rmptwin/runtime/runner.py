@@ -178,6 +178,12 @@ class Run:
             return FlatNetwork(self.loaded.topology, tag=str(os.getpid() % 100000))
         from ..emulation.network import EmulatedNetwork  # Mininet: loaded only for a switched network
 
+        if any(f.action == "dup_reorder" for f in self.exp.faults):
+            # duplicates and reordering come from the shared link model: only the relay runs it
+            if self.impair == "netem":
+                raise UserError("fault 'dup_reorder' needs the relay; run with --impair relay (or auto)")
+            self.impair = "relay"
+
         mounts = [(str(REPO), str(REPO), "ro"), (str(self.run.path), str(self.run.path), "rw")]
         if self.exp.security.enabled:   # the key file, read-only, at the path NodeConfig.keys_file names
             keys = str(key_path(self.loaded))
