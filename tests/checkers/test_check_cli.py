@@ -63,3 +63,25 @@ def test_not_a_run_directory_is_one_error_line(tmp_path):
     # main() turns a UserError into one line on stderr and exit 2 (not 1: that means a violation)
     result = CliRunner().invoke(app, ["check", str(tmp_path / "nope")])
     assert isinstance(result.exception, UserError) and "no such run directory" in str(result.exception)
+
+
+def test_a_forged_cas_answer_in_a_venue_run_is_not_linearizable(tmp_path):
+    loaded = load_experiment(EXPERIMENTS / "venue-failover.yaml")
+    exp = loaded.experiment
+    v = exp.venue.model_copy(update={"rate": 500, "duration_s": 1.0})
+    loaded = loaded.model_copy(update={"experiment": exp.model_copy(update={"venue": v, "faults": [],
+                                                                          "duration_s": 2.0})})
+    run = run_experiment(loaded, "sim", out=tmp_path / "venue").run_dir
+    assert _check(run).exit_code == 0
+    table = run.read_events()
+    rows = table.to_pylist()
+    # one EV is told its proposal won, but with a request nobody proposed at that position
+    i = next(k for k, r in enumerate(rows) if r["kind"] == "cas_ok" and '"status":0' in r["detail"]
+             and r["gseq"] > 20)
+    rows[i]["detail"] = rows[i]["detail"].replace('"keys":[[', '"keys":[[7,999999],[')
+    forged = RunDir(tmp_path / "forged")
+    forged.replace_manifest(run.read_manifest())
+    forged.write_events(pa.Table.from_pylist(rows, schema=table.schema))
+    result = _check(forged)
+    assert result.exit_code == 1, result.output
+    assert "VIOLATION cas_linearizable" in result.output
