@@ -42,9 +42,6 @@ class Lifecycle:
     def recoveries(self, node: str) -> list[int]:
         return [t for t, k in self.changes.get(node, ()) if k == Kind.RECOVER]
 
-    def incarnation(self, node: str, t_ns: int) -> int:
-        return sum(1 for t in self.recoveries(node) if t <= t_ns)
-
     def last_incarnation(self, node: str) -> int:
         return len(self.recoveries(node))
 
