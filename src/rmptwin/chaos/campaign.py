@@ -100,6 +100,9 @@ def repro_yaml(c: Campaign, cdir: ChaosDir, run: int, faults: list[dict], seed: 
     data["topology"] = cdir.relative_from_repro(Path(c.loaded.path).parent / exp.topology)
     data["seed"], data["faults"] = seed, faults
     head = (f"# Reproduces: {line}\n# rmptwin sim <this file> && rmptwin check <its run directory>\n")
+    schema = Path(__file__).resolve().parents[3] / "schemas" / "experiment.schema.json"
+    if schema.is_file():   # a source checkout: editors find the schema, like every shipped YAML
+        head = f"# yaml-language-server: $schema={cdir.relative_from_repro(schema)}\n" + head
     return head + yaml.safe_dump(data, sort_keys=False)
 
 
