@@ -50,3 +50,15 @@ def test_nemesis_emulated_keeps_every_invariant(name, tmp_path):
         assert (drops.reason == "down").any()
     verdicts = check_run(outcome.run_dir)
     assert first_violation(verdicts) is None, first_violation(verdicts)
+
+
+def test_one_emulated_campaign_run(tmp_path):
+    """`make test`'s emulated campaign: one schedule on line3, run and checked like a simulated one."""
+    from rmptwin.chaos.campaign import Campaign, run_campaign
+
+    loaded = load_experiment(REPO / "experiments" / "line3.yaml")
+    outcome = run_campaign(Campaign(loaded, 1, 7, backend="emulation"), out=tmp_path / "c")
+    rows = outcome.table.to_pylist()
+    assert len(rows) == 1 and rows[0]["checks.verdict"] in ("ok", "violation")
+    assert outcome.chaos.run_dir(0).summary_path.exists()
+    assert outcome.chaos.report_path.exists()
