@@ -29,15 +29,15 @@ REPO = Path(__file__).resolve().parents[3]
 
 def _runner():
     if os.environ.get("RMPTWIN_BENCH_CHAOS_RUNNER") == "loop":
-        from ..sweeps.engine import run_loop
+        from rmptwin.sweeps.engine import run_loop
 
         return run_loop
     return None   # Spark, the campaign's own path
 
 
 def _campaign(loaded, nemeses: tuple[str, ...], runs: int, out: Path, backend: str = "sim"):
-    from ..chaos.campaign import Campaign, run_campaign
-    from ..chaos.schedule import Plan
+    from rmptwin.chaos.campaign import Campaign, run_campaign
+    from rmptwin.chaos.schedule import Plan
 
     c = Campaign(loaded, runs, SEED, Plan(nemeses), backend)
     return run_campaign(c, out=out, runner=_runner() if backend == "sim" else None)
@@ -74,8 +74,8 @@ def _keep(repros: list[Path], mode: str, nemesis: str) -> list[Path]:
 
 
 def run(quick: bool) -> list[dict]:
-    from ..chaos.schedule import NEMESES
-    from ..spec import load_experiment
+    from rmptwin.chaos.schedule import NEMESES
+    from rmptwin.spec import load_experiment
 
     n = int(os.environ.get("RMPTWIN_BENCH_CHAOS_RUNS") or (QUICK_RUNS_PER_NEMESIS if quick else RUNS_PER_NEMESIS))
     rows = []

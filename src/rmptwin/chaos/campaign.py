@@ -14,11 +14,11 @@ from pathlib import Path
 import pyarrow as pa
 import yaml
 
-from ..spec import Experiment, LoadedExperiment
-from ..sweeps.task import payload
-from .chaosdir import ChaosDir
-from .schedule import Plan, draw, nemeses_of
-from .shrink import ddmin
+from rmptwin.spec import Experiment, LoadedExperiment
+from rmptwin.sweeps.task import payload
+from rmptwin.chaos.chaosdir import ChaosDir
+from rmptwin.chaos.schedule import Plan, draw, nemeses_of
+from rmptwin.chaos.shrink import ddmin
 
 RUN, VERDICT, FIRST = "run", "checks.verdict", "checks.first"
 Progress = Callable[[int, int], None]
@@ -84,8 +84,8 @@ def violated_checker(row: dict) -> str | None:
 
 def simulated_violation(loaded: LoadedExperiment, faults: list[dict], seed: int, checker: str) -> bool:
     """Does the simulator, with ``faults`` and ``seed``, find ``checker`` violated?"""
-    from ..checkers.run import check_events
-    from ..sim.runner import simulate
+    from rmptwin.checkers.run import check_events
+    from rmptwin.sim.runner import simulate
 
     run = with_faults(loaded, faults)
     df = simulate(run, seed).events.to_pandas()
@@ -124,7 +124,7 @@ def run_campaign(c: Campaign, out: str | Path | None = None, master: str | None 
                  progress: Progress | None = None, runner=None) -> CampaignOutcome:
     """Run the campaign; ``runner(tasks, on_rows)`` overrides how (default: Spark for simulated
     runs, ``sweeps.engine.run_emulated`` for emulated ones; tests pass ``sweeps.engine.run_loop``)."""
-    from ..sweeps.engine import run_emulated
+    from rmptwin.sweeps.engine import run_emulated
 
     t0 = time.perf_counter()
     spec = c.spec()
@@ -143,7 +143,7 @@ def run_campaign(c: Campaign, out: str | Path | None = None, master: str | None 
         if c.backend == "emulation":
             runner = run_emulated
         else:
-            from ..sweeps.spark import run_spark
+            from rmptwin.sweeps.spark import run_spark
 
             def runner(ts, cb):
                 run_spark(ts, cb, master=master)
@@ -155,7 +155,7 @@ def run_campaign(c: Campaign, out: str | Path | None = None, master: str | None 
             repros.append(Path(row["repro"]))
     table = _table(rows)
     cdir.write_table(table)
-    from .report import write_report
+    from rmptwin.chaos.report import write_report
 
     write_report(cdir, table, spec)
     return CampaignOutcome(cdir, table, len(repros), repros, time.perf_counter() - t0)

@@ -6,16 +6,16 @@ from pathlib import Path
 
 import typer
 
-from ..console import make_console
-from ..errors import UserError
-from ..spec import load_experiment
+from rmptwin.console import make_console
+from rmptwin.errors import UserError
+from rmptwin.spec import load_experiment
 
 app = typer.Typer(add_completion=False)
 console = make_console()
 
 
 def parse_nemeses(text: str) -> tuple[str, ...]:
-    from .schedule import NEMESES
+    from rmptwin.chaos.schedule import NEMESES
 
     names = tuple(n.strip() for n in text.split(",") if n.strip())
     bad = [n for n in names if n not in NEMESES]
@@ -43,14 +43,14 @@ def chaos(
     """Draw random fault schedules, run each, check every run with every history checker, shrink
     each violating schedule to a minimal one and save it as an experiment YAML; write chaos.parquet
     and chaos.html. Exit 1 if any run violated an invariant."""
-    from .campaign import Campaign, run_campaign
-    from .schedule import Plan
+    from rmptwin.chaos.campaign import Campaign, run_campaign
+    from rmptwin.chaos.schedule import Plan
 
     if backend not in ("sim", "emulation"):
         raise UserError(f"--backend {backend!r}: choose sim or emulation")
     loaded = load_experiment(experiment)
     c = Campaign(loaded, runs, seed, Plan(parse_nemeses(nemesis), max_faults, majority), backend, shrink)
-    from ..sweeps.cli import sweep_progress
+    from rmptwin.sweeps.cli import sweep_progress
 
     with sweep_progress(f"chaos {loaded.experiment.name}") as progress:
         outcome = run_campaign(c, out=out, master=master, progress=progress)

@@ -18,9 +18,9 @@ import json
 import numpy as np
 import pandas as pd
 
-from ..checkers import first_violation
-from ..checkers.run import check_events
-from ..events import Kind
+from rmptwin.checkers import first_violation
+from rmptwin.checkers.run import check_events
+from rmptwin.events import Kind
 
 
 def outage_ms(df: pd.DataFrame, loaded) -> float:
@@ -44,7 +44,7 @@ def checks(df: pd.DataFrame, loaded, arg: str | None) -> dict:
     has_ring = (df.kind == Kind.ACK_SENT).any()
     out["outage_ms"] = outage_ms(df, loaded) if has_ring else None
     out["reformations"] = int(((df.kind == Kind.REFORM_DONE) & (df.role == "reformation")).sum())
-    from .venue_nemeses import venue_outage_ms
+    from rmptwin.chaos.venue_nemeses import venue_outage_ms
 
     out["venue_outage_ms"] = venue_outage_ms(df, loaded) if (df.kind == Kind.ORDER_DONE).any() else None
     return out

@@ -16,8 +16,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..events import Kind
-from ..spec import Topology
+from rmptwin.events import Kind
+from rmptwin.spec import Topology
 
 SCENARIOS = ("ev_kill9", "ev_partition", "etcd_member_pause", "gateway_restart")
 EV_SWITCH = "s_ev"
@@ -35,7 +35,7 @@ def isolated_ev(loaded, ev: str):
 
 def scenario(loaded, name: str, at_s: float = 2.0):
     """(the experiment to run, its fault schedule) of one scenario on a venue experiment."""
-    from .campaign import with_faults
+    from rmptwin.chaos.campaign import with_faults
 
     topo = loaded.topology
     ev = topo.hosts_with_role("venue")[-1].name

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..events import Kind
-from . import Violation
-from .history import event_dict, ordered
+from rmptwin.events import Kind
+from rmptwin.checkers import Violation
+from rmptwin.checkers.history import event_dict, ordered
 
 
 def _last_per_node(df: pd.DataFrame, kind: str) -> tuple[dict, ...]:

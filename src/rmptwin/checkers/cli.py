@@ -8,9 +8,9 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from ..console import make_console
-from ..rundir import RunDir
-from . import Verdict, first_violation
+from rmptwin.console import make_console
+from rmptwin.rundir import RunDir
+from rmptwin.checkers import Verdict, first_violation
 
 app = typer.Typer(add_completion=False)
 console = make_console()
@@ -51,7 +51,7 @@ def print_verdicts(verdicts: list[Verdict]) -> bool:
 def check(run_dir: Path = typer.Argument(..., help="a run directory (rmptwin sim / run / chaos)")) -> None:
     """Run every applicable history checker on a run (total order, messages, customers, CAS
     linearizability, venue, trading floor, unified orders); exit 1 on a violation."""
-    from .run import check_run
+    from rmptwin.checkers.run import check_run
 
     verdicts = check_run(RunDir(run_dir))
     if print_verdicts(verdicts):

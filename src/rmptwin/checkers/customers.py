@@ -12,9 +12,9 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..linkmodel import udp_payload_start
-from ..rmp.striping import session_stripe
-from . import Violation
+from rmptwin.linkmodel import udp_payload_start
+from rmptwin.rmp.striping import session_stripe
+from rmptwin.checkers import Violation
 
 NAME = "customers"
 

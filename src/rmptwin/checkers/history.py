@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import pandas as pd
 
-from ..events import Kind
+from rmptwin.events import Kind
 
 RECEIVER_ROLES = ("primary", "secondary")
 Message = tuple[int, str, int]   # (stripe, src, src_seq)

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..venue import wire
-from ..venue.sequencer import REPLY_MAX
-from . import Violation
+from rmptwin.venue import wire
+from rmptwin.venue.sequencer import REPLY_MAX
+from rmptwin.checkers import Violation
 
 NAME = "cas_linearizable"
 INF = float("inf")

@@ -13,8 +13,8 @@ Definitions (those of summary.json's ``messages_lost``, as a verdict with its ev
 
 from __future__ import annotations
 
-from . import Violation
-from .history import Delivery, RmpHistory
+from rmptwin.checkers import Violation
+from rmptwin.checkers.history import Delivery, RmpHistory
 
 NAME = "messages"
 

@@ -18,8 +18,8 @@ by one receiver is the ``messages`` checker's to report.
 
 from __future__ import annotations
 
-from . import Violation
-from .history import Delivery, RmpHistory
+from rmptwin.checkers import Violation
+from rmptwin.checkers.history import Delivery, RmpHistory
 
 NAME = "total_order"
 

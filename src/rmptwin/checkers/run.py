@@ -9,17 +9,17 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..events import Kind
-from ..factories.rmp import customer_stripes
-from ..rundir import RunDir
-from . import OK, SKIPPED, VIOLATION, Verdict, Violation
-from .apps import floor_verdict, orders_verdict
-from .customers import CustomerHistory, gap_free, mold_sequences, pcap_frames
-from .history import RECEIVER_ROLES, lifecycle, rmp_history, rows_of
-from .linearizable import linearizable
-from .messages import messages
-from .order import total_order
-from .venue import cas_history, venue, venue_history
+from rmptwin.events import Kind
+from rmptwin.factories.rmp import customer_stripes
+from rmptwin.rundir import RunDir
+from rmptwin.checkers import OK, SKIPPED, VIOLATION, Verdict, Violation
+from rmptwin.checkers.apps import floor_verdict, orders_verdict
+from rmptwin.checkers.customers import CustomerHistory, gap_free, mold_sequences, pcap_frames
+from rmptwin.checkers.history import RECEIVER_ROLES, lifecycle, rmp_history, rows_of
+from rmptwin.checkers.linearizable import linearizable
+from rmptwin.checkers.messages import messages
+from rmptwin.checkers.order import total_order
+from rmptwin.checkers.venue import cas_history, venue, venue_history
 
 CHECKERS = ("total_order", "messages", "customers", "cas_linearizable", "venue", "floor", "orders")
 
@@ -86,7 +86,7 @@ def check_events(df: pd.DataFrame, loaded, summary: dict | None = None,
         out += [Verdict("cas_linearizable", SKIPPED, note="no venue"), Verdict("venue", SKIPPED, note="no venue")]
     if getattr(loaded.experiment, "floor", None) is not None or getattr(loaded.experiment, "orders", None) is not None:
         if summary is None:
-            from ..analysis.sections import summary_sections
+            from rmptwin.analysis.sections import summary_sections
             summary = summary_sections(df, loaded)
     if getattr(loaded.experiment, "floor", None) is not None:
         out.append(_verdict("floor", lambda: floor_verdict(summary, df)))
@@ -101,11 +101,11 @@ def check_events(df: pd.DataFrame, loaded, summary: dict | None = None,
 
 def check_run(run: RunDir) -> list[Verdict]:
     """Every applicable checker on a finished run directory."""
-    from ..sweeps.task import loaded_from
+    from rmptwin.sweeps.task import loaded_from
 
     manifest, _topo, _files = run.check()
     if "experiment" not in manifest:
-        from ..errors import UserError
+        from rmptwin.errors import UserError
         raise UserError(f"{run.manifest_path}: no resolved experiment (was it written by rmptwin?)")
     loaded = loaded_from(manifest)
     df = run.read_events().to_pandas()

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from ..events import Kind
-from . import Violation
-from .history import event_dict, incarnations, ordered
-from .linearizable import CasOp
+from rmptwin.events import Kind
+from rmptwin.checkers import Violation
+from rmptwin.checkers.history import event_dict, incarnations, ordered
+from rmptwin.checkers.linearizable import CasOp
 
 NAME = "venue"
 

@@ -24,9 +24,9 @@ import json
 import numpy as np
 import pandas as pd
 
-from ..errors import UserError
-from ..events import Kind
-from ..rmp.wire import WANT_ACKS, WANT_MSGS
+from rmptwin.errors import UserError
+from rmptwin.events import Kind
+from rmptwin.rmp.wire import WANT_ACKS, WANT_MSGS
 
 RING_ROLES = ("primary", "secondary")
 PAPER_MAX_RATE = 9000.0   # the venue paper divides gaps by its EVs' top rate, 9,000 req/s
@@ -99,7 +99,7 @@ def ring_passes(df: pd.DataFrame, loaded, arg: str | None) -> dict:
 
 def history_checks(df: pd.DataFrame, loaded, arg: str | None) -> dict:
     """Every history checker's verdict and the outage (``rmptwin.chaos.probe``)."""
-    from ..chaos.probe import checks
+    from rmptwin.chaos.probe import checks
 
     return checks(df, loaded, arg)
 
