@@ -33,9 +33,9 @@ LAYERS: list[tuple[str, ...]] = [
     ("sim", "runtime"),                           # the two drivers of the same cores
     ("rundir",),                                  # the run and sweep directories' one owner, provenance
     ("emulation",),                               # Mininet + OVS + controller + nodes; the emulated experiment runner
-    ("analysis",),                                # summary.json and the Spark jobs: read run directories only
+    ("analysis", "checkers"),                     # summary.json, the Spark jobs, the history checkers: read run directories only
     ("runs",),                                    # an experiment on a backend, reruns
-    ("sweeps", "claims", "studies", "topotools"),  # many runs; topologies and experiments written for the user
+    ("sweeps", "claims", "studies", "topotools", "chaos"),  # many runs; generated inputs; fault campaigns
     ("cli",),                                     # the command line and what it prints
     ("bench",),                                   # benchmarks
 ]

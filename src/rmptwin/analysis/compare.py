@@ -13,6 +13,7 @@ from rmptwin.errors import UserError
 from rmptwin.rundir.run import RunDir
 
 
+
 from rich.console import Console
 
 from rmptwin.analysis.report import CSS, fmt

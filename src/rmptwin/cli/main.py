@@ -29,6 +29,8 @@ from rmptwin.cli import run as runtime_cli
 from rmptwin.spec import read_yaml, json_schemas, load_experiment, load_topology
 from rmptwin.cli import sweep as sweeps_cli
 from rmptwin.cli import claims as claims_cli
+from rmptwin.cli import check as checkers_cli
+from rmptwin.cli import chaos as chaos_cli
 from rmptwin.cli import flags  # noqa: F401 - flags' help without a '<bool>' placeholder
 from rmptwin.cli.bound_warnings import print_bound_warnings
 from rmptwin.cli.overrides import SET_HELP, with_overrides
@@ -125,6 +127,8 @@ app.add_typer(keys.app, name="keys")      # keys gen
 app.add_typer(topo_cli.app, name="topo")   # gen, import
 app.add_typer(topo_cli.campaign_app, name="campaign")   # twin
 app.add_typer(topo_cli.trace_app, name="trace")   # fit
+app.add_typer(checkers_cli.app)    # check
+app.add_typer(chaos_cli.app)       # chaos
 
 
 def main() -> None:

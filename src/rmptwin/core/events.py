@@ -46,6 +46,9 @@ class Kind:
     # faults
     CRASH = "crash"
     RECOVER = "recover"
+    PAUSE = "pause"                # the node stops (SIGSTOP; a frozen core): no timers, no input
+    RESUME = "resume"              # ... and goes on with its state; detail: {paused_ns}
+    CLOCK = "clock"                # the node's clock jumped or its drift changed; detail: {jump_ms, drift_ppm}
     # emulated runtime (never in a simulated run)
     TIMER_LATENESS = "timer_lateness"  # once per node at its end; detail: lateness histogram, priority
     # venues (exchange)
@@ -58,6 +61,10 @@ class Kind:
     ORDER_DONE = "order_done"      # GW got the first completion; detail: {latency_ns, position, trades}
     VENUE_STATE = "venue_state"    # EV state after position gseq; detail: {state_hash, trade_hash, trades}
     SEQ_TOO_FAR = "seq_too_far"    # a proposer fell out of the sequencer window (soft failure)
+    # the CAS history an EV sees (rmptwin.checkers.linearizable): every proposal sent (a retry
+    # too) and the answer it took; gseq = n, detail: {keys: [[gw, seq], ...]} / {status, next, keys}
+    CAS_INVOKE = "cas_invoke"
+    CAS_OK = "cas_ok"
     # distributed trading floor (seed 7.3; rmptwin.apps.trading_floor)
     FLOOR_REPORT = "floor_report"  # token site sourced a trade report; detail: {status, n, digest, token}
     FLOOR_TRADE = "floor_trade"    # a node's floor changed at gseq; detail: {status: derived|tentative|confirmed|withdrawn, n, digest}

@@ -62,6 +62,14 @@ product) assumes; otherwise only those still waiting for or in the transmitter. 
 uniform in ``[0, jitter_ns)`` and never reorders: a packet leaves no earlier than the one
 before it (the spec promises this; both backends do it today). Packets already accepted
 when the link goes down or its parameters change leave as decided.
+
+**Duplicates and reordering** (the ``dup_reorder`` nemesis, ``rmptwin.core.nemesis``): with
+``reorder`` a packet is, with that chance, held back ``reorder_ns`` beyond its arrival and
+exempt from the no-reordering rule, so later packets overtake it; with ``duplicate`` a
+packet that got through arrives twice: ``offer`` returns the first copy's time and leaves
+the second's in ``duplicate_at`` (-1: none) for the caller to deliver. Both draws come from
+a second keyed digest of the same identity, so they never move the loss or jitter draws
+and are the same in both backends.
 """
 
 from __future__ import annotations
@@ -213,6 +221,9 @@ class LinkConfig:
     queue_bytes: int | None = None
     loss: LossConfig = BernoulliConfig(0.0)
     count_in_flight: bool = True
+    duplicate: float = 0.0      # chance a packet arrives twice
+    reorder: float = 0.0        # chance a packet is held back reorder_ns and overtaken
+    reorder_ns: int = 0
 
     def __post_init__(self) -> None:
         if self.delay_ns < 0 or self.jitter_ns < 0:
@@ -222,6 +233,10 @@ class LinkConfig:
         if self.queue_packets < 1 or (self.queue_bytes is not None and self.queue_bytes < 1):
             raise UserError("link: the queue must hold at least 1 packet and 1 byte")
         object.__setattr__(self, "loss", loss_config(self.loss))
+        object.__setattr__(self, "duplicate", _probability("duplicate", self.duplicate))
+        object.__setattr__(self, "reorder", _probability("reorder", self.reorder))
+        if self.reorder_ns < 0:
+            raise UserError(f"link: reorder delay must be >= 0, got {self.reorder_ns} ns")
 
     @classmethod
     def from_spec(cls, params, *, count_in_flight: bool = True) -> "LinkConfig":
@@ -271,7 +286,7 @@ class LinkDirection:
         "_jitter_ns", "_delay_ns", "_ns_per_byte", "_limit", "_byte_limit", "_in_flight",
         "_line", "_line_bytes", "_bytes_held", "_tx_free", "_last_arrival",
         "_seen", "_seen_old", "_other_index", "_blocks", "_trace", "_trace_n", "_trace_starts",
-        "trace_origin_ns",
+        "trace_origin_ns", "_chaos", "_dup_thr", "_reorder_thr", "duplicate_at",
     )
 
     def __init__(self, config: LinkConfig, seed: str) -> None:
@@ -322,7 +337,11 @@ class LinkDirection:
         if self._ge is not None:
             self._thr_good, self._thr_bad = _digest_threshold(loss.loss_good), _digest_threshold(loss.loss_bad)
         self._blocks.clear()   # chains computed with the old probabilities
-        self._draws = bool(self._ge is not None or (trace is None and loss.mean > 0.0) or self._jitter_ns)
+        self._chaos = bool(config.duplicate or config.reorder)
+        self.duplicate_at = -1
+        self._dup_thr, self._reorder_thr = _threshold(config.duplicate), _threshold(config.reorder)
+        self._draws = bool(self._ge is not None or (trace is None and loss.mean > 0.0) or self._jitter_ns
+                           or self._chaos)
 
     def set_loss(self, model) -> None:
         """Change the loss model (a spec model, a probability or a loss config)."""
@@ -330,6 +349,10 @@ class LinkDirection:
 
     def set_up(self, up: bool) -> None:
         self.up = bool(up)
+
+    def set_chaos(self, duplicate: float = 0.0, reorder: float = 0.0, reorder_ns: int = 0) -> None:
+        """Duplicate and reorder packets from now on (all zero: stop)."""
+        self.reconfigure(replace(self.config, duplicate=duplicate, reorder=reorder, reorder_ns=reorder_ns))
 
     @property
     def draws(self) -> bool:
@@ -348,6 +371,7 @@ class LinkDirection:
         if self._trace is not None and key[0] != b"L2" and self._trace_lost(now_ns):
             return LOSS
         jitter = 0
+        held = 0
         if self._draws:
             identity = key[0]
             seen = self._seen
@@ -368,6 +392,13 @@ class LinkDirection:
                 return LOSS
             if self._jitter_ns:
                 jitter = (_FROM_BYTES(digest[8:], "big") * self._jitter_ns) >> 64
+            if self._chaos:
+                hasher = self._hasher.copy()
+                hasher.update(identity + b"|chaos")
+                chaos = hasher.digest()
+                if _FROM_BYTES(chaos[:8], "big") < self._reorder_thr:
+                    held = self.config.reorder_ns
+                dup = _FROM_BYTES(chaos[8:], "big") < self._dup_thr
         line, byte_limit = self._line, self._byte_limit
         while line and line[0] <= now_ns:
             line.popleft()
@@ -384,11 +415,16 @@ class LinkDirection:
         arrival = sent + self._delay_ns + jitter
         if arrival < self._last_arrival:   # jitter never reorders
             arrival = self._last_arrival
-        self._last_arrival = arrival
+        if held:
+            arrival += held                # a reordered packet: later ones overtake it
+        else:
+            self._last_arrival = arrival
         line.append(arrival if self._in_flight else sent)
         if byte_limit is not None:
             self._line_bytes.append(size)
             self._bytes_held += size
+        if self._chaos:
+            self.duplicate_at = arrival if dup else -1
         return arrival
 
     def held(self, now_ns: int) -> int:

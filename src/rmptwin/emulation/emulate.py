@@ -23,6 +23,7 @@ import json
 import os
 import queue
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -37,6 +38,9 @@ from rmptwin.emulation.droplog import read_access_reports, rebased
 from rmptwin.errors import UserError
 from rmptwin.core.events import Event, Kind
 from rmptwin.core.groups import group_ip
+from rmptwin.core import nemesis
+from rmptwin.core.nemesis import partition_links
+
 from rmptwin.rundir.run import RunDir
 from rmptwin.spec import LoadedExperiment
 from rmptwin.records.tables import DROP_SCHEMA
@@ -158,6 +162,8 @@ class Run:
         self.t0: int | None = None
         self.net = None
         self.faults_applied: list[dict] = []
+        self.cut: list[str] = []              # links a partition cut, until it heals
+        self.paused: dict[str, int] = {}      # node -> when it was stopped (SIGSTOP)
         self.hosts: dict[str, str] = {}   # host name -> IP, once the network is up
         self.missing_joins: list[str] = []
         self.drain_s = 0.0
@@ -168,11 +174,18 @@ class Run:
 
     def _network(self):
         if self.nodes_mode == "flat":
-            bad = [f for f in self.exp.faults if f.action in ("link_down", "link_up", "loss")]
+            bad = [f for f in self.exp.faults if f.action in ("link_down", "link_up", "loss", "partition", "flap",
+                                                              "dup_reorder")]
             if bad:
                 raise UserError(f"fault '{bad[0].action}' needs link impairment; run with --nodes ns or docker")
             return FlatNetwork(self.loaded.topology, tag=str(os.getpid() % 100000))
         from rmptwin.emulation.network import EmulatedNetwork  # Mininet: loaded only for a switched network
+
+        if any(f.action == "dup_reorder" for f in self.exp.faults):
+            # duplicates and reordering come from the shared link model: only the relay runs it
+            if self.impair == "netem":
+                raise UserError("fault 'dup_reorder' needs the relay; run with --impair relay (or auto)")
+            self.impair = "relay"
 
         mounts = [(str(REPO), str(REPO), "ro"), (str(self.run.path), str(self.run.path), "rw")]
         if self.exp.security.enabled:   # the key file, read-only, at the path NodeConfig.keys_file names
@@ -263,7 +276,47 @@ class Run:
             self.net.set_link(fault.link, fault.action == "link_up")
         elif fault.action == "loss":
             self.net.set_loss(fault.link, fault.loss)
+        else:
+            self._nemesis(t, fault, log)
         self.faults_applied.append({"t_ns": t, "action": fault.action, "node": fault.node, "link": fault.link})
+
+    def _nemesis(self, t: int, step, log: EventWriter) -> None:
+        """The newer nemeses' steps (``rmptwin.core.nemesis``), as the simulator applies them."""
+        a = step.action
+        if a == "partition":
+            for link in partition_links(self.loaded.topology, step.groups):
+                if link not in self.cut:
+                    self.cut.append(link)
+                    self.net.set_link(link, False)
+        elif a == "heal":
+            for link in self.cut:
+                self.net.set_link(link, True)
+            self.cut = []
+        elif a in ("link_chaos", "link_calm"):
+            calm = a == "link_calm"
+            self.net.set_chaos(step.link, duplicate=0.0 if calm else (step.duplicate or 0.0),
+                               reorder=0.0 if calm else (step.reorder or 0.0), reorder_ms=step.reorder_ms)
+        elif a in ("pause", "resume"):
+            np = self.procs.get(step.node)
+            if np is None or np.proc.poll() is not None:
+                return
+            if step.member is not None:   # one etcd member of the sequencer host: the node stops it
+                np.send(f"ETCD {a} {step.member}")
+                kind = Kind.PAUSE if a == "pause" else Kind.RESUME
+                log.add(t, step.node, np.role, Event(kind, detail={"member": step.member}))
+            elif a == "pause":   # the process stops with its state; datagrams wait in its socket buffers
+                np.proc.send_signal(signal.SIGSTOP)
+                self.paused[step.node] = t
+                log.add(t, step.node, np.role, Event(Kind.PAUSE))
+            elif step.node in self.paused:
+                np.proc.send_signal(signal.SIGCONT)
+                log.add(t, step.node, np.role, Event(Kind.RESUME,
+                                                     detail={"paused_ns": t - self.paused.pop(step.node)}))
+        elif a == "clock":
+            np = self.procs.get(step.node)
+            if np is not None and np.proc.poll() is None:
+                fmt = lambda v: "-" if v is None else repr(float(v))   # noqa: E731
+                np.send(f"CLOCK {fmt(step.jump_ms)} {fmt(step.drift_ppm)}")   # the node logs CLOCK itself
 
     # ------------------------------------------------------------------ run
 
@@ -328,17 +381,17 @@ class Run:
     def _apply_schedule(self, log: EventWriter) -> None:
         """From t0 to the end of the duration: each fault at its time, the progress meanwhile."""
         duration = self.exp.duration_s
-        faults = sorted(self.exp.faults, key=lambda f: f.at_s)
+        faults = sorted(nemesis.steps(self.exp.faults), key=lambda f: f.at_ns)
         end_ns = self.t0 + round(duration * 1e9)
         while True:
             now = time.time_ns()
-            if faults and now >= self.t0 + round(faults[0].at_s * 1e9):
+            if faults and now >= self.t0 + faults[0].at_ns:
                 self._fault(faults.pop(0), log)
                 continue
             if now >= end_ns:
                 break
             self.progress(max(0.0, (now - self.t0) / 1e9) / duration, "running")
-            nxt = min([end_ns] + [self.t0 + round(f.at_s * 1e9) for f in faults[:1]])
+            nxt = min([end_ns] + [self.t0 + f.at_ns for f in faults[:1]])
             time.sleep(min(0.1, max(0.0, (nxt - now) / 1e9)))
 
     def _stop_nodes(self) -> None:

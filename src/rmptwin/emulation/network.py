@@ -35,7 +35,8 @@ from rmptwin.emulation.cleanup import claim_tag, cleanup_state_dir, register_sta
 from rmptwin.emulation.droplog import counts_table, drops_table, read_drop_file
 from rmptwin.emulation.flows import DEFAULT_METER_PPS, Wiring, authorized_by_ip, known_group_names
 from rmptwin.emulation.image import ensure_image
-from rmptwin.emulation.impair import NetemLink, RelayLink, impair_for_traces
+from rmptwin.emulation.impair import NetemLink, RelayLink
+from rmptwin.emulation.impair import impair_for_traces
 
 if TYPE_CHECKING:   # topo subclasses Mininet's classes; mininet is imported only to build
     from rmptwin.emulation.topo import ImpairedLink
@@ -376,6 +377,14 @@ class EmulatedNetwork:
 
     def set_link(self, link: str, up: bool) -> None:
         self._link(link).set(up=bool(up))
+
+    def set_chaos(self, link: str, duplicate: float = 0.0, reorder: float = 0.0, reorder_ms: float = 20.0) -> None:
+        """The dup_reorder nemesis: the shared link model duplicates and reorders, so only a relay link can."""
+        lk = self._link(link)
+        if not isinstance(lk, RelayLink):
+            raise UserError(f"link {link}: duplicates and reordering need the relay (run with --impair relay)")
+        lk.command({"op": "set", "duplicate": float(duplicate), "reorder": float(reorder),
+                    "reorder_ms": float(reorder_ms)})
 
     def link_stats(self) -> dict[str, dict]:
         return {name: lk.stats() for name, lk in self.links.items()}

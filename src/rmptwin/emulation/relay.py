@@ -19,6 +19,7 @@ Run: ``python -m rmptwin.emulation.relay CONFIG.json`` (inside the link namespac
 
 from __future__ import annotations
 
+import bisect
 import collections
 import json
 import os
@@ -103,7 +104,13 @@ class Direction:
         release = model.offer(now, len(frame), frame_key(frame) if model.draws else UNKEYED)
         if release < 0:
             return -release - 1
-        self.line.append((release, frame))
+        line = self.line
+        if line and release < line[-1][0]:   # a reordered frame was held back: keep the line in time order
+            bisect.insort(line, (release, frame), key=lambda e: e[0])
+        else:
+            line.append((release, frame))
+        if model.duplicate_at >= 0:           # the dup_reorder nemesis: the frame goes out twice
+            bisect.insort(line, (model.duplicate_at, frame), key=lambda e: e[0])
         return -1
 
 
@@ -221,6 +228,9 @@ class Relay:
                     direction.apply(LinkParams.model_validate(merged))
                 if "up" in msg:
                     direction.up = bool(msg["up"])
+                if "duplicate" in msg or "reorder" in msg:
+                    direction.model.set_chaos(float(msg.get("duplicate", 0.0)), float(msg.get("reorder", 0.0)),
+                                              round(float(msg.get("reorder_ms", 0.0)) * 1e6))
             return {"ok": True}
         if op == "flush":
             self.flush()

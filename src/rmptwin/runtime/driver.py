@@ -34,6 +34,7 @@ import struct
 import time
 from typing import Callable
 
+from rmptwin.core.events import Event, Kind
 from rmptwin.core.groups import REGION_PORT, REREQUEST_PORT, RMP_PORT, group_ip
 from rmptwin.core.sansio import Group, Unicast
 from rmptwin.rmp.moldudp64 import is_request
@@ -80,6 +81,15 @@ class LocalClock:
         if not self.k:
             return local - self.off
         return round((local - self.off) / (1.0 + self.k))
+
+    def change(self, t: int, jump_ns: int = 0, drift_ppm: float | None = None) -> None:
+        """The clock nemesis at true time ``t``: a new drift from the reading it has at ``t``
+        (no step), then a step of ``jump_ns`` (the simulator does the same, sim.runner)."""
+        if drift_ppm is not None:
+            k = drift_ppm * 1e-6
+            self.off += round(t * self.k) - round(t * k)
+            self.k = k
+        self.off += jump_ns
 
 
 def _udp_socket(ip: str, port: int) -> socket.socket:
@@ -285,6 +295,14 @@ class NodeDriver:
             self._arm(deadline)
         if self.access is not None and self.loop is not None:
             self._arm_access()
+
+    def change_clock(self, jump_ms: float | None, drift_ppm: float | None) -> None:
+        """The runner's CLOCK command: step and/or re-drift this node's clock; the core's
+        deadline, in its local time, now falls at another true time."""
+        self.clock.change(self.true_now(), round((jump_ms or 0.0) * 1e6), drift_ppm)
+        self.log.add(self.true_now(), self.name, self.role, Event(Kind.CLOCK, detail={"jump_ms": jump_ms,
+                                                                                      "drift_ppm": drift_ppm}))
+        self._arm(self._timer_local)
 
     def _arm(self, deadline: int | None) -> None:
         """(Re)arm the loop's one timer for the core's ``deadline`` (its local clock)."""

@@ -5,7 +5,7 @@ one logical, reliable CAS memory). Members listen on free 127.0.0.1 ports, keep 
 data in a temporary directory (on /dev/shm when there is one: raft fsyncs then cost
 microseconds, and nothing here must outlive the run), and are always stopped and their
 data removed by ``stop()`` / the ``with`` block. ``kill(i)`` and ``restart(i)`` crash and
-bring back one member, for fault experiments.
+bring back one member, ``pause(i)`` and ``resume(i)`` stop and continue one, for fault experiments.
 """
 
 from __future__ import annotations
@@ -119,6 +119,18 @@ class EtcdCluster:
             p.send_signal(signal.SIGKILL)
             p.wait(timeout=10)
         self.procs[i] = None
+
+    def pause(self, i: int) -> None:
+        """Stop one member (SIGSTOP): it keeps its state and its peers time it out."""
+        p = self.procs[i]
+        if p is not None and p.poll() is None:
+            p.send_signal(signal.SIGSTOP)
+
+    def resume(self, i: int) -> None:
+        """Let a paused member go on (SIGCONT)."""
+        p = self.procs[i]
+        if p is not None and p.poll() is None:
+            p.send_signal(signal.SIGCONT)
 
     def restart(self, i: int, timeout_s: float = 20.0) -> None:
         """Bring a killed member back with its data directory (it rejoins and catches up)."""

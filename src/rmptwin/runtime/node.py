@@ -86,7 +86,25 @@ def _settle(fut: asyncio.Future, value) -> None:
         fut.set_result(value)
 
 
-def _listen_to_runner(loop: asyncio.AbstractEventLoop, go: asyncio.Future, stop: asyncio.Future) -> None:
+def clock_command(cmd: list[str]) -> tuple[float | None, float | None] | None:
+    """``CLOCK <jump_ms> <drift_ppm>`` ("-" for neither): the clock nemesis; None if malformed."""
+    if len(cmd) != 3 or cmd[0] != "CLOCK":
+        return None
+    try:
+        return tuple(None if v == "-" else float(v) for v in cmd[1:])  # type: ignore[return-value]
+    except ValueError:
+        return None
+
+
+def etcd_command(cmd: list[str]) -> tuple[str, int] | None:
+    """``ETCD pause|resume <member>``: one etcd member of a sequencer host; None if malformed."""
+    if len(cmd) != 3 or cmd[0] != "ETCD" or cmd[1] not in ("pause", "resume") or not cmd[2].isdigit():
+        return None
+    return cmd[1], int(cmd[2])
+
+
+def _listen_to_runner(loop: asyncio.AbstractEventLoop, go: asyncio.Future, stop: asyncio.Future,
+                      driver=None, adapters=None) -> None:
     """The runner's line protocol on stdin (see emulation.emulate), read by a thread of its own."""
     def read() -> None:
         for line in sys.stdin:
@@ -95,6 +113,12 @@ def _listen_to_runner(loop: asyncio.AbstractEventLoop, go: asyncio.Future, stop:
                 loop.call_soon_threadsafe(_settle, go, int(cmd[1]))
             elif cmd == ["STOP"]:
                 loop.call_soon_threadsafe(_settle, stop, "stop")
+            elif driver is not None and (change := clock_command(cmd)) is not None:
+                loop.call_soon_threadsafe(driver.change_clock, *change)
+            elif adapters is not None and (member := etcd_command(cmd)) is not None:
+                cluster = getattr(adapters, "cluster", None)
+                if cluster is not None:   # a thread of its own: signals, no loop state
+                    (cluster.pause if member[0] == "pause" else cluster.resume)(member[1])
         loop.call_soon_threadsafe(_settle, go, None)
         loop.call_soon_threadsafe(_settle, stop, "eof")
 
@@ -164,7 +188,7 @@ async def _run(cfg: NodeConfig, name: str, incarnation: int) -> dict:
     node.adapters.attach(driver, loop)
     go: asyncio.Future = loop.create_future()
     stop: asyncio.Future = loop.create_future()
-    _listen_to_runner(loop, go, stop)
+    _listen_to_runner(loop, go, stop, driver, node.adapters)
     _say("READY " + json.dumps(sorted(driver.joined)))
     t0 = cfg.t0_ns
     if t0 is None:

@@ -77,7 +77,7 @@ class _HostBatch:
 class LinkDir:
     """One direction of a link: its link model (shared with the relay) and packet counts."""
 
-    __slots__ = ("link", "frm", "to", "model", "delay_ns", "counts", "simple")
+    __slots__ = ("link", "frm", "to", "model", "delay_ns", "counts", "simple", "chaos")
 
     def __init__(self, link: str, frm: str, to: str, params: LinkParams, seed: int) -> None:
         self.link, self.frm, self.to = link, frm, to
@@ -98,12 +98,17 @@ class LinkDir:
         self.model.set_up(up)
         self._refresh()
 
+    def set_chaos(self, duplicate: float, reorder: float, reorder_ns: int) -> None:
+        self.model.set_chaos(duplicate, reorder, reorder_ns)
+        self._refresh()
+
     def _refresh(self) -> None:
         # The fan-out fast path handles a link that only delays: no draws, no serialization.
         # (Its queue limit, counting packets in flight, cannot fill at a host's rates: at
         # least 1000 packets within one access link's delay.)
         m = self.model
         self.simple = m.up and not m.draws and not m.config.bandwidth_mbps
+        self.chaos = bool(m.config.duplicate or m.config.reorder)   # duplicates: see model.duplicate_at
 
 
 class SimNetwork:
@@ -184,6 +189,12 @@ class SimNetwork:
             d.set_loss(model)
         self._forget_all()
 
+    def set_chaos(self, link: str, duplicate: float = 0.0, reorder: float = 0.0, reorder_ns: int = 0) -> None:
+        """Both directions of ``link`` duplicate and reorder frames (zeros: stop)."""
+        for d in self._dirs(link):
+            d.set_chaos(duplicate, reorder, reorder_ns)
+        self._forget_all()
+
     # ------------------------------------------------------------------ routes
     # A route is a hop: (switch, ((LinkDir, child hop), ...), (_HostBatch, ...), ((LinkDir, host), ...)).
     # Batches are the member hosts of that switch whose access link only delays, grouped
@@ -257,10 +268,13 @@ class SimNetwork:
                 heappush(s.heap, (t, next(s.counter), self._arrive, pkt, (dst,)))
                 return
             route = self._uroute(self.host_switch[sender], dst)
-        arr = self._cross(self.host_up[sender], t, pkt)
+        up = self.host_up[sender]
+        arr = self._cross(up, t, pkt)
         if arr >= 0:
             s = self.sched
             heappush(s.heap, (arr, next(s.counter), self._at_switch, pkt, route))
+            if up.chaos and up.model.duplicate_at >= 0:
+                heappush(s.heap, (up.model.duplicate_at, next(s.counter), self._at_switch, pkt, route))
 
     def _drop(self, ld: LinkDir, t: int, pkt: tuple, reason: str, c: list[int]) -> int:
         c[1] += 1
@@ -294,6 +308,8 @@ class SimNetwork:
                 arr = ld.model.offer(t, size, key)
                 if arr >= 0:
                     heappush(heap, (arr, next(counter), at_switch, pkt, child))
+                    if ld.chaos and ld.model.duplicate_at >= 0:
+                        heappush(heap, (ld.model.duplicate_at, next(counter), at_switch, pkt, child))
                 else:
                     self._drop(ld, t, pkt, REASONS[-arr - 1], c)
         if not (hop[2] or hop[3]):
@@ -330,10 +346,13 @@ class SimNetwork:
                 arr = ld.model.offer(t, size, key)
                 if arr < 0:
                     self._drop(ld, t, pkt, REASONS[-arr - 1], c)
-                elif arr in at:
+                    continue
+                if arr in at:
                     at[arr].append(h)
                 else:
                     at[arr] = [h]
+                if ld.chaos and ld.model.duplicate_at >= 0:
+                    heappush(heap, (ld.model.duplicate_at, next(counter), self._arrive, pkt, [h]))
         arrive = self._arrive
         for arr, hosts in at.items():
             heappush(heap, (arr, next(counter), arrive, pkt, hosts))

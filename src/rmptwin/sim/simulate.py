@@ -26,6 +26,8 @@ import numpy as np
 import pyarrow as pa
 
 from rmptwin import factories
+from rmptwin.core import nemesis
+from rmptwin.core.nemesis import partition_links
 from rmptwin.errors import UserError
 from rmptwin.records.tables import EVENT_SCHEMA, encoded_details
 from rmptwin.core.events import Event, Kind
@@ -68,7 +70,7 @@ def _drain(next_event: Callable[[], Event | None], first: Event) -> tuple[Event,
 class _Node:
     __slots__ = ("idx", "host", "name", "role", "core", "crashed", "timer_local", "timer_gen",
                  "groups", "off_ns", "k", "recoveries", "recv", "get_groups", "to_send", "take_events",
-                 "next_event", "get_timer")
+                 "next_event", "get_timer", "paused", "backlog")
 
     def __init__(self, idx: int, host, clock: Clock | None) -> None:
         self.idx, self.host, self.name, self.role = idx, host, host.name, host.role
@@ -80,6 +82,8 @@ class _Node:
         self.off_ns = round(clock.offset_ms * 1e6) if clock else 0
         self.k = clock.drift_ppm * 1e-6 if clock else 0.0
         self.recoveries = 0
+        self.paused: int | None = None      # true time the node was paused (a frozen core), or None
+        self.backlog: list = []             # what reached it meanwhile: ("d", data, src) / ("p", publish)
 
     def attach(self, core) -> None:
         # Bound methods looked up once: the delivery loop calls them for every packet.
@@ -122,6 +126,7 @@ class Simulation:
         self.by_name = {n.name: n for n in self.nodes}
         self.end_ns = round(self.exp.duration_s * 1e9)
         self._workload: list[Publish] = []
+        self._cut: list[str] = []   # links a partition cut, until it heals
 
     # ------------------------------------------------------------------ core plumbing
 
@@ -170,6 +175,8 @@ class Simulation:
     def _fire(self, t: int, node: _Node, gen: int) -> None:
         if node.crashed or gen != node.timer_gen:
             return
+        if node.paused is not None:
+            return   # a frozen core's timer fires when it resumes (the deadline stays set)
         fired, node.timer_local = node.timer_local, None
         node.core.handle_timer(node.local(t))
         self._after(node, t, fired)
@@ -180,6 +187,9 @@ class Simulation:
         for h in hosts:
             node = nodes[h]
             if node.crashed:
+                continue
+            if node.paused is not None:   # a stopped process: the datagram waits in its socket buffer
+                node.backlog.append(("d", data, src))
                 continue
             now = t + node.off_ns + round(t * node.k) if node.k else t + node.off_ns
             node.recv(data, src, now)
@@ -218,6 +228,9 @@ class Simulation:
         node = self.by_name[p.source]
         if node.crashed:
             return
+        if node.paused is not None:
+            node.backlog.append(("p", p))
+            return
         publish = getattr(node.core, "publish", None)
         if publish is None:
             raise UserError(f"host {node.name}: its {node.role} core cannot publish (no publish method)")
@@ -230,6 +243,7 @@ class Simulation:
             if node.crashed:
                 return
             node.crashed = True
+            node.paused, node.backlog = None, []   # a paused process killed: its socket buffer goes too
             node.timer_gen += 1
             node.timer_local = None
             node.groups = frozenset()
@@ -248,6 +262,73 @@ class Simulation:
             self.net.set_link_up(fault.link, fault.action == "link_up")
         elif fault.action == "loss":
             self.net.set_loss(fault.link, fault.loss)
+        else:
+            self._nemesis(t, fault)
+
+    def _nemesis(self, t: int, step) -> None:
+        """The steps of the newer nemeses (``rmptwin.core.nemesis``)."""
+        a = step.action
+        if a == "partition":
+            for link in partition_links(self.loaded.topology, step.groups):
+                if link not in self._cut:
+                    self._cut.append(link)
+                    self.net.set_link_up(link, False)
+        elif a == "heal":
+            for link in self._cut:
+                self.net.set_link_up(link, True)
+            self._cut = []
+        elif a == "link_chaos":
+            self.net.set_chaos(step.link, step.duplicate or 0.0, step.reorder or 0.0, round(step.reorder_ms * 1e6))
+        elif a == "link_calm":
+            self.net.set_chaos(step.link)
+        elif a in ("pause", "resume") and step.member is not None:
+            # one etcd member of three: the simulator's sequencer is the in-memory CAS, whose
+            # answers a majority of members gives unchanged; logged, nothing stops
+            kind = Kind.PAUSE if a == "pause" else Kind.RESUME
+            self._log.append((t, self.by_name[step.node], (Event(kind, detail={"member": step.member}),)))
+        elif a == "pause":
+            node = self.by_name[step.node]
+            if node.crashed or node.paused is not None:
+                return
+            node.paused = t
+            self._log.append((t, node, (Event(Kind.PAUSE),)))
+        elif a == "resume":
+            self._resume(t, self.by_name[step.node])
+        elif a == "clock":
+            node = self.by_name[step.node]
+            if step.drift_ppm is not None:
+                k = step.drift_ppm * 1e-6
+                node.off_ns += round(t * node.k) - round(t * k)   # the clock goes on from where it reads
+                node.k = k
+            if step.jump_ms is not None:
+                node.off_ns += round(step.jump_ms * 1e6)
+            self._log.append((t, node, (Event(Kind.CLOCK, detail={"jump_ms": step.jump_ms,
+                                                                   "drift_ppm": step.drift_ppm}),)))
+            if not node.crashed and node.timer_local is not None:   # its deadline, in true time, moved
+                node.timer_gen += 1
+                self.sched.at(max(node.true(node.timer_local), t), self._fire, node, node.timer_gen)
+        else:
+            raise UserError(f"fault action {a!r}: the simulator does not know it")
+
+    def _resume(self, t: int, node: _Node) -> None:
+        if node.paused is None:
+            return
+        paused, node.paused = node.paused, None
+        backlog, node.backlog = node.backlog, []
+        self._log.append((t, node, (Event(Kind.RESUME, detail={"paused_ns": t - paused}),)))
+        if node.crashed:
+            return
+        now = node.local(t)
+        for item in backlog:   # what waited in its socket buffer, in arrival order, then its late timer
+            if item[0] == "d":
+                node.recv(item[1], item[2], now)
+            else:
+                p = item[1]
+                node.core.publish(p.stripe, p.payload, now)
+        self._after(node, t)
+        if node.timer_local is not None and node.true(node.timer_local) <= t:
+            node.timer_gen += 1   # a deadline that passed while frozen: it fires now, once
+            self.sched.at(t, self._fire, node, node.timer_gen)
 
     # ------------------------------------------------------------------ run
 
@@ -260,8 +341,8 @@ class Simulation:
             self.net.set_groups(node.idx, node.groups)
         for node in self.nodes:
             self._after(node, 0)
-        for f in self.exp.faults:
-            self.sched.at(round(f.at_s * 1e9), self._fault, f)
+        for step in nemesis.steps(self.exp.faults):
+            self.sched.at(step.at_ns, self._fault, step)
         self._workload = schedule(self.loaded, self.seed)
         if self._workload:
             self.sched.at(self._workload[0].t_ns, self._publish, 0)

@@ -66,22 +66,61 @@ class Workload(_Model):
 
 
 class Fault(_Model):
+    """One fault of the schedule (a nemesis; ``rmptwin.core.nemesis`` expands each into timed steps,
+    the same for both backends)."""
+
     at_s: float = Field(ge=0)
-    action: Literal["crash", "recover", "link_down", "link_up", "loss"]
+    action: Literal["crash", "recover", "link_down", "link_up", "loss", "partition", "heal", "pause", "clock",
+                    "flap", "dup_reorder"] = Field(
+        description="crash/recover: a node (kill -9; a new incarnation from its durable state); link_down/link_up/"
+        "loss: a link; partition: the switches split into sets (groups) that cannot reach each other, healed after "
+        "duration_s or by a heal; pause: a node stops for duration_s and resumes with its state (SIGSTOP/SIGCONT); "
+        "clock: a node's clock jumps by jump_ms and/or its drift becomes drift_ppm; flap: a link goes down and up "
+        "every period_ms for duration_s; dup_reorder: a link duplicates and/or reorders frames (for duration_s)")
     node: str | None = None
     link: str | None = Field(None, description="'a-b' as in the topology")
     loss: LossModel | None = None
+    groups: list[list[str]] | None = Field(None, description="partition: sets of switches; the switches named in "
+                                                             "no set form one more set")
+    duration_s: float | None = Field(None, gt=0, description="partition, pause, flap, dup_reorder: how long")
+    jump_ms: float | None = Field(None, description="clock: step of the node's clock (negative: backwards)")
+    drift_ppm: float | None = Field(None, description="clock: the node's new drift")
+    period_ms: float | None = Field(None, gt=0, description="flap: time down, then time up, alternately")
+    duplicate: float | None = Field(None, ge=0, le=1, description="dup_reorder: chance a frame arrives twice")
+    reorder: float | None = Field(None, ge=0, le=1, description="dup_reorder: chance a frame is held back "
+                                                                "(reorder_ms) and overtaken")
+    reorder_ms: float = Field(20.0, ge=0, description="dup_reorder: how long a reordered frame is held back")
+    member: int | None = Field(None, ge=0, description="pause of a sequencer host with sequencer: etcd: only this "
+                                                       "etcd member (0-2) stops, not the host")
 
     _coerce = field_validator("loss", mode="before")(_coerce_loss)
 
     @model_validator(mode="after")
     def _target(self) -> "Fault":
-        if self.action in ("crash", "recover") and not self.node:
-            raise ValueError(f"{self.action} needs node")
-        if self.action in ("link_down", "link_up", "loss") and not self.link:
-            raise ValueError(f"{self.action} needs link")
-        if self.action == "loss" and self.loss is None:
+        a = self.action
+        if a in ("crash", "recover", "pause", "clock") and not self.node:
+            raise ValueError(f"{a} needs node")
+        if a in ("link_down", "link_up", "loss", "flap", "dup_reorder") and not self.link:
+            raise ValueError(f"{a} needs link")
+        if a == "loss" and self.loss is None:
             raise ValueError("loss needs loss (a probability or a loss model)")
+        if a == "partition":
+            sets = [g for g in (self.groups or []) if g]
+            if not sets:
+                raise ValueError("partition needs groups: at least one set of switches (the rest form another)")
+            named = [sw for g in sets for sw in g]
+            if len(named) != len(set(named)):
+                raise ValueError("partition: a switch is in two groups")
+        if self.member is not None and a != "pause":
+            raise ValueError("member is for pause (one etcd member of a sequencer host)")
+        if a in ("pause", "flap") and self.duration_s is None:
+            raise ValueError(f"{a} needs duration_s")
+        if a == "flap" and self.period_ms is None:
+            raise ValueError("flap needs period_ms")
+        if a == "clock" and self.jump_ms is None and self.drift_ppm is None:
+            raise ValueError("clock needs jump_ms or drift_ppm (or both)")
+        if a == "dup_reorder" and not (self.duplicate or self.reorder):
+            raise ValueError("dup_reorder needs duplicate or reorder (a probability above 0)")
         return self
 
 
@@ -213,3 +252,11 @@ class LoadedExperiment(BaseModel):
             "topology": self.topology.model_dump(mode="json"),
             "experiment_file": str(self.path),
         }
+
+    @classmethod
+    def from_manifest(cls, manifest: dict, path: Path | None = None) -> LoadedExperiment:
+        """The experiment a manifest (``to_manifest``, a run's or a sweep task's) resolved;
+        ``path`` where it says none."""
+        return cls(experiment=Experiment.model_validate(manifest["experiment"]),
+                   topology=Topology.model_validate(manifest["topology"]),
+                   path=Path(manifest.get("experiment_file") or path or "manifest"))

@@ -183,6 +183,14 @@ def cross_check(path: Path, exp: Experiment, topo: Topology) -> None:
             raise UserError(f"{path}: faults.{i}.node: unknown host {f.node!r}")
         if f.link and f.link not in link_names:
             raise UserError(f"{path}: faults.{i}.link: unknown link {f.link!r} (write it as 'a-b')")
+        if f.member is not None:
+            host = next((h for h in topo.hosts if h.name == f.node), None)
+            if host is None or host.role != "sequencer" or exp.venue is None or exp.venue.sequencer != "etcd":
+                raise UserError(f"{path}: faults.{i}.member: only a sequencer host of a 'sequencer: etcd' venue "
+                                f"runs etcd members")
+        for sw in [sw for g in (f.groups or []) for sw in g]:
+            if sw not in topo.switches:
+                raise UserError(f"{path}: faults.{i}.groups: unknown switch {sw!r}")
     for n in exp.clocks:
         if n not in names:
             raise UserError(f"{path}: clocks.{n}: unknown host")

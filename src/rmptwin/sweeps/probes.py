@@ -15,6 +15,8 @@ table: the counts the seeds' claims are stated in. A probe is named ``NAME`` or 
   ``max_delay_ms``, ``avg_delay_ms``.
 - ``minc``: ``first_loss.NODE`` per receiver, ``LINK.estimate`` and ``LINK.configured`` per
   logical link of the first source's tree (``analysis.link_loss``), and ``max_error_pp``.
+- ``checks``: every history checker's verdict, the first violation and the outage
+  (``rmptwin.checkers.probe``; what `rmptwin chaos` records for each run).
 """
 
 from __future__ import annotations
@@ -97,6 +99,14 @@ def ring_passes(df: pd.DataFrame, loaded, arg: str | None) -> dict:
             "token_interval_ms": float(np.median(token_ms)) if token_ms.size else None}
 
 
+def history_checks(df: pd.DataFrame, loaded, arg: str | None) -> dict:
+    """Every history checker's verdict and the outage (``rmptwin.checkers.probe``)."""
+    from rmptwin.checkers.probe import checks
+
+    return checks(df, loaded, arg)
+
+
+
 def minc_links(df: pd.DataFrame, loaded, arg: str | None) -> dict:
     """Per-receiver first-copy loss and each link's MINC estimate beside its configured loss
     (``analysis.link_loss``: the figures `rmptwin analyze` gives, without Spark)."""
@@ -105,7 +115,8 @@ def minc_links(df: pd.DataFrame, loaded, arg: str | None) -> dict:
     return link_loss_figures(df, loaded)
 
 
-PROBES = {"rmp": rmp_counts, "ring": ring_passes, "venue_gap_sampled": venue_gap_sampled, "minc": minc_links}
+PROBES = {"rmp": rmp_counts, "ring": ring_passes, "venue_gap_sampled": venue_gap_sampled, "minc": minc_links,
+          "checks": history_checks}
 
 
 def check(names: list[str]) -> None:

@@ -44,11 +44,9 @@ def flatten(summary: dict, prefix: str = "") -> dict:
 
 
 def loaded_from(manifest: dict):
-    from rmptwin.spec import Experiment, LoadedExperiment, Topology
+    from rmptwin.spec import LoadedExperiment
 
-    return LoadedExperiment(experiment=Experiment.model_validate(manifest["experiment"]),
-                            topology=Topology.model_validate(manifest["topology"]),
-                            path=Path(manifest.get("experiment_file") or "sweep"))
+    return LoadedExperiment.from_manifest(manifest, Path("sweep"))
 
 
 def run_simulated(task: dict) -> dict:

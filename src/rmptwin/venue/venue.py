@@ -257,6 +257,8 @@ class VenueCore:
             return   # the answer to an abandoned retry
         self._proposal = None
         self._propose_wait = self.retry_ns
+        self._events.append(Event(Kind.CAS_OK, gseq=n, detail={"status": status, "next": nxt,
+                                                                "keys": [list(k) for k in keys]}))
         if status == wire.TOO_FAR:
             self._events.append(Event(Kind.SEQ_TOO_FAR, gseq=n, detail={"next": nxt}))
             self._reset()
@@ -325,6 +327,7 @@ class VenueCore:
         if not keys and self.seq_next <= self.known_top:
             return   # nothing to propose and nothing to learn (a read only when others are ahead)
         self._proposal = (self.known_top, keys, now + self._propose_wait)
+        self._events.append(Event(Kind.CAS_INVOKE, gseq=self.known_top, detail={"keys": [list(k) for k in keys]}))
         self._out.append((wire.propose_frame(self.ev_id, self.known_top, keys), Unicast(self.sequencer)))
 
     # ------------------------------------------------------------------ execution
@@ -453,6 +456,7 @@ class VenueCore:
             self._propose_wait = min(2 * self._propose_wait, 50 * self.retry_ns)
             self._proposal = (n, keys, now + self._propose_wait)
             self._events.append(Event(Kind.CTRL_SENT, gseq=n, detail={"type": "PROPOSE_RETRY"}))
+            self._events.append(Event(Kind.CAS_INVOKE, gseq=n, detail={"keys": [list(k) for k in keys]}))
             self._out.append((wire.propose_frame(self.ev_id, n, keys), Unicast(self.sequencer)))
         for key, t in list(self._body_wait.items()):
             if now >= t:

@@ -1,0 +1,199 @@
+"""Is the sequencer's compare-and-swap history linearizable? (Wing and Gong's search with
+Lowe's memoisation, as in Porcupine and Knossos.)
+
+The history is what the EVs recorded (``Kind.CAS_INVOKE`` when a proposal goes out,
+``Kind.CAS_OK`` when its answer comes back): each operation ``propose(n, keys)`` with its
+invocation time, its completion time and answer ``(status, next, keys standing at n..)``, or
+no completion at all: a proposal whose answer never came (the EV gave up on it, crashed, or
+the run ended) is INDETERMINATE, as Jepsen treats a timeout: it may have taken effect at any
+instant after its invocation, or not at all, and its answer is unconstrained. A retry of a
+proposal is a new operation, and the earlier one becomes indeterminate: the answer that
+came back may belong to either copy, and an indeterminate copy covers both cases.
+
+The model is ``venue.sequencer.CasLog`` itself, as a sequential specification with the
+sequencer's window: ``propose(n, keys)`` wins exactly when n is the first free position
+(placing the keys not already standing in the window), is told ``TOO_FAR`` below the window,
+and otherwise learns what stands at n, n + 1, ... The search linearizes an operation only
+between its invocation and completion (indeterminate ones: any time after invocation) and
+backtracks; a (set of linearized operations, model state) pair seen before is not tried
+again. The model state is keyed by the log's length and a hash chain over it; the set of
+linearized operations by its lowest gap and the bits above it (histories are nearly sequential).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rmptwin.venue import wire
+from rmptwin.venue.sequencer import REPLY_MAX
+from rmptwin.checkers import Violation
+
+NAME = "cas_linearizable"
+INF = float("inf")
+
+
+@dataclass(frozen=True)
+class CasOp:
+    """One proposal. ``output`` None: indeterminate (no answer seen)."""
+
+    id: int
+    process: str                      # the EV
+    call_ns: int
+    n: int
+    keys: tuple
+    return_ns: float = INF
+    output: tuple | None = None       # (status, next, keys tuple)
+    evs: tuple = ()                   # the events that recorded it
+
+
+class _Model:
+    """CasLog over a full log, with undo (the search is a stack)."""
+
+    def __init__(self, window: int) -> None:
+        self.window = window
+        self.log: list = []
+        self.chain: list[int] = [0]
+        self.index: dict = {}
+
+    def state(self) -> tuple[int, int]:
+        return len(self.log), self.chain[-1]
+
+    def answer(self, n: int, keys: tuple) -> tuple[tuple, list]:
+        """(the answer CasLog gives, the keys it would place)."""
+        nxt = len(self.log)
+        low = max(0, nxt - self.window)
+        if n < low:
+            return (wire.TOO_FAR, nxt, ()), []
+        if n == nxt and keys:
+            placed = []
+            for k in keys:
+                pos = self.index.get(k)
+                if (pos is not None and pos >= low) or k in placed:
+                    continue
+                placed.append(k)
+            return (wire.WON, nxt + len(placed), tuple(placed)), placed
+        if n > nxt:
+            return (wire.LOST, nxt, ()), []
+        last = min(nxt, n + max(len(keys), REPLY_MAX))
+        return (wire.LOST, nxt, tuple(self.log[n:last])), []
+
+    def apply(self, placed: list) -> None:
+        for k in placed:
+            self.index[k] = len(self.log)
+            self.log.append(k)
+            self.chain.append(hash((self.chain[-1], k)))
+
+    def undo(self, length: int) -> None:
+        while len(self.log) > length:
+            k = self.log.pop()
+            self.chain.pop()
+            if self.index.get(k) == len(self.log):
+                del self.index[k]
+        # a key placed twice (once evicted from the window) maps to its later position: restore the earlier
+        for pos in range(max(0, length - self.window), length):
+            self.index.setdefault(self.log[pos], pos)
+
+
+class _Entry:
+    __slots__ = ("is_call", "match", "next", "op", "prev")
+
+    def __init__(self, op: CasOp | None, is_call: bool) -> None:
+        self.op, self.is_call, self.match, self.prev, self.next = op, is_call, None, None, None
+
+
+def _entries(ops: list[CasOp]) -> _Entry:
+    """The doubly linked list of calls and returns in time order (calls first at equal times)."""
+    items = []
+    for op in ops:
+        call, ret = _Entry(op, True), _Entry(op, False)
+        call.match = ret
+        items.append(((op.call_ns, 0, op.id), call))
+        items.append(((op.return_ns, 1, op.id), ret))
+    items.sort(key=lambda x: x[0])
+    head = _Entry(None, False)
+    prev = head
+    for _, e in items:
+        prev.next, e.prev = e, prev
+        prev = e
+    return head
+
+
+def _lift(e: _Entry) -> None:
+    e.prev.next = e.next
+    if e.next:
+        e.next.prev = e.prev
+    m = e.match
+    m.prev.next = m.next
+    if m.next:
+        m.next.prev = m.prev
+
+
+def _unlift(e: _Entry) -> None:
+    m = e.match
+    m.prev.next = m
+    if m.next:
+        m.next.prev = m
+    e.prev.next = e
+    if e.next:
+        e.next.prev = e
+
+
+def linearizable(ops: list[CasOp], window: int = 1 << 62, max_steps: int = 2_000_000) -> Violation | None:
+    """None if some linearization of ``ops`` agrees with the model; else the violation, naming the
+    operation the deepest attempt could not place. A search over ``max_steps`` gives up with a
+    violation saying so (never seen on the venue's histories, which are nearly sequential)."""
+    if not ops:
+        return None
+    head = _entries(ops)
+    model = _Model(window)
+    cache: set = set()
+    calls: list[tuple[_Entry, int]] = []
+    linearized = 0
+    entry = head.next
+    deepest, stuck = -1, None
+    steps = 0
+    while head.next is not None:
+        steps += 1
+        if steps > max_steps:
+            return Violation(NAME, f"undecided: the search gave up after {max_steps} steps ({len(ops)} operations)")
+        if entry.is_call:
+            op = entry.op
+            out, placed = model.answer(op.n, op.keys)
+            if op.output is None or op.output == out:
+                bit = linearized | (1 << op.id)
+                length = len(model.log)
+                model.apply(placed)
+                # Lowe's cache, keyed compactly: every operation below the lowest unlinearized
+                # one is linearized, so (that index, the bits above it) names the set
+                low = ((bit + 1) & ~bit).bit_length() - 1
+                key = (low, bit >> low, model.state())
+                if key not in cache:
+                    cache.add(key)
+                    calls.append((entry, length))
+                    linearized = bit
+                    _lift(entry)
+                    entry = head.next
+                    continue
+                model.undo(length)
+            entry = entry.next
+        else:
+            if len(calls) > deepest:
+                deepest, stuck = len(calls), (entry.op, model.answer(entry.op.n, entry.op.keys)[0])
+            if not calls:
+                break
+            entry, length = calls.pop()
+            linearized &= ~(1 << entry.op.id)
+            model.undo(length)
+            _unlift(entry)
+            entry = entry.next
+    else:
+        return None
+    op, expected = stuck
+    return Violation(NAME, f"{op.process} propose(n={op.n}, {len(op.keys)} keys) answered "
+                           f"{_status(op.output)} next={op.output[1]} {list(op.output[2])[:4]}, but no order of the "
+                           f"operations before it gives that (at best: {_status(expected)} next={expected[1]} "
+                           f"{list(expected[2])[:4]}; {deepest} operations linearized)", op.evs)
+
+
+def _status(out) -> str:
+    return {wire.WON: "WON", wire.LOST: "LOST", wire.TOO_FAR: "TOO_FAR"}.get(out[0], str(out[0]))
