@@ -4,6 +4,5 @@
     schedule   draw a fault schedule (documented distributions, majority bound)
     campaign   run the schedules (simulated: Spark tasks through the sweeps' path), collect rows
     shrink     delta debugging over a violating schedule's fault list
-    chaosdir   the campaign directory: chaos.parquet, chaos.json, chaos.html, repro/*.yaml
     report     chaos.html
 """

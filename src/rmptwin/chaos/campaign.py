@@ -16,7 +16,7 @@ import yaml
 
 from rmptwin.spec import Experiment, LoadedExperiment
 from rmptwin.sweeps.task import payload
-from rmptwin.chaos.chaosdir import ChaosDir
+from rmptwin.rundir.chaos import ChaosDir
 from rmptwin.chaos.schedule import Plan, draw, nemeses_of
 from rmptwin.chaos.shrink import ddmin
 

@@ -8,7 +8,7 @@ import json
 import pyarrow as pa
 
 from rmptwin.checkers.run import CHECKERS
-from rmptwin.chaos.chaosdir import ChaosDir
+from rmptwin.rundir.chaos import ChaosDir
 from rmptwin.chaos.schedule import NEMESES
 
 STYLE = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin:1em 0}"

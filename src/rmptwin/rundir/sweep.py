@@ -37,7 +37,10 @@ def sweep_id(spec: dict) -> str:
 
 
 class SweepDir:
-    """One sweep directory; ``SweepDir.for_sweep`` names the default one for a sweep spec."""
+    """One sweep directory; ``SweepDir.for_sweep`` names the default one for a sweep spec.
+    A directory of many runs of another kind (``rundir.chaos.ChaosDir``) names its own files."""
+
+    TABLE, SPEC, REPORT = TABLE, SPEC, REPORT
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -55,15 +58,15 @@ class SweepDir:
 
     @property
     def table_path(self) -> Path:
-        return self.path / TABLE
+        return self.path / self.TABLE
 
     @property
     def spec_path(self) -> Path:
-        return self.path / SPEC
+        return self.path / self.SPEC
 
     @property
     def report_path(self) -> Path:
-        return self.path / REPORT
+        return self.path / self.REPORT
 
     @property
     def plots_dir(self) -> Path:

@@ -1,5 +1,5 @@
 """The campaign directory, results/chaos/<experiment>/<campaign-id>/: the one place that names
-its files (a sibling of ``sweepdir.SweepDir``; ``rundir.RunDir`` owns each run directory in it).
+its files (a ``SweepDir`` with files of its own; ``RunDir`` owns each run directory in it).
 
     chaos.parquet   one row per run: schedule, nemeses, verdict per checker, figures, repro path
     chaos.json      what was asked: experiment, runs, seed, backend, nemeses, bounds
@@ -15,11 +15,9 @@ import json
 import os
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 from rmptwin.errors import UserError
 from rmptwin.rundir.run import RunDir
+from rmptwin.rundir.sweep import SweepDir
 
 TABLE = "chaos.parquet"
 SPEC = "chaos.json"
@@ -32,12 +30,8 @@ def campaign_id(spec: dict) -> str:
     return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:10]
 
 
-class ChaosDir:
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-
-    def __str__(self) -> str:
-        return str(self.path)
+class ChaosDir(SweepDir):
+    TABLE, SPEC, REPORT = TABLE, SPEC, REPORT
 
     @classmethod
     def for_campaign(cls, experiment: str, spec: dict, out: str | Path | None = None,
@@ -49,43 +43,18 @@ class ChaosDir:
         return cls(path)
 
     @property
-    def table_path(self) -> Path:
-        return self.path / TABLE
-
-    @property
-    def spec_path(self) -> Path:
-        return self.path / SPEC
-
-    @property
-    def report_path(self) -> Path:
-        return self.path / REPORT
-
-    @property
     def repro_dir(self) -> Path:
         return self.path / REPRO
 
     def repro_path(self, run: int) -> Path:
         return self.repro_dir / f"run-{run}.yaml"
 
-    def run_dir(self, run: int) -> RunDir:
+    def run_dir(self, run: int) -> RunDir:  # type: ignore[override]  # a campaign's runs are numbered
         return RunDir(self.path / RUNS / f"run-{run}")
 
     def relative_from_repro(self, target: Path) -> str:
         """``target`` as a path relative to repro/ (what a repro YAML's topology field holds)."""
         return os.path.relpath(Path(target).resolve(), self.repro_dir.resolve())
-
-    def write_spec(self, spec: dict) -> None:
-        self.spec_path.write_text(json.dumps(spec, indent=2, sort_keys=True) + "\n")
-
-    def write_table(self, table: pa.Table) -> None:
-        pq.write_table(table, self.table_path)
-
-    def read_table(self) -> pa.Table:
-        return pq.read_table(self.table_path)
-
-    def write_report(self, page: str) -> Path:
-        self.report_path.write_text(page)
-        return self.report_path
 
     def write_repro(self, run: int, text: str) -> Path:
         self.repro_dir.mkdir(parents=True, exist_ok=True)
