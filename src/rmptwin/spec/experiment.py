@@ -102,6 +102,9 @@ class VenueWorkload(_Model):
     duration_s: float = Field(5.0, gt=0)
     tick: int = Field(100, ge=1, description="price tick in ticker units (price x 10,000): 100 = one cent")
     ev_service_us: float = Field(60.0, ge=0, description="mean EV execution time per request (exponential)")
+    ev_replay_us: float = Field(
+        1.0, ge=0, description="mean time a recovering EV takes to re-execute one request the history recorder "
+        "already hardened (exponential): the matching alone, no per-message cost (the matching bench: ~0.6 us)")
     gw_fsync_us: float = Field(100.0, ge=0, description="gateway log fsync latency (group fsync)")
     hr_commit_us: float = Field(300.0, ge=0, description="history-recorder group-commit latency when durable")
     lookahead: int = Field(64, ge=1, description="positions an EV may order ahead of what it executed")
