@@ -30,6 +30,7 @@ class Kind:
     RELEASE = "release"            # R_T remulticast of gseq (ack ts + Delta_A)
     STABLE = "stable"              # all receivers hold up to gseq (t - m + 1)
     SECONDARY_TOKEN = "secondary_token"
+    SECONDARY_STABLE = "secondary_stable"  # every member of a secondary ring holds up to gseq; detail: {stripe, ring, token}
     # reformation
     FAILURE_REPORT = "failure_report"  # detail: reporter's suspicion
     REFORM_START = "reform_start"

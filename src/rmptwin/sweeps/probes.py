@@ -9,6 +9,8 @@ table: the counts the seeds' claims are stated in. A probe is named ``NAME`` or 
   of a message came as a repair), ``nacks_per_missed``, ``ctrl_sent``.
 - ``ring``: ``stable_passes`` (token passes from a message's acknowledgement to STABLE, median)
   and ``token_interval_ms`` (median time between token passes).
+- ``layers``: ``layered_passes`` (the seed's L_i: token passes until every ring, primary and
+  secondary, holds a message), ``levels``, ``receivers``, ``rings`` (``sweeps.layering_probe``).
 - ``venue_gap_sampled:MS``: the EV position gap read at instants MS apart (the venue paper
   samples every 5,000 ms), from the first instant both EVs run: ``max_gap``, ``avg_gap``,
   ``samples``, and the delays the paper gives, the gap over 9,000 req/s (its EVs' top rate):
@@ -25,6 +27,7 @@ import pandas as pd
 from ..errors import UserError
 from ..events import Kind
 from ..rmp.wire import WANT_ACKS, WANT_MSGS
+from .layering_probe import layered_passes
 
 RING_ROLES = ("primary", "secondary")
 PAPER_MAX_RATE = 9000.0   # the venue paper divides gaps by its EVs' top rate, 9,000 req/s
@@ -95,7 +98,8 @@ def ring_passes(df: pd.DataFrame, loaded, arg: str | None) -> dict:
             "token_interval_ms": float(np.median(token_ms)) if token_ms.size else None}
 
 
-PROBES = {"rmp": rmp_counts, "ring": ring_passes, "venue_gap_sampled": venue_gap_sampled}
+PROBES = {"rmp": rmp_counts, "ring": ring_passes, "venue_gap_sampled": venue_gap_sampled,
+          "layers": layered_passes}
 
 
 def check(names: list[str]) -> None:
