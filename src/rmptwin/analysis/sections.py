@@ -27,6 +27,7 @@ SECTIONS: dict[str, str] = {
     "security": "rmptwin.analysis.security_summary",
     "trading_floor": "rmptwin.analysis.floor_summary",
     "taxonomy": "rmptwin.analysis.taxonomy_summary",
+    "edge_stripes": "rmptwin.analysis.edge_summary",
 }
 
 

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import random
 
+from ..errors import UserError
 from ..spec import LoadedExperiment, Protocol
-from ..rmp import striping
+from ..rmp import edge_stripes, striping
 from ..rmp.customer import CustomerConfig, CustomerCore
 from ..rmp.primary import PrimaryCore
 from ..rmp.reformation import ReformationCore
@@ -27,6 +28,7 @@ from ..rmp.secondary import SecondaryCore
 from ..rmp.source import SourceCore
 from ..rmp.seal import KeySet
 from ..rmp.timing import MS, Timing
+from .edge import edge_plan
 
 # the hosts that remulticast a stripe into their regions (R_T)
 REMULTICAST_ROLES = ("primary", "secondary")
@@ -85,6 +87,9 @@ def _remulticast_hosts(loaded: LoadedExperiment) -> list:
 def remulticasters(loaded: LoadedExperiment, regions: list[str], stripe: int) -> list[str]:
     """R_T hosts (primary/secondary) remulticasting ``stripe`` into any of ``regions``, in topology order."""
     want = set(regions)
+    plan = edge_plan(loaded)
+    if plan is not None:
+        stripe = plan.core_of(stripe)   # an edge stripe comes from the R_T of its core stripe
     return [
         h.name for h in _remulticast_hosts(loaded)
         if want & set(h.regions) and striping.serves_stripe(h.stripes, stripe)
@@ -94,6 +99,15 @@ def remulticasters(loaded: LoadedExperiment, regions: list[str], stripe: int) ->
 def customer_stripes(host, loaded: LoadedExperiment) -> list[int]:
     """The stripes a customer joins (``striping.customer_stripes`` on its spec and the workload's rate)."""
     w = loaded.experiment.workload
+    plan = edge_plan(loaded)
+    if plan is not None:   # edge stripes: those subscribed to that the access link carries
+        unknown = sorted(set(host.stripes or ()) - set(plan.ids()))
+        if unknown:
+            raise UserError(f"{loaded.path}: customer {host.name} names stripes {unknown}, which are not edge "
+                            f"stripes (this experiment's are {plan.ids()[0]}..{plan.ids()[-1]})")
+        mbps = host.link.bandwidth_mbps
+        return edge_stripes.stripes_within(plan, mbps * 1000 if mbps is not None else None, host.stripes,
+                                           len(host.regions))
     n_sources = len(w.sources) if w.sources is not None else len(loaded.topology.hosts_with_role("source"))
     return striping.customer_stripes(
         host.stripes, w.stripes, link_mbps=host.link.bandwidth_mbps,
@@ -122,7 +136,8 @@ def customer_config(host, loaded: LoadedExperiment) -> CustomerConfig:
 
 
 def retransmit_config(host, loaded: LoadedExperiment) -> RetransmitConfig:
-    stripes = _all_stripes(loaded)
+    plan = edge_plan(loaded)
+    stripes = _all_stripes(loaded) if plan is None else plan.ids()   # edge stripes: its history is theirs
     return RetransmitConfig(repair=_repair_config(host, loaded, stripes),
                             upstream={k: tuple(remulticasters(loaded, host.regions, k)) for k in stripes},
                             keys=keys_for(host, loaded), requester_region=requester_regions(host, loaded))
@@ -193,20 +208,29 @@ def build_primary(host, loaded: LoadedExperiment, rng: random.Random, *, recover
             members = secondary_ring(loaded, h.ring, k)
             if members and members[0] == host.name:
                 sec_rings[(h.ring, k)] = members
-    return PrimaryCore(host.name, rings, _timing(loaded), reformation_servers(loaded), regions=list(host.regions),
+    core = PrimaryCore(host.name, rings, _timing(loaded), reformation_servers(loaded), regions=list(host.regions),
                        secondary_rings=sec_rings, recovering=recovering, keys=keys_for(host, loaded),
                        requester_region=requester_regions(host, loaded))
+    return _with_edges(core, loaded)
+
+
+def _with_edges(core, loaded: LoadedExperiment):
+    """An R_T remulticasts its core stripes as edge stripes when the experiment has them."""
+    plan = edge_plan(loaded)
+    if plan is not None:
+        core.use_edge_stripes(plan)
+    return core
 
 
 def build_secondary(host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False,
                     adapters=None) -> SecondaryCore:
     stripes = stripes_of(host, loaded)
-    return SecondaryCore(
+    return _with_edges(SecondaryCore(
         host.name, stripes, _timing(loaded), reformation_servers(loaded), primary=host.primary,
         primaries={k: primary_ring(loaded, k) for k in stripes}, ring=host.ring,
         ring_members={k: secondary_ring(loaded, host.ring, k) for k in stripes}, regions=list(host.regions),
         recovering=recovering, keys=keys_for(host, loaded), requester_region=requester_regions(host, loaded),
-    )
+    ), loaded)
 
 
 def build_reformation(host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False,

@@ -43,6 +43,7 @@ from ..spec import LoadedExperiment
 from ..tables import DROP_SCHEMA
 from ..keys import key_path, load_keys
 from ..emulation.authorized import authorized_senders
+from ..factories.edge import all_stripes, edge_plan
 from ..emulation.edge_drops import log_edge_drops
 from .config import NodeConfig
 from .drain import DRAIN_MAX_S, owed_stripes, quiescent
@@ -181,8 +182,14 @@ class Run:
         return EmulatedNetwork(self.loaded.topology, nodes=self.nodes_mode, impair=self.impair, seed=self.seed,
                                state_dir=state, mounts=mounts, progress=lambda msg: self.progress(0.0, msg),
                                cpus=self.cpus, memory_mb=self.memory_mb, access_in_nodes=self._access_in_nodes(),
-                               authorized=authorized_senders(self.loaded.topology, self.exp.workload.stripes)
-                               if self.exp.security.enabled else None)   # seed 6: only secure runs restrict senders
+                               authorized=self._authorized() if self.exp.security.enabled else None)
+
+    def _authorized(self):
+        """Seed 6: only secure runs restrict senders; edge stripes (seed 4.4) are sent to by the
+        R_T of their core stripe."""
+        plan = edge_plan(self.loaded)
+        return authorized_senders(self.loaded.topology, all_stripes(self.loaded),
+                                  plan.core_of if plan is not None else None)
 
     def _access_in_nodes(self) -> frozenset[str]:
         """The hosts whose node may shape its own access link (the network keeps a relay for
