@@ -32,7 +32,8 @@ class Kind:
                                    # gseq: its edge Mold sequence; detail: {stripe (edge), core_stripe, gseq}
     STABLE = "stable"              # all receivers hold up to gseq (t - m + 1)
     SECONDARY_TOKEN = "secondary_token"
-    SECONDARY_STABLE = "secondary_stable"  # every member of a secondary ring holds up to gseq; detail: {stripe, ring, token}
+    # every member of a secondary ring holds up to gseq (seed 4.1); detail: {stripe, ring, token}
+    SECONDARY_STABLE = "secondary_stable"
     # reformation
     FAILURE_REPORT = "failure_report"  # detail: reporter's suspicion
     REFORM_START = "reform_start"

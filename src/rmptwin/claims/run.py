@@ -125,7 +125,8 @@ def write_report(rows: list[ClaimRow], out: Path = OUT_DIR) -> Path:
             f"<td>{html.escape(r.simulated)}<br><small>{r.runs} runs; {html.escape(r.note)}</small></td>"
             f"<td>{html.escape(r.emulated)}<br><small>{r.emulated_runs} runs</small></td>"
             f"<td style='background:{colour}'>{html.escape(r.verdict)}</td>"
-            f"<td style='background:{COLOURS.get(r.emulated_verdict, '#eeeeee')}'>{html.escape(r.emulated_verdict)}</td>"
+            f"<td style='background:{COLOURS.get(r.emulated_verdict, '#eeeeee')}'>"
+            f"{html.escape(r.emulated_verdict)}</td>"
             f"<td style='background:{TWIN_COLOURS.get(r.twin, '#eeeeee')}'>{html.escape(r.twin)}</td></tr>")
     page = ("<!doctype html><meta charset='utf-8'><title>rmptwin: the seeds' claims</title>"
             "<style>body{font-family:sans-serif}td,th{border:1px solid #bbb;padding:6px;vertical-align:top}"

@@ -9,8 +9,9 @@ members; the rings turn at once, so their times do not add up).
 primary ring and each secondary ring, per stripe) has declared it stable (STABLE,
 SECONDARY_STABLE, at the first member to know), in token periods tau_t, plus one: the
 acknowledging pass itself, as the seed counts L_1 = m (a ring of m makes ack t stable m - 1
-passes after it); the median over messages. ``levels``: 1 without secondary rings, 2 with them (the topology has no third kind
-of ring, so L_3 cannot be configured). ``receivers``: R_P and R_S hosts. ``rings``: how many.
+passes after it); the median over messages. ``levels``: 1 without secondary rings, 2 with
+them (the topology has no third kind of ring, so L_3 cannot be configured). ``receivers``:
+R_P and R_S hosts. ``rings``: how many rings reported stability.
 """
 
 from __future__ import annotations
