@@ -22,10 +22,10 @@ import json
 
 import pandas as pd
 
-from ..events import Kind
-from ..factories.edge import edge_plan
-from ..factories.rmp import customer_stripes
-from ..rmp.edge_stripes import PACKET_OVERHEAD
+from rmptwin.events import Kind
+from rmptwin.factories.edge import edge_plan
+from rmptwin.factories.rmp import customer_stripes
+from rmptwin.rmp.edge_stripes import PACKET_OVERHEAD
 
 
 def _stripe(detail: str) -> int:

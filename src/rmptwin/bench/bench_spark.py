@@ -12,7 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .harness import REPO
+from rmptwin.bench.harness import REPO
 
 RUNS = 1       # one JVM and one log; the analysis itself is timed TIMINGS times in it
 TIMINGS = 3
@@ -100,9 +100,9 @@ def _write_plans(record: list) -> None:
 
 
 def run(quick: bool) -> list[dict]:
-    from ..analysis import job, synthetic
-    from ..analysis.session import spark_session
-    from ..rundir import RunDir
+    from rmptwin.analysis import job, synthetic
+    from rmptwin.analysis.session import spark_session
+    from rmptwin.rundir import RunDir
 
     packets = 36_000 if quick else 360_000   # ~28.6 events per packet on the synthetic tree
     with tempfile.TemporaryDirectory(prefix="rmptwin-bench-spark-") as tmp:

@@ -3,10 +3,10 @@ the analysis and the emulated network's group lists: None when the experiment ha
 
 from __future__ import annotations
 
-from ..errors import UserError
-from ..rmp import striping
-from ..rmp.edge_stripes import EdgePlan, plan_edges
-from ..spec import LoadedExperiment
+from rmptwin.errors import UserError
+from rmptwin.rmp import striping
+from rmptwin.rmp.edge_stripes import EdgePlan, plan_edges
+from rmptwin.spec import LoadedExperiment
 
 
 def msgs_per_symbol(loaded: LoadedExperiment) -> float:

@@ -25,12 +25,12 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from ..events import Event, Kind
-from ..sansio import Dest
-from ..trade_report import TickerDecodeError, TradeReport, symbol_name
-from .moldudp64 import MoldDecodeError, decode_request, is_request
-from .remulticast import Remulticaster
-from .striping import session_stripe, symbols_on
+from rmptwin.events import Event, Kind
+from rmptwin.sansio import Dest
+from rmptwin.trade_report import TickerDecodeError, TradeReport, symbol_name
+from rmptwin.rmp.moldudp64 import MoldDecodeError, decode_request, is_request
+from rmptwin.rmp.remulticast import Remulticaster
+from rmptwin.rmp.striping import session_stripe, symbols_on
 
 # UDP/IP/Ethernet (42) + MoldUDP64 header (20) per packet; a narrow stripe's messages are
 # too sparse to share packets, so each is counted with a whole header, plus 2 bytes of

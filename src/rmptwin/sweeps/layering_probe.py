@@ -21,7 +21,7 @@ import json
 import numpy as np
 import pandas as pd
 
-from ..events import Kind
+from rmptwin.events import Kind
 
 
 def _stable_times(events: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
