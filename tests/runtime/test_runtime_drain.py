@@ -60,3 +60,16 @@ def test_a_receiver_that_has_not_released_the_last_ack_holds_the_run(line3):
     last = max((r for r in rows if r["node"] == "rp2" and r["kind"] == "release"), key=lambda r: r["gseq"])
     done, why = quiescent(_statuses(loaded, rows, skip=lambda r: r is last), owed_stripes(loaded))
     assert not done and "rp2" in why
+
+
+def test_edge_stripes_hold_the_run_until_each_guaranteed_customer_has_every_edge_sequence():
+    """Edge stripes (seed 4.4) have their own sequence numbers: a guaranteed customer owes each
+    edge stripe it joined up to what an R_T released on it, not up to the core stripe's gseq."""
+    loaded = load_experiment(EXPERIMENTS / "edge-stripes.yaml")
+    rows = simulate(loaded, 1).events.to_pylist()
+    owes = owed_stripes(loaded)
+    assert owes["modem1"] == [9]
+    assert quiescent(_statuses(loaded, rows), owes) == (True, "")
+    last = max((r for r in rows if r["node"] == "modem1" and r["kind"] == "cust_recv"), key=lambda r: r["gseq"])
+    done, why = quiescent(_statuses(loaded, rows, skip=lambda r: r is last), owes)
+    assert not done and "modem1" in why and "stripe 9" in why

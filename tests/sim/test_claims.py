@@ -59,3 +59,30 @@ def test_bad_claim_file_and_unknown_name_are_one_line(tmp_path):
         load_claim(bad)
     with pytest.raises(UserError, match="--only nope: no such claim"):
         load_claims(CLAIMS_DIR, only="nope")
+
+
+def test_every_shipped_claim_plans_an_emulated_sweep_or_says_why_not():
+    for c in load_claims(CLAIMS_DIR):
+        assert c.emulated is not None, f"{c.name}: no emulated sweep and no reason"
+        assert c.emulated.not_applicable or c.emulated.seeds >= 1
+
+
+def test_twin_verdict_compares_the_two_halves_only_when_both_were_judged():
+    from rmptwin.claims.evaluate import AGREE, DIFFER, NOT_APPLICABLE, NOT_RUN, twin_verdict
+
+    assert twin_verdict("holds", "holds") == AGREE
+    assert twin_verdict("holds", "does not hold") == DIFFER
+    assert twin_verdict("partly", "partly") == AGREE
+    assert twin_verdict("holds", NOT_RUN) == NOT_RUN
+    assert twin_verdict("does not hold", NOT_APPLICABLE) == NOT_APPLICABLE
+    assert twin_verdict(NOT_MEASURED, "holds") == NOT_MEASURED
+
+
+def test_a_claim_that_cannot_run_emulated_says_not_applicable_and_why(tmp_path):
+    na = load_claim(_claim_file(tmp_path, "na", emulated={"not_applicable": "needs 1,000 hosts"}))
+    (row,) = run_claims([na], out=tmp_path / "out", emulated=True, runner=run_loop)
+    assert row.verdict == "holds"
+    assert row.emulated == "not applicable: needs 1,000 hosts" and row.emulated_verdict == "not applicable"
+    assert row.twin == "not applicable"
+    page = write_report([row], tmp_path / "out").read_text()
+    assert "twin" in page and "needs 1,000 hosts" in page

@@ -144,3 +144,24 @@ def test_restart_recovers_from_the_history_log_and_file_gateway_log(tmp_path):
     hr.close()
     assert (tmp_path / "gw1.gwlog").stat().st_size > 0
     shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+@pytest.mark.parametrize("rate", [1000, 2000, 4000])
+def test_restarted_ev_syncs_under_5ms_at_the_seeds_rates_and_loses_nothing(rate):
+    """The seed's Figure 4 (section 6.1): one symbol, a restarted EV in sync in under 5 ms.
+    The EV re-executes the positions behind the HR's checkpoint at the matching cost, each once."""
+    base = load_experiment(REPO / "labs" / "venue-failover" / "failover.yaml")
+    exp = base.experiment.model_copy(update={"duration_s": 3.0})
+    loaded = with_venue(LoadedExperiment(experiment=exp, topology=base.topology, path=base.path),
+                        rate=rate, duration_s=2.6)
+    sim, df, s = run(loaded)
+    assert s["sync_ms"] is not None and 0 < s["sync_ms"] < 5.0
+    assert s["ev_agreement"] and s["trades_lost"] == 0
+    assert s["requests_completed"] == s["requests_accepted"]
+    assert sim.by_name["ev1"].core.state_hash() == sim.by_name["ev2"].core.state_hash()
+    # after the restart ev1 executed each position once, contiguously, up to where ev2 is
+    sp = df[(df.kind == Kind.SEQ_POSITION) & (df.node == "ev1") & (df.t_ns > 2.5e9)]
+    positions = sp.gseq.to_numpy()
+    assert len(set(positions)) == len(positions)
+    assert (np.diff(positions) == 1).all()
+    assert positions[-1] == s["ev_last_position"]["ev2"]

@@ -19,7 +19,7 @@ from __future__ import annotations
 from types import ModuleType
 
 from rmptwin.analysis import (
-    customer_completeness, floor_summary, orders_summary, security_summary, taxonomy_summary,
+    customer_completeness, edge_summary, floor_summary, orders_summary, security_summary, taxonomy_summary,
 )
 
 SECTIONS: dict[str, ModuleType] = {
@@ -29,6 +29,7 @@ SECTIONS: dict[str, ModuleType] = {
     "trading_floor": floor_summary,
     "taxonomy": taxonomy_summary,
     "customer_completeness": customer_completeness,
+    "edge_stripes": edge_summary,
 }
 
 

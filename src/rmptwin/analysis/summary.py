@@ -297,7 +297,8 @@ def reformation_outages(df: pd.DataFrame, rt_names: set[str]) -> list[float]:
 def _customer_figures(df: pd.DataFrame, loaded: LoadedExperiment, rt_names: set[str],
                       crashed_at_end: set[str]) -> dict:
     """Customers, guaranteed-grade ones, and those of them that got every released gseq."""
-    rel = df[(df.kind == Kind.RELEASE) & df.node.isin(rt_names)]
+    # an edge stripe's messages (seed 4.4) by their own Mold sequence, as its customers number them
+    rel = df[df.kind.isin([Kind.RELEASE, Kind.EDGE_RELEASE]) & df.node.isin(rt_names)]
     released: dict[int, set[int]] = {}
     for g, det in zip(rel.gseq, rel.detail):
         released.setdefault(_stripe(det), set()).add(int(g))

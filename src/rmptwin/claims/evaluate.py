@@ -21,7 +21,9 @@ from rmptwin.sweeps.engine import SweepPlan, run_sweep
 from rmptwin.claims.model import Claim
 from rmptwin.claims.verdicts import judge
 
-NOT_MEASURED, NOT_RUN = "not yet measured", "not run"
+NOT_MEASURED, NOT_RUN, NOT_APPLICABLE = "not yet measured", "not run", "not applicable"
+AGREE, DIFFER = "agree", "differ"
+JUDGED = ("holds", "does not hold", "partly")
 CLAIMS_DIR = Path(__file__).resolve().parents[3] / "experiments" / "claims"
 OUT_DIR = Path("results") / "claims"
 REPORT, TABLE = "claims.html", "claims.json"
@@ -39,6 +41,16 @@ class ClaimRow:
     verdict: str
     note: str = ""
     runs: int = 0
+    emulated_verdict: str = NOT_RUN   # the same rule on the emulated sweep
+    twin: str = NOT_RUN               # agree / differ: the simulated and emulated verdicts; else why not judged
+    emulated_runs: int = 0
+
+
+def twin_verdict(simulated: str, emulated: str) -> str:
+    """Whether the twin's two halves reach the same verdict on a claim (both must be judged)."""
+    if simulated not in JUDGED or emulated not in JUDGED:
+        return emulated if emulated not in JUDGED else simulated
+    return AGREE if simulated == emulated else DIFFER
 
 
 def measure(claim: Claim, out: Path, backend: str, runner=None, master: str | None = None) -> tuple[str, str, int]:
@@ -49,6 +61,8 @@ def measure(claim: Claim, out: Path, backend: str, runner=None, master: str | No
     if backend == "emulation":
         if claim.emulated is None:
             return NOT_RUN, f"{NOT_RUN}: no emulated sweep planned for this claim", 0
+        if claim.emulated.not_applicable:
+            return NOT_APPLICABLE, f"{NOT_APPLICABLE}: {claim.emulated.not_applicable}", 0
         sets, seeds = claim.emulated.sets or sets, claim.emulated.seeds
     try:
         base = load_experiment(claim.experiment_path)
@@ -72,30 +86,34 @@ def run_claims(claims: list[Claim], out: Path = OUT_DIR, emulated: bool = False,
         if progress:
             progress(i, len(claims), claim.name)
         verdict, sim, runs = measure(claim, out, "sim", runner, master)
-        emu = NOT_RUN
+        emu, emu_verdict, emu_runs = NOT_RUN, NOT_RUN, 0
         if emulated:
-            if os.geteuid() != 0:
+            if claim.emulated is not None and claim.emulated.not_applicable:
+                emu_verdict, emu, emu_runs = measure(claim, out, "emulation", None, master)
+            elif os.geteuid() != 0:
                 emu = f"{NOT_RUN}: emulation needs root"
             else:
-                emu_verdict, emu, _ = measure(claim, out, "emulation", None, master)
-                emu = f"{emu} [{emu_verdict}]"
-        if claim.partial and verdict == "holds":
-            verdict = "partly"
+                emu_verdict, emu, emu_runs = measure(claim, out, "emulation", None, master)
+        if claim.partial:
+            verdict = "partly" if verdict == "holds" else verdict
+            emu_verdict = "partly" if emu_verdict == "holds" else emu_verdict
         rows.append(ClaimRow(claim.name, claim.claim, claim.source, claim.quote, claim.seed_figure, sim, emu,
-                             verdict, "; ".join(x for x in (claim.note, claim.partial or "") if x), runs))
+                             verdict, "; ".join(x for x in (claim.note, claim.partial or "") if x), runs,
+                             emu_verdict, twin_verdict(verdict, emu_verdict), emu_runs))
     if progress:
         progress(len(claims), len(claims), "done")
     return rows
 
 
 COLOURS = {"holds": "#d7f5d7", "does not hold": "#f8d4d4", "partly": "#fdf0c2"}
+TWIN_COLOURS = {AGREE: "#d7f5d7", DIFFER: "#f8d4d4"}
 
 
 def write_report(rows: list[ClaimRow], out: Path = OUT_DIR) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     (out / TABLE).write_text(json.dumps([asdict(r) for r in rows], indent=2) + "\n")
     head = "".join(f"<th>{h}</th>" for h in ("claim", "the seed's figure", "ours, simulated", "ours, emulated",
-                                              "verdict"))
+                                              "verdict (simulated)", "verdict (emulated)", "twin"))
     body = []
     for r in rows:
         colour = COLOURS.get(r.verdict, "#eeeeee")
@@ -105,12 +123,17 @@ def write_report(rows: list[ClaimRow], out: Path = OUT_DIR) -> Path:
             f"<td>{html.escape(r.seed_figure)}<br><small><i>“{html.escape(r.quote)}”</i> "
             f"({html.escape(r.source)})</small></td>"
             f"<td>{html.escape(r.simulated)}<br><small>{r.runs} runs; {html.escape(r.note)}</small></td>"
-            f"<td>{html.escape(r.emulated)}</td>"
-            f"<td style='background:{colour}'>{html.escape(r.verdict)}</td></tr>")
+            f"<td>{html.escape(r.emulated)}<br><small>{r.emulated_runs} runs</small></td>"
+            f"<td style='background:{colour}'>{html.escape(r.verdict)}</td>"
+            f"<td style='background:{COLOURS.get(r.emulated_verdict, '#eeeeee')}'>"
+            f"{html.escape(r.emulated_verdict)}</td>"
+            f"<td style='background:{TWIN_COLOURS.get(r.twin, '#eeeeee')}'>{html.escape(r.twin)}</td></tr>")
     page = ("<!doctype html><meta charset='utf-8'><title>rmptwin: the seeds' claims</title>"
             "<style>body{font-family:sans-serif}td,th{border:1px solid #bbb;padding:6px;vertical-align:top}"
             "table{border-collapse:collapse}</style><h1>The seeds' claims beside the twin</h1>"
             "<p>Each row is one sweep (experiments/claims/&lt;name&gt;.yaml); figures are means over seeds. "
+            "The emulated sweep is the claim's smaller one (`rmptwin claims --emulated`), judged by the same rule; "
+            "twin: whether the simulated and emulated verdicts agree. "
             "Sweeps are in results/claims/&lt;name&gt;/.</p>"
             f"<table><tr>{head}</tr>{''.join(body)}</table>")
     path = out / REPORT

@@ -10,6 +10,7 @@ the sweep that measures it, and the rule that gives the verdict. Adding a claim 
     seeds: 3
     probes: [rmp]                               # sweeps.probes: extra figures per run
     emulated: {sets: {...}, seeds: 1}           # the smaller sweep `rmptwin claims --emulated` runs
+                                                # ({not_applicable: why} where it cannot run emulated)
     verdict: {kind: zero_from, metric: fairness_spread_ms.p99, param: protocol.delta_a_ms, threshold: 143}
     note: what the reader should know about how we measured it
 
@@ -57,6 +58,8 @@ class Verdict(_Strict):
 class Emulated(_Strict):
     sets: dict[str, list[Any]] | None = None   # None: the simulated sweep's
     seeds: int = 1
+    not_applicable: str | None = Field(None, description="why this claim cannot run emulated on one machine "
+                                       "(the row says 'not applicable' and this reason)")
 
 
 class Claim(_Strict):

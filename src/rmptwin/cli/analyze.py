@@ -19,6 +19,7 @@ from rmptwin.rundir.run import RunDir
 
 
 
+
 from rmptwin.analysis.compare import compare as compare_runs
 from rmptwin.analysis.compare import verdict as twin_verdict
 

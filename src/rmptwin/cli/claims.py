@@ -35,10 +35,16 @@ def claims(
                           progress=lambda i, n, name: bar.update(task, completed=i, description=name))
     _stop_spark()
     table = Table(title="the seeds' claims")
-    for col in ("claim", "seed", "ours (simulated)", "verdict"):
+    cols = ("claim", "seed", "ours (simulated)", "verdict")
+    if emulated:
+        cols += ("ours (emulated)", "emulated verdict", "twin")
+    for col in cols:
         table.add_column(col, overflow="fold")
     for r in rows:
-        table.add_row(r.name, r.seed_figure, r.simulated, r.verdict)
+        cells = (r.name, r.seed_figure, r.simulated, r.verdict)
+        if emulated:
+            cells += (r.emulated, r.emulated_verdict, r.twin)
+        table.add_row(*cells)
     console.print(table)
     console.print(f"report: {write_report(rows, out)}", highlight=False, soft_wrap=True)
 

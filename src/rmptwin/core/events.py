@@ -28,8 +28,12 @@ class Kind:
     RETX_SENT = "retx_sent"        # a retransmission served
     DELIVER = "deliver"            # message delivered at gseq: on placement (agreed) or once stable (safe)
     RELEASE = "release"            # R_T remulticast of gseq (ack ts + Delta_A)
+    EDGE_RELEASE = "edge_release"  # R_T put a released message on an edge stripe (seed 4.4); src: symbol,
+                                   # gseq: its edge Mold sequence; detail: {stripe (edge), core_stripe, gseq}
     STABLE = "stable"              # all receivers hold up to gseq (t - m + 1)
     SECONDARY_TOKEN = "secondary_token"
+    # every member of a secondary ring holds up to gseq (seed 4.1); detail: {stripe, ring, token}
+    SECONDARY_STABLE = "secondary_stable"
     # reformation
     FAILURE_REPORT = "failure_report"  # detail: reporter's suspicion
     REFORM_START = "reform_start"

@@ -31,10 +31,13 @@ GLOBAL_SENDER_ROLES = ("primary", "secondary", "reformation")
 REGION_SENDER_ROLES = ("primary", "secondary")
 
 
-def authorized_senders(topology: Topology, stripes: int) -> dict[str, frozenset[str]]:
-    """Group name -> the hosts allowed to multicast to it, for stripes 0 .. ``stripes`` - 1."""
+def authorized_senders(topology: Topology, stripes: int, core_of=None) -> dict[str, frozenset[str]]:
+    """Group name -> the hosts allowed to multicast to it, for stripes 0 .. ``stripes`` - 1.
+    ``core_of`` maps an edge stripe (seed 4.4, numbered after the core ones) to its core
+    stripe: its regional group is sent to by the R_T of that core stripe."""
     out: dict[str, frozenset[str]] = {}
     for k in range(stripes):
+        core = core_of(k) if core_of is not None else k
         out[rmp_group(k)] = frozenset(
             h.name for h in topology.hosts
             if (h.role in SOURCE_ROLES or h.role in GLOBAL_SENDER_ROLES) and serves_stripe(getattr(h, "stripes", None), k))
@@ -43,5 +46,5 @@ def authorized_senders(topology: Topology, stripes: int) -> dict[str, frozenset[
                 h.name for h in topology.hosts
                 if r in getattr(h, "regions", ()) and (
                     h.role == "retransmit"
-                    or (h.role in REGION_SENDER_ROLES and serves_stripe(getattr(h, "stripes", None), k))))
+                    or (h.role in REGION_SENDER_ROLES and serves_stripe(getattr(h, "stripes", None), core))))
     return out

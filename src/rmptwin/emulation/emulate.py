@@ -38,17 +38,19 @@ from rmptwin.emulation.droplog import read_access_reports, rebased
 from rmptwin.errors import UserError
 from rmptwin.core.events import Event, Kind
 from rmptwin.core.groups import group_ip
-from rmptwin.core import nemesis
-from rmptwin.core.nemesis import partition_links
 
 from rmptwin.rundir.run import RunDir
 from rmptwin.spec import LoadedExperiment
 from rmptwin.records.tables import DROP_SCHEMA
 from rmptwin.factories.keys import key_path, load_keys
+from rmptwin.emulation.authorized import authorized_senders
+from rmptwin.spec.queries import edge_plan, stripe_count
+from rmptwin.core import nemesis
+from rmptwin.core.nemesis import partition_links
+
 
 from rmptwin.emulation.env import has_netem
 from rmptwin.rundir.provenance import NA, image_id, safe
-from rmptwin.emulation.authorized import authorized_senders
 from rmptwin.emulation.edge_drops import log_edge_drops
 from rmptwin.runtime.config import NodeConfig
 from rmptwin.runtime.drain import DRAIN_MAX_S, owed_stripes, quiescent
@@ -196,8 +198,14 @@ class Run:
         return EmulatedNetwork(self.loaded.topology, nodes=self.nodes_mode, impair=self.impair, seed=self.seed,
                                state_dir=state, mounts=mounts, progress=lambda msg: self.progress(0.0, msg),
                                cpus=self.cpus, memory_mb=self.memory_mb, access_in_nodes=self._access_in_nodes(),
-                               authorized=authorized_senders(self.loaded.topology, self.exp.workload.stripes)
-                               if self.exp.security.enabled else None)   # seed 6: only secure runs restrict senders
+                               authorized=self._authorized() if self.exp.security.enabled else None)
+
+    def _authorized(self):
+        """Seed 6: only secure runs restrict senders; edge stripes (seed 4.4) are sent to by the
+        R_T of their core stripe."""
+        plan = edge_plan(self.loaded)
+        return authorized_senders(self.loaded.topology, stripe_count(self.loaded),
+                                  plan.core_of if plan is not None else None)
 
     def _access_in_nodes(self) -> frozenset[str]:
         """The hosts whose node may shape its own access link (the network keeps a relay for

@@ -187,8 +187,9 @@ def authorized_by_ip(by_name: dict[str, frozenset[str]]) -> dict[str, tuple[str,
     return {group_ip(name): tuple(sorted(hosts)) for name, hosts in by_name.items()}
 
 
-def known_group_names(topo: Topology, stripes: int = 64) -> dict[str, str]:
-    """group ip -> name for every group a run of this topology can use (first ``stripes``)."""
+def known_group_names(topo: Topology, stripes: int = 1024) -> dict[str, str]:
+    """group ip -> name for every group a run of this topology can use (first ``stripes``: the
+    core stripes and, numbered after them, an experiment's edge stripes, seed 4.4)."""
     names = {}
     for k in range(stripes):
         names[group_ip(rmp_group(k))] = rmp_group(k)

@@ -19,7 +19,7 @@ import random
 from rmptwin.spec import LoadedExperiment
 from rmptwin.spec.queries import (
     REMULTICAST_ROLES, all_stripes, customer_stripes, primary_ring, protocol_timing, reformation_servers,
-    remulticast_hosts, remulticasters, secondary_ring, stripes_of,
+    edge_plan, remulticast_hosts, remulticasters, secondary_ring, stripes_of,
 )
 from rmptwin.rmp.customer import CustomerConfig, CustomerCore
 from rmptwin.rmp.feed_watch import FeedWatchConfig
@@ -81,7 +81,8 @@ def feed_watch_config(loaded: LoadedExperiment, feeds: dict[int, tuple[str, ...]
 
 
 def retransmit_config(host, loaded: LoadedExperiment) -> RetransmitConfig:
-    stripes = all_stripes(loaded)
+    plan = edge_plan(loaded)
+    stripes = all_stripes(loaded) if plan is None else plan.ids()   # edge stripes: its history is theirs
     return RetransmitConfig(repair=_repair_config(host, loaded, stripes),
                             upstream={k: tuple(remulticasters(loaded, host.regions, k)) for k in stripes},
                             keys=keys_for(host, loaded), requester_region=requester_regions(host, loaded))
@@ -152,20 +153,29 @@ def build_primary(host, loaded: LoadedExperiment, rng: random.Random, *, recover
             members = secondary_ring(loaded, h.ring, k)
             if members and members[0] == host.name:
                 sec_rings[(h.ring, k)] = members
-    return PrimaryCore(host.name, rings, protocol_timing(loaded), reformation_servers(loaded), regions=list(host.regions),
+    core = PrimaryCore(host.name, rings, protocol_timing(loaded), reformation_servers(loaded), regions=list(host.regions),
                        secondary_rings=sec_rings, recovering=recovering, keys=keys_for(host, loaded),
                        requester_region=requester_regions(host, loaded))
+    return _with_edges(core, loaded)
+
+
+def _with_edges(core, loaded: LoadedExperiment):
+    """An R_T remulticasts its core stripes as edge stripes when the experiment has them."""
+    plan = edge_plan(loaded)
+    if plan is not None:
+        core.use_edge_stripes(plan)
+    return core
 
 
 def build_secondary(host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False,
                     adapters=None) -> SecondaryCore:
     stripes = stripes_of(host, loaded)
-    return SecondaryCore(
+    return _with_edges(SecondaryCore(
         host.name, stripes, protocol_timing(loaded), reformation_servers(loaded), primary=host.primary,
         primaries={k: primary_ring(loaded, k) for k in stripes}, ring=host.ring,
         ring_members={k: secondary_ring(loaded, host.ring, k) for k in stripes}, regions=list(host.regions),
         recovering=recovering, keys=keys_for(host, loaded), requester_region=requester_regions(host, loaded),
-    )
+    ), loaded)
 
 
 def build_reformation(host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False,

@@ -61,7 +61,13 @@ def build_venue(host, loaded: LoadedExperiment, rng: random.Random, *, recoverin
     def service() -> int:
         return max(1, int(rng.expovariate(1.0 / mean_ns))) if mean_ns > 0 else 0
 
-    return VenueCore(config, service, recovering=recovering)
+    # no modelled live cost (a real run measuring its own CPU): no modelled replay cost either
+    replay_ns = v.ev_replay_us * 1000 if mean_ns > 0 else 0
+
+    def replay_service() -> int:
+        return max(1, int(rng.expovariate(1.0 / replay_ns))) if replay_ns > 0 else 0
+
+    return VenueCore(config, service, recovering=recovering, replay_service=replay_service)
 
 
 def build_sequencer(host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False,

@@ -35,6 +35,7 @@ class ReceiverHost(CoreBase):
         self._regions = list(regions)
         self._heartbeat_ns = heartbeat_ns
         self._groups_cache: tuple[int, frozenset[str]] | None = None  # (receivers, their groups)
+        self._edge_core: dict[int, int] = {}   # edge stripe -> its core stripe (use_edge_stripes)
 
     def add_remulticaster(self, stripe: int):
         """The stripe's remulticaster into this host's regions, or None when it serves none."""
@@ -44,6 +45,21 @@ class ReceiverHost(CoreBase):
         rm = self.remulticasters[stripe] = Remulticaster(list(self._regions), stripe, sealer=self.sealer,
                                                          requester_region=self._requester_region, **kw)
         return rm
+
+    def use_edge_stripes(self, plan) -> None:
+        """Remulticast each core stripe as its edge stripes (``edge_stripes.EdgePlan``, seed 4.4)
+        instead of as one session: re-requests for an edge stripe go to its core stripe's."""
+        from rmptwin.rmp.edge_stripes import EdgeRemulticaster
+
+        kw = {} if self._heartbeat_ns is None else {"heartbeat_ns": self._heartbeat_ns}
+        for stripe in list(self.remulticasters):
+            rm = EdgeRemulticaster(list(self._regions), stripe, plan, emit=self.emit, sealer=self.sealer,
+                                   requester_region=self._requester_region, **kw)
+            self.remulticasters[stripe] = rm
+            if stripe in self.receivers:
+                self.receivers[stripe].remulticaster = rm
+            for edge in plan.ids(stripe):
+                self._edge_core[edge] = stripe
 
     def groups(self) -> frozenset[str]:
         # Asked after every datagram: built again only when a stripe's receiver was added
@@ -84,7 +100,7 @@ class ReceiverHost(CoreBase):
             stripe = session_stripe(decode_request(data).session) if is_request(data) else None
         except MoldDecodeError:
             stripe = None
-        rm = self.remulticasters.get(stripe)
+        rm = self.remulticasters.get(self._edge_core.get(stripe, stripe))
         if rm is None:
             self.malformed += 1
             return

@@ -7,10 +7,17 @@ member before it holds, as on the primary ring. Tokens are multicast on the stri
 group, so every member sees every pass; a holder that sees no later pass re-sends every
 tau_r and, after k_r tries, reports the silent member and passes around it (the others
 see the skip in the next pass and leave the suspect out too, until it is heard again).
+
+Stability on the ring (the seed's layering, L_2 = sqrt(L_1)): a pass numbered T says its
+holder holds every ack up to T, and numbers never fall from one round to the next. So once
+a member has seen consecutive rounds passed by every live member, each of them holds up
+to the lowest number among those passes: that position is stable on this ring, reported
+as SECONDARY_STABLE (gseq: the last message of that ack), as the primary ring reports STABLE.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import replace
 
 from rmptwin.core.sansio import Unicast
@@ -41,6 +48,8 @@ class SecondaryRing:
         self.pass_attempts = 0
         self.suspects: set[str] = set()
         self.passes = 0
+        self.seen: deque[tuple[int, str, int]] = deque(maxlen=2 * len(self.members))   # (round, holder, token)
+        self.stable_token = 0
         if self.idx == 0 and len(self.members) > 1:
             self.holding = True
             core.timers.set(("sec", self.key, "pass"), self.tm.tau_t)
@@ -56,7 +65,33 @@ class SecondaryRing:
                 return m
         return None
 
+    def _note_pass(self, tok: wire.SecToken) -> None:
+        """Record a pass (ours or one we saw) and report what it makes stable on this ring."""
+        if self.seen and tok.round <= self.seen[-1][0]:
+            return   # a resend of a round already counted, or an old one
+        self.seen.append((tok.round, tok.holder, tok.token))
+        need = {m for m in self.members if m not in self.suspects}
+        covered: set[str] = set()
+        low, expect = None, tok.round
+        for rnd, holder, token in reversed(self.seen):
+            if rnd != expect:
+                return   # a round we did not see: nothing can be inferred past it
+            covered.add(holder)
+            low = token if low is None else min(low, token)
+            if covered >= need:
+                break
+            expect -= 1
+        else:
+            return
+        if low is not None and low > self.stable_token:
+            self.stable_token = low
+            a = self.receiver.acks.get(low)
+            if a is not None:
+                self.core.emit(Event(Kind.SECONDARY_STABLE, gseq=a.last_gseq, detail={
+                    "stripe": tok.stripe, "ring": self.ring, "token": low}))
+
     def on_token(self, tok: wire.SecToken, src: str, now: int) -> None:
+        self._note_pass(tok)
         self.suspects.discard(tok.holder)
         if tok.holder in self.members and tok.next_holder in self.members:
             # members the holder skipped were found silent: skip them too
@@ -101,6 +136,7 @@ class SecondaryRing:
 
     def _send(self, tok: wire.SecToken, now: int) -> None:
         self.core.multicast(self.receiver.stripe, tok)
+        self._note_pass(tok)
         self.passes += 1
         self.core.emit(Event(Kind.SECONDARY_TOKEN, gseq=self.receiver.next_gseq - 1, detail={
             "stripe": tok.stripe, "ring": self.ring, "token": tok.token, "round": tok.round, "next": tok.next_holder}))

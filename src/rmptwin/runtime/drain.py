@@ -12,7 +12,9 @@ line; ``quiescent`` decides from the latest status of every live node. Quiescent
 - every source has every message it sent acknowledged;
 - every receiver that releases (R_T) has released up to the highest acknowledged position
   of each stripe;
-- every guaranteed-grade customer holds every position of its stripes up to that point.
+- every guaranteed-grade customer holds every position of its stripes up to that point; on an
+  edge stripe (seed 4.4, numbered after the core ones, its own sequence) up to the highest
+  edge sequence an R_T released on it (EDGE_RELEASE).
 Best-effort customers skip gaps by design and are not waited for.
 """
 
@@ -44,6 +46,7 @@ class NodeProgress:
         self.acked = 0
         self.acked_top: dict[int, int] = {}     # stripe -> highest acknowledged gseq seen
         self.released_top: dict[int, int] = {}  # stripe -> highest released gseq
+        self.edge_top: dict[int, int] = {}      # edge stripe -> highest edge sequence released on it
         self.held: dict[int, set[int]] = {}     # customer: stripe -> positions held above the prefix
         self.prefix: dict[int, int] = {}        # customer: stripe -> every position <= this is held
 
@@ -58,6 +61,9 @@ class NodeProgress:
         elif kind == Kind.RELEASE:
             k = ev.detail.get("stripe", 0)
             self.released_top[k] = max(self.released_top.get(k, 0), ev.gseq)
+        elif kind == Kind.EDGE_RELEASE:
+            k = ev.detail.get("stripe", 0)
+            self.edge_top[k] = max(self.edge_top.get(k, 0), ev.gseq)
         elif kind == Kind.CUST_RECV:
             k = ev.detail.get("stripe", 0)
             held = self.held.setdefault(k, set())
@@ -74,6 +80,8 @@ class NodeProgress:
             out.update(sent=self.sent, acked=self.acked, acked_top=self.acked_top)
         if self.released_top:
             out["released_top"] = self.released_top
+        if self.edge_top:
+            out["edge_top"] = self.edge_top
         if self.guaranteed:
             out["prefix"] = self.prefix
         return out
@@ -92,6 +100,8 @@ def quiescent(statuses: dict[str, dict], owes: dict[str, list[int]]) -> tuple[bo
         if st.get("sent", 0) != st.get("acked", 0):
             return False, f"{name} has {st['sent'] - st['acked']} unacknowledged"
         for k, g in _stripes(st.get("acked_top", {})).items():
+            top[k] = max(top.get(k, 0), g)
+        for k, g in _stripes(st.get("edge_top", {})).items():   # edge stripes: what the R_T released
             top[k] = max(top.get(k, 0), g)
     for name, st in statuses.items():
         held = _stripes(st.get("prefix", st.get("released_top", {})))

@@ -34,12 +34,12 @@ import struct
 import time
 from typing import Callable
 
-from rmptwin.core.events import Event, Kind
 from rmptwin.core.groups import REGION_PORT, REREQUEST_PORT, RMP_PORT, group_ip
 from rmptwin.core.sansio import Group, Unicast
 from rmptwin.rmp.moldudp64 import is_request
 from rmptwin.spec import Clock
 from rmptwin.records.timer_lateness import LatenessHistogram
+from rmptwin.core.events import Event, Kind
 from rmptwin.runtime.drain import NodeProgress
 from rmptwin.runtime.eventlog import EventWriter
 from rmptwin.runtime.hostlink import HostLink

@@ -26,13 +26,13 @@ import numpy as np
 import pyarrow as pa
 
 from rmptwin import factories
-from rmptwin.core import nemesis
-from rmptwin.core.nemesis import partition_links
 from rmptwin.errors import UserError
 from rmptwin.records.tables import EVENT_SCHEMA, encoded_details
 from rmptwin.core.events import Event, Kind
 from rmptwin.spec import Clock, LoadedExperiment
 from rmptwin.factories.ticker_workload import Publish, schedule
+from rmptwin.core import nemesis
+from rmptwin.core.nemesis import partition_links
 from rmptwin.sim.network import SimNetwork
 from rmptwin.sim.scheduler import Scheduler, gc_paused
 

@@ -54,6 +54,16 @@ class Protocol(_Model):
         return self.null_token_ms if self.null_token_ms is not None else self.tau_t
 
 
+class EdgeStripes(_Model):
+    """Narrow edge stripes (RMP seed 4.4): each R_T re-cuts its core stripe for customers."""
+
+    line_kbps: float = Field(gt=0, description="the slowest customer line the edge stripes are sized for "
+                             "(56: a 56 Kbps modem picks any one edge stripe)")
+    related: Literal["adjacent"] = Field(
+        "adjacent", description="which stocks are related: adjacent symbol numbers (a sector is a run of "
+        "consecutive numbers); each edge stripe takes the next symbols of its core stripe that fit the line")
+
+
 class Workload(_Model):
     sources: list[str] | None = Field(None, description="source hosts; None: every source host")
     rate_per_source: float = Field(100.0, ge=0, description="messages per second per source")
@@ -63,6 +73,9 @@ class Workload(_Model):
     symbols: int = Field(20, ge=1, description="stocks; symbol i goes on stripe i mod stripes")
     start_s: float = Field(0.5, ge=0)
     duration_s: float = Field(5.0, gt=0, description="how long sources publish")
+    edge_stripes: EdgeStripes | None = Field(
+        None, description="re-cut each core stripe into narrow edge stripes at the R_T (seed 4.4); customers "
+        "then join edge stripes: their `stripes` name edge stripe numbers (after the core ones)")
 
 
 class Fault(_Model):
@@ -144,6 +157,9 @@ class VenueWorkload(_Model):
     duration_s: float = Field(5.0, gt=0)
     tick: int = Field(100, ge=1, description="price tick in ticker units (price x 10,000): 100 = one cent")
     ev_service_us: float = Field(60.0, ge=0, description="mean EV execution time per request (exponential)")
+    ev_replay_us: float = Field(
+        1.0, ge=0, description="mean time a recovering EV takes to re-execute one request the history recorder "
+        "already hardened (exponential): the matching alone, no per-message cost (the matching bench: ~0.6 us)")
     gw_fsync_us: float = Field(100.0, ge=0, description="gateway log fsync latency (group fsync)")
     hr_commit_us: float = Field(300.0, ge=0, description="history-recorder group-commit latency when durable")
     lookahead: int = Field(64, ge=1, description="positions an EV may order ahead of what it executed")

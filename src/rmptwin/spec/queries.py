@@ -2,7 +2,8 @@
 
 The stripes a host serves, a stripe's primary and secondary rings, the R_T that remulticast
 a stripe into a region, the stripes a customer joins, the protocol's timing in integer
-nanoseconds, the sources of the workload, the one-way delay between two hosts. The
+nanoseconds, the sources of the workload, the one-way delay between two hosts, the plan of
+edge stripes (seed 4.4). The
 factories build cores from these answers, the seed-bound checks (``spec.bounds``) judge
 them and the analysis reads a run with them, so each has one definition, here.
 """
@@ -13,6 +14,9 @@ import heapq
 
 from rmptwin.core import striping
 from rmptwin.core.timing import MS, Timing
+from rmptwin.errors import UserError
+from rmptwin.rmp import edge_stripes
+from rmptwin.rmp.edge_stripes import EdgePlan, plan_edges
 from rmptwin.spec import LoadedExperiment, Protocol, Topology
 
 # the hosts that remulticast a stripe into their regions (R_T)
@@ -69,6 +73,9 @@ def remulticast_hosts(loaded: LoadedExperiment) -> list:
 def remulticasters(loaded: LoadedExperiment, regions: list[str], stripe: int) -> list[str]:
     """R_T hosts (primary/secondary) remulticasting ``stripe`` into any of ``regions``, in topology order."""
     want = set(regions)
+    plan = edge_plan(loaded)
+    if plan is not None:
+        stripe = plan.core_of(stripe)   # an edge stripe comes from the R_T of its core stripe
     return [
         h.name for h in remulticast_hosts(loaded)
         if want & set(h.regions) and striping.serves_stripe(h.stripes, stripe)
@@ -78,6 +85,15 @@ def remulticasters(loaded: LoadedExperiment, regions: list[str], stripe: int) ->
 def customer_stripes(host, loaded: LoadedExperiment) -> list[int]:
     """The stripes a customer joins (``striping.customer_stripes`` on its spec and the workload's rate)."""
     w = loaded.experiment.workload
+    plan = edge_plan(loaded)
+    if plan is not None:   # edge stripes: those subscribed to that the access link carries
+        unknown = sorted(set(host.stripes or ()) - set(plan.ids()))
+        if unknown:
+            raise UserError(f"{loaded.path}: customer {host.name} names stripes {unknown}, which are not edge "
+                            f"stripes (this experiment's are {plan.ids()[0]}..{plan.ids()[-1]})")
+        mbps = host.link.bandwidth_mbps
+        return edge_stripes.stripes_within(plan, mbps * 1000 if mbps is not None else None, host.stripes,
+                                           len(host.regions))
     n_sources = len(w.sources) if w.sources is not None else len(loaded.topology.hosts_with_role("source"))
     return striping.customer_stripes(
         host.stripes, w.stripes, link_mbps=host.link.bandwidth_mbps,
@@ -113,3 +129,39 @@ def path_delay_ms(topo: Topology, a: str, b: str) -> float:
                 best[nxt] = d + w
                 heapq.heappush(heap, (d + w, nxt))
     return ha.link.delay_ms + best[hb.switch] + hb.link.delay_ms
+
+
+# ----------------------------------------------------------------------------- edge stripes (seed 4.4)
+
+
+def msgs_per_symbol(loaded: LoadedExperiment) -> float:
+    """The busiest symbol's expected message rate: each source spreads its rate evenly over
+    the symbols of the stripes it serves (``ticker_workload``)."""
+    w = loaded.experiment.workload
+    hosts = loaded.topology.hosts_with_role("source")
+    if w.sources is not None:
+        hosts = [h for h in hosts if h.name in set(w.sources)]
+    per = [0.0] * w.symbols
+    for h in hosts:
+        mine = striping.symbols_on(striping.host_stripes(getattr(h, "stripes", None), w.stripes), w.symbols, w.stripes)
+        for i in mine:
+            per[i] += w.rate_per_source / len(mine)
+    return max(per) if per else 0.0
+
+
+def edge_plan(loaded: LoadedExperiment) -> EdgePlan | None:
+    w = loaded.experiment.workload
+    if w.edge_stripes is None:
+        return None
+    try:
+        return plan_edges(symbols=w.symbols, stripes=w.stripes, msgs_per_symbol=msgs_per_symbol(loaded),
+                          message_bytes=w.message_bytes, line_kbps=w.edge_stripes.line_kbps)
+    except ValueError as e:
+        raise UserError(f"{loaded.path}: workload.edge_stripes: {e}") from None
+
+
+def stripe_count(loaded: LoadedExperiment) -> int:
+    """How many stripe numbers the run uses: the core stripes and, after them, the edge ones."""
+    plan = edge_plan(loaded)
+    w = loaded.experiment.workload
+    return w.stripes + (len(plan.ids()) if plan is not None else 0)

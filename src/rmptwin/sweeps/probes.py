@@ -9,6 +9,8 @@ table: the counts the seeds' claims are stated in. A probe is named ``NAME`` or 
   of a message came as a repair), ``nacks_per_missed``, ``ctrl_sent``.
 - ``ring``: ``stable_passes`` (token passes from a message's acknowledgement to STABLE, median)
   and ``token_interval_ms`` (median time between token passes).
+- ``layers``: ``layered_passes`` (the seed's L_i: token passes until every ring, primary and
+  secondary, holds a message), ``levels``, ``receivers``, ``rings`` (``sweeps.layering_probe``).
 - ``venue_gap_sampled:MS``: the EV position gap read at instants MS apart (the venue paper
   samples every 5,000 ms), from the first instant both EVs run: ``max_gap``, ``avg_gap``,
   ``samples``, and the delays the paper gives, the gap over 9,000 req/s (its EVs' top rate):
@@ -29,6 +31,7 @@ import pandas as pd
 from rmptwin.errors import UserError
 from rmptwin.core.events import Kind
 from rmptwin.rmp.wire import WANT_ACKS, WANT_MSGS
+from rmptwin.sweeps.layering_probe import layered_passes
 
 RING_ROLES = ("primary", "secondary")
 PAPER_MAX_RATE = 9000.0   # the venue paper divides gaps by its EVs' top rate, 9,000 req/s
@@ -116,7 +119,7 @@ def minc_links(df: pd.DataFrame, loaded, arg: str | None) -> dict:
 
 
 PROBES = {"rmp": rmp_counts, "ring": ring_passes, "venue_gap_sampled": venue_gap_sampled, "minc": minc_links,
-          "checks": history_checks}
+          "checks": history_checks, "layers": layered_passes}
 
 
 def check(names: list[str]) -> None:

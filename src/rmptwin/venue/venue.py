@@ -9,7 +9,8 @@ fastest EV sets the pace. A sequencer answer TOO_FAR (fell out of the window) is
 failure: the EV drops its state and re-synchronizes like a restarted one.
 
 Execution: one request at a time, each taking a service time drawn from ``service``
-(the modelled CPU cost, driven by a timer); trades go to the HR (STORE) unless the HR
+(the modelled CPU cost of a live request, driven by a timer; a recovering EV re-executing a
+request the HR already hardened draws ``replay_service`` instead, see below); trades go to the HR (STORE) unless the HR
 already acknowledged that position (a follower observes the leader's HARDENED copies
 and skips them); completions go to the request's gateway once the HR holds the result
 (``durable``) or at once. Every ``checkpoint_every`` positions it logs its state hash
@@ -20,6 +21,16 @@ latest checkpoint (its answer carries the hardened requests after it too) and th
 sequencer where it stands (a read, ``SEQ_PROBE``), while listening to the live request
 stream and HR acknowledgements; then join the proposals. SYNC_DONE reports the time from
 start until it has executed everything the sequencer had ordered when it first asked.
+
+Replay cost. The backlog a restarted EV re-executes is everything after the HR's latest
+checkpoint: up to ``checkpoint_every`` requests. The seed's EV tops out at 9000 req/s because
+of per-message context switching in its messaging layer (section 6.2), not matching; its
+recovered requests come from the HR many to a frame, are not stored again and are matched
+only. Charging each of them the live per-request cost made the simulated sync the backlog
+times 60 us (15-31 ms at 1,000-2,000 req/s, by where the restart fell in the checkpoint
+cycle; docs/venue-sync.md has the trace), which the seed's under-5-ms Figure 4 with its
+1024-request checkpoints rules out. So hardened positions replayed while recovering cost
+``replay_service`` (the matching alone).
 """
 
 from __future__ import annotations
@@ -39,6 +50,7 @@ from rmptwin.venue.wire import Request
 
 Key = tuple[int, int]
 _BLOB_LEN = struct.Struct("!I")
+REPLAY_RUN = 64       # hardened positions a recovering EV re-executes under one timer
 SEQ_PROBE = 1 << 62   # a read-only proposal far beyond any position: every sequencer answers it with its next
 
 
@@ -97,7 +109,8 @@ class VenueConfig:
 class VenueCore:
     """One EV. ``service()`` draws the modelled CPU cost of executing one request (ns)."""
 
-    def __init__(self, config: VenueConfig, service: Callable[[], int], *, recovering: bool = False) -> None:
+    def __init__(self, config: VenueConfig, service: Callable[[], int], *, recovering: bool = False,
+                 replay_service: Callable[[], int] | None = None) -> None:
         self.config = config
         self.ev_id = config.ev_id
         self.symbols = list(config.symbols)
@@ -105,6 +118,7 @@ class VenueCore:
         self.sequencer = config.sequencer
         self.history = config.history
         self.service = service
+        self.replay_service = replay_service or service   # the cost of re-executing a hardened request
         self.durable = config.durable and config.history is not None
         self.checkpoint_every = config.checkpoint_every
         self.lookahead = config.lookahead
@@ -135,7 +149,7 @@ class VenueCore:
         self.hr_top = -1                              # highest position the HR acknowledged
         self.seq_next = 0                             # the sequencer's next free position, as last heard
         self._proposal: tuple[int, list[Key], int] | None = None
-        self._busy: tuple[int, int] | None = None     # (position, done at)
+        self._busy: tuple[int, int, int] | None = None   # (first position, done at, positions)
         self._store: list[tuple[int, Request, list]] = []   # to send to the HR
         self._stored: list[tuple[int, Request, list]] = []  # sent, not yet acknowledged
         self._store_retry_at: int | None = None
@@ -344,15 +358,37 @@ class VenueCore:
                 if key not in self._body_wait:
                     self._body_wait[key] = now + self.retry_ns
                 return
-            cost = self.service()
-            self._busy = (self.next_pos, now + cost)
+            if self._recovering and self.next_pos <= self.hr_top:
+                n, cost = self._replay_run()   # hardened positions re-executed: matching only (module docstring)
+            else:
+                n, cost = 1, self.service()
+            self._busy = (self.next_pos, now + cost, n)
             if cost > 0:
                 return
             self._execute(now)   # no modelled CPU cost (a real run): execute at once
 
+    def _replay_run(self) -> tuple[int, int]:
+        """(positions, their cost) of the run of hardened positions ready to re-execute from
+        ``next_pos``: one timer for the run, not one per request (a real event loop's timer
+        costs more than matching one request)."""
+        n, cost, pos = 0, 0, self.next_pos
+        while n < REPLAY_RUN and pos <= self.hr_top:
+            key = self.known.get(pos)
+            if key is None or (key not in self.bodies and key not in self.processed):
+                break
+            cost += self.replay_service()
+            n += 1
+            pos += 1
+        return n, cost
+
     def _execute(self, now: int) -> None:
-        pos, _ = self._busy
+        pos, _, n = self._busy
         self._busy = None
+        for p in range(pos, pos + n):
+            self._execute_one(p, now)
+        self._check_sync(now)
+
+    def _execute_one(self, pos: int, now: int) -> None:
         key = self.known.pop(pos)
         self.key_pos.pop(key, None)
         req = self.bodies.pop(key, None)
@@ -388,7 +424,6 @@ class VenueCore:
             if self.history is not None:
                 for fr in wire.ckpt_frames(wire.T_CKPT_STORE, pos, self._checkpoint_blob()):
                     self._out.append((fr, Unicast(self.history)))
-        self._check_sync(now)
 
     def _check_sync(self, now: int) -> None:
         if self._recovering and self.phase == "live" and self._sync_target is not None \
@@ -476,6 +511,10 @@ class VenueCore:
         self._pump(now)
 
     def datagrams_to_send(self, now: int) -> list[tuple[bytes, Dest]]:
+        if self._start_ns is None and self._recovering:
+            # The seed's sync time runs "from when a new EV is started": a driver flushes a new
+            # core at once, so this is its start (not its first datagram, one round trip later).
+            self._start_ns = now
         if self._store:
             for i in range(0, len(self._store), 16):
                 self._out.append((wire.store_frame(self.ev_id, self._store[i:i + 16]), Unicast(self.history)))
