@@ -44,6 +44,8 @@ def test_quick_subset_report_with_verdicts_and_unmeasured_rows(tmp_path):
     assert by["future"].verdict == NOT_MEASURED and by["no-key"].verdict == NOT_MEASURED
     page = write_report(rows, tmp_path / "out").read_text()
     assert page.count("<tr>") == 4 and "aren’t any losses" in page and "not yet measured" in page
+    assert f"Sweeps are in {(tmp_path / 'out').resolve()}/" in page   # where --out put them, not a fixed path
+    assert (tmp_path / "out" / "one-control" / "sim").is_dir()
 
 
 def test_a_claim_that_the_numbers_contradict_does_not_hold(tmp_path):

@@ -67,3 +67,21 @@ def test_no_analyze_with_no_verdict_is_one_error_line(runs):
                         "--no-analyze", "--no-verdict"], capture_output=True, text=True, timeout=120)
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert len(p.stderr.strip().splitlines()) == 1 and "nothing to show" in p.stderr
+
+
+def test_the_compare_page_carries_the_twin_verdict(runs, tmp_path):
+    """The HTML page says what the terminal says: every rule and the final PASS/FAIL line."""
+    import json
+
+    from rmptwin.analysis.compare import compare, verdict_rules
+    from rmptwin.cli.console import make_console
+
+    for name in ("a", "lossier"):   # the side-by-side table reads metrics.json (Spark's); a stand-in
+        RunDir(runs[name]).metrics_path.parent.mkdir(parents=True, exist_ok=True)
+        RunDir(runs[name]).metrics_path.write_text(json.dumps({"headline": {"packets": 10}}))
+    rules = verdict_rules(runs["a"], runs["lossier"])
+    page = compare(runs["a"], runs["lossier"], make_console(), tmp_path / "cmp.html", rules).read_text()
+    assert "twin verdict: FAIL" in page and "first_copy_loss_per_link" in page
+    assert page.count("<tr>") >= len(rules) + 2
+    for name in ("a", "lossier"):
+        RunDir(runs[name]).metrics_path.unlink()

@@ -47,17 +47,37 @@ def _name(m: dict, run: Path) -> str:
 STYLE = {PASS: "green", FAIL: "bold red"}
 
 
-def verdict(run_a: Path, run_b: Path, console: Console) -> bool:
-    """Print the twin verdict of B (emulated) against A (simulated): a table of rules and one
-    final PASS/FAIL line. Returns whether no rule failed."""
-    rules = twin_verdict(inputs_of(RunDir(run_a)), inputs_of(RunDir(run_b)))
-    console.print(verdict_table(rules))
-    ok = passed(rules)
+def verdict_rules(run_a: Path, run_b: Path) -> list[Rule]:
+    """The twin verdict of B (emulated) against A (simulated), one rule per metric."""
+    return twin_verdict(inputs_of(RunDir(run_a)), inputs_of(RunDir(run_b)))
+
+
+def verdict_line(rules: list[Rule]) -> str:
+    """The final line: PASS or FAIL, how many rules passed and failed, which were not judged."""
     skipped = [r.metric for r in rules if r.status not in (PASS, FAIL)]
     tail = f" ({len(skipped)} not judged: {', '.join(skipped)})" if skipped else ""
-    console.print(f"[{STYLE[PASS if ok else FAIL]}]twin verdict: {'PASS' if ok else 'FAIL'}[/]"
-                  f" — {sum(r.status == PASS for r in rules)} pass, {sum(r.status == FAIL for r in rules)} fail{tail}")
+    return (f"twin verdict: {'PASS' if passed(rules) else 'FAIL'} — {sum(r.status == PASS for r in rules)} pass, "
+            f"{sum(r.status == FAIL for r in rules)} fail{tail}")
+
+
+def verdict(run_a: Path, run_b: Path, console: Console) -> bool:
+    """Print the twin verdict of B against A: a table of rules and one final PASS/FAIL line.
+    Returns whether no rule failed."""
+    rules = verdict_rules(run_a, run_b)
+    console.print(verdict_table(rules))
+    ok = passed(rules)
+    console.print(f"[{STYLE[PASS if ok else FAIL]}]{verdict_line(rules)}[/]", highlight=False)
     return ok
+
+
+def verdict_html(rules: list[Rule]) -> str:
+    """The twin verdict as the compare page shows it: the same rules and final line as the terminal."""
+    cell = html.escape
+    body = "".join(f"<tr><td>{cell(r.metric)}</td><td class='n'>{cell(str(r.a))}</td><td class='n'>{cell(str(r.b))}"
+                   f"</td><td>{cell(str(r.tolerance))}</td><td>{cell(r.status)}</td><td>{cell(str(r.note))}</td></tr>"
+                   for r in rules)
+    return (f"<h2>Twin verdict (A simulated, B emulated)</h2><p><b>{cell(verdict_line(rules))}</b></p><table><tr>"
+            f"<th>metric</th><th>A</th><th>B</th><th>tolerance</th><th>verdict</th><th>note</th></tr>{body}</table>")
 
 
 def verdict_table(rules: list[Rule]) -> Table:
@@ -70,9 +90,11 @@ def verdict_table(rules: list[Rule]) -> Table:
     return table
 
 
-def compare(run_a: Path, run_b: Path, console: Console, html_out: Path | None = None) -> Path:
+def compare(run_a: Path, run_b: Path, console: Console, html_out: Path | None = None,
+            rules: list[Rule] | None = None) -> Path:
     """Print the table on ``console`` (the command line's) and write the HTML page (default RUN_A's
-    analysis/compare-<B>.html); returns its path."""
+    analysis/compare-<B>.html), with the twin verdict's ``rules`` when the two runs are twins;
+    returns its path."""
     a, b = load_metrics(run_a), load_metrics(run_b)
     table = Table(title="rmptwin compare")
     table.add_column("metric")
@@ -93,5 +115,5 @@ def compare(run_a: Path, run_b: Path, console: Console, html_out: Path | None = 
         f"</head><body><h1>rmptwin compare</h1><p>A: <a href='{report_a}'>"
         f"{html.escape(_name(a, run_a))}</a><br>B: <a href='{report_b}'>"
         f"{html.escape(_name(b, run_b))}</a></p><table><tr><th>metric</th><th>A</th><th>B</th><th>B / A</th></tr>"
-        f"{body}</table></body></html>")
+        f"{body}</table>{verdict_html(rules) if rules else ''}</body></html>")
     return out

@@ -134,7 +134,7 @@ def write_report(rows: list[ClaimRow], out: Path = OUT_DIR) -> Path:
             "<p>Each row is one sweep (experiments/claims/&lt;name&gt;.yaml); figures are means over seeds. "
             "The emulated sweep is the claim's smaller one (`rmptwin claims --emulated`), judged by the same rule; "
             "twin: whether the simulated and emulated verdicts agree. "
-            "Sweeps are in results/claims/&lt;name&gt;/.</p>"
+            f"Sweeps are in {html.escape(str(out.resolve()))}/&lt;name&gt;/ (sim/ and emulated/).</p>"
             f"<table><tr>{head}</tr>{''.join(body)}</table>")
     path = out / REPORT
     path.write_text(page)

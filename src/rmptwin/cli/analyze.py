@@ -22,6 +22,7 @@ from rmptwin.rundir.run import RunDir
 
 from rmptwin.analysis.compare import compare as compare_runs
 from rmptwin.analysis.compare import verdict as twin_verdict
+from rmptwin.analysis.compare import verdict_rules
 
 app = typer.Typer(add_completion=False, help="analysis of run directories with PySpark")
 console = make_console()
@@ -70,12 +71,13 @@ def compare(
     fail, then one PASS/FAIL line; exit code 1 if a rule failed."""
     for r in (run_a, run_b):
         RunDir(r).check()
+    if not analyze and not verdict:
+        raise UserError("--no-analyze --no-verdict leaves nothing to show; drop one of them")
+    rules = verdict_rules(run_a, run_b) if verdict else None
     if analyze:
         todo = [r for r in (run_a, run_b) if not RunDir(r).metrics_path.exists()]
         if todo:
             _analyze_with_spark(todo, master, announce=False)
-        console.print(f"comparison: {compare_runs(run_a, run_b, console, html)}")
-    elif not verdict:
-        raise UserError("--no-analyze --no-verdict leaves nothing to show; drop one of them")
-    if verdict and not twin_verdict(run_a, run_b, console=console):
+        console.print(f"comparison: {compare_runs(run_a, run_b, console, html, rules)}", highlight=False)
+    if rules is not None and not twin_verdict(run_a, run_b, console=console):
         raise typer.Exit(1)
