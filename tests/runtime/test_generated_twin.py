@@ -53,8 +53,10 @@ def test_trace_link_drops_the_same_first_copies_under_the_relay(tmp_path):
     emu = run_experiment(loaded, "emulation", out=tmp_path / "emu", options=EmulationOptions(nodes="ns", capture=[]))
     assert emu.run_dir.read_manifest()["impair"] == "relay"
     a, b = first_copy_losses(sim.run_dir), first_copy_losses(emu.run_dir)
-    for d in [d for d in a if d[0] == "s1-s2"]:
-        assert len(a[d]) >= 3
+    traced = [d for d in a if d[0] == "s1-s2"]
+    # something to compare: the trace drops first copies (the reverse direction carries fewer)
+    assert sum(len(a[d]) for d in traced) >= 3, a
+    for d in traced:
         # a per-packet trace lines up where both backends offer the link the same datagrams
         # in the same order: control frames may interleave differently, so most, not all
         assert jaccard(a[d], b.get(d, set())) >= 0.8, d

@@ -60,6 +60,10 @@ def link_aliases(topo: Topology) -> dict[str, str]:
     return aliases
 
 
+# groups one socket of a host may join (the kernel's default is 20)
+IGMP_MAX_MEMBERSHIPS = 4096
+
+
 class EmuHost:
     """A host of the running network: Mininet's node plus its name and address."""
 
@@ -331,7 +335,10 @@ class EmulatedNetwork:
             node.cmd(f"ethtool -K {intf} tx off >/dev/null 2>&1; ip route replace 224.0.0.0/4 dev {intf}")
             # Network sysctls are per namespace; a container's /proc/sys is read-only, so
             # write them from the root mount namespace, entering only the host's netns.
-            sysctls = {"net/ipv6/conf/all/disable_ipv6": 1, "net/ipv6/conf/default/disable_ipv6": 1}
+            # igmp_max_memberships: a socket joins one group per stripe it hears, and with edge
+            # stripes (seed 4.4) a broker or an R_x hears hundreds; Linux allows 20 (ENOBUFS past it)
+            sysctls = {"net/ipv6/conf/all/disable_ipv6": 1, "net/ipv6/conf/default/disable_ipv6": 1,
+                       "net/ipv4/igmp_max_memberships": IGMP_MAX_MEMBERSHIPS}
             if version:
                 sysctls.update({f"net/ipv4/conf/{c}/force_igmp_version": int(version)
                                 for c in ("all", "default", intf)})
