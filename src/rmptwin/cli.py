@@ -21,6 +21,7 @@ import typer
 from .console import make_console, print_error
 from .analysis import cli as analysis_cli
 from .analysis import venue_cli
+from .analysis import cluster_cli
 from .bound_warnings import print_bound_warnings
 from .emulation import cli as emulation_cli
 from . import keys
@@ -117,6 +118,7 @@ app.add_typer(importlib.import_module("rmptwin.analysis.taxonomy_cli").app, name
 app.add_typer(sweeps_cli.app)      # sweep
 app.add_typer(claims_cli.app)      # claims
 app.add_typer(keys.app, name="keys")      # keys gen
+app.add_typer(cluster_cli.app, name="spark")   # spark up, down, status
 
 
 def main() -> None:
