@@ -48,6 +48,7 @@ def _table(sweep_dir: Path):
     return df.drop(columns=["wall_s"]).sort_values(["point", "seed"]).reset_index(drop=True)
 
 
+@pytest.mark.timeout(3600)   # five JVMs and two analyses: tens of minutes on a loaded 2-CPU machine
 def test_standalone_cluster_gives_embedded_results(tmp_path):
     port, webui = _free_port(7177), _free_port(8181)
     state = tmp_path / "spark-state"

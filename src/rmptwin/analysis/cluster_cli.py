@@ -11,7 +11,8 @@ import typer
 from ..console import make_console
 from . import cluster as standalone
 
-app = typer.Typer(add_completion=False, help="a standalone Spark cluster on 127.0.0.1 from the installed pyspark")
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="a standalone Spark cluster on 127.0.0.1 from the installed pyspark")
 console = make_console()
 
 STATE_HELP = "state directory (pids, logs, work dirs); default ~/.local/state/rmptwin/spark"
