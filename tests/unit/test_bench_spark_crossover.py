@@ -38,4 +38,4 @@ def test_rows_name_each_engine_and_size_and_the_crossover(monkeypatch, tmp_path)
                        "Spark standalone start-up (2 workers + session)"]
     cross = rows[-2]
     assert cross["value"] == pytest.approx(20 / 0.9e-6) and "Spark ahead from ~22.2 M events" in cross["note"]
-    assert rows[0]["goal_min"] == 1_000_000 and "0.05 x the goal" in rows[0]["note"]
+    assert rows[0]["goal_min"] == 1_000_000 and "0.0498 x the goal" in rows[0]["note"]
