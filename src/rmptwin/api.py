@@ -29,13 +29,13 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from .errors import UserError
-from .experiment_run import EmulationOptions, run_experiment
-from .rundir import RunDir
-from .spec import LoadedExperiment, Topology, read_yaml
-from .spec import load_experiment as _load_experiment
-from .spec import load_topology as _load_topology
-from .sweeps.points import assign, make_point
+from rmptwin.errors import UserError
+from rmptwin.experiment_run import EmulationOptions, run_experiment
+from rmptwin.rundir import RunDir
+from rmptwin.spec import LoadedExperiment, Topology, read_yaml
+from rmptwin.spec import load_experiment as _load_experiment
+from rmptwin.spec import load_topology as _load_topology
+from rmptwin.sweeps.points import assign, make_point
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -175,8 +175,8 @@ def _runs(*runs: Run | str | Path) -> list[Run]:
 def analyze(run: Run | str | Path, master: str | None = None, spark=None) -> Path:
     """`rmptwin analyze`: the Spark analysis (embedded, or on ``master``); report.html's path.
     ``spark``: a SparkSession to use (and leave running) instead of starting one for the call."""
-    from .analysis.job import analyze as run_analysis
-    from .analysis.session import spark_session
+    from rmptwin.analysis.job import analyze as run_analysis
+    from rmptwin.analysis.session import spark_session
 
     (r,) = _runs(run)
     if spark is not None:
@@ -205,8 +205,8 @@ def compare(sim_run: Run | str | Path, emu_run: Run | str | Path, html: str | Pa
             verdict: bool = True, analyze_missing: bool = True, master: str | None = None) -> Comparison:
     """`rmptwin compare`: two runs side by side (analysing either first if it has no metrics)
     and the twin verdict of B against A."""
-    from .analysis.compare import compare as compare_runs
-    from .analysis.compare import verdict as twin_verdict
+    from rmptwin.analysis.compare import compare as compare_runs
+    from rmptwin.analysis.compare import verdict as twin_verdict
 
     a, b = _runs(sim_run, emu_run)
     console = _quiet()
@@ -239,8 +239,8 @@ def sweep(experiment: LoadedExperiment | str | Path, sets: dict[str, list], seed
           keep_runs: bool = False, backend: str = "sim") -> SweepResult:
     """`rmptwin sweep`: every combination of ``sets`` (key -> values), ``seeds`` seeds each
     (the experiment's seed, +1, ...); resumes in ``out`` like the command."""
-    from .sweeps.cli import write_sweep_report
-    from .sweeps.engine import SweepPlan, run_sweep
+    from rmptwin.sweeps.cli import write_sweep_report
+    from rmptwin.sweeps.engine import SweepPlan, run_sweep
 
     if backend not in ("sim", "emulation"):
         raise UserError(f"backend {backend!r}: choose sim or emulation")

@@ -10,10 +10,10 @@ from pathlib import Path
 
 from rich.text import Text
 
-from .console import make_console
-from .errors import UserError
-from .spec import LoadedExperiment
-from .spec_bounds import format_violation, violated_bounds
+from rmptwin.console import make_console
+from rmptwin.errors import UserError
+from rmptwin.spec import LoadedExperiment
+from rmptwin.spec_bounds import format_violation, violated_bounds
 
 
 def print_bound_warnings(loaded: LoadedExperiment, file: Path, *, strict: bool = False) -> None:

@@ -18,22 +18,22 @@ from typing import Optional
 
 import typer
 
-from .console import make_console, print_error
-from .analysis import cli as analysis_cli
-from .analysis import venue_cli
-from .analysis import cluster_cli
-from .bound_warnings import print_bound_warnings
-from .emulation import cli as emulation_cli
-from . import keys
-from .errors import UserError
-from .experiment_run import run_experiment
-from .rerun import environment_line, read_replay, repeat, replay_line, summary_line
-from .run_display import print_sim_summary, print_summary, progress_bar
-from .rundir import RunDir
-from .runtime import cli as runtime_cli
-from .spec import read_yaml, json_schemas, load_experiment, load_topology
-from .sweeps import cli as sweeps_cli
-from .claims import cli as claims_cli
+from rmptwin.console import make_console, print_error
+from rmptwin.analysis import cli as analysis_cli
+from rmptwin.analysis import venue_cli
+from rmptwin.analysis import cluster_cli
+from rmptwin.bound_warnings import print_bound_warnings
+from rmptwin.emulation import cli as emulation_cli
+from rmptwin import keys
+from rmptwin.errors import UserError
+from rmptwin.experiment_run import run_experiment
+from rmptwin.rerun import environment_line, read_replay, repeat, replay_line, summary_line
+from rmptwin.run_display import print_sim_summary, print_summary, progress_bar
+from rmptwin.rundir import RunDir
+from rmptwin.runtime import cli as runtime_cli
+from rmptwin.spec import read_yaml, json_schemas, load_experiment, load_topology
+from rmptwin.sweeps import cli as sweeps_cli
+from rmptwin.claims import cli as claims_cli
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="rmptwin: RMP and exchange-venue testbed")
 console = make_console()

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from .analysis.summary import summarize
-from .errors import UserError
-from .rundir import RunDir
-from .runtime import runner
-from .sim.runner import simulate
-from .spec import LoadedExperiment
+from rmptwin.analysis.summary import summarize
+from rmptwin.errors import UserError
+from rmptwin.rundir import RunDir
+from rmptwin.runtime import runner
+from rmptwin.sim.runner import simulate
+from rmptwin.spec import LoadedExperiment
 
 BACKENDS = ("sim", "emulation")
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import struct
 
-from .rmp.wire import decode as decode_rmp
-from .venue.wire import TYPE_NAMES as VENUE_TYPE_NAMES
+from rmptwin.rmp.wire import decode as decode_rmp
+from rmptwin.venue.wire import TYPE_NAMES as VENUE_TYPE_NAMES
 
 RMP_MAGIC = 0xA5
 _MOLD = struct.Struct("!10sQH")

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import typer
 
-from .errors import UserError
-from .rmp.seal import KEY_BYTES, KeySet
-from .spec import LoadedExperiment, load_experiment
+from rmptwin.errors import UserError
+from rmptwin.rmp.seal import KEY_BYTES, KeySet
+from rmptwin.spec import LoadedExperiment, load_experiment
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="key sets of secure experiments (security: {enabled: true})")

@@ -17,11 +17,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .errors import UserError
-from .events import Kind
-from .rundir import RunDir
-from .spec import LoadedExperiment, load_experiment
-from .sweepdir import SweepDir
+from rmptwin.errors import UserError
+from rmptwin.events import Kind
+from rmptwin.rundir import RunDir
+from rmptwin.spec import LoadedExperiment, load_experiment
+from rmptwin.sweepdir import SweepDir
 
 LABS_DIR = Path(__file__).resolve().parents[2] / "labs"
 
@@ -74,7 +74,7 @@ def _pairs(df: pd.DataFrame, key: str, metric: str) -> str:
 def minc_from_events(events: pd.DataFrame, loaded: LoadedExperiment) -> list[dict]:
     """MINC on one run without Spark: gamma per tree node from first receptions, then each
     logical link's estimate beside its configured loss (``analysis.minc`` does the same at scale)."""
-    from .analysis.minc import configured_loss, estimate_loss, logical_tree
+    from rmptwin.analysis.minc import configured_loss, estimate_loss, logical_tree
 
     topo = loaded.topology
     source = topo.hosts_with_role("source")[0].name
@@ -158,7 +158,7 @@ def check_venue_failover(run: RunDir) -> list[Check]:
 
 
 def _loaded(run: RunDir) -> LoadedExperiment:
-    from .rerun import loaded_from_manifest
+    from rmptwin.rerun import loaded_from_manifest
 
     return loaded_from_manifest(run.read_manifest(), str(run.manifest_path))
 
@@ -194,9 +194,9 @@ LABS = {
 
 def run_quick(name: str, out: Path) -> list[Check]:
     """The lab's quick simulated version into ``out``, then its check (what the tests run)."""
-    from .experiment_run import run_experiment
-    from .sweeps.engine import SweepPlan, run_loop, run_sweep
-    from .sweeps.points import make_point
+    from rmptwin.experiment_run import run_experiment
+    from rmptwin.sweeps.engine import SweepPlan, run_loop, run_sweep
+    from rmptwin.sweeps.points import make_point
 
     lab = LABS[name]
     base = load_experiment(LABS_DIR / name / lab.experiment)

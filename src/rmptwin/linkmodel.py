@@ -64,7 +64,7 @@ import struct
 from collections import deque
 from dataclasses import dataclass, replace
 
-from .errors import UserError
+from rmptwin.errors import UserError
 
 LOSS, QUEUE, DOWN = -1, -2, -3
 REASONS = ("loss", "queue", "down")     # REASONS[-code - 1]: the relay's drop-log order

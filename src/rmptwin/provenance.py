@@ -17,8 +17,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from . import __version__
-from .emulation.env import has_netem
+from rmptwin import __version__
+from rmptwin.emulation.env import has_netem
 
 REPO = Path(__file__).resolve().parents[2]
 LOCK = REPO / "requirements.lock"

@@ -16,12 +16,12 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from .emulation.env import has_netem, is_root
-from .errors import UserError
-from .experiment_run import EmulationOptions, ProgressFn, RunOutcome, run_experiment
-from .provenance import differences
-from .rundir import RunDir
-from .spec import Experiment, LoadedExperiment, Topology, cross_check
+from rmptwin.emulation.env import has_netem, is_root
+from rmptwin.errors import UserError
+from rmptwin.experiment_run import EmulationOptions, ProgressFn, RunOutcome, run_experiment
+from rmptwin.provenance import differences
+from rmptwin.rundir import RunDir
+from rmptwin.spec import Experiment, LoadedExperiment, Topology, cross_check
 
 NODE_MODES = ("docker", "ns", "flat")
 # summary.json keys that measure the machine rather than the run (wall clock, drain time).

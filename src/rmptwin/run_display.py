@@ -11,10 +11,10 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from .experiment_run import ProgressFn, RunOutcome
-from .analysis.sections import headline_sections
-from .groups import REGION_PORT, REREQUEST_PORT
-from .spec import LoadedExperiment
+from rmptwin.experiment_run import ProgressFn, RunOutcome
+from rmptwin.analysis.sections import headline_sections
+from rmptwin.groups import REGION_PORT, REREQUEST_PORT
+from rmptwin.spec import LoadedExperiment
 
 HEADLINE_KEYS = ("receivers", "agreement", "messages_sent", "messages_delivered_min", "messages_lost",
                  "control_per_data", "delivery_latency_ms", "fairness_spread_ms", "reformation_ms", "customers")

@@ -22,9 +22,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import provenance
-from .errors import UserError
-from .spec import Protocol, Topology
+from rmptwin import provenance
+from rmptwin.errors import UserError
+from rmptwin.spec import Protocol, Topology
 
 # The names, spelled here and nowhere else.
 MANIFEST = "manifest.json"

@@ -12,7 +12,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Protocol, Union
 
-from .events import Event
+from rmptwin.events import Event
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,11 +60,11 @@ import math
 from dataclasses import dataclass
 from itertools import permutations
 
-from .factories.rmp import primary_ring, stripes_of
-from .spec import LoadedExperiment, Topology
-from .rmp.striping import symbol_stripe, symbols_on
-from .tree import links_delay_ms, switch_path_links
-from .ticker_workload import workload_sources
+from rmptwin.factories.rmp import primary_ring, stripes_of
+from rmptwin.spec import LoadedExperiment, Topology
+from rmptwin.rmp.striping import symbol_stripe, symbols_on
+from rmptwin.tree import links_delay_ms, switch_path_links
+from rmptwin.ticker_workload import workload_sources
 
 FALSE_FAILURES_PER_RUN = 0.1   # expected false failure reports per run that k_r_vs_loss tolerates
 

@@ -20,8 +20,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .errors import UserError
-from .rundir import RunDir
+from rmptwin.errors import UserError
+from rmptwin.rundir import RunDir
 
 TABLE = "sweep.parquet"
 SPEC = "sweep.json"

@@ -9,7 +9,7 @@ from typing import Callable
 
 import pyarrow as pa
 
-from .events import Event
+from rmptwin.events import Event
 
 # The detail keys the analysis reads, written beside ``detail`` as typed columns so that it
 # reads no JSON (10 M events: parsing ``detail`` was most of the analysis' extraction):

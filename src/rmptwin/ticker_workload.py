@@ -14,9 +14,9 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from .rmp.striping import host_stripes, symbol_stripe, symbols_on
-from .spec import LoadedExperiment
-from .trade_report import TradeReport, symbol_name
+from rmptwin.rmp.striping import host_stripes, symbol_stripe, symbols_on
+from rmptwin.spec import LoadedExperiment
+from rmptwin.trade_report import TradeReport, symbol_name
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass
 
-from .spec import LinkParams, Topology
+from rmptwin.spec import LinkParams, Topology
 
 
 def adjacency(topo: Topology, allowed: set[str] | None = None) -> dict[str, dict[str, float]]:

@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from ..console import make_console
+from rmptwin.console import make_console
 
-from ..errors import UserError
-from ..rundir import RunDir
-from .compare import compare as compare_runs
-from .compare import verdict as twin_verdict
+from rmptwin.errors import UserError
+from rmptwin.rundir import RunDir
+from rmptwin.analysis.compare import compare as compare_runs
+from rmptwin.analysis.compare import verdict as twin_verdict
 
 app = typer.Typer(add_completion=False, help="analysis of run directories with PySpark")
 console = make_console()
@@ -24,8 +24,8 @@ console = make_console()
 
 def _analyze_with_spark(runs: list[Path], master: str | None, announce: bool) -> None:
     """Start one SparkSession and analyse each run in it (report.html, metrics.json, tables)."""
-    from .job import analyze as run_analysis
-    from .session import spark_session
+    from rmptwin.analysis.job import analyze as run_analysis
+    from rmptwin.analysis.session import spark_session
 
     spark = spark_session(master)
     try:

@@ -28,7 +28,7 @@ import urllib.request
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..errors import UserError
+from rmptwin.errors import UserError
 
 HOST = "127.0.0.1"
 DEFAULT_PORT = 7077

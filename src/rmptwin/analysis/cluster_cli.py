@@ -8,8 +8,8 @@ from typing import Optional
 
 import typer
 
-from ..console import make_console
-from . import cluster as standalone
+from rmptwin.console import make_console
+from rmptwin.analysis import cluster as standalone
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="a standalone Spark cluster on 127.0.0.1 from the installed pyspark")

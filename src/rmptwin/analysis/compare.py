@@ -7,13 +7,13 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from ..console import make_console
+from rmptwin.console import make_console
 from rich.table import Table
 
-from ..errors import UserError
-from ..rundir import RunDir
-from .report import CSS, fmt
-from .twin_verdict import FAIL, PASS, Rule, inputs_of, passed, twin_verdict
+from rmptwin.errors import UserError
+from rmptwin.rundir import RunDir
+from rmptwin.analysis.report import CSS, fmt
+from rmptwin.analysis.twin_verdict import FAIL, PASS, Rule, inputs_of, passed, twin_verdict
 
 
 def load_metrics(run: Path) -> dict:

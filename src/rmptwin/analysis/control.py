@@ -11,8 +11,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from ..events import Kind
-from .extract import RECEIVER_ROLES
+from rmptwin.events import Kind
+from rmptwin.analysis.extract import RECEIVER_ROLES
 
 
 def control_per_data(events: DataFrame) -> DataFrame:

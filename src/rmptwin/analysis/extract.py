@@ -9,11 +9,11 @@ import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ..events import Kind
-from ..rundir import RunDir
-from ..spec import Topology
-from ..tables import DETAIL_COLUMNS
-from . import schemas
+from rmptwin.events import Kind
+from rmptwin.rundir import RunDir
+from rmptwin.spec import Topology
+from rmptwin.tables import DETAIL_COLUMNS
+from rmptwin.analysis import schemas
 
 RECEIVER_ROLES = ("primary", "secondary")
 # The event columns every transform may read, beside the detail columns.
@@ -107,7 +107,7 @@ _MAX_CODED_NODES = 64
 
 def _name_tables(node_names: list[str] | None) -> dict[str, list[str]]:
     """The coded columns, lowest bits first (kind in bits 0-7), each with its names by code."""
-    from ..spec import ROLES
+    from rmptwin.spec import ROLES
     tables = {"kind": _KIND_NAMES, "role": sorted(ROLES)}
     nodes = sorted(set(node_names or ()))
     if 0 < len(nodes) <= _MAX_CODED_NODES:

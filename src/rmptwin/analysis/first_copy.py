@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from ..factories.rmp import timing_from_protocol
-from ..spec import Protocol
+from rmptwin.factories.rmp import timing_from_protocol
+from rmptwin.spec import Protocol
 
 
 def first_copy_slack_ms(protocol: dict | None) -> float:

@@ -45,8 +45,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..events import Kind
-from .stats import percentiles
+from rmptwin.events import Kind
+from rmptwin.analysis.stats import percentiles
 
 KINDS = (Kind.FLOOR_REPORT, Kind.FLOOR_TRADE, Kind.FLOOR_STATE, Kind.TOKEN_ACCEPT, Kind.CRASH, Kind.RECOVER)
 PLOT = "floor_confirm_latency.png"
@@ -153,7 +153,7 @@ def summarize(df: pd.DataFrame, loaded) -> dict:
 def spark_metrics(spark, events, rd) -> dict:
     """The same figures (one definition: ``floor_figures``) over the run's raw event files,
     read with Spark and filtered to the kinds they read, and the confirm-latency plot."""
-    from ..rundir import RunDir
+    from rmptwin.rundir import RunDir
 
     fl = _floor(rd.manifest.get("experiment"))
     if not fl:
@@ -167,7 +167,7 @@ def spark_metrics(spark, events, rd) -> dict:
 
 
 def plot_confirm_latency(m: dict, path: Path) -> Path:
-    from .plots import plt, save_figure   # matplotlib (Agg): only when drawing
+    from rmptwin.analysis.plots import plt, save_figure   # matplotlib (Agg): only when drawing
 
     lat = m.get("confirm_latencies_ms") or []
     fig, ax = plt.subplots(figsize=(6, 3.6))

@@ -18,10 +18,10 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ..rundir import RunDir
-from . import control, extract, latency, loss, minc, report, throughput
-from .first_copy import first_copy_slack_ms
-from .sections import spark_sections
+from rmptwin.rundir import RunDir
+from rmptwin.analysis import control, extract, latency, loss, minc, report, throughput
+from rmptwin.analysis.first_copy import first_copy_slack_ms
+from rmptwin.analysis.sections import spark_sections
 
 QUANTILES = [i / 100 for i in range(101)]
 STEPS = ["extract", "latency", "fairness", "loss", "minc", "control", "throughput", "report"]

@@ -11,9 +11,9 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ..events import Kind
-from .extract import RECEIVER_ROLES
-from .latency import sends
+from rmptwin.events import Kind
+from rmptwin.analysis.extract import RECEIVER_ROLES
+from rmptwin.analysis.latency import sends
 
 
 def down_intervals(events: DataFrame) -> DataFrame:

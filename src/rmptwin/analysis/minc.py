@@ -18,9 +18,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..rmp.striping import serves_stripe
-from ..spec import Topology
-from ..tree import multicast_tree, path_links
+from rmptwin.rmp.striping import serves_stripe
+from rmptwin.spec import Topology
+from rmptwin.tree import multicast_tree, path_links
 
 
 @dataclass

@@ -57,9 +57,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..events import Kind
-from ..factories.orders import path_delay_ms
-from ..rundir import RunDir
+from rmptwin.events import Kind
+from rmptwin.factories.orders import path_delay_ms
+from rmptwin.rundir import RunDir
 
 PLOT = "near_first_fraction.png"
 OFFER_KINDS = (Kind.OFFER_SENT, Kind.OFFER_ADMIT, Kind.OFFER_REJECT, Kind.OFFER_EXEC, Kind.TRADE)
@@ -180,7 +180,7 @@ def spark_metrics(spark, events, rd) -> dict:
 
 
 def plot_near_first(m: dict, path: Path) -> Path:
-    from .plots import plt, save_figure   # matplotlib (Agg): only when drawing
+    from rmptwin.analysis.plots import plt, save_figure   # matplotlib (Agg): only when drawing
 
     fr = sorted(((float(k), v) for k, v in (m.get("near_first_fraction") or {}).items()))
     fig, ax = plt.subplots(figsize=(6, 3.6))

@@ -10,8 +10,8 @@ import html
 import json
 from pathlib import Path
 
-from ..rundir import ANALYSIS, METRICS, RunDir
-from .sections import report_sections
+from rmptwin.rundir import ANALYSIS, METRICS, RunDir
+from rmptwin.analysis.sections import report_sections
 
 CSS = """body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}
@@ -94,7 +94,7 @@ def minc_note(m: dict) -> str:
 
 def render(m: dict, run: RunDir) -> Path:
     """Write the plots and report.html into the run's analysis directory; returns the report's path."""
-    from . import plots  # matplotlib: only when drawing
+    from rmptwin.analysis import plots  # matplotlib: only when drawing
 
     run.analysis_dir.mkdir(parents=True, exist_ok=True)
     plots.render_all(m, run.analysis_dir)

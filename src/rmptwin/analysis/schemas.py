@@ -6,7 +6,7 @@ from __future__ import annotations
 import pyarrow as pa
 from pyspark.sql import types as T
 
-from .. import tables as ev
+from rmptwin import tables as ev
 
 _ARROW_TO_SPARK = {pa.int64(): T.LongType(), pa.string(): T.StringType(), pa.float64(): T.DoubleType(),
                    pa.bool_(): T.BooleanType()}

@@ -7,7 +7,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from ..errors import UserError
+from rmptwin.errors import UserError
 
 DEFAULT_MASTER = "local[2]"
 LOG4J = Path(__file__).with_name("log4j2.properties")

@@ -72,13 +72,13 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ..events import Kind
-from ..factories.rmp import customer_stripes
-from ..spec import LoadedExperiment
-from ..timer_lateness import merge_by_key
-from .sections import summary_sections
-from .stats import percentiles
-from .venue_metrics import venue_summary
+from rmptwin.events import Kind
+from rmptwin.factories.rmp import customer_stripes
+from rmptwin.spec import LoadedExperiment
+from rmptwin.timer_lateness import merge_by_key
+from rmptwin.analysis.sections import summary_sections
+from rmptwin.analysis.stats import percentiles
+from rmptwin.analysis.venue_metrics import venue_summary
 
 RT_ROLES = ("primary", "secondary")
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from ..events import Kind
-from ..rundir import RunDir
-from ..spec import Experiment, Topology
-from ..tables import DROP_SCHEMA, EVENT_SCHEMA, LINK_COUNT_SCHEMA, detail_arrays
+from rmptwin.events import Kind
+from rmptwin.rundir import RunDir
+from rmptwin.spec import Experiment, Topology
+from rmptwin.tables import DROP_SCHEMA, EVENT_SCHEMA, LINK_COUNT_SCHEMA, detail_arrays
 
 SWITCH_LINKS = [("s1", "s2"), ("s1", "s3"), ("s2", "s4"), ("s2", "s5"), ("s3", "s6"), ("s3", "s7")]
 LEAF_SWITCHES = ["s4", "s5", "s6", "s7"]

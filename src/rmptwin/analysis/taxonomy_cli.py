@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from ..console import make_console
+from rmptwin.console import make_console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ..errors import UserError
-from ..rundir import RunDir
-from .taxonomy_compare import PROTOCOLS, Point, measure_run, run_point
+from rmptwin.errors import UserError
+from rmptwin.rundir import RunDir
+from rmptwin.analysis.taxonomy_compare import PROTOCOLS, Point, measure_run, run_point
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Sequencer taxonomy (seed sequencer-taxonomy) beside RMP and the CAS sequencer")
@@ -72,7 +72,7 @@ def compare(
             fault_sizes = _numbers(fault_receivers, "fault-receivers")
         points = plan(sizes, rate_list, fault_sizes, chosen, duration, seed)
         rows = run_all(points, out / "rows.jsonl", _earlier(reuse))
-        from .taxonomy_report import write_outputs
+        from rmptwin.analysis.taxonomy_report import write_outputs
         paths = write_outputs(rows, out)
     except UserError as e:
         console.print(f"[red]error:[/red] {e}")

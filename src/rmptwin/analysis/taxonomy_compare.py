@@ -50,11 +50,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute  # noqa: F401 - pa.compute
 
-from .. import factories
-from ..events import Kind
-from ..sim.runner import simulate
-from ..spec import Experiment, LoadedExperiment, Topology
-from .taxonomy_summary import order_figures
+from rmptwin import factories
+from rmptwin.events import Kind
+from rmptwin.sim.runner import simulate
+from rmptwin.spec import Experiment, LoadedExperiment, Topology
+from rmptwin.analysis.taxonomy_summary import order_figures
 
 PROTOCOLS = ("ub", "bb", "uub", "gup", "rmp_time", "rmp_event", "cas")
 TAXONOMY = ("ub", "bb", "uub", "gup")
@@ -144,7 +144,7 @@ def scenario_topology(p: Point) -> Topology:
 
 
 def _max_delay_ms(topo: Topology) -> float:
-    from ..sim.random_trees import max_path_delay_ms
+    from rmptwin.sim.random_trees import max_path_delay_ms
     return max_path_delay_ms(topo)
 
 
@@ -297,7 +297,7 @@ def _ordered_per_s(p: Point, events: pa.Table, delivered: int) -> float:
 def measure_run(path: Path) -> dict:
     """Latency, loss, agreement and resume of a run directory (simulated or emulated) of a
     taxonomy, RMP or CAS experiment: the figures that need only its events."""
-    from ..rundir import RunDir
+    from rmptwin.rundir import RunDir
     run = RunDir(path)
     manifest, topo, _ = run.check()
     exp = manifest["experiment"]

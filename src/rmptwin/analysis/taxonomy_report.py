@@ -75,7 +75,7 @@ def verdict(rows: list[dict]) -> list[str]:
 
 
 def _plot(rows, metric, ylabel, path: Path, log=True) -> None:
-    from .plots import plt, save_figure   # matplotlib (Agg): only when drawing
+    from rmptwin.analysis.plots import plt, save_figure   # matplotlib (Agg): only when drawing
     steady = [r for r in rows if r["scenario"] == "steady"]
     rate = steady[0]["rate"] if steady else None
     fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -97,7 +97,7 @@ def _plot(rows, metric, ylabel, path: Path, log=True) -> None:
 
 def _plot_rate(rows, metric, ylabel, path: Path) -> None:
     """``metric`` against the rate, one line per protocol, at the largest steady group."""
-    from .plots import plt, save_figure   # matplotlib (Agg): only when drawing
+    from rmptwin.analysis.plots import plt, save_figure   # matplotlib (Agg): only when drawing
     steady = [r for r in rows if r["scenario"] == "steady"]
     n = max(r["receivers"] for r in steady)
     fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -117,7 +117,7 @@ def _plot_rate(rows, metric, ylabel, path: Path) -> None:
 
 
 def _plot_faults(rows, path: Path) -> None:
-    from .plots import plt, save_figure   # matplotlib (Agg): only when drawing
+    from rmptwin.analysis.plots import plt, save_figure   # matplotlib (Agg): only when drawing
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     for ax, scenario, metric, label in ((axes[0], "lossy", "lossy_p99_ms", "p99 latency at the lossy receiver (ms)"),
                                         (axes[1], "crash", "resume_ms", "time to resume after a sequencer crash (ms)")):

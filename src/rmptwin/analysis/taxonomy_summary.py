@@ -35,8 +35,8 @@ from collections import defaultdict
 
 import pandas as pd
 
-from ..events import Kind
-from .stats import percentiles
+from rmptwin.events import Kind
+from rmptwin.analysis.stats import percentiles
 
 ROLE = "taxonomy_member"
 KINDS = (Kind.SEND, Kind.DELIVER, Kind.ORDER_IN, Kind.SEQ_POSITION, Kind.CRASH, Kind.RECOVER)
@@ -129,7 +129,7 @@ def headline(summary: dict) -> list[tuple[str, object]]:
 def spark_metrics(spark, events, rd) -> dict:
     """The same figures (``order_figures``) over the run's raw event files, read with Spark and
     filtered to the kinds they read (detail is needed, which the parsed frame drops)."""
-    from ..rundir import RunDir
+    from rmptwin.rundir import RunDir
 
     taxonomy = (rd.manifest.get("experiment") or {}).get("taxonomy")
     if not taxonomy:

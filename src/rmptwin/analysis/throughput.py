@@ -6,7 +6,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ..events import Kind
+from rmptwin.events import Kind
 
 
 def throughput(events: DataFrame, hosts: DataFrame, bin_ns: int = 100_000_000) -> DataFrame:

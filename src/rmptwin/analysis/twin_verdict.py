@@ -42,10 +42,10 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..events import Kind
-from ..rundir import RunDir
-from ..spec import Topology
-from ..tree import multicast_tree
+from rmptwin.events import Kind
+from rmptwin.rundir import RunDir
+from rmptwin.spec import Topology
+from rmptwin.tree import multicast_tree
 
 PASS, FAIL = "pass", "fail"
 NOT_COMPARABLE, NOT_DETERMINISTIC = "not comparable", "not deterministic"

@@ -6,12 +6,12 @@ import json
 from pathlib import Path
 
 import typer
-from ..console import make_console
+from rmptwin.console import make_console
 from rich.progress import Progress
 from rich.table import Table
 
-from ..rundir import RunDir
-from .venue_sweeps import LATENCY_CONFIGS, gap_table, latency_sweep, markdown, plot_gap, plot_latency, plot_timeline
+from rmptwin.rundir import RunDir
+from rmptwin.analysis.venue_sweeps import LATENCY_CONFIGS, gap_table, latency_sweep, markdown, plot_gap, plot_latency, plot_timeline
 
 app = typer.Typer(no_args_is_help=True, help="exchange venues: gap table and latency sweep (simulator)")
 console = make_console()

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..events import Kind
-from .stats import percentiles
+from rmptwin.events import Kind
+from rmptwin.analysis.stats import percentiles
 
 GAP_SAMPLE_MS = 10.0
 

@@ -12,11 +12,11 @@ from typing import Callable
 
 import numpy as np
 
-from ..errors import UserError
-from ..events import Kind
-from ..sim.runner import Simulation
-from ..spec import LoadedExperiment, load_experiment, load_topology
-from .venue_metrics import venue_summary
+from rmptwin.errors import UserError
+from rmptwin.events import Kind
+from rmptwin.sim.runner import Simulation
+from rmptwin.spec import LoadedExperiment, load_experiment, load_topology
+from rmptwin.analysis.venue_metrics import venue_summary
 
 # The seed's Table 1 (IBM z990 prototype): req/s -> (max gap, max delay ms, avg gap, avg delay ms)
 SEED_TABLE1 = {5000: (57, 6.3, 3, 0.3), 9000: (81, 9.0, 7, 0.8)}

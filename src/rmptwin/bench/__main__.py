@@ -21,8 +21,8 @@ from rmptwin.console import make_console, print_error
 from rmptwin.errors import UserError
 from rmptwin.provenance import git_commit
 
-from . import harness
-from .harness import BenchFiles
+from rmptwin.bench import harness
+from rmptwin.bench.harness import BenchFiles
 
 COLUMNS = ("bench", "metric", "value", "range", "n", "unit", "better", "reference", "vs reference", "goal", "ok",
            "conditions", "note")

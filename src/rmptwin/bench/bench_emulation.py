@@ -19,12 +19,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..emulation import env
-from ..emulation.flows import HostPort, Policy, Wiring, known_group_names
-from ..emulation.measure import run_probe
-from ..emulation.network import EmulatedNetwork
-from ..groups import group_ip, host_ip, region_group, rmp_group
-from ..spec import Topology, load_experiment
+from rmptwin.emulation import env
+from rmptwin.emulation.flows import HostPort, Policy, Wiring, known_group_names
+from rmptwin.emulation.measure import run_probe
+from rmptwin.emulation.network import EmulatedNetwork
+from rmptwin.groups import group_ip, host_ip, region_group, rmp_group
+from rmptwin.spec import Topology, load_experiment
 
 REPO = Path(__file__).resolve().parents[3]
 LINK = {"delay_ms": 20.0, "loss": 0.05}
@@ -117,7 +117,7 @@ def run(quick: bool) -> list[dict]:
 
     rows += _bringup(topo, "ns")
     if env.docker_state() != "missing":
-        from ..emulation.image import ensure_image
+        from rmptwin.emulation.image import ensure_image
 
         env.ensure_dockerd()
         ensure_image()

@@ -14,7 +14,7 @@ import time
 
 from rmptwin.venue.orderbook import BookError, OrderBook
 
-from .baseline_books import SortedContainersBook
+from rmptwin.bench.baseline_books import SortedContainersBook
 
 RUNS = 1          # the module repeats each timing itself (TIMINGS times)
 TIMINGS = 5

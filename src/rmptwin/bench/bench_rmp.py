@@ -7,10 +7,10 @@ from __future__ import annotations
 import random
 import time
 
-from ..analysis.summary import summarize
-from ..rmp import wire
-from ..sim.random_trees import loaded_experiment, max_path_delay_ms, random_tree
-from ..sim.runner import simulate
+from rmptwin.analysis.summary import summarize
+from rmptwin.rmp import wire
+from rmptwin.sim.random_trees import loaded_experiment, max_path_delay_ms, random_tree
+from rmptwin.sim.runner import simulate
 
 
 def _codec(n: int) -> float:

@@ -29,10 +29,10 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from ..events import Kind
-from ..experiment_run import EmulationOptions, run_experiment
-from ..spec import LoadedExperiment, Topology, load_experiment
-from ..tree import worst_delay_ms
+from rmptwin.events import Kind
+from rmptwin.experiment_run import EmulationOptions, run_experiment
+from rmptwin.spec import LoadedExperiment, Topology, load_experiment
+from rmptwin.tree import worst_delay_ms
 
 REPO = Path(__file__).resolve().parents[3]
 RUNS = 1                             # each step is one emulated run; the ladder is the repetition

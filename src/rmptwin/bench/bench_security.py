@@ -15,8 +15,8 @@ import secrets
 import statistics
 import time
 
-from ..rmp import wire
-from ..rmp.seal import KEY_BYTES, KeySet, Sealer
+from rmptwin.rmp import wire
+from rmptwin.rmp.seal import KEY_BYTES, KeySet, Sealer
 
 BATCHES = 5
 

@@ -23,12 +23,12 @@ import random
 import time
 from pathlib import Path
 
-from ..factories import build_core
-from ..sansio import Group
-from ..spec import Experiment, LoadedExperiment, Topology, load_experiment, load_topology
-from ..sim.random_trees import loaded_experiment, max_path_delay_ms, random_tree
-from ..sim.runner import Simulation
-from .simpy_ring import RingWorkload, run_ours, run_simpy, simpy_available
+from rmptwin.factories import build_core
+from rmptwin.sansio import Group
+from rmptwin.spec import Experiment, LoadedExperiment, Topology, load_experiment, load_topology
+from rmptwin.sim.random_trees import loaded_experiment, max_path_delay_ms, random_tree
+from rmptwin.sim.runner import Simulation
+from rmptwin.bench.simpy_ring import RingWorkload, run_ours, run_simpy, simpy_available
 
 REPO = Path(__file__).resolve().parents[3]
 GROUP = "tick"

@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .harness import REPO
+from rmptwin.bench.harness import REPO
 
 RUNS = 1       # one JVM and one log; the analysis itself is timed TIMINGS times in it
 TIMINGS = 3
@@ -109,8 +109,8 @@ def _write_plans(record: list) -> None:
 
 
 def run(quick: bool) -> list[dict]:
-    from ..analysis import synthetic
-    from ..rundir import RunDir
+    from rmptwin.analysis import synthetic
+    from rmptwin.rundir import RunDir
 
     sizes = SIZES_QUICK if quick else SIZES   # packets; ~28.6 events per packet on the synthetic tree
     with tempfile.TemporaryDirectory(prefix="rmptwin-bench-spark-") as tmp:
@@ -129,8 +129,8 @@ def run(quick: bool) -> list[dict]:
 def _embedded(tmp: Path, largest: tuple, others: list[tuple], others_timings: int = TIMINGS) -> list[dict]:
     """The embedded rows on the largest log (every metric, per family, shuffle, plans), then a
     last item the caller pops: {events: [wall seconds of every metric]} for every log."""
-    from ..analysis import job, synthetic
-    from ..analysis.session import spark_session
+    from rmptwin.analysis import job, synthetic
+    from rmptwin.analysis.session import spark_session
 
     run_dir, packets, gen, n_events = largest
     t0 = time.perf_counter()
@@ -197,9 +197,9 @@ def _median(xs: list[float]) -> float:
 
 def _pandas_seconds(run_dir: Path) -> float:
     """Wall seconds of summary.json's figures by pandas: read the log, summarize."""
-    from ..analysis.summary import summarize
-    from ..rundir import RunDir
-    from ..spec import Experiment, LoadedExperiment, Topology
+    from rmptwin.analysis.summary import summarize
+    from rmptwin.rundir import RunDir
+    from rmptwin.spec import Experiment, LoadedExperiment, Topology
 
     rd = RunDir(run_dir)
     man = rd.read_manifest()
@@ -213,8 +213,8 @@ def _pandas_seconds(run_dir: Path) -> float:
 def _cluster_walls(tmp: Path, runs: list[tuple], timings: int = CLUSTER_TIMINGS) -> tuple[float, dict]:
     """(cluster + session start-up seconds, events -> wall seconds of every metric) on a
     two-worker standalone cluster, stopped afterwards whatever happens."""
-    from ..analysis import cluster, job, synthetic
-    from ..analysis.session import spark_session
+    from rmptwin.analysis import cluster, job, synthetic
+    from rmptwin.analysis.session import spark_session
 
     t0 = time.perf_counter()
     state = tmp / "spark-cluster"

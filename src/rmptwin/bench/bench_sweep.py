@@ -16,8 +16,8 @@ EXPERIMENT = Path(__file__).resolve().parents[3] / "experiments" / "line3.yaml"
 
 
 def _plan(quick: bool):
-    from ..spec import load_experiment
-    from ..sweeps.engine import SweepPlan
+    from rmptwin.spec import load_experiment
+    from rmptwin.sweeps.engine import SweepPlan
 
     rates = [50, 100, 200, 400] if quick else [50, 100, 200, 400, 800, 1200]
     sets = {"workload.rate_per_source": rates, "protocol.delta_a_ms": [150]}
@@ -25,7 +25,7 @@ def _plan(quick: bool):
 
 
 def _timed(plan, out: Path, runner=None) -> tuple[float, int]:
-    from ..sweeps.engine import run_sweep
+    from rmptwin.sweeps.engine import run_sweep
 
     t0 = time.perf_counter()
     outcome = run_sweep(plan, out=out, runner=runner)
@@ -33,8 +33,8 @@ def _timed(plan, out: Path, runner=None) -> tuple[float, int]:
 
 
 def run(quick: bool) -> list[dict]:
-    from ..sweeps.engine import run_loop
-    from ..sweeps.spark import run_spark, sweep_session
+    from rmptwin.sweeps.engine import run_loop
+    from rmptwin.sweeps.spark import run_spark, sweep_session
 
     plan = _plan(quick)
     n = len(plan.seeds) * len(plan.sets["workload.rate_per_source"])

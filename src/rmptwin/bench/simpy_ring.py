@@ -17,7 +17,7 @@ from __future__ import annotations
 import importlib.util
 from dataclasses import dataclass
 
-from ..sim.scheduler import Scheduler
+from rmptwin.sim.scheduler import Scheduler
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from ..console import make_console
+from rmptwin.console import make_console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -24,8 +24,8 @@ def claims(
 ) -> None:
     """Run one sweep per claim of the seeds (experiments/claims/*.yaml; simulated, resumable) and write one
     HTML table: the claim, the seed's figure, ours simulated, ours emulated, verdict."""
-    from .model import load_claims
-    from .run import CLAIMS_DIR, run_claims, write_report
+    from rmptwin.claims.model import load_claims
+    from rmptwin.claims.run import CLAIMS_DIR, run_claims, write_report
 
     chosen = load_claims(CLAIMS_DIR, only)
     columns = (TextColumn("[bold]claims[/] {task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())

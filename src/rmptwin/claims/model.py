@@ -24,7 +24,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..errors import UserError
+from rmptwin.errors import UserError
 
 
 class _Strict(BaseModel):

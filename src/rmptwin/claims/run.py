@@ -14,12 +14,12 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ..errors import UserError
-from ..spec import load_experiment
-from ..sweepdir import sweep_id
-from ..sweeps.engine import SweepPlan, run_sweep
-from .model import Claim
-from .verdicts import judge
+from rmptwin.errors import UserError
+from rmptwin.spec import load_experiment
+from rmptwin.sweepdir import sweep_id
+from rmptwin.sweeps.engine import SweepPlan, run_sweep
+from rmptwin.claims.model import Claim
+from rmptwin.claims.verdicts import judge
 
 NOT_MEASURED, NOT_RUN = "not yet measured", "not run"
 CLAIMS_DIR = Path(__file__).resolve().parents[3] / "experiments" / "claims"

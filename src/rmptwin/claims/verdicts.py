@@ -16,7 +16,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from .model import Verdict
+from rmptwin.claims.model import Verdict
 
 HOLDS, FAILS, PARTLY = "holds", "does not hold", "partly"
 SAFE_NAMES = {"__builtins__": {}, "math": math, "abs": abs, "max": max, "min": min}

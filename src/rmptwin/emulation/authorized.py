@@ -22,9 +22,9 @@ when its experiment has ``security.enabled``.
 
 from __future__ import annotations
 
-from ..groups import region_group, rmp_group
-from ..rmp.striping import serves_stripe
-from ..spec import Topology
+from rmptwin.groups import region_group, rmp_group
+from rmptwin.rmp.striping import serves_stripe
+from rmptwin.spec import Topology
 
 SOURCE_ROLES = ("source", "portal", "participant")
 GLOBAL_SENDER_ROLES = ("primary", "secondary", "reformation")

@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import UserError
+from rmptwin.errors import UserError
 
 REGISTRY = Path("/run/rmptwin/state-dirs")
 TAG_DIR = Path("/run/rmptwin/tags")

@@ -10,16 +10,16 @@ import signal
 from pathlib import Path
 
 import typer
-from ..console import make_console
+from rmptwin.console import make_console
 from rich.table import Table
 
-from ..errors import UserError
-from ..spec import read_yaml, load_experiment, load_topology
-from . import env
-from .cleanup import cleanup_all
-from .image import ensure_image
-from .network import DEFAULT_STATE_DIR, EmulatedNetwork
-from .selftest import selftest
+from rmptwin.errors import UserError
+from rmptwin.spec import read_yaml, load_experiment, load_topology
+from rmptwin.emulation import env
+from rmptwin.emulation.cleanup import cleanup_all
+from rmptwin.emulation.image import ensure_image
+from rmptwin.emulation.network import DEFAULT_STATE_DIR, EmulatedNetwork
+from rmptwin.emulation.selftest import selftest
 
 console = make_console()
 net_app = typer.Typer(help="the emulated network: Mininet + Open vSwitch + os-ken", no_args_is_help=True)

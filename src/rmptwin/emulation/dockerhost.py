@@ -20,8 +20,8 @@ from pathlib import Path
 
 from mininet.node import Host
 
-from ..errors import UserError
-from .cleanup import CONTAINER_LABEL
+from rmptwin.errors import UserError
+from rmptwin.emulation.cleanup import CONTAINER_LABEL
 
 REPO = Path(__file__).resolve().parents[3]
 

@@ -18,9 +18,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..frame_names import describe
-from ..tables import DROP_SCHEMA, LINK_COUNT_SCHEMA
-from .relay import DROP_RECORD, REASONS
+from rmptwin.frame_names import describe
+from rmptwin.tables import DROP_SCHEMA, LINK_COUNT_SCHEMA
+from rmptwin.emulation.relay import DROP_RECORD, REASONS
 
 
 @dataclass(frozen=True)

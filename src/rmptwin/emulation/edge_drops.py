@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 import subprocess
 
-from ..events import Event, Kind
-from .flows import PRIO_UNAUTH_DROP
+from rmptwin.events import Event, Kind
+from rmptwin.emulation.flows import PRIO_UNAUTH_DROP
 
 _N_PACKETS = re.compile(r"\bn_packets=(\d+)")
 _PRIORITY = re.compile(r"\bpriority=(\d+)")

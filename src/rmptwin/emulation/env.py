@@ -20,9 +20,9 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ..errors import UserError
-from .cgroups import parse_mountinfo
-from .relay import boost_priority
+from rmptwin.errors import UserError
+from rmptwin.emulation.cgroups import parse_mountinfo
+from rmptwin.emulation.relay import boost_priority
 
 IMPAIR_BACKENDS = ("netem", "relay")
 

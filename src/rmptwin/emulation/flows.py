@@ -31,10 +31,10 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..groups import group_ip
-from ..groups import group_region, region_group, rmp_group
-from ..spec import Topology
-from ..tree import Tree, adjacency, multicast_tree, shortest_path_parents, unicast_path
+from rmptwin.groups import group_ip
+from rmptwin.groups import group_region, region_group, rmp_group
+from rmptwin.spec import Topology
+from rmptwin.tree import Tree, adjacency, multicast_tree, shortest_path_parents, unicast_path
 
 ETH_IP, ETH_ARP = 0x0800, 0x0806
 IP_PROTO_IGMP = 2

@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-from ..errors import UserError
+from rmptwin.errors import UserError
 
 REPO = Path(__file__).resolve().parents[3]
 NODES = REPO / "nodes"

@@ -17,8 +17,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import UserError
-from ..spec import Bernoulli, GilbertElliott, LinkParams
+from rmptwin.errors import UserError
+from rmptwin.spec import Bernoulli, GilbertElliott, LinkParams
 
 
 def is_impaired(p: LinkParams) -> bool:

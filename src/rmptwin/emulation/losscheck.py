@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..groups import rmp_group
+from rmptwin.groups import rmp_group
 
 
 @dataclass(frozen=True)

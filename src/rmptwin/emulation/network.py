@@ -27,18 +27,18 @@ from typing import TYPE_CHECKING, Callable
 
 import pyarrow as pa
 
-from ..groups import host_ip
-from ..errors import UserError
-from ..spec import Bernoulli, Topology, load_topology
-from . import env as envmod
-from .cleanup import claim_tag, cleanup_state_dir, register_state_dir
-from .droplog import counts_table, drops_table, read_drop_file
-from .flows import DEFAULT_METER_PPS, Wiring, authorized_by_ip, known_group_names
-from .image import ensure_image
-from .impair import NetemLink, RelayLink
+from rmptwin.groups import host_ip
+from rmptwin.errors import UserError
+from rmptwin.spec import Bernoulli, Topology, load_topology
+from rmptwin.emulation import env as envmod
+from rmptwin.emulation.cleanup import claim_tag, cleanup_state_dir, register_state_dir
+from rmptwin.emulation.droplog import counts_table, drops_table, read_drop_file
+from rmptwin.emulation.flows import DEFAULT_METER_PPS, Wiring, authorized_by_ip, known_group_names
+from rmptwin.emulation.image import ensure_image
+from rmptwin.emulation.impair import NetemLink, RelayLink
 
 if TYPE_CHECKING:   # topo subclasses Mininet's classes; mininet is imported only to build
-    from .topo import ImpairedLink
+    from rmptwin.emulation.topo import ImpairedLink
 
 REPO = Path(__file__).resolve().parents[3]
 CONTROLLER_LAUNCH = REPO / "controllers" / "launch.py"
@@ -223,7 +223,7 @@ class EmulatedNetwork:
                      link_nodes=self.mininet_topo.relay_nodes)
 
     def _mininet_topo(self):
-        from .topo import RmpTopo   # subclasses Mininet's Topo: mininet is imported only to build
+        from rmptwin.emulation.topo import RmpTopo   # subclasses Mininet's Topo: mininet is imported only to build
 
         topo = RmpTopo(self.topo, impair=self.impair, tag=self.tag, access_in_nodes=self.access_requested)
         self.access_in_nodes = topo.access_in_nodes
@@ -261,7 +261,7 @@ class EmulatedNetwork:
             from mininet.node import Host
 
             return Host
-        from .dockerhost import DockerHost
+        from rmptwin.emulation.dockerhost import DockerHost
 
         return partial(DockerHost, image=self.image, cpus=self.cpus, memory_mb=self.memory_mb, mounts=self.mounts,
                        on_container=self._on_container, state_dir=str(self.state_dir.resolve()),

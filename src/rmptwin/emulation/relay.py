@@ -29,8 +29,8 @@ import struct
 import sys
 import time
 
-from ..linkmodel import UNKEYED, LinkConfig, LinkDirection, frame_key, stream_seed
-from ..spec import LinkParams
+from rmptwin.linkmodel import UNKEYED, LinkConfig, LinkDirection, frame_key, stream_seed
+from rmptwin.spec import LinkParams
 
 ETH_P_ALL = 0x0003
 SOL_PACKET = 263

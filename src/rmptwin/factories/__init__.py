@@ -12,11 +12,11 @@ import importlib
 import random
 from dataclasses import dataclass, field
 
-from ..sansio import Core
-from ..errors import UserError
-from ..spec import LoadedExperiment
-from ..venue.sequencer import CasClient
-from ..venue.stores import MemoryStores, VenueStores
+from rmptwin.sansio import Core
+from rmptwin.errors import UserError
+from rmptwin.spec import LoadedExperiment
+from rmptwin.venue.sequencer import CasClient
+from rmptwin.venue.stores import MemoryStores, VenueStores
 
 FACTORIES: dict[str, str] = {
     "source": "rmptwin.factories.rmp:build_source",

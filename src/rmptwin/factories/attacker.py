@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import random
 
-from ..errors import UserError
-from ..rmp.attacker import AttackerConfig, AttackerCore
-from ..spec import LoadedExperiment
+from rmptwin.errors import UserError
+from rmptwin.rmp.attacker import AttackerConfig, AttackerCore
+from rmptwin.spec import LoadedExperiment
 
 FLOOD_FACTOR = 10.0     # seed 6's denial of service: a flood at 10 x the legitimate rate
 

@@ -6,16 +6,16 @@ from __future__ import annotations
 
 import random
 
-from ..apps.trading_floor.arbiter import ArbiterCore
-from ..apps.trading_floor.participant import ParticipantCore
-from ..apps.trading_floor.rules import RuleParams
-from ..apps.trading_floor.state import FloorState
-from ..apps.trading_floor.workload import TICK, OrderWorkload, order_schedule
-from ..errors import UserError
-from ..rmp.secondary import SecondaryCore
-from ..rmp.source import SourceCore
-from ..spec import LoadedExperiment
-from . import rmp
+from rmptwin.apps.trading_floor.arbiter import ArbiterCore
+from rmptwin.apps.trading_floor.participant import ParticipantCore
+from rmptwin.apps.trading_floor.rules import RuleParams
+from rmptwin.apps.trading_floor.state import FloorState
+from rmptwin.apps.trading_floor.workload import TICK, OrderWorkload, order_schedule
+from rmptwin.errors import UserError
+from rmptwin.rmp.secondary import SecondaryCore
+from rmptwin.rmp.source import SourceCore
+from rmptwin.spec import LoadedExperiment
+from rmptwin.factories import rmp
 
 
 def floor_spec(loaded: LoadedExperiment):

@@ -15,18 +15,18 @@ from __future__ import annotations
 import heapq
 import random
 
-from ..apps.unified_orders.admission import Account, Admission, AdmissionConfig, account_token
-from ..apps.unified_orders.broker import BrokerCore
-from ..apps.unified_orders.exchange import ExchangeCore
-from ..apps.unified_orders.plan import paired_plan, random_plan
-from ..apps.unified_orders.portal import OrderEntry, PortalCore
-from ..apps.unified_orders.trader import TraderConfig, TraderCore
-from ..errors import UserError
-from ..rmp.customer import CustomerConfig
-from ..rmp.repair import RepairConfig
-from ..rmp.striping import symbol_stripe
-from ..spec import LoadedExperiment, Orders, Topology
-from .rmp import build_source, remulticasters, stripes_of
+from rmptwin.apps.unified_orders.admission import Account, Admission, AdmissionConfig, account_token
+from rmptwin.apps.unified_orders.broker import BrokerCore
+from rmptwin.apps.unified_orders.exchange import ExchangeCore
+from rmptwin.apps.unified_orders.plan import paired_plan, random_plan
+from rmptwin.apps.unified_orders.portal import OrderEntry, PortalCore
+from rmptwin.apps.unified_orders.trader import TraderConfig, TraderCore
+from rmptwin.errors import UserError
+from rmptwin.rmp.customer import CustomerConfig
+from rmptwin.rmp.repair import RepairConfig
+from rmptwin.rmp.striping import symbol_stripe
+from rmptwin.spec import LoadedExperiment, Orders, Topology
+from rmptwin.factories.rmp import build_source, remulticasters, stripes_of
 
 PRICE_UNIT = 10_000   # prices travel as price x 10,000
 

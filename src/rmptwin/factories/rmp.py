@@ -16,17 +16,17 @@ from __future__ import annotations
 
 import random
 
-from ..spec import LoadedExperiment, Protocol
-from ..rmp import striping
-from ..rmp.customer import CustomerConfig, CustomerCore
-from ..rmp.primary import PrimaryCore
-from ..rmp.reformation import ReformationCore
-from ..rmp.repair import RepairConfig
-from ..rmp.retransmit import RetransmitConfig, RetransmitCore
-from ..rmp.secondary import SecondaryCore
-from ..rmp.source import SourceCore
-from ..rmp.seal import KeySet
-from ..rmp.timing import MS, Timing
+from rmptwin.spec import LoadedExperiment, Protocol
+from rmptwin.rmp import striping
+from rmptwin.rmp.customer import CustomerConfig, CustomerCore
+from rmptwin.rmp.primary import PrimaryCore
+from rmptwin.rmp.reformation import ReformationCore
+from rmptwin.rmp.repair import RepairConfig
+from rmptwin.rmp.retransmit import RetransmitConfig, RetransmitCore
+from rmptwin.rmp.secondary import SecondaryCore
+from rmptwin.rmp.source import SourceCore
+from rmptwin.rmp.seal import KeySet
+from rmptwin.rmp.timing import MS, Timing
 
 # the hosts that remulticast a stripe into their regions (R_T)
 REMULTICAST_ROLES = ("primary", "secondary")
@@ -136,7 +136,7 @@ def keys_for(host, loaded: LoadedExperiment) -> KeySet | None:
     key. Reformation server: the control key. R_x: its regions' remulticast and retransmit
     keys. Customer: its regions' remulticast keys, and their retransmit keys only when of
     guaranteed grade. Any other role (e.g. an attacker): nothing."""
-    from ..keys import load_keys   # file I/O: only when a run asks for security
+    from rmptwin.keys import load_keys   # file I/O: only when a run asks for security
 
     keys = load_keys(loaded)
     if keys is None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import random
 
-from ..errors import UserError
-from ..spec import LoadedExperiment
-from ..taxonomy import TaxonomyConfig, make_member, make_sender
+from rmptwin.errors import UserError
+from rmptwin.spec import LoadedExperiment
+from rmptwin.taxonomy import TaxonomyConfig, make_member, make_sender
 
 
 def taxonomy_config(loaded: LoadedExperiment) -> TaxonomyConfig:

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import random
 
-from ..errors import UserError
-from ..spec import LoadedExperiment, VenueWorkload
-from ..venue.client import ClientConfig, ClientCore
-from ..venue.gateway import GatewayConfig, GatewayCore
-from ..venue.history import HistoryConfig, HistoryCore
-from ..venue.sequencer import CasProxyCore, SequencerConfig, SequencerCore
-from ..venue.venue import VenueConfig, VenueCore
-from . import Adapters
+from rmptwin.errors import UserError
+from rmptwin.spec import LoadedExperiment, VenueWorkload
+from rmptwin.venue.client import ClientConfig, ClientCore
+from rmptwin.venue.gateway import GatewayConfig, GatewayCore
+from rmptwin.venue.history import HistoryConfig, HistoryCore
+from rmptwin.venue.sequencer import CasProxyCore, SequencerConfig, SequencerCore
+from rmptwin.venue.venue import VenueConfig, VenueCore
+from rmptwin.factories import Adapters
 
 
 def _venue(loaded: LoadedExperiment) -> VenueWorkload:

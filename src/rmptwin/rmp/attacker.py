@@ -27,14 +27,14 @@ import random
 from collections import deque
 from dataclasses import dataclass
 
-from ..events import Event, Kind
-from ..groups import region_group, rmp_group
-from ..sansio import Dest, Group
-from ..trade_report import TradeReport
-from . import wire
-from .moldudp64 import MoldDecodeError, MoldPacket, decode_packet
-from .seal import OVERHEAD, PURPOSE_REGION, PURPOSE_SOURCE, TAG_BYTES, key_id, key_name
-from .striping import session_name, session_stripe
+from rmptwin.events import Event, Kind
+from rmptwin.groups import region_group, rmp_group
+from rmptwin.sansio import Dest, Group
+from rmptwin.trade_report import TradeReport
+from rmptwin.rmp import wire
+from rmptwin.rmp.moldudp64 import MoldDecodeError, MoldPacket, decode_packet
+from rmptwin.rmp.seal import OVERHEAD, PURPOSE_REGION, PURPOSE_SOURCE, TAG_BYTES, key_id, key_name
+from rmptwin.rmp.striping import session_name, session_stripe
 
 MODES = ("unauthorized", "replay", "forge", "flood")
 FORGED_SYMBOL = "FORGED"      # the symbol of every trade report an attacker makes up

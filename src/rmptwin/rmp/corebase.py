@@ -12,11 +12,11 @@ import heapq
 from collections import deque
 from typing import Hashable
 
-from ..sansio import Dest, Group, QueuedEvents
-from ..groups import rmp_group
-from ..events import Event, Kind
-from . import wire
-from .seal import MAC_BYTES, KeySet, SealError, Sealer, alarm
+from rmptwin.sansio import Dest, Group, QueuedEvents
+from rmptwin.groups import rmp_group
+from rmptwin.events import Event, Kind
+from rmptwin.rmp import wire
+from rmptwin.rmp.seal import MAC_BYTES, KeySet, SealError, Sealer, alarm
 
 
 class Timers:

@@ -27,12 +27,12 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..events import Event, Kind
-from ..trade_report import TickerDecodeError, TradeReport
-from .moldudp64 import HEADER_SIZE, MoldDecodeError, MoldPacket, decode_packet, is_request
-from .repair import GapRepairer, RepairConfig, SequenceTracker, in_turn
-from .seal import PURPOSE_REPAIR, KeySet, Reason, SealError, Sealer, alarm
-from .striping import session_name, session_stripe
+from rmptwin.events import Event, Kind
+from rmptwin.trade_report import TickerDecodeError, TradeReport
+from rmptwin.rmp.moldudp64 import HEADER_SIZE, MoldDecodeError, MoldPacket, decode_packet, is_request
+from rmptwin.rmp.repair import GapRepairer, RepairConfig, SequenceTracker, in_turn
+from rmptwin.rmp.seal import PURPOSE_REPAIR, KeySet, Reason, SealError, Sealer, alarm
+from rmptwin.rmp.striping import session_name, session_stripe
 
 # Requests a guaranteed customer sends its R_x before also asking the R_T of its regions.
 RX_TRIES = 2

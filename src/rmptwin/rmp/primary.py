@@ -4,11 +4,11 @@ remulticast (``remulticast``)."""
 
 from __future__ import annotations
 
-from .receiver_host import ReceiverHost
-from .seal import KeySet
-from .secondary_ring import SecondaryRing
-from .timing import Timing
-from .token_ring import RingMember
+from rmptwin.rmp.receiver_host import ReceiverHost
+from rmptwin.rmp.seal import KeySet
+from rmptwin.rmp.secondary_ring import SecondaryRing
+from rmptwin.rmp.timing import Timing
+from rmptwin.rmp.token_ring import RingMember
 
 
 class PrimaryCore(ReceiverHost):

@@ -30,13 +30,13 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from ..sansio import Unicast
-from ..events import Event, Kind
-from . import wire
-from .corebase import CoreBase
-from .report import Reporter
-from .seal import Reason, SealError
-from .timing import Timing
+from rmptwin.sansio import Unicast
+from rmptwin.events import Event, Kind
+from rmptwin.rmp import wire
+from rmptwin.rmp.corebase import CoreBase
+from rmptwin.rmp.report import Reporter
+from rmptwin.rmp.seal import Reason, SealError
+from rmptwin.rmp.timing import Timing
 
 MAX_RANGE = 128        # most acks or messages one NACK asks for
 

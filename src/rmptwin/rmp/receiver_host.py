@@ -5,17 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..groups import rmp_group
-from . import wire
-from .corebase import CoreBase
-from .receiver import StreamReceiver
-from .moldudp64 import MoldDecodeError, decode_request, is_request
-from .remulticast import Remulticaster
-from .report import Reporter
-from .seal import KeySet
-from .secondary_ring import SecondaryRing
-from .striping import session_stripe
-from .timing import Timing
+from rmptwin.groups import rmp_group
+from rmptwin.rmp import wire
+from rmptwin.rmp.corebase import CoreBase
+from rmptwin.rmp.receiver import StreamReceiver
+from rmptwin.rmp.moldudp64 import MoldDecodeError, decode_request, is_request
+from rmptwin.rmp.remulticast import Remulticaster
+from rmptwin.rmp.report import Reporter
+from rmptwin.rmp.seal import KeySet
+from rmptwin.rmp.secondary_ring import SecondaryRing
+from rmptwin.rmp.striping import session_stripe
+from rmptwin.rmp.timing import Timing
 
 
 class ReceiverHost(CoreBase):

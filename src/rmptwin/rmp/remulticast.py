@@ -29,14 +29,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..sansio import Dest, Group, Unicast
-from ..groups import region_group
-from .moldudp64 import (
+from rmptwin.sansio import Dest, Group, Unicast
+from rmptwin.groups import region_group
+from rmptwin.rmp.moldudp64 import (
     DEFAULT_MAX_PACKET, MAX_MESSAGE_COUNT, MoldDecodeError, MoldPacket, decode_request, is_request,
     pack_messages,
 )
-from .seal import Sealer
-from .striping import session_name
+from rmptwin.rmp.seal import Sealer
+from rmptwin.rmp.striping import session_name
 
 DEFAULT_HEARTBEAT_NS = 250_000_000
 DEFAULT_HISTORY = 1 << 17

@@ -18,12 +18,12 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..sansio import Dest, QueuedEvents, Unicast
-from ..groups import region_group
-from ..events import Event, Kind
-from .moldudp64 import MoldRequest
-from .remulticast import runs
-from .striping import session_name
+from rmptwin.sansio import Dest, QueuedEvents, Unicast
+from rmptwin.groups import region_group
+from rmptwin.events import Event, Kind
+from rmptwin.rmp.moldudp64 import MoldRequest
+from rmptwin.rmp.remulticast import runs
+from rmptwin.rmp.striping import session_name
 
 # The first Mold sequence number of every session: the first gseq the rings assign.
 FIRST_MOLD_SEQ = 1  # the rings number messages from t = 1 (rmp.receiver)

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..sansio import Unicast
-from . import wire
-from .corebase import CoreBase
-from .timing import Timing
+from rmptwin.sansio import Unicast
+from rmptwin.rmp import wire
+from rmptwin.rmp.corebase import CoreBase
+from rmptwin.rmp.timing import Timing
 
 
 class Reporter:

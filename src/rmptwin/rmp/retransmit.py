@@ -22,14 +22,14 @@ import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..sansio import Group, Unicast
-from ..groups import region_group
-from ..events import Event, Kind
-from .moldudp64 import MoldDecodeError, decode_packet, decode_request, is_request, pack_messages
-from .remulticast import DEFAULT_HISTORY, DEFAULT_MAX_PACKET, MAX_SERVE, MessageHistory, runs
-from .repair import MAX_REQUEST, GapRepairer, RepairConfig, in_turn
-from .seal import KeySet, Reason, SealError, Sealer, alarm
-from .striping import session_name, session_stripe
+from rmptwin.sansio import Group, Unicast
+from rmptwin.groups import region_group
+from rmptwin.events import Event, Kind
+from rmptwin.rmp.moldudp64 import MoldDecodeError, decode_packet, decode_request, is_request, pack_messages
+from rmptwin.rmp.remulticast import DEFAULT_HISTORY, DEFAULT_MAX_PACKET, MAX_SERVE, MessageHistory, runs
+from rmptwin.rmp.repair import MAX_REQUEST, GapRepairer, RepairConfig, in_turn
+from rmptwin.rmp.seal import KeySet, Reason, SealError, Sealer, alarm
+from rmptwin.rmp.striping import session_name, session_stripe
 
 
 @dataclass(frozen=True)

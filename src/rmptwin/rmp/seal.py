@@ -78,7 +78,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from ..events import Event, Kind
+from rmptwin.events import Event, Kind
 
 KEY_BYTES = 32           # ChaCha20-Poly1305 and HMAC-SHA256 keys
 TAG_BYTES = 16           # AEAD tag

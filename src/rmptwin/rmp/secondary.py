@@ -5,15 +5,15 @@ secondary token of its ring."""
 
 from __future__ import annotations
 
-from ..sansio import Unicast
-from . import wire
-from .corebase import CoreBase
-from .receiver import StreamReceiver
-from .receiver_host import ReceiverHost
-from .report import Reporter
-from .seal import KeySet
-from .secondary_ring import SecondaryRing
-from .timing import Timing
+from rmptwin.sansio import Unicast
+from rmptwin.rmp import wire
+from rmptwin.rmp.corebase import CoreBase
+from rmptwin.rmp.receiver import StreamReceiver
+from rmptwin.rmp.receiver_host import ReceiverHost
+from rmptwin.rmp.report import Reporter
+from rmptwin.rmp.seal import KeySet
+from rmptwin.rmp.secondary_ring import SecondaryRing
+from rmptwin.rmp.timing import Timing
 
 
 class SecondaryReceiver(StreamReceiver):

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..sansio import Unicast
-from ..events import Event, Kind
-from . import wire
-from .corebase import CoreBase
-from .receiver import StreamReceiver
-from .report import Reporter
-from .timing import Timing
+from rmptwin.sansio import Unicast
+from rmptwin.events import Event, Kind
+from rmptwin.rmp import wire
+from rmptwin.rmp.corebase import CoreBase
+from rmptwin.rmp.receiver import StreamReceiver
+from rmptwin.rmp.report import Reporter
+from rmptwin.rmp.timing import Timing
 
 
 class SecondaryRing:

@@ -14,14 +14,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..sansio import Unicast
-from ..groups import rmp_group
-from ..events import Event, Kind
-from . import wire
-from .corebase import CoreBase
-from .report import Reporter
-from .seal import KeySet
-from .timing import Timing
+from rmptwin.sansio import Unicast
+from rmptwin.groups import rmp_group
+from rmptwin.events import Event, Kind
+from rmptwin.rmp import wire
+from rmptwin.rmp.corebase import CoreBase
+from rmptwin.rmp.report import Reporter
+from rmptwin.rmp.seal import KeySet
+from rmptwin.rmp.timing import Timing
 
 # acks remembered per stripe to re-send what a reformation dropped
 ACK_MEMORY = 4096

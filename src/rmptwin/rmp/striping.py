@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Iterable
 
-from .moldudp64 import MoldDecodeError, decode_request
+from rmptwin.rmp.moldudp64 import MoldDecodeError, decode_request
 
 SESSION_PREFIX = "RMPT"
 

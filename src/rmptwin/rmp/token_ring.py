@@ -16,15 +16,15 @@ server to let it in (JOIN) and takes part in forming the next ring (INVITE, NEW_
 
 from __future__ import annotations
 
-from ..sansio import Group, Unicast
-from ..groups import rmp_group
-from ..events import Event, Kind
-from . import wire
-from .corebase import CoreBase
-from .nack_reduction import request_slot
-from .receiver import MAX_RANGE, StreamReceiver, source_node
-from .report import Reporter
-from .timing import Timing
+from rmptwin.sansio import Group, Unicast
+from rmptwin.groups import rmp_group
+from rmptwin.events import Event, Kind
+from rmptwin.rmp import wire
+from rmptwin.rmp.corebase import CoreBase
+from rmptwin.rmp.nack_reduction import request_slot
+from rmptwin.rmp.receiver import MAX_RANGE, StreamReceiver, source_node
+from rmptwin.rmp.report import Reporter
+from rmptwin.rmp.timing import Timing
 
 
 class RingMember(StreamReceiver):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import struct
 from functools import lru_cache
 
-from .frames import (  # noqa: F401 - re-exported: wire is where callers find every frame name
+from rmptwin.rmp.frames import (  # noqa: F401 - re-exported: wire is where callers find every frame name
     DATA, ACK, NULL_TOKEN, NACK, RETX, REPORT, REPORT_ACK, INVITE, JOIN, JOIN_ACK, NEW_RING, SEC_TOKEN,
     TYPE_NAMES, WANT_ACKS, WANT_MSGS, WANT_ACK_OF, REASON_NO_ACK, REASON_TOKEN_LOST, REASON_NO_ANSWER,
     REASON_MISSING_TOKEN, REASON_SECONDARY, REASON_JOIN, REASONS, Data, Ack, Nack, Retx, Report, ReportAck,

@@ -8,13 +8,13 @@ from typing import Optional
 
 import typer
 
-from ..console import make_console
-from ..bound_warnings import print_bound_warnings
-from ..errors import UserError
-from ..experiment_run import EmulationOptions, run_experiment
-from ..run_display import print_emulation_summary, progress_bar
-from ..spec import LoadedExperiment, load_experiment
-from .runner import NODE_CPUS, NODE_MEMORY_MB, default_capture
+from rmptwin.console import make_console
+from rmptwin.bound_warnings import print_bound_warnings
+from rmptwin.errors import UserError
+from rmptwin.experiment_run import EmulationOptions, run_experiment
+from rmptwin.run_display import print_emulation_summary, progress_bar
+from rmptwin.spec import LoadedExperiment, load_experiment
+from rmptwin.runtime.runner import NODE_CPUS, NODE_MEMORY_MB, default_capture
 
 app = typer.Typer(add_completion=False, help="emulated runs: every role its own process in its own host")
 console = make_console()

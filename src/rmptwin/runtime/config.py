@@ -13,8 +13,8 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ..keys import key_path
-from ..spec import Experiment, LoadedExperiment, Topology
+from rmptwin.keys import key_path
+from rmptwin.spec import Experiment, LoadedExperiment, Topology
 
 
 @dataclass

@@ -18,9 +18,9 @@ Best-effort customers skip gaps by design and are not waited for.
 
 from __future__ import annotations
 
-from ..events import Event, Kind
-from ..factories.rmp import customer_stripes, stripes_of
-from ..spec import LoadedExperiment
+from rmptwin.events import Event, Kind
+from rmptwin.factories.rmp import customer_stripes, stripes_of
+from rmptwin.spec import LoadedExperiment
 
 STATUS_EVERY_S = 0.25
 DRAIN_MAX_S = 60.0  # past the duration; a run that needs more has a real problem

@@ -34,14 +34,14 @@ import struct
 import time
 from typing import Callable
 
-from ..groups import REGION_PORT, REREQUEST_PORT, RMP_PORT, group_ip
-from ..sansio import Group, Unicast
-from ..rmp.moldudp64 import is_request
-from ..spec import Clock
-from ..timer_lateness import LatenessHistogram
-from .drain import NodeProgress
-from .eventlog import EventWriter
-from .hostlink import HostLink
+from rmptwin.groups import REGION_PORT, REREQUEST_PORT, RMP_PORT, group_ip
+from rmptwin.sansio import Group, Unicast
+from rmptwin.rmp.moldudp64 import is_request
+from rmptwin.spec import Clock
+from rmptwin.timer_lateness import LatenessHistogram
+from rmptwin.runtime.drain import NodeProgress
+from rmptwin.runtime.eventlog import EventWriter
+from rmptwin.runtime.hostlink import HostLink
 
 RMP_MAGIC = 0xA5
 SOCKET_BUFFER = 4 << 20

@@ -15,7 +15,7 @@ import time
 import zlib
 from pathlib import Path
 
-from ..venue.stores import MemoryGatewayLog
+from rmptwin.venue.stores import MemoryGatewayLog
 
 _HREC = struct.Struct("!BqIII")   # kind, position, body length, trades, crc32 (of the fields before it + payload)
 _HTRADE = struct.Struct("!qqqqB")   # taker, maker, price, qty, taker side (as on the wire)

@@ -44,9 +44,9 @@ import time
 from typing import Callable
 from urllib.parse import urlsplit
 
-from ..errors import UserError
-from ..venue import wire
-from ..venue.sequencer import REPLY_MAX
+from rmptwin.errors import UserError
+from rmptwin.venue import wire
+from rmptwin.venue.sequencer import REPLY_MAX
 
 Key = tuple[int, int]
 

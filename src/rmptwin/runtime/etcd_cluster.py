@@ -22,7 +22,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from ..errors import UserError
+from rmptwin.errors import UserError
 
 ETCD = "etcd"
 

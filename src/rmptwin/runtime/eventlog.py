@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from ..tables import DETAIL_COLUMNS, EVENT_SCHEMA, detail_arrays
-from ..events import Event
+from rmptwin.tables import DETAIL_COLUMNS, EVENT_SCHEMA, detail_arrays
+from rmptwin.events import Event
 
 
 _COMPACT = json.JSONEncoder(separators=(",", ":"))   # one encoder, not one per json.dumps call

@@ -12,10 +12,10 @@ import subprocess
 
 import pyarrow as pa
 
-from ..groups import host_ip
-from ..errors import UserError
-from ..tables import DROP_SCHEMA, LINK_COUNT_SCHEMA
-from ..spec import Topology
+from rmptwin.groups import host_ip
+from rmptwin.errors import UserError
+from rmptwin.tables import DROP_SCHEMA, LINK_COUNT_SCHEMA
+from rmptwin.spec import Topology
 
 PREFIX = "rmptf"
 

@@ -24,8 +24,8 @@ from __future__ import annotations
 from collections import deque
 from pathlib import Path
 
-from ..linkmodel import REASONS, LinkConfig, LinkDirection, stream_seed
-from ..rundir import ACCESS_LINK_SUFFIX
+from rmptwin.linkmodel import REASONS, LinkConfig, LinkDirection, stream_seed
+from rmptwin.rundir import ACCESS_LINK_SUFFIX
 
 HEADER_BYTES = 42            # Ethernet + IPv4 + UDP, counted on the wire as by the simulator
 

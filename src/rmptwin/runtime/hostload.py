@@ -17,8 +17,8 @@ import threading
 import numpy as np
 import pyarrow as pa
 
-from ..events import Kind
-from ..timer_lateness import LatenessHistogram
+from rmptwin.events import Kind
+from rmptwin.timer_lateness import LatenessHistogram
 
 SAMPLE_EVERY_S = 0.1
 LATENESS_P99_LIMIT_MS = 5.0

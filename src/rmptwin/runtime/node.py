@@ -30,19 +30,19 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import UserError
-from ..events import Event, Kind
-from ..factories import build_core
-from ..sansio import Core
-from ..spec import HostSpec, LoadedExperiment
-from ..ticker_workload import schedule
-from .config import NodeConfig
-from .drain import DRAIN_MAX_S, STATUS_EVERY_S
-from .driver import NodeDriver
-from .eventlog import EventWriter
-from .hostlink import HostLink, access_report_path
-from .priority import RT_PRIORITY
-from .venue_adapters import NodeAdapters, node_adapters
+from rmptwin.errors import UserError
+from rmptwin.events import Event, Kind
+from rmptwin.factories import build_core
+from rmptwin.sansio import Core
+from rmptwin.spec import HostSpec, LoadedExperiment
+from rmptwin.ticker_workload import schedule
+from rmptwin.runtime.config import NodeConfig
+from rmptwin.runtime.drain import DRAIN_MAX_S, STATUS_EVERY_S
+from rmptwin.runtime.driver import NodeDriver
+from rmptwin.runtime.eventlog import EventWriter
+from rmptwin.runtime.hostlink import HostLink, access_report_path
+from rmptwin.runtime.priority import RT_PRIORITY
+from rmptwin.runtime.venue_adapters import NodeAdapters, node_adapters
 
 FLUSH_EVERY_S = 0.2
 RELEASE_ROLES = ("primary", "secondary")

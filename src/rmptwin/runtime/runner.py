@@ -33,23 +33,23 @@ from typing import Callable
 
 import pyarrow as pa
 
-from ..emulation.droplog import read_access_reports, rebased
-from ..errors import UserError
-from ..events import Event, Kind
-from ..groups import group_ip
-from ..provenance import emulation_facts
-from ..rundir import RunDir
-from ..spec import LoadedExperiment
-from ..tables import DROP_SCHEMA
-from ..keys import key_path, load_keys
-from ..emulation.authorized import authorized_senders
-from ..emulation.edge_drops import log_edge_drops
-from .config import NodeConfig
-from .drain import DRAIN_MAX_S, owed_stripes, quiescent
-from .eventlog import EventWriter, merge_logs
-from .flatnet import FlatNetwork
-from .hostload import LoadSampler, overload_verdict, run_lateness
-from .priority import ReleasePriority
+from rmptwin.emulation.droplog import read_access_reports, rebased
+from rmptwin.errors import UserError
+from rmptwin.events import Event, Kind
+from rmptwin.groups import group_ip
+from rmptwin.provenance import emulation_facts
+from rmptwin.rundir import RunDir
+from rmptwin.spec import LoadedExperiment
+from rmptwin.tables import DROP_SCHEMA
+from rmptwin.keys import key_path, load_keys
+from rmptwin.emulation.authorized import authorized_senders
+from rmptwin.emulation.edge_drops import log_edge_drops
+from rmptwin.runtime.config import NodeConfig
+from rmptwin.runtime.drain import DRAIN_MAX_S, owed_stripes, quiescent
+from rmptwin.runtime.eventlog import EventWriter, merge_logs
+from rmptwin.runtime.flatnet import FlatNetwork
+from rmptwin.runtime.hostload import LoadSampler, overload_verdict, run_lateness
+from rmptwin.runtime.priority import ReleasePriority
 
 REPO = Path(__file__).resolve().parents[3]
 SETTLE_S = 1.0           # after the controller saw every join: its flow mods land before t0
@@ -170,7 +170,7 @@ class Run:
             if bad:
                 raise UserError(f"fault '{bad[0].action}' needs link impairment; run with --nodes ns or docker")
             return FlatNetwork(self.loaded.topology, tag=str(os.getpid() % 100000))
-        from ..emulation.network import EmulatedNetwork  # Mininet: loaded only for a switched network
+        from rmptwin.emulation.network import EmulatedNetwork  # Mininet: loaded only for a switched network
 
         mounts = [(str(REPO), str(REPO), "ro"), (str(self.run.path), str(self.run.path), "rw")]
         if self.exp.security.enabled:   # the key file, read-only, at the path NodeConfig.keys_file names

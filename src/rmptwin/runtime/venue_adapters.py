@@ -17,11 +17,11 @@ import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..factories import Adapters
-from ..spec import LoadedExperiment
-from .durable_stores import DurableStores
-from .etcd_client import Answer, EtcdCas, EtcdCasClient
-from .etcd_cluster import EtcdCluster
+from rmptwin.factories import Adapters
+from rmptwin.spec import LoadedExperiment
+from rmptwin.runtime.durable_stores import DurableStores
+from rmptwin.runtime.etcd_client import Answer, EtcdCas, EtcdCasClient
+from rmptwin.runtime.etcd_cluster import EtcdCluster
 
 ETCD_MEMBERS = 3
 

@@ -30,9 +30,9 @@ import time
 from collections import deque
 from pathlib import Path
 
-from ..errors import UserError
-from ..sansio import Group, Unicast
-from .etcd_client import EtcdCas, serve_propose
+from rmptwin.errors import UserError
+from rmptwin.sansio import Group, Unicast
+from rmptwin.runtime.etcd_client import EtcdCas, serve_propose
 
 RCVBUF = 4 << 20
 _SEQ = Unicast("seq")

@@ -41,17 +41,17 @@ from pathlib import Path
 
 import numpy as np
 
-from ..events import Kind
-from ..sansio import Unicast
-from ..venue import wire
-from ..venue.client import ClientConfig, ClientCore
-from ..venue.gateway import GatewayConfig, GatewayCore
-from ..venue.history import HistoryConfig, HistoryCore
-from ..venue.venue import VenueConfig, VenueCore
-from .durable_stores import FileGatewayLog, FileHistoryStore
-from .etcd_client import EtcdCas, leader_first
-from .venue_node import EtcdProposer, EtcdStats, Transport, pump
-from .venue_trace import StageStamps, stage_breakdown
+from rmptwin.events import Kind
+from rmptwin.sansio import Unicast
+from rmptwin.venue import wire
+from rmptwin.venue.client import ClientConfig, ClientCore
+from rmptwin.venue.gateway import GatewayConfig, GatewayCore
+from rmptwin.venue.history import HistoryConfig, HistoryCore
+from rmptwin.venue.venue import VenueConfig, VenueCore
+from rmptwin.runtime.durable_stores import FileGatewayLog, FileHistoryStore
+from rmptwin.runtime.etcd_client import EtcdCas, leader_first
+from rmptwin.runtime.venue_node import EtcdProposer, EtcdStats, Transport, pump
+from rmptwin.runtime.venue_trace import StageStamps, stage_breakdown
 
 START_DELAY_NS = 200_000_000   # the clients start this long after every process is ready
 DRAIN_CAP_S = 2.0              # after the load, wait at most this long for every completion

@@ -13,8 +13,8 @@ import time
 
 import numpy as np
 
-from ..events import Kind
-from ..venue import wire
+from rmptwin.events import Kind
+from rmptwin.venue import wire
 
 _REQ_AT = 6            # a REQUEST frame's body (gw, gw_seq, t_ns) follows the 6-byte header
 _CAP = 400_000         # stamps kept per process (a long run keeps its first ones)

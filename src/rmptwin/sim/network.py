@@ -24,14 +24,14 @@ from typing import Callable
 
 import pyarrow as pa
 
-from ..sansio import Group, Unicast
-from ..groups import group_region
-from ..tables import DROP_SCHEMA, LINK_COUNT_SCHEMA
-from ..linkmodel import REASONS, LinkConfig, LinkDirection, packet_key, stream_seed
-from ..spec import Bernoulli, GilbertElliott, LinkParams, Topology
-from ..tree import multicast_tree, unicast_path
-from ..frame_names import describe
-from .scheduler import Scheduler
+from rmptwin.sansio import Group, Unicast
+from rmptwin.groups import group_region
+from rmptwin.tables import DROP_SCHEMA, LINK_COUNT_SCHEMA
+from rmptwin.linkmodel import REASONS, LinkConfig, LinkDirection, packet_key, stream_seed
+from rmptwin.spec import Bernoulli, GilbertElliott, LinkParams, Topology
+from rmptwin.tree import multicast_tree, unicast_path
+from rmptwin.frame_names import describe
+from rmptwin.sim.scheduler import Scheduler
 
 # Ethernet (14) + IPv4 (20) + UDP (8): what a datagram costs on the wire beyond its payload.
 HEADER_BYTES = 42

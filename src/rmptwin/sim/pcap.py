@@ -14,11 +14,11 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..groups import group_ip, host_ip
-from ..runtime.driver import port_for_datagram, port_for_group
-from ..sansio import Group
-from ..spec import LoadedExperiment
-from .runner import Simulation
+from rmptwin.groups import group_ip, host_ip
+from rmptwin.runtime.driver import port_for_datagram, port_for_group
+from rmptwin.sansio import Group
+from rmptwin.spec import LoadedExperiment
+from rmptwin.sim.runner import Simulation
 
 _PCAP_HEADER = struct.Struct("<IHHiIII")
 _RECORD = struct.Struct("<IIII")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from ..spec import Experiment, LoadedExperiment, Topology
+from rmptwin.spec import Experiment, LoadedExperiment, Topology
 
 
 def random_tree(

@@ -25,14 +25,14 @@ from typing import Callable
 import numpy as np
 import pyarrow as pa
 
-from .. import factories
-from ..errors import UserError
-from ..tables import EVENT_SCHEMA, encoded_details
-from ..events import Event, Kind
-from ..spec import Clock, LoadedExperiment
-from ..ticker_workload import Publish, schedule
-from .network import SimNetwork
-from .scheduler import Scheduler, gc_paused
+from rmptwin import factories
+from rmptwin.errors import UserError
+from rmptwin.tables import EVENT_SCHEMA, encoded_details
+from rmptwin.events import Event, Kind
+from rmptwin.spec import Clock, LoadedExperiment
+from rmptwin.ticker_workload import Publish, schedule
+from rmptwin.sim.network import SimNetwork
+from rmptwin.sim.scheduler import Scheduler, gc_paused
 
 BuildFn = Callable[..., object]  # (host, loaded, rng, *, recovering=False) -> Core
 

@@ -10,7 +10,7 @@ expected.
 what callers use.
 """
 
-from .experiment import (
+from rmptwin.spec.experiment import (
     Clock,
     Experiment,
     Fault,
@@ -23,7 +23,7 @@ from .experiment import (
     VenueWorkload,
     Workload,
 )
-from .hosts import (
+from rmptwin.spec.hosts import (
     ROLES,
     AttackerHost,
     BrokerHost,
@@ -46,15 +46,15 @@ from .hosts import (
     TraderHost,
     VenueHost,
 )
-from .links import Bernoulli, GilbertElliott, LinkParams, LinkSpec, LossModel
-from .loading import (
+from rmptwin.spec.links import Bernoulli, GilbertElliott, LinkParams, LinkSpec, LossModel
+from rmptwin.spec.loading import (
     cross_check,
     json_schemas,
     load_experiment,
     load_topology,
     read_yaml,
 )
-from .topology import Topology
+from rmptwin.spec.topology import Topology
 
 __all__ = [
     "BrokerHost", "ExchangeHost", "Orders", "PortalHost", "TraderHost",

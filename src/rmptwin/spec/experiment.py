@@ -7,10 +7,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ..rmp.timing import token_passing_time_ms
-from ._base import _Model
-from .links import LossModel, _coerce_loss
-from .topology import Topology
+from rmptwin.rmp.timing import token_passing_time_ms
+from rmptwin.spec._base import _Model
+from rmptwin.spec.links import LossModel, _coerce_loss
+from rmptwin.spec.topology import Topology
 
 
 class Protocol(_Model):

@@ -9,8 +9,8 @@ from typing import Annotated, Literal, Union
 
 from pydantic import Field, model_validator
 
-from ._base import _Model
-from .links import LinkParams
+from rmptwin.spec._base import _Model
+from rmptwin.spec.links import LinkParams
 
 Grade = Literal["guaranteed", "best_effort"]
 

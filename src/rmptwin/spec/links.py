@@ -7,7 +7,7 @@ from typing import Annotated, Literal, Union
 
 from pydantic import Field, field_validator
 
-from ._base import _Model
+from rmptwin.spec._base import _Model
 
 
 class Bernoulli(_Model):

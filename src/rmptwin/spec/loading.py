@@ -8,11 +8,11 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from ..errors import UserError
-from ..rmp.striping import serves_stripe
-from .experiment import Experiment, LoadedExperiment
-from .hosts import ROLES
-from .topology import Topology
+from rmptwin.errors import UserError
+from rmptwin.rmp.striping import serves_stripe
+from rmptwin.spec.experiment import Experiment, LoadedExperiment
+from rmptwin.spec.hosts import ROLES
+from rmptwin.spec.topology import Topology
 
 
 def _line_index(text: str) -> dict[tuple, int]:

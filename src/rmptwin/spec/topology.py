@@ -6,9 +6,9 @@ import heapq
 
 from pydantic import Field, model_validator
 
-from ._base import _Model
-from .hosts import CustomerHost, HostSpec, ParticipantHost, PrimaryHost, RetransmitHost, SecondaryHost
-from .links import LinkSpec
+from rmptwin.spec._base import _Model
+from rmptwin.spec.hosts import CustomerHost, HostSpec, ParticipantHost, PrimaryHost, RetransmitHost, SecondaryHost
+from rmptwin.spec.links import LinkSpec
 
 
 class Topology(_Model):

@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from ..console import make_console
+from rmptwin.console import make_console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ..errors import UserError
-from ..spec import load_experiment
+from rmptwin.errors import UserError
+from rmptwin.spec import load_experiment
 
 app = typer.Typer(add_completion=False)
 console = make_console()
@@ -49,8 +49,8 @@ def sweep(
     """Run an experiment at every combination of parameter values, several seeds each: one Parquet
     table (sweep.parquet) and a report (sweep.html) of each metric against each parameter with 95 % CIs.
     A second call with the same --set values skips the runs already in the table."""
-    from .engine import SweepPlan, describe, run_sweep
-    from .points import parse_sets
+    from rmptwin.sweeps.engine import SweepPlan, describe, run_sweep
+    from rmptwin.sweeps.points import parse_sets
 
     if backend not in ("sim", "emulation"):
         raise UserError(f"--backend {backend!r}: choose sim or emulation")
@@ -67,7 +67,7 @@ def sweep(
 
 
 def write_sweep_report(outcome) -> str:
-    from .report import write_report
+    from rmptwin.sweeps.report import write_report
 
     df = outcome.table.to_pandas()
     params = list(outcome.sweep.read_spec().get("parameters", {}))

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from ..spec import LoadedExperiment
-from ..sweepdir import SweepDir
-from . import probes as probe_mod
-from .points import Point, make_points
-from .task import POINT, SEED, payload, run_simulated
+from rmptwin.spec import LoadedExperiment
+from rmptwin.sweepdir import SweepDir
+from rmptwin.sweeps import probes as probe_mod
+from rmptwin.sweeps.points import Point, make_points
+from rmptwin.sweeps.task import POINT, SEED, payload, run_simulated
 
 Progress = Callable[[int, int], None]   # (runs done, runs to do)
 
@@ -129,9 +129,9 @@ def run_loop(tasks: list[dict], on_rows: Callable[[list[dict]], None]) -> None:
 
 def run_emulated(tasks: list[dict], on_rows: Callable[[list[dict]], None]) -> None:
     """Emulated points one after another on the local network (one network at a time)."""
-    from ..experiment_run import run_experiment
-    from .probes import measure
-    from .task import clear_run_dir, loaded_from, make_row
+    from rmptwin.experiment_run import run_experiment
+    from rmptwin.sweeps.probes import measure
+    from rmptwin.sweeps.task import clear_run_dir, loaded_from, make_row
 
     for task in tasks:
         loaded = loaded_from(task["manifest"])
@@ -144,7 +144,7 @@ def run_emulated(tasks: list[dict], on_rows: Callable[[list[dict]], None]) -> No
 
 def _spark_runner(master: str | None, progress: Progress | None, state: dict, total: int):
     def runner(tasks, on_rows):
-        from .spark import run_spark
+        from rmptwin.sweeps.spark import run_spark
 
         run_spark(tasks, on_rows, master=master,
                   tick=(lambda n: progress(state["done"] + n, total)) if progress else None)

@@ -19,8 +19,8 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from ..errors import UserError
-from ..spec import Experiment, LoadedExperiment, Topology, cross_check, load_topology
+from rmptwin.errors import UserError
+from rmptwin.spec import Experiment, LoadedExperiment, Topology, cross_check, load_topology
 
 
 @dataclass(frozen=True)

@@ -22,9 +22,9 @@ import json
 import numpy as np
 import pandas as pd
 
-from ..errors import UserError
-from ..events import Kind
-from ..rmp.wire import WANT_ACKS, WANT_MSGS
+from rmptwin.errors import UserError
+from rmptwin.events import Kind
+from rmptwin.rmp.wire import WANT_ACKS, WANT_MSGS
 
 RING_ROLES = ("primary", "secondary")
 PAPER_MAX_RATE = 9000.0   # the venue paper divides gaps by its EVs' top rate, 9,000 req/s

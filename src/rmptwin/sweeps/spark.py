@@ -15,15 +15,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ..errors import UserError
-from .task import ERROR, run_task
+from rmptwin.errors import UserError
+from rmptwin.sweeps.task import ERROR, run_task
 
 SWEEP_MASTER = "local[*]"
 POLL_S = 0.25
 
 
 def sweep_session(master: str | None = None):
-    from ..analysis.session import spark_session
+    from rmptwin.analysis.session import spark_session
 
     spark = spark_session(master or SWEEP_MASTER, app_name="rmptwin-sweep")
     if not spark.sparkContext.master.startswith("local"):

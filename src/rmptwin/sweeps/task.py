@@ -44,7 +44,7 @@ def flatten(summary: dict, prefix: str = "") -> dict:
 
 
 def loaded_from(manifest: dict):
-    from ..spec import Experiment, LoadedExperiment, Topology
+    from rmptwin.spec import Experiment, LoadedExperiment, Topology
 
     return LoadedExperiment(experiment=Experiment.model_validate(manifest["experiment"]),
                             topology=Topology.model_validate(manifest["topology"]),
@@ -53,14 +53,14 @@ def loaded_from(manifest: dict):
 
 def run_simulated(task: dict) -> dict:
     """Simulate one (point, seed) and return its row; writes a run directory only if asked."""
-    from ..analysis.summary import summarize
-    from ..sim.runner import simulate
-    from .probes import measure
+    from rmptwin.analysis.summary import summarize
+    from rmptwin.sim.runner import simulate
+    from rmptwin.sweeps.probes import measure
 
     loaded = loaded_from(task["manifest"])
     t0 = time.perf_counter()
     if task.get("run_dir"):
-        from ..experiment_run import run_experiment
+        from rmptwin.experiment_run import run_experiment
 
         clear_run_dir(task["run_dir"])
 

@@ -22,13 +22,13 @@ sender/sequencer/receiver roles because any member may become the sequencer.
 
 from __future__ import annotations
 
-from .bb import BbMember, BbSender
-from .config import PROTOCOLS, TaxonomyConfig
-from .gup import GupMember, GupSender
-from .member import MemberCore
-from .sender import SenderCore
-from .ub import UbMember, UbSender
-from .uub import UubMember, UubSender
+from rmptwin.taxonomy.bb import BbMember, BbSender
+from rmptwin.taxonomy.config import PROTOCOLS, TaxonomyConfig
+from rmptwin.taxonomy.gup import GupMember, GupSender
+from rmptwin.taxonomy.member import MemberCore
+from rmptwin.taxonomy.sender import SenderCore
+from rmptwin.taxonomy.ub import UbMember, UbSender
+from rmptwin.taxonomy.uub import UubMember, UubSender
 
 MEMBERS: dict[str, type[MemberCore]] = {"ub": UbMember, "bb": BbMember, "uub": UubMember, "gup": GupMember}
 SENDERS: dict[str, type[SenderCore]] = {"ub": UbSender, "bb": BbSender, "uub": UubSender, "gup": GupSender}

@@ -18,10 +18,10 @@ sequencer by unicast.
 
 from __future__ import annotations
 
-from ..events import Event, Kind
-from .codec import Data, FifoNak, Order, Retx
-from .member import MemberCore
-from .sender import SenderCore
+from rmptwin.events import Event, Kind
+from rmptwin.taxonomy.codec import Data, FifoNak, Order, Retx
+from rmptwin.taxonomy.member import MemberCore
+from rmptwin.taxonomy.sender import SenderCore
 
 
 class BbMember(MemberCore):

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from collections import deque
 
-from .codec import Grant, NewEpoch, Release, Request, Seq, UpdateAck
-from .member import MemberCore
-from .sender import SenderCore
+from rmptwin.taxonomy.codec import Grant, NewEpoch, Release, Request, Seq, UpdateAck
+from rmptwin.taxonomy.member import MemberCore
+from rmptwin.taxonomy.sender import SenderCore
 
 
 class GupMember(MemberCore):

@@ -29,11 +29,11 @@ from __future__ import annotations
 
 from typing import Hashable
 
-from ..events import Event, Kind
-from .codec import Heartbeat, Nak, NewEpoch, Retx, Seq, State, Takeover
-from .config import TaxonomyConfig
-from .node import TaxonomyNode, runs_of
-from .takeover import Takeover as TakeoverRun
+from rmptwin.events import Event, Kind
+from rmptwin.taxonomy.codec import Heartbeat, Nak, NewEpoch, Retx, Seq, State, Takeover
+from rmptwin.taxonomy.config import TaxonomyConfig
+from rmptwin.taxonomy.node import TaxonomyNode, runs_of
+from rmptwin.taxonomy.takeover import Takeover as TakeoverRun
 
 NOOP = ("", -1, b"")
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections import deque
 from typing import Hashable
 
-from ..events import Event, Kind
-from ..rmp.corebase import Timers
-from ..sansio import Dest, Group, Unicast
-from .codec import CODECS, CodecError, type_name
-from .config import TaxonomyConfig
+from rmptwin.events import Event, Kind
+from rmptwin.rmp.corebase import Timers
+from rmptwin.sansio import Dest, Group, Unicast
+from rmptwin.taxonomy.codec import CODECS, CodecError, type_name
+from rmptwin.taxonomy.config import TaxonomyConfig
 
 DATA_FRAMES = frozenset({"SUBMIT", "DATA", "SEQ"})   # a message's first copy; everything else is control
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Hashable
 
-from ..events import Event, Kind
-from .codec import NewEpoch
-from .config import TaxonomyConfig
-from .node import TaxonomyNode
+from rmptwin.events import Event, Kind
+from rmptwin.taxonomy.codec import NewEpoch
+from rmptwin.taxonomy.config import TaxonomyConfig
+from rmptwin.taxonomy.node import TaxonomyNode
 
 
 class SenderCore(TaxonomyNode):

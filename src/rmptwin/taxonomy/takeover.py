@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .codec import Heartbeat, Nak, State, Takeover as TakeoverFrame
-from .node import expand_runs
+from rmptwin.taxonomy.codec import Heartbeat, Nak, State, Takeover as TakeoverFrame
+from rmptwin.taxonomy.node import expand_runs
 
 if TYPE_CHECKING:
-    from .member import MemberCore
+    from rmptwin.taxonomy.member import MemberCore
 
 
 class Takeover:

@@ -5,9 +5,9 @@ with a unicast RETX of it."""
 
 from __future__ import annotations
 
-from .codec import Retx, Seq, Submit
-from .member import MemberCore
-from .sender import SenderCore
+from rmptwin.taxonomy.codec import Retx, Seq, Submit
+from rmptwin.taxonomy.member import MemberCore
+from rmptwin.taxonomy.sender import SenderCore
 
 
 class UbMember(MemberCore):

@@ -10,9 +10,9 @@ gets its GRANT again (done=1 once the sequencer holds it).
 
 from __future__ import annotations
 
-from .codec import Forward, Grant, Request, Retx, Seq
-from .member import MemberCore
-from .sender import SenderCore
+from rmptwin.taxonomy.codec import Forward, Grant, Request, Retx, Seq
+from rmptwin.taxonomy.member import MemberCore
+from rmptwin.taxonomy.sender import SenderCore
 
 
 class UubMember(MemberCore):

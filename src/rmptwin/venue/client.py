@@ -13,11 +13,11 @@ from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..sansio import Dest, JoinsNoGroup, Unicast
-from ..events import Event
-from . import wire
-from .orderbook import BUY, FOK, IOC, LIMIT, MARKET, SELL
-from .wire import Order
+from rmptwin.sansio import Dest, JoinsNoGroup, Unicast
+from rmptwin.events import Event
+from rmptwin.venue import wire
+from rmptwin.venue.orderbook import BUY, FOK, IOC, LIMIT, MARKET, SELL
+from rmptwin.venue.wire import Order
 
 if TYPE_CHECKING:
     import random

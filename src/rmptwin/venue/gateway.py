@@ -13,12 +13,12 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from ..sansio import Dest, Group, JoinsNoGroup, Unicast
-from ..events import Event, Kind
-from . import wire
-from .orderbook import BUY, FOK, SELL
-from .stores import GatewayLog
-from .wire import Order, Request
+from rmptwin.sansio import Dest, Group, JoinsNoGroup, Unicast
+from rmptwin.events import Event, Kind
+from rmptwin.venue import wire
+from rmptwin.venue.orderbook import BUY, FOK, SELL
+from rmptwin.venue.stores import GatewayLog
+from rmptwin.venue.wire import Order, Request
 
 
 def validate(order: Order, symbols: frozenset[str], tick: int) -> str | None:

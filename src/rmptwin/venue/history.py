@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from ..sansio import Dest, Group, JoinsNoGroup, Unicast
-from ..events import Event, Kind
-from . import wire
-from .stores import HistoryStore
+from rmptwin.sansio import Dest, Group, JoinsNoGroup, Unicast
+from rmptwin.events import Event, Kind
+from rmptwin.venue import wire
+from rmptwin.venue.stores import HistoryStore
 
 HARDENED_PER_FRAME = 18   # keeps a HARDENED frame under one Ethernet MTU
 

@@ -23,9 +23,9 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Protocol
 
-from ..sansio import Dest, JoinsNoGroup, NoTimer, Unicast
-from ..events import Event, Kind
-from . import wire
+from rmptwin.sansio import Dest, JoinsNoGroup, NoTimer, Unicast
+from rmptwin.events import Event, Kind
+from rmptwin.venue import wire
 
 REPLY_MAX = 64
 Key = tuple[int, int]

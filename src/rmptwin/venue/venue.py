@@ -31,11 +31,11 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import Callable
 
-from ..sansio import Dest, Unicast
-from ..events import Event, Kind
-from . import wire
-from .orderbook import BookError, OrderBook
-from .wire import Request
+from rmptwin.sansio import Dest, Unicast
+from rmptwin.events import Event, Kind
+from rmptwin.venue import wire
+from rmptwin.venue.orderbook import BookError, OrderBook
+from rmptwin.venue.wire import Request
 
 Key = tuple[int, int]
 _BLOB_LEN = struct.Struct("!I")

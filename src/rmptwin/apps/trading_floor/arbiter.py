@@ -30,13 +30,13 @@ repeated report or control is harmless anyway (the first in the sequence counts)
 
 from __future__ import annotations
 
-from ...events import Event, Kind
-from ...rmp.primary import PrimaryCore
-from ...rmp.source import SourceCore
-from . import messages
-from .messages import Control, Report
-from .node import FloorNode
-from .state import FloorState
+from rmptwin.events import Event, Kind
+from rmptwin.rmp.primary import PrimaryCore
+from rmptwin.rmp.source import SourceCore
+from rmptwin.apps.trading_floor import messages
+from rmptwin.apps.trading_floor.messages import Control, Report
+from rmptwin.apps.trading_floor.node import FloorNode
+from rmptwin.apps.trading_floor.state import FloorState
 
 
 def message_key(msg) -> tuple | None:

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from collections import deque
 
-from ...events import Event, Kind
-from ...rmp.corebase import CoreBase
-from ...rmp.source import SourceCore
-from ...sansio import Group
-from . import messages
-from .state import FloorState
+from rmptwin.events import Event, Kind
+from rmptwin.rmp.corebase import CoreBase
+from rmptwin.rmp.source import SourceCore
+from rmptwin.sansio import Group
+from rmptwin.apps.trading_floor import messages
+from rmptwin.apps.trading_floor.state import FloorState
 
 FLOOR_TRADE, FLOOR_STATE, FLOOR_REPORT = Kind.FLOOR_TRADE, Kind.FLOOR_STATE, Kind.FLOOR_REPORT
 

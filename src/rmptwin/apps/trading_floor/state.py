@@ -24,8 +24,8 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from .messages import Control, FloorDecodeError, Order, Report, decode
-from .rules import DEFAULT_PARAMS, Entered, Fill, Rule, RuleParams, make_rule
+from rmptwin.apps.trading_floor.messages import Control, FloorDecodeError, Order, Report, decode
+from rmptwin.apps.trading_floor.rules import DEFAULT_PARAMS, Entered, Fill, Rule, RuleParams, make_rule
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from .messages import Order
+from rmptwin.apps.trading_floor.messages import Order
 
 TICK = 100     # one cent in ticker units
 

@@ -26,7 +26,7 @@ import hmac
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .offers import BUY, Offer
+from rmptwin.apps.unified_orders.offers import BUY, Offer
 
 REASONS = ("malformed", "credentials", "trader", "symbol", "duplicate", "funds", "holdings", "rate")
 NS = 1_000_000_000

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ...events import Event
-from ...sansio import Dest, JoinsNoGroup, NoTimer, Unicast
-from . import offers
-from .offers import Offer
-from .portal import OrderEntry
+from rmptwin.events import Event
+from rmptwin.sansio import Dest, JoinsNoGroup, NoTimer, Unicast
+from rmptwin.apps.unified_orders import offers
+from rmptwin.apps.unified_orders.offers import Offer
+from rmptwin.apps.unified_orders.portal import OrderEntry
 
 
 class BrokerCore(NoTimer, JoinsNoGroup):

@@ -20,14 +20,14 @@ import random
 from collections import deque
 from collections.abc import Callable
 
-from ...events import Event, Kind
-from ...rmp.customer import CustomerConfig, CustomerCore
-from ...rmp.repair import SequenceTracker
-from ...sansio import Dest
-from ...venue.orderbook import BUY as BOOK_BUY, SELL as BOOK_SELL, OrderBook
-from . import offers
-from .offers import BUY, Offer
-from .portal import OrderEntry
+from rmptwin.events import Event, Kind
+from rmptwin.rmp.customer import CustomerConfig, CustomerCore
+from rmptwin.rmp.repair import SequenceTracker
+from rmptwin.sansio import Dest
+from rmptwin.venue.orderbook import BUY as BOOK_BUY, SELL as BOOK_SELL, OrderBook
+from rmptwin.apps.unified_orders import offers
+from rmptwin.apps.unified_orders.offers import BUY, Offer
+from rmptwin.apps.unified_orders.portal import OrderEntry
 
 
 class OfferStream(CustomerCore):

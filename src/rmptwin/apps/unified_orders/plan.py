@@ -17,7 +17,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from .offers import BUY, SELL
+from rmptwin.apps.unified_orders.offers import BUY, SELL
 
 TICK = 100  # one cent, in price x 10,000
 

@@ -18,12 +18,12 @@ import functools
 from collections import deque
 from collections.abc import Callable, Mapping
 
-from ...events import Event, Kind
-from ...rmp.source import SourceCore
-from ...sansio import Dest
-from . import offers
-from .admission import Admission
-from .offers import Offer
+from rmptwin.events import Event, Kind
+from rmptwin.rmp.source import SourceCore
+from rmptwin.sansio import Dest
+from rmptwin.apps.unified_orders import offers
+from rmptwin.apps.unified_orders.admission import Admission
+from rmptwin.apps.unified_orders.offers import Offer
 
 
 class OrderEntry:

@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from ...events import Event, Kind
-from ...sansio import Dest, JoinsNoGroup, Unicast
-from .offers import Offer
-from .plan import PlannedOffer
+from rmptwin.events import Event, Kind
+from rmptwin.sansio import Dest, JoinsNoGroup, Unicast
+from rmptwin.apps.unified_orders.offers import Offer
+from rmptwin.apps.unified_orders.plan import PlannedOffer
 
 
 @dataclass(frozen=True)

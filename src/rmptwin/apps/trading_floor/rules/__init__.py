@@ -22,7 +22,7 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ..messages import Control, Order
+from rmptwin.apps.trading_floor.messages import Control, Order
 
 
 @dataclass(frozen=True, slots=True)

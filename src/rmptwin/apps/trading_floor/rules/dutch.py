@@ -15,8 +15,8 @@ from __future__ import annotations
 import hashlib
 import struct
 
-from ..messages import Control
-from . import DEFAULT_PARAMS, Entered, Fill, Lot, RuleParams
+from rmptwin.apps.trading_floor.messages import Control
+from rmptwin.apps.trading_floor.rules import DEFAULT_PARAMS, Entered, Fill, Lot, RuleParams
 
 
 class DutchAuction:
