@@ -36,6 +36,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("analysis", "checkers"),                     # summary.json, the Spark jobs, the history checkers: read run directories only
     ("runs",),                                    # an experiment on a backend, reruns
     ("sweeps", "claims", "studies", "topotools", "chaos"),  # many runs; generated inputs; fault campaigns
+    ("api",),                                     # the Python API: what the command line does, as functions
     ("cli",),                                     # the command line and what it prints
     ("bench",),                                   # benchmarks
 ]

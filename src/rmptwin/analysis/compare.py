@@ -15,6 +15,7 @@ from rmptwin.rundir.run import RunDir
 
 
 
+
 from rich.console import Console
 
 from rmptwin.analysis.report import CSS, fmt

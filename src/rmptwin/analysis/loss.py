@@ -112,9 +112,10 @@ def receiver_loss(fate: DataFrame) -> DataFrame:
 
 
 def loss_correlation(fate: DataFrame) -> DataFrame:
-    """Pearson correlation of first-reception loss indicators for every ordered receiver pair,
-    over the packets both expect: (n*n_ab - n_a*n_b) / sqrt(n_a(n-n_a) n_b(n-n_b)); null when a
-    receiver lost all or none of them.
+    """Pearson correlation of first-reception loss indicators for every receiver pair a <= b
+    (the coefficient is symmetric: one orientation, the diagonal included), over the packets
+    both expect: (n*n_ab - n_a*n_b) / sqrt(n_a(n-n_a) n_b(n-n_b)); null when a receiver lost
+    all or none of them. Rows sorted by (a, b), so two analyses of one run list them alike.
 
     Columns: a b packets loss_a loss_b loss_both correlation.
     """
@@ -125,13 +126,15 @@ def loss_correlation(fate: DataFrame) -> DataFrame:
     b = per_stripe.select(F.col("node").alias("b"), "stripe", F.col("lost").alias("loss_b"))
     totals = (
         a.join(b, "stripe")
+        .filter(F.col("a") <= F.col("b"))
         .groupBy("a", "b")
         .agg(F.sum("n").alias("packets"), F.sum("loss_a").alias("loss_a"), F.sum("loss_b").alias("loss_b"))
     )
     lost = losses(fate)
     x = lost.select("src", "stripe", "src_seq", F.col("node").alias("a"))
     y = lost.select("src", "stripe", "src_seq", F.col("node").alias("b"))
-    both = x.join(y, ["src", "stripe", "src_seq"]).groupBy("a", "b").agg(F.count("*").alias("loss_both"))
+    both = (x.join(y, ["src", "stripe", "src_seq"]).filter(F.col("a") <= F.col("b"))
+            .groupBy("a", "b").agg(F.count("*").alias("loss_both")))
     # In double: n_a (n - n_a) n_b (n - n_b) overflows a long from ~200,000 packets on.
     n, na, nb = (F.col(c).cast("double") for c in ("packets", "loss_a", "loss_b"))
     nab = F.coalesce(F.col("loss_both"), F.lit(0)).cast("double")
@@ -141,6 +144,7 @@ def loss_correlation(fate: DataFrame) -> DataFrame:
         .withColumn("correlation", F.when(den > 0, (n * nab - na * nb) / den))
         .withColumn("loss_both", F.coalesce(F.col("loss_both"), F.lit(0)).cast("long"))
         .select("a", "b", "packets", "loss_a", "loss_b", "loss_both", "correlation")
+        .orderBy("a", "b")
     )
 
 

@@ -68,6 +68,7 @@ def correlation_matrix(m: dict, path: Path) -> Path:
     names = list(m.get("tree_order") or [])
     names += sorted({r["a"] for r in rows} - set(names))
     names = [n for n in names if any(r["a"] == n for r in rows)]
+    # the rows hold each pair once (a <= b); the coefficient is symmetric
     fig, ax = plt.subplots(figsize=(5.5, 4.8))
     if not names:
         _empty(ax, "receiver losses")
@@ -76,7 +77,7 @@ def correlation_matrix(m: dict, path: Path) -> Path:
     mat = np.full((len(names), len(names)), np.nan)
     for r in rows:
         if r["a"] in ix and r["b"] in ix and r["correlation"] is not None:
-            mat[ix[r["a"]], ix[r["b"]]] = r["correlation"]
+            mat[ix[r["a"]], ix[r["b"]]] = mat[ix[r["b"]], ix[r["a"]]] = r["correlation"]
     im = ax.imshow(mat, vmin=-1, vmax=1, cmap="RdBu_r")
     ax.set_xticks(range(len(names)), names, rotation=90, fontsize=7)
     ax.set_yticks(range(len(names)), names, fontsize=7)

@@ -14,11 +14,12 @@ DEFAULT_MASTER = "local[2]"
 LOG4J = Path(__file__).with_name("log4j2.properties")
 
 
-def spark_session(master: str | None = None, app_name: str = "rmptwin-analysis"):
+def spark_session(master: str | None = None, app_name: str = "rmptwin-analysis", conf: dict | None = None):
     """A quiet SparkSession: no UI, few shuffle partitions, UTC, WARN-level logs.
 
     ``master`` None means embedded ``local[2]``; ``spark://host:7077`` (or any master URL)
-    runs the same jobs on a cluster.
+    runs the same jobs on a cluster. ``conf``: more Spark settings (e.g. spark.executor.memory
+    for a cluster's executors).
     """
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         raise UserError("Spark needs Java: install openjdk-17-jre-headless (scripts/provision.sh does)")
@@ -59,6 +60,8 @@ def spark_session(master: str | None = None, app_name: str = "rmptwin-analysis")
         # rather than sort both sides of millions of rows for a sort-merge join.
         .config("spark.sql.join.preferSortMergeJoin", "false")
     )
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
     if LOG4J.exists():
         builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{LOG4J}")
     try:

@@ -1,7 +1,14 @@
 """Spark analysis throughput: events analysed per second by the full `rmptwin analyze`
 metric set (latency, fairness, loss, correlation, MINC, control, token, throughput) in local
 mode, after start-up, on a synthetic log of >= 10M events (quick: ~1M), for every metric and per
-family of metrics (job.compute's steps). Start-up and warm-up reported apart."""
+family of metrics (job.compute's steps). Start-up and warm-up reported apart.
+
+Where Spark pays (``where_spark_pays``): on the same ~1 M and ~10 M event logs (quick: ~0.1 M
+and ~1 M) the same analysis embedded and on a two-worker standalone cluster on loopback
+(``analysis.cluster``, as `rmptwin spark up` starts it), beside the pandas summary of the
+figures summary.json defines (``analysis.summary.summarize``, what every run computes without
+Spark; parquet read included on both sides), and the event count from which Spark is faster
+than pandas on this machine (from a straight line a + b n through each engine's two sizes)."""
 
 from __future__ import annotations
 
@@ -16,6 +23,8 @@ from rmptwin.bench.harness import REPO
 
 RUNS = 1       # one JVM and one log; the analysis itself is timed TIMINGS times in it
 TIMINGS = 3
+SIZES = (36_000, 360_000)        # packets: ~1 M and ~10 M events
+SIZES_QUICK = (3_600, 36_000)    # ~0.1 M and ~1 M events
 # The physical plan of the slowest Spark job of the last timing goes next to the bench table
 # (spark_plan_after.txt), beside the plan of that job before the analysis was restructured
 # (kept in the repository, copied there as spark_plan_before.txt).
@@ -100,34 +109,50 @@ def _write_plans(record: list) -> None:
 
 
 def run(quick: bool) -> list[dict]:
-    from rmptwin.analysis import job, synthetic
-    from rmptwin.analysis.session import spark_session
+    from rmptwin.analysis import synthetic
     from rmptwin.rundir.run import RunDir
 
-    packets = 36_000 if quick else 360_000   # ~28.6 events per packet on the synthetic tree
+    sizes = SIZES_QUICK if quick else SIZES   # packets; ~28.6 events per packet on the synthetic tree
     with tempfile.TemporaryDirectory(prefix="rmptwin-bench-spark-") as tmp:
-        t0 = time.perf_counter()
-        run_dir = synthetic.write_run(Path(tmp) / "run", packets=packets, seed=1, rate=20_000.0)
-        gen = time.perf_counter() - t0
-        n_events = RunDir(run_dir).event_count()
-        t0 = time.perf_counter()
-        spark = spark_session()
-        startup = time.perf_counter() - t0
-        try:
-            # Warm-up: one pass of every metric over a small log, so that JIT compilation and
-            # query code generation (paid once per JVM) count as start-up, not as analysis.
+        runs = []
+        for packets in sizes:
             t0 = time.perf_counter()
-            job.compute(spark, synthetic.write_run(Path(tmp) / "warmup", packets=2_000, seed=2, rate=20_000.0))
-            warmup = time.perf_counter() - t0
-            timed = [_timed_compute(job, spark, run_dir) for _ in range(TIMINGS - 1)]
-            seen = set(_stage_shuffle_writes(spark))
-            with _slowest_action([]) as slowest:
-                timed.append(_timed_compute(job, spark, run_dir))
-            _write_plans(slowest)
-            shuffled = sum(b for sid, b in _stage_shuffle_writes(spark).items() if sid not in seen)
-        finally:
-            spark.stop()
-    return _rows(n_events, packets, gen, startup, warmup, timed, shuffled)
+            run_dir = synthetic.write_run(Path(tmp) / f"run-{packets}", packets=packets, seed=1, rate=20_000.0)
+            runs.append((run_dir, packets, time.perf_counter() - t0, RunDir(run_dir).event_count()))
+        # quick: one timing per log but the largest's (a check that it works, not a measure)
+        extra = 1 if quick else None
+        rows = _embedded(Path(tmp), runs[-1], runs[:-1], extra or TIMINGS)
+        rows += where_spark_pays(Path(tmp), runs, rows.pop(), extra)
+    return rows
+
+
+def _embedded(tmp: Path, largest: tuple, others: list[tuple], others_timings: int = TIMINGS) -> list[dict]:
+    """The embedded rows on the largest log (every metric, per family, shuffle, plans), then a
+    last item the caller pops: {events: [wall seconds of every metric]} for every log."""
+    from rmptwin.analysis import job, synthetic
+    from rmptwin.analysis.session import spark_session
+
+    run_dir, packets, gen, n_events = largest
+    t0 = time.perf_counter()
+    spark = spark_session()
+    startup = time.perf_counter() - t0
+    try:
+        # Warm-up: one pass of every metric over a small log, so that JIT compilation and
+        # query code generation (paid once per JVM) count as start-up, not as analysis.
+        t0 = time.perf_counter()
+        job.compute(spark, synthetic.write_run(tmp / "warmup", packets=2_000, seed=2, rate=20_000.0))
+        warmup = time.perf_counter() - t0
+        walls = {n: [_timed_compute(job, spark, d)[0] for _ in range(others_timings)] for d, _, _, n in others}
+        timed = [_timed_compute(job, spark, run_dir) for _ in range(TIMINGS - 1)]
+        seen = set(_stage_shuffle_writes(spark))
+        with _slowest_action([]) as slowest:
+            timed.append(_timed_compute(job, spark, run_dir))
+        _write_plans(slowest)
+        shuffled = sum(b for sid, b in _stage_shuffle_writes(spark).items() if sid not in seen)
+    finally:
+        spark.stop()
+    walls[n_events] = [w for w, _ in timed]
+    return _rows(n_events, packets, gen, startup, warmup, timed, shuffled) + [walls]
 
 
 def _rows(n_events: int, packets: int, gen: float, startup: float, warmup: float,
@@ -137,7 +162,8 @@ def _rows(n_events: int, packets: int, gen: float, startup: float, warmup: float
             f"8 receivers, 4 customers); {TIMINGS} timings in one JVM")
     rows = [{"metric": "events analysed/s (local[2])", "samples": [n_events / w for w in walls],
              "unit": "events/s", "goal": ">= 1M/s", "goal_min": 1_000_000, "better": "higher", "conditions": cond,
-             "note": f"every metric in {min(walls):.1f} – {max(walls):.1f} s; log generated in {gen:.1f} s"}]
+             "note": f"every metric in {min(walls):.1f} – {max(walls):.1f} s; "
+                     f"{n_events / _median(walls) / 1e6:.3g} x the goal; log generated in {gen:.1f} s"}]
     for family in FAMILIES:
         secs = [steps.get(family, 0.0) for _, steps in timed]
         extra = "; reads, parses, lays out and caches the log once for every step" if family == "extract" else ""
@@ -154,3 +180,111 @@ def _rows(n_events: int, packets: int, gen: float, startup: float, warmup: float
                  "better": "lower", "conditions": "once per JVM (n = 1)",
                  "note": "JIT + query codegen paid once per JVM; not counted in events analysed/s"})
     return rows
+
+
+# ----------------------------------------------------------------------------- where Spark pays
+
+CLUSTER_TIMINGS = 2     # per log on the cluster (its JVMs share this machine's cores)
+PANDAS_TIMINGS = 3
+# Two workers of one core each on loopback, ports apart from Spark's defaults and the tests'.
+CLUSTER = {"workers": 2, "cores": 1, "memory": "2g", "port": 7277, "webui_port": 8281}
+EXECUTOR_CONF = {"spark.executor.memory": "2g"}   # the cached log is ~150 B/event: spill little
+
+
+def _median(xs: list[float]) -> float:
+    return sorted(xs)[len(xs) // 2] if len(xs) % 2 else sum(sorted(xs)[len(xs) // 2 - 1:len(xs) // 2 + 1]) / 2
+
+
+def _pandas_seconds(run_dir: Path) -> float:
+    """Wall seconds of summary.json's figures by pandas: read the log, summarize."""
+    from rmptwin.analysis.summary import summarize
+    from rmptwin.rundir.run import RunDir
+    from rmptwin.spec import Experiment, LoadedExperiment, Topology
+
+    rd = RunDir(run_dir)
+    man = rd.read_manifest()
+    loaded = LoadedExperiment(experiment=Experiment.model_validate(man["experiment"]),
+                              topology=Topology.model_validate(man["topology"]), path=run_dir / "synthetic.yaml")
+    t0 = time.perf_counter()
+    summarize(rd.read_events(), loaded)
+    return time.perf_counter() - t0
+
+
+def _cluster_walls(tmp: Path, runs: list[tuple], timings: int = CLUSTER_TIMINGS) -> tuple[float, dict]:
+    """(cluster + session start-up seconds, events -> wall seconds of every metric) on a
+    two-worker standalone cluster, stopped afterwards whatever happens."""
+    from rmptwin.analysis import cluster, job, synthetic
+    from rmptwin.analysis.session import spark_session
+
+    t0 = time.perf_counter()
+    state = tmp / "spark-cluster"
+    c = cluster.up(directory=state, **CLUSTER)
+    try:
+        spark = spark_session(c.master_url, conf=EXECUTOR_CONF)
+        startup = time.perf_counter() - t0
+        try:
+            job.compute(spark, synthetic.write_run(tmp / "warmup-cluster", packets=2_000, seed=2, rate=20_000.0))
+            walls = {n: [_timed_compute(job, spark, d)[0] for _ in range(timings)] for d, _, _, n in runs}
+        finally:
+            spark.stop()
+    finally:
+        cluster.down(state)
+    return startup, walls
+
+
+def crossover(points: dict[str, dict[int, float]]) -> float | None:
+    """Events from which Spark ("spark": events -> seconds, the faster engine at each size) beats
+    pandas, from a line a + b n through each engine's two sizes; None if the lines never cross
+    above zero events with Spark ahead (0.0: Spark is ahead from the start)."""
+    (n1, n2) = sorted(points["pandas"])
+    lines = {}
+    for engine, p in points.items():
+        b = (p[n2] - p[n1]) / (n2 - n1)
+        lines[engine] = (p[n1] - b * n1, b)
+    (a_s, b_s), (a_p, b_p) = lines["spark"], lines["pandas"]
+    if b_s >= b_p:
+        return 0.0 if a_s < a_p else None
+    return max(0.0, (a_s - a_p) / (b_p - b_s))
+
+
+def where_spark_pays(tmp: Path, runs: list[tuple], embedded: dict[int, list[float]],
+                     timings: int | None = None) -> list[dict]:
+    """Rows: the analysis embedded (the smaller log: the larger is _rows'), on the cluster, the
+    pandas summary, for each log; and the event count from which Spark is faster than pandas."""
+    startup, on_cluster = _cluster_walls(tmp, runs, timings or CLUSTER_TIMINGS)
+    pandas = {n: [_pandas_seconds(d) for _ in range(timings or PANDAS_TIMINGS)] for d, _, _, n in runs}
+    rows = []
+    for _, packets, _, n in runs:
+        size = f"{n / 1e6:.1f} M events"
+        common = f"{n:,} synthetic events ({packets:,} packets, 8 receivers, 4 customers); after start-up"
+        if n != runs[-1][3]:
+            rows.append(_rate_row(f"events analysed/s (local[2]), {size}", n, embedded[n],
+                                  f"embedded local[2]; {common}; {len(embedded[n])} timings in one JVM"))
+        rows.append(_rate_row(f"events analysed/s (standalone 2 workers x 1 core), {size}", n, on_cluster[n],
+                              f"spark://127.0.0.1:{CLUSTER['port']}, 2 workers x 1 core x {CLUSTER['memory']} on "
+                              f"loopback; {common}; {len(on_cluster[n])} timings"))
+        rows.append({"metric": f"events summarized/s (pandas summary.json), {size}",
+                     "samples": [n / w for w in pandas[n]], "unit": "events/s", "better": "higher",
+                     "conditions": f"analysis.summary.summarize in this process, parquet read included; {common}; "
+                                   f"{len(pandas[n])} timings",
+                     "note": "summary.json's figures (latency, fairness, agreement, losses, control per data, "
+                             "customers), the definitions Spark's metrics share"})
+    spark_best = {n: min(_median(embedded[n]), _median(on_cluster[n])) for _, _, _, n in runs}
+    n_star = crossover({"spark": spark_best, "pandas": {n: _median(w) for n, w in pandas.items()}})
+    seen = ", ".join(f"{n / 1e6:.1f} M: Spark {spark_best[n]:.1f} s, pandas {_median(pandas[n]):.1f} s"
+                     for _, _, _, n in runs)
+    rows.append({"metric": "events from which Spark is faster than pandas", "value": n_star, "unit": "events", "better": "lower",
+                 "conditions": "the faster of embedded and cluster Spark (every metric) vs the pandas summary, "
+                               "medians, a straight line a + b n through each engine's two sizes",
+                 "note": (f"{seen}; " + ("Spark never catches up on this machine" if n_star is None
+                                         else f"Spark ahead from ~{n_star / 1e6:.1f} M events"))})
+    rows.append({"metric": "Spark standalone start-up (2 workers + session)", "value": startup, "unit": "s",
+                 "better": "lower", "conditions": "master, 2 worker JVMs and the driver's session on loopback (n = 1)"})
+    return rows
+
+
+def _rate_row(metric: str, n: int, walls: list[float], conditions: str) -> dict:
+    ratio = n / _median(walls) / 1_000_000
+    return {"metric": metric, "samples": [n / w for w in walls], "unit": "events/s", "goal": ">= 1M/s",
+            "goal_min": 1_000_000, "better": "higher", "conditions": conditions,
+            "note": f"every metric in {min(walls):.1f} – {max(walls):.1f} s; {ratio:.3g} x the goal"}

@@ -15,13 +15,14 @@ from rmptwin.cli.console import make_console
 
 from rmptwin.errors import UserError
 from rmptwin.rundir.run import RunDir
-
-
-
-
-
 from rmptwin.analysis.compare import compare as compare_runs
 from rmptwin.analysis.compare import verdict as twin_verdict
+
+
+
+
+
+
 from rmptwin.analysis.compare import verdict_rules
 
 app = typer.Typer(add_completion=False, help="analysis of run directories with PySpark")

@@ -19,6 +19,7 @@ import typer
 from rmptwin.cli.console import make_console, print_error
 from rmptwin.cli import analyze as analysis_cli
 from rmptwin.cli import venue as venue_cli
+from rmptwin.cli import spark as cluster_cli
 from rmptwin.cli import net as emulation_cli
 from rmptwin.errors import UserError
 from rmptwin.runs.experiment import run_experiment
@@ -129,6 +130,7 @@ app.add_typer(topo_cli.campaign_app, name="campaign")   # twin
 app.add_typer(topo_cli.trace_app, name="trace")   # fit
 app.add_typer(checkers_cli.app)    # check
 app.add_typer(chaos_cli.app)       # chaos
+app.add_typer(cluster_cli.app, name="spark")   # spark up, down, status
 
 
 def main() -> None:

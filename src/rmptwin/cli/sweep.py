@@ -12,6 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from rmptwin.errors import UserError
 from rmptwin.spec import load_experiment
+from rmptwin.sweeps.sweep_report import write_outcome_report
 
 app = typer.Typer(add_completion=False)
 console = make_console()
@@ -63,12 +64,4 @@ def sweep(
     with sweep_progress(loaded.experiment.name) as progress:
         outcome = run_sweep(plan, out=out, master=master, progress=progress)
     console.print(describe(outcome), highlight=False, soft_wrap=True)
-    console.print(f"report: {write_sweep_report(outcome)}", highlight=False, soft_wrap=True)
-
-
-def write_sweep_report(outcome) -> str:
-    from rmptwin.sweeps.sweep_report import write_report
-
-    df = outcome.table.to_pandas()
-    params = list(outcome.sweep.read_spec().get("parameters", {}))
-    return write_report(outcome.sweep, df, params, f"sweep of {outcome.sweep.read_spec().get('experiment')}")
+    console.print(f"report: {write_outcome_report(outcome)}", highlight=False, soft_wrap=True)

@@ -25,6 +25,7 @@ from rmptwin.studies.taxonomy_compare import PROTOCOLS, Point, measure_run, run_
 
 
 
+
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Sequencer taxonomy (seed sequencer-taxonomy) beside RMP and the CAS sequencer")
 console = make_console()

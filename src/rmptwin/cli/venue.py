@@ -18,6 +18,7 @@ from rmptwin.studies.venue_sweeps import LATENCY_CONFIGS, gap_table, latency_swe
 
 
 
+
 app = typer.Typer(no_args_is_help=True, help="exchange venues: gap table and latency sweep (simulator)")
 console = make_console()
 

@@ -44,6 +44,7 @@ from rmptwin.spec import LoadedExperiment
 from rmptwin.records.tables import DROP_SCHEMA
 from rmptwin.factories.keys import key_path, load_keys
 from rmptwin.emulation.authorized import authorized_senders
+
 from rmptwin.spec.queries import edge_plan, stripe_count
 from rmptwin.core import nemesis
 from rmptwin.core.nemesis import partition_links

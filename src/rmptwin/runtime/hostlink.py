@@ -30,6 +30,7 @@ from rmptwin.core.linkmodel import REASONS, LinkConfig, LinkDirection, stream_se
 
 
 
+
 HEADER_BYTES = 42            # Ethernet + IPv4 + UDP, counted on the wire as by the simulator
 
 

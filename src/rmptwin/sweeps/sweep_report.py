@@ -137,3 +137,10 @@ def write_report(sweep: SweepDir, df: pd.DataFrame, params: list[str], title: st
 
 def _slug(text: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in text)
+
+
+def write_outcome_report(outcome) -> str:
+    """sweep.html of a finished sweep (``engine.run_sweep``'s outcome), titled by its experiment."""
+    spec = outcome.sweep.read_spec()
+    return write_report(outcome.sweep, outcome.table.to_pandas(), list(spec.get("parameters", {})),
+                        f"sweep of {spec.get('experiment')}")
