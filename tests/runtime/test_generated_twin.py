@@ -54,8 +54,9 @@ def test_trace_link_drops_the_same_first_copies_under_the_relay(tmp_path):
     assert emu.run_dir.read_manifest()["impair"] == "relay"
     a, b = first_copy_losses(sim.run_dir), first_copy_losses(emu.run_dir)
     traced = [d for d in a if d[0] == "s1-s2"]
-    # something to compare: the trace drops first copies (the reverse direction carries fewer)
-    assert sum(len(a[d]) for d in traced) >= 3, a
+    # something to compare: the trace drops first copies (line3-trace's drops 2 data messages'
+    # first copies with seed 1; its other drops hit control frames)
+    assert sum(len(a[d]) for d in traced) >= 2, a
     for d in traced:
         # a per-packet trace lines up where both backends offer the link the same datagrams
         # in the same order: control frames may interleave differently, so most, not all

@@ -45,6 +45,16 @@ def register_state_dir(state_dir: Path) -> None:
     REGISTRY.write_text("\n".join(sorted(known)) + "\n")
 
 
+def _create_exclusive(f: Path) -> int:
+    """Create ``f`` or fail with FileExistsError; a `net down` in another process may remove
+    the (then empty) tag directory between our mkdir and the create: make it again, once."""
+    try:
+        return os.open(f, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileNotFoundError:
+        f.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(f, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+
+
 def claim_tag() -> int:
     """The smallest network tag no running network uses (a pid file per tag)."""
     TAG_DIR.mkdir(parents=True, exist_ok=True)
@@ -55,7 +65,7 @@ def claim_tag() -> int:
             continue
         f = TAG_DIR / str(k)
         try:
-            fd = os.open(f, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            fd = _create_exclusive(f)
         except FileExistsError:
             if _running(_read_pid(f)):
                 continue
