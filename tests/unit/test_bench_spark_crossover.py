@@ -31,9 +31,9 @@ def test_rows_name_each_engine_and_size_and_the_crossover(monkeypatch, tmp_path)
     metrics = [r["metric"] for r in rows]
     assert metrics == ["events analysed/s (local[2]), 1.0 M events",
                        "events analysed/s (standalone 2 workers x 1 core), 1.0 M events",
-                       "events summarized/s (pandas summary.json), 1.0 M events",
+                       "events summarized/s (pandas, the summary's definitions), 1.0 M events",
                        "events analysed/s (standalone 2 workers x 1 core), 10.0 M events",
-                       "events summarized/s (pandas summary.json), 10.0 M events",
+                       "events summarized/s (pandas, the summary's definitions), 10.0 M events",
                        "events from which Spark is faster than pandas",
                        "Spark standalone start-up (2 workers + session)"]
     cross = rows[-2]

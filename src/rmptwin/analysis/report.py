@@ -82,7 +82,7 @@ def table(rows: list[dict], cols: list[str] | None = None, limit: int = 60) -> s
 
 REFORMATION_NOTE = ("A reformation is the reformation server's REFORM_START to its REFORM_DONE; its cause is what "
                     "started it (a member reported failed, a recovered member asking to join). A crash and the "
-                    "member's rejoin are two reformations but one outage (analysis/reformations.py).")
+                    "member's rejoin are two reformations but one outage (rmptwin.analysis.reformations).")
 
 
 def with_derived(protocol: dict, derived: dict) -> dict:
@@ -173,7 +173,7 @@ def _page(m: dict, plot_names) -> str:
         "<h2>Token rotation (ms)</h2>", table(m.get("token", [])),
         "<h2>Reformations</h2>", f"<p class='caption'>{html.escape(REFORMATION_NOTE)}</p>",
         table(m.get("reformations", []), ["start_ms", "took_ms", "cause", "ring", "stripe"]),
-        "<h3>Outages: each crash of a ring member until the next acknowledgement (summary.json's "
+        "<h3>Outages: each crash of a ring member until the next acknowledgement (the summary's "
         "reformation_ms)</h3>", table(m.get("crashes", [])),
         "<h3>Failure reports that led to no reformation</h3>", table(m.get("failure_reports_unanswered", [])),
         "<h3>Longest delivery silence per receiver (ms)</h3>", table(m.get("delivery_gaps", [])),

@@ -263,11 +263,11 @@ def where_spark_pays(tmp: Path, runs: list[tuple], embedded: dict[int, list[floa
         rows.append(_rate_row(f"events analysed/s (standalone 2 workers x 1 core), {size}", n, on_cluster[n],
                               f"spark://127.0.0.1:{CLUSTER['port']}, 2 workers x 1 core x {CLUSTER['memory']} on "
                               f"loopback; {common}; {len(on_cluster[n])} timings"))
-        rows.append({"metric": f"events summarized/s (pandas summary.json), {size}",
+        rows.append({"metric": f"events summarized/s (pandas, the summary's definitions), {size}",
                      "samples": [n / w for w in pandas[n]], "unit": "events/s", "better": "higher",
                      "conditions": f"analysis.summary.summarize in this process, parquet read included; {common}; "
                                    f"{len(pandas[n])} timings",
-                     "note": "summary.json's figures (latency, fairness, agreement, losses, control per data, "
+                     "note": "the summary's figures (latency, fairness, agreement, losses, control per data, "
                              "customers), the definitions Spark's metrics share"})
     spark_best = {n: min(_median(embedded[n]), _median(on_cluster[n])) for _, _, _, n in runs}
     n_star = crossover({"spark": spark_best, "pandas": {n: _median(w) for n, w in pandas.items()}})

@@ -77,6 +77,10 @@ class SweepDir:
         safe = re.sub(r"[^A-Za-z0-9_.=-]+", "_", point_label)[:120] or "base"
         return RunDir(self.path / RUNS / f"{safe}-s{seed}")
 
+    def kept_runs(self) -> list[Path]:
+        """The run directories a sweep kept (--keep-runs, or emulated), each with a manifest."""
+        return sorted(p for p in (self.path / RUNS).glob("*") if RunDir(p).manifest_path.exists())
+
     def check_spec(self, spec: dict) -> None:
         """A directory holds one sweep: resuming with other parameters would mix two tables."""
         if self.spec_path.exists():

@@ -105,12 +105,12 @@ def check_minc(run: RunDir, tolerance: float = 0.01) -> list[Check]:
 
 
 def _same_as_analysis(rows: list[dict], metrics: dict) -> Check:
-    """The estimates above are `rmptwin analyze`'s (analysis/metrics.json), to float rounding."""
+    """The estimates above are `rmptwin analyze`'s (its metrics), to float rounding."""
     theirs = {(r["src"], r["stripe"], r["link"]): r["estimate"] for r in metrics.get("minc") or []}
     diffs = [abs(r["estimate"] - theirs[(r["src"], r["stripe"], r["link"])]) for r in rows
              if (r["src"], r["stripe"], r["link"]) in theirs]
     same = len(diffs) == len(rows) and all(d < 1e-9 for d in diffs)
-    return Check("the estimates are those of `rmptwin analyze` (analysis/metrics.json)", same,
+    return Check("the estimates are those of `rmptwin analyze` (its metrics)", same,
                  f"{len(diffs)} of {len(rows)} links found, largest difference "
                  f"{max(diffs, default=0.0) * 100:.2g} points")
 
@@ -120,7 +120,7 @@ def check_minc_dir(path: Path) -> list[Check]:
     sweep = SweepDir(path)
     if not sweep.table_path.exists():
         return check_minc(RunDir(path))
-    runs = sorted(p for p in (path / "runs").glob("*") if (p / "manifest.json").exists())
+    runs = sweep.kept_runs()
     if not runs:
         raise UserError(f"{path}: a sweep without run directories; run the sweep with --keep-runs")
     out = []
