@@ -101,7 +101,7 @@ def test_drop_log_round_trip(tmp_path_factory, records):
     with open(path, "wb") as f:
         for t, d, reason, frame in records:
             cap = frame[:200]
-            f.write(DROP_RECORD.pack(t, d, reason, len(cap)) + cap)
+            f.write(DROP_RECORD.pack(t, d, reason, len(cap), 0) + cap)
     got = read_drop_file(path, "a-b", "a", "b")
     assert [(g.t_ns, g.from_node, g.reason) for g in got] == \
         [(t, "a" if d == 0 else "b", ("loss", "queue", "down")[r]) for t, d, r, _ in records]
@@ -111,11 +111,11 @@ def test_drop_log_names_a_probe_frame(tmp_path):
     payload = struct.pack("!10sQHq", b"PROBE     ", 42, 1, 0)
     path = tmp_path / "l.drops"
     frame = _frame("10.0.0.1", "239.1.2.3", payload)
-    path.write_bytes(DROP_RECORD.pack(5, 0, LOSS, len(frame)) + frame)
+    path.write_bytes(DROP_RECORD.pack(5, 0, LOSS, len(frame), 0) + frame)
     rows = drops_table(read_drop_file(path, "s1-s2", "s1", "s2"), {"10.0.0.1": "h1"},
                        {"239.1.2.3": "rmp/0"}).to_pylist()
     assert rows == [{"t_ns": 5, "link": "s1-s2", "from_node": "s1", "to_node": "s2", "frame": "MOLD", "src": "h1",
-                     "src_seq": -1, "gseq": 42, "group": "rmp/0", "reason": "loss"}]
+                     "src_seq": -1, "gseq": 42, "group": "rmp/0", "reason": "loss", "copy": 0}]
 
 
 @pytest.mark.parametrize("p", [0.0, 1.0])

@@ -119,24 +119,30 @@ def _events(rows: list[tuple]) -> pa.Table:
     return pa.table(cols, schema=EVENT_SCHEMA)
 
 
-def test_first_copy_loss_counts_drops_before_the_first_resend_over_copies_that_reached_the_link():
-    # Tree src -> s1 -> s2 -> {r2}; s1 -> r1. a/1 lost on s1>s2 (so never offered to s2>r2);
-    # a/2 lost twice on s2>r2 (one first copy); a/3's drop comes after its re-send; a/4 is
-    # stripe 1's; RETX and ACK are not DATA.
+def test_first_copy_loss_counts_copy_zero_drops_over_copies_that_reached_the_link():
+    # Tree src -> s1 -> s2 -> {r2}; s1 -> r1. a/1 lost on s1>s2 (so never offered to s2>r2,
+    # where its re-send is copy 0); a/2 lost twice on s2>r2 (copies 0 and 1: one first copy);
+    # a/6's first copy reached the link after its SRC_RETX was logged (a stalled source) and
+    # counts; a/3's drop has no copy index and comes after its re-send: not a first copy;
+    # a/4 is stripe 1's; RETX and ACK are not DATA.
     tree = [(("src", "s1"), None), (("s1", "s2"), ("src", "s1")), (("s1", "r1"), ("src", "s1")),
             (("s2", "r2"), ("s1", "s2"))]
-    rows = [(10, "s1", "s2", "DATA", "rmp/0", 1), (11, "s2", "r2", "DATA", "rmp/0", 2),
-            (12, "s2", "r2", "DATA", "rmp/0", 2), (90, "s2", "r2", "DATA", "rmp/0", 3),
-            (13, "s2", "r2", "DATA", "rmp/1", 4), (14, "s2", "r2", "RETX", "rmp/0", 5),
-            (15, "s2", "r2", "ACK", "rmp/0", 0)]
+    rows = [(10, "s1", "s2", "DATA", "rmp/0", 1, 0), (60, "s2", "r2", "DATA", "rmp/0", 1, 0),
+            (11, "s2", "r2", "DATA", "rmp/0", 2, 0), (12, "s2", "r2", "DATA", "rmp/0", 2, 1),
+            (90, "s2", "r2", "DATA", "rmp/0", 3, -1), (95, "s1", "r1", "DATA", "rmp/0", 6, 0),
+            (13, "s2", "r2", "DATA", "rmp/1", 4, 0), (14, "s2", "r2", "RETX", "rmp/0", 5, 0),
+            (15, "s2", "r2", "ACK", "rmp/0", 0, 0)]
     drops = pa.table({"t_ns": [r[0] for r in rows], "link": ["x"] * len(rows), "from_node": [r[1] for r in rows],
                       "to_node": [r[2] for r in rows], "frame": [r[3] for r in rows], "src": ["a"] * len(rows),
                       "src_seq": [r[5] for r in rows], "gseq": [0] * len(rows), "group": [r[4] for r in rows],
-                      "reason": ["loss"] * len(rows)}, schema=DROP_SCHEMA)
-    sends = {(0, "a", q): 0 for q in (1, 2, 3, 5)} | {(1, "a", 4): 0}
-    resends = {(0, "a", 3): 50}
+                      "reason": ["loss"] * len(rows), "copy": [r[6] for r in rows]}, schema=DROP_SCHEMA)
+    sends = {(0, "a", q): 0 for q in (1, 2, 3, 5, 6)} | {(1, "a", 4): 0}
+    resends = {(0, "a", 1): 40, (0, "a", 3): 50, (0, "a", 6): 50}
     out = first_copy_loss(drops, sends, resends, {(0, "a"): tree})
-    assert out == {("src", "s1"): (0, 4), ("s1", "s2"): (1, 4), ("s1", "r1"): (0, 4), ("s2", "r2"): (1, 3)}
+    assert out == {("src", "s1"): (0, 5), ("s1", "s2"): (1, 5), ("s1", "r1"): (1, 5), ("s2", "r2"): (1, 4)}
+    # A drop log from before the copy column: the time rule alone.
+    old = drops.drop_columns(["copy"])
+    assert first_copy_loss(old, sends, resends, {(0, "a"): tree})[("s1", "r1")] == (0, 5)
 
 
 def test_multicast_edges_follow_the_tree_with_access_links():
@@ -167,7 +173,8 @@ def test_first_copy_slack_is_the_sources_first_wait():
 
 def test_relay_drop_times_are_rebased_onto_the_runs_t0():
     # The relays count from the network's start, 40 s before the run's t0 here.
-    drops = pa.table({f.name: [45_000_000_000] if f.type == pa.int64() else ["x"] for f in DROP_SCHEMA},
+    drops = pa.table({f.name: [45_000_000_000] if f.type == pa.int64() else [0] if f.type == pa.int32() else ["x"]
+                      for f in DROP_SCHEMA},
                      schema=DROP_SCHEMA)
     assert rebased(drops, clock_t0_ns=1_000, run_t0_ns=40_000_001_000).column("t_ns").to_pylist() == [5_000_000_000]
 

@@ -179,7 +179,7 @@ def _link_tables(f: _Fates) -> tuple[pa.Table, pa.Table]:
         pa.array(t), _strings([d[1] for d in rows], link_ix), _strings([d[2] for d in rows], link_ix),
         _strings([d[3] for d in rows], link_ix), _strings(["DATA"], np.zeros(len(t))),
         _strings(["src"], np.zeros(len(t))), pa.array(s), pa.array(s), _strings(["rmp/0"], np.zeros(len(t))),
-        _strings(["loss"], np.zeros(len(t))),
+        _strings(["loss"], np.zeros(len(t))), pa.array(np.zeros(len(t), dtype=np.int32)),   # first copies
     ], schema=DROP_SCHEMA)
     counts = pa.Table.from_pylist([dict(zip(LINK_COUNT_SCHEMA.names, r)) for r in f.count_rows],
                                   schema=LINK_COUNT_SCHEMA)

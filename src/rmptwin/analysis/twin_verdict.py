@@ -11,10 +11,10 @@
 - fairness spread p99 of B <= 5 ms (issue 10's target; A's value is shown beside it: what
   the protocol itself spreads, 0 on the quickstart).
 - per-link first-copy loss: per link direction, first copies lost / first copies offered.
-  A message's first copy is lost on a direction when its DATA frame was dropped there before
-  the source first re-sent it (its first SRC_RETX; any time if never re-sent): later drops
-  may be of re-sends, which a loaded emulation makes many more of (not a time window after
-  SEND: an overloaded emulation drops first copies seconds after their SEND). It is offered
+  A message's first copy is lost on a direction when the link model dropped its DATA frame
+  there as that frame's copy 0 (the drop log's ``copy``, the same count in both backends;
+  where none was kept, a drop before the source's first SRC_RETX): later drops may be of
+  re-sends, which a loaded emulation makes many more of. It is offered
   to every direction of its (source, stripe) multicast tree (tree.multicast_tree to the hosts that
   received the stripe, with the access links) that no upstream first-copy drop cut it off
   from. The denominator therefore does not count re-sends, and is the same in both backends
@@ -253,32 +253,49 @@ def reformation_counts(events: pa.Table) -> tuple[int, int]:
 TreeEdges = list[tuple[Direction, Direction | None]]   # (direction, the direction above it), parents first
 
 
-def first_copy_loss(drops: pa.Table, sends: dict[Message, int], resends: dict[Message, int],
-                    trees: dict[tuple[int, str], TreeEdges]) -> dict[Direction, tuple[int, int]]:
-    """Per link direction: (first copies lost there, first copies offered to it), from the
-    drop log, each message's first SEND and first SRC_RETX time (``message_times``) and the
-    (stripe, src) trees."""
-    lost: dict[tuple[int, str, Direction], set[int]] = {}
+def first_copies_lost(drops: pa.Table, sends: dict[Message, int], resends: dict[Message, int],
+                      trees: dict[tuple[int, str], TreeEdges]) -> dict[Direction, tuple[set[Message], int]]:
+    """Per link direction: (the messages whose first copy was lost there, how many first
+    copies were offered to it), from the drop log, each message's first SEND and first
+    SRC_RETX time (``message_times``) and the (stripe, src) trees.
+
+    A drop is of a first copy when the link model counted it as the identity's copy 0 on that
+    direction (the drop log's ``copy``); where it kept no count (``copy`` -1, or a drop log
+    from before the column), when it came before the source's first re-send. The copy index
+    needs no clock: on an overloaded machine a source may log a re-send before its stalled
+    first copy has reached the link (measured: 100 messages sent in one burst after a 500 ms
+    stall, each first copy dropped 110 ms after its SEND, 2 ms after its SRC_RETX). A message
+    lost above a direction is not offered to it: a re-send that reaches it is its copy 0 there,
+    and is left out."""
     d = drops.to_pydict()
-    for t, u, v, frame, group, src, seq in zip(d["t_ns"], d["from_node"], d["to_node"], d["frame"], d["group"],
-                                               d["src"], d["src_seq"]):
+    copies = d.get("copy") or [-1] * drops.num_rows
+    lost: dict[tuple[int, str, Direction], set[int]] = {}
+    for t, u, v, frame, group, src, seq, copy in zip(d["t_ns"], d["from_node"], d["to_node"], d["frame"],
+                                                     d["group"], d["src"], d["src_seq"], copies):
         msg = (_group_stripe(group), src, int(seq))
-        if frame.upper() == "DATA" and msg in sends and int(t) < resends.get(msg, int(t) + 1):
+        if frame.upper() != "DATA" or msg not in sends:
+            continue
+        if copy == 0 or (copy < 0 and int(t) < resends.get(msg, int(t) + 1)):
             lost.setdefault((msg[0], src, (u, v)), set()).add(int(seq))
     sent: dict[tuple[int, str], int] = {}
     for stripe, src, _ in sends:
         sent[(stripe, src)] = sent.get((stripe, src), 0) + 1
-    out: dict[Direction, list[int]] = {}
+    out: dict[Direction, tuple[set[Message], int]] = {}
     for (stripe, src), edges in trees.items():
         cut_above: dict[Direction, set[int]] = {}   # messages lost on or above a direction
         for e, up in edges:
             above = cut_above.get(up, set()) if up else set()
             here = lost.get((stripe, src, e), set()) - above
             cut_above[e] = above | here
-            tally = out.setdefault(e, [0, 0])
-            tally[0] += len(here)
-            tally[1] += sent.get((stripe, src), 0) - len(above)
-    return {e: (n, offered) for e, (n, offered) in out.items()}
+            msgs, offered = out.get(e, (set(), 0))
+            out[e] = (msgs | {(stripe, src, q) for q in here}, offered + sent.get((stripe, src), 0) - len(above))
+    return out
+
+
+def first_copy_loss(drops: pa.Table, sends: dict[Message, int], resends: dict[Message, int],
+                    trees: dict[tuple[int, str], TreeEdges]) -> dict[Direction, tuple[int, int]]:
+    """Per link direction: (first copies lost there, first copies offered to it)."""
+    return {e: (len(msgs), offered) for e, (msgs, offered) in first_copies_lost(drops, sends, resends, trees).items()}
 
 
 def multicast_edges(topo: Topology, source: str, members: set[str]) -> TreeEdges:

@@ -286,7 +286,7 @@ class LinkDirection:
         "_jitter_ns", "_delay_ns", "_ns_per_byte", "_limit", "_byte_limit", "_in_flight",
         "_line", "_line_bytes", "_bytes_held", "_tx_free", "_last_arrival",
         "_seen", "_seen_old", "_other_index", "_blocks", "_trace", "_trace_n", "_trace_starts",
-        "trace_origin_ns", "_chaos", "_dup_thr", "_reorder_thr", "duplicate_at",
+        "trace_origin_ns", "_chaos", "_dup_thr", "_reorder_thr", "duplicate_at", "last_copy",
     )
 
     def __init__(self, config: LinkConfig, seed: str) -> None:
@@ -312,6 +312,10 @@ class LinkDirection:
         # The clock value of the run's t = 0, for interval traces (run time); the simulator's
         # clock is run time already, the relay's is the monotonic clock.
         self.trace_origin_ns = 0
+        # The copy index of the packet last offered: how many times its identity had been
+        # offered to this direction before (0: its first copy), -1 where no draw was taken.
+        # Drop logs record it, so "the first copy was lost here" needs no clock comparison.
+        self.last_copy = -1
         self.reconfigure(config)
 
     # ------------------------------------------------------------------ run-time changes
@@ -366,6 +370,7 @@ class LinkDirection:
         """Arrival time at the far end of ``size`` bytes offered at ``now_ns``, or LOSS/QUEUE/DOWN.
 
         ``key`` is the packet's ``packet_key`` (computed once per packet, not per link)."""
+        self.last_copy = -1
         if not self.up:
             return DOWN
         if self._trace is not None and key[0] != b"L2" and self._trace_lost(now_ns):
@@ -382,6 +387,7 @@ class LinkDirection:
                     self._seen_old, seen = seen, {}
                     self._seen = seen
             seen[identity] = copies + 1
+            self.last_copy = copies
             if copies:
                 identity += b"#%d" % copies
             # One digest: its first 8 bytes decide the loss, its last 8 the jitter.

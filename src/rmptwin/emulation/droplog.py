@@ -34,6 +34,7 @@ class DroppedFrame:
     dst_ip: str
     dst_port: int
     payload: bytes   # UDP payload prefix, b"" when the frame is not IPv4/UDP
+    copy: int = -1   # the link model's copy index (tables.DROP_SCHEMA), -1 when not counted
 
 
 def parse_frame(frame: bytes) -> tuple[str, str, int, bytes]:
@@ -61,13 +62,13 @@ def read_drop_file(path: Path, link: str, a: str, b: str) -> list[DroppedFrame]:
     data = path.read_bytes() if path.exists() else b""
     out, pos = [], 0
     while pos + DROP_RECORD.size <= len(data):
-        t_ns, d, reason, caplen = DROP_RECORD.unpack_from(data, pos)
+        t_ns, d, reason, caplen, copy = DROP_RECORD.unpack_from(data, pos)
         pos += DROP_RECORD.size
         frame = data[pos: pos + caplen]
         pos += caplen
         src, dst, dport, payload = parse_frame(frame)
         frm, to = (a, b) if d == 0 else (b, a)
-        out.append(DroppedFrame(t_ns, link, frm, to, REASONS[reason], src, dst, dport, payload))
+        out.append(DroppedFrame(t_ns, link, frm, to, REASONS[reason], src, dst, dport, payload, copy))
     return out
 
 
@@ -85,6 +86,7 @@ def drops_table(frames: list[DroppedFrame], ip_names: dict[str, str], group_name
         cols["gseq"].append(gseq)
         cols["group"].append(group_names.get(fr.dst_ip, fr.dst_ip if fr.dst_ip.startswith("239.") else ""))
         cols["reason"].append(fr.reason)
+        cols["copy"].append(fr.copy)
     return pa.Table.from_pydict(cols, schema=DROP_SCHEMA)
 
 
@@ -120,7 +122,8 @@ def read_access_reports(paths: list[Path], clock_shift_ns: int) -> tuple[list[Dr
             continue
         counts.append(report["counts"])
         frames.extend(DroppedFrame(d["t_ns"] + clock_shift_ns, d["link"], d["from_node"], d["to_node"], d["reason"],
-                                   d["src_ip"], d["dst_ip"], d["dst_port"], bytes.fromhex(d["payload"]))
+                                   d["src_ip"], d["dst_ip"], d["dst_port"], bytes.fromhex(d["payload"]),
+                                   d.get("copy", -1))
                       for d in report["drops"])
     return frames, counts
 

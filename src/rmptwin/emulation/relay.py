@@ -37,7 +37,7 @@ ETH_P_ALL = 0x0003
 SOL_PACKET = 263
 PACKET_IGNORE_OUTGOING = 23
 CAPTURE = 200                      # bytes of each dropped frame kept for naming it
-DROP_RECORD = struct.Struct("<qBBH")  # t_ns, direction (0 a->b, 1 b->a), reason, caplen
+DROP_RECORD = struct.Struct("<qBBHi")  # t_ns, direction (0 a->b, 1 b->a), reason, caplen, copy index
 REASONS = ("loss", "queue", "down")   # the drop log's reason codes (linkmodel.REASONS' order)
 LOSS, QUEUE, DOWN = 0, 1, 2
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
@@ -151,9 +151,9 @@ class Relay:
         s.bind((ifname, ETH_P_ALL))
         return s
 
-    def _log_drop(self, now_mono: int, d: int, reason: int, frame: bytes) -> None:
+    def _log_drop(self, now_mono: int, d: int, reason: int, frame: bytes, copy: int = -1) -> None:
         cap = frame[:CAPTURE]
-        self.droplog.write(DROP_RECORD.pack(now_mono + self.wall_offset - self.t0, d, reason, len(cap)))
+        self.droplog.write(DROP_RECORD.pack(now_mono + self.wall_offset - self.t0, d, reason, len(cap), copy))
         self.droplog.write(cap)
         self.dirs[d].dropped[reason] += 1
 
@@ -175,7 +175,8 @@ class Relay:
                 arrived = min(now, max(earliest, sec * 1_000_000_000 + nsec - offset))
             reason = direction.admit(frame, arrived)
             if reason >= 0:
-                self._log_drop(arrived, d, reason, frame)  # when it reached the link, however late we read it
+                # when it reached the link, however late we read it; with the link model's copy index
+                self._log_drop(arrived, d, reason, frame, direction.model.last_copy)
 
     def _release(self, now: int) -> int | None:
         """Send every frame that is due, or due within its direction's slack (awake anyway:

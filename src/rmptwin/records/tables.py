@@ -125,6 +125,8 @@ DROP_SCHEMA = pa.schema(
         ("gseq", pa.int64()),
         ("group", pa.string()),     # multicast group, "" for unicast
         ("reason", pa.string()),    # loss | queue | down
+        ("copy", pa.int32()),       # times the frame's identity had crossed this direction before
+                                    # (0: its first copy; linkmodel.last_copy), -1 when not counted
     ]
 )
 

@@ -92,21 +92,22 @@ class HostLink:
     def send(self, now: int, data: bytes, addr: tuple[str, int], own_ip: str) -> None:
         code = self.up.offer(now, data, addr)
         if code < 0:
-            self._record_drop(now, self.host, self.switch, code, own_ip, addr, data)
+            self._record_drop(now, self.host, self.switch, code, own_ip, addr, data, self.up.model.last_copy)
 
     def receive(self, now: int, data: bytes, src: str, src_ip: str, own_ip: str, port: int) -> None:
         code = self.down.offer(now, data, src)
         if code < 0:
-            self._record_drop(now, self.switch, self.host, code, src_ip, (own_ip, port), data)
+            self._record_drop(now, self.switch, self.host, code, src_ip, (own_ip, port), data, self.down.model.last_copy)
 
     def next_due(self) -> int | None:
         heads = [line.items[0][0] for line in (self.up, self.down) if line.items]
         return min(heads) if heads else None
 
-    def _record_drop(self, now: int, frm: str, to: str, code: int, src_ip: str, addr, data: bytes) -> None:
+    def _record_drop(self, now: int, frm: str, to: str, code: int, src_ip: str, addr, data: bytes,
+                     copy: int) -> None:
         self.dropped_frames.append({"t_ns": now, "link": self.link, "from_node": frm, "to_node": to,
                                     "reason": REASONS[-code - 1], "src_ip": src_ip, "dst_ip": addr[0],
-                                    "dst_port": addr[1], "payload": data.hex()})
+                                    "dst_port": addr[1], "payload": data.hex(), "copy": copy})
 
     def counts(self) -> dict:
         """The relay's ``counts.json`` layout (``emulation.droplog.counts_table`` reads it)."""

@@ -260,7 +260,7 @@ class SimNetwork:
             dst = self.host_index.get(dest.node)
             desc = describe(data)
             if dst is None:
-                self.drops.append((t, "", self.host_names[sender], dest.node, *desc, "", "unknown_host"))
+                self.drops.append((t, "", self.host_names[sender], dest.node, *desc, "", "unknown_host", -1))
                 return
             pkt = (data, sender, desc, "", len(data) + HEADER_BYTES, -1, packet_key(data))
             if dst == sender:
@@ -279,7 +279,7 @@ class SimNetwork:
     def _drop(self, ld: LinkDir, t: int, pkt: tuple, reason: str, c: list[int]) -> int:
         c[1] += 1
         frame, src, src_seq, gseq = pkt[2]
-        self.drops.append((t, ld.link, ld.frm, ld.to, frame, src, src_seq, gseq, pkt[3], reason))
+        self.drops.append((t, ld.link, ld.frm, ld.to, frame, src, src_seq, gseq, pkt[3], reason, ld.model.last_copy))
         return -1
 
     def _cross(self, ld: LinkDir, t: int, pkt: tuple) -> int:
