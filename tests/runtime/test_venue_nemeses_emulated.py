@@ -29,6 +29,17 @@ from rmptwin.spec import load_experiment
 pytestmark = [pytest.mark.root, pytest.mark.emulation]
 
 REPO = Path(__file__).resolve().parents[2]
+# venue-failover offers 5,000 req/s for 6 s: four times what the etcd-sequenced emulated venue
+# completes on 2 CPUs (bench_venue: ~1,000 req/s with both EVs as processes). Overloaded, the
+# EVs fall seconds behind (measured: 658 and 206 of 30,000 positions by the end) and "states
+# equal at the end" judges the backlog, not the fault. The nemeses are judged at a rate the
+# machine sustains; the faults keep their times.
+RATE = 300.0
+
+
+def _sustainable(loaded):
+    venue = loaded.experiment.venue.model_copy(update={"rate": RATE})
+    return loaded.model_copy(update={"experiment": loaded.experiment.model_copy(update={"venue": venue})})
 
 
 @pytest.mark.xfail(strict=True, reason="emulated venue under nemeses: an EV stops executing (module docstring)")
@@ -36,7 +47,7 @@ REPO = Path(__file__).resolve().parents[2]
 def test_emulated_venue_keeps_its_invariants_under(name, tmp_path):
     base = load_experiment(REPO / "experiments" / "venue-failover.yaml")
     assert base.experiment.venue.sequencer == "etcd"
-    loaded, _ = scenario(base, name)
+    loaded, _ = scenario(_sustainable(base), name)
     outcome = run_experiment(loaded, "emulation", out=tmp_path / name, options=EmulationOptions(nodes="ns"))
     verdicts = {v.checker: v for v in check_run(outcome.run_dir)}
     assert verdicts["venue"].status == "ok", verdicts["venue"].violation
