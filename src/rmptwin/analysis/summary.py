@@ -209,12 +209,18 @@ def _released(df: pd.DataFrame, d: _Deliveries, rt_names: set[str]):
             yield node, int(t), int(gseq), msg, det
 
 
-def _release_figures(df: pd.DataFrame, d: _Deliveries, rt_names: set[str], operable_names: set[str]) -> dict:
-    """delivery_latency_ms and fairness_spread_ms, from RELEASE."""
+def _send_times(df: pd.DataFrame) -> dict[Message, int]:
+    """Each message's first SEND time."""
     send = df[df.kind == Kind.SEND]
     send_t: dict[Message, int] = {}
     for s, q, t, det in zip(send.src, send.src_seq, send.t_ns, send.detail):
         send_t.setdefault((stripe_of(det), s, int(q)), int(t))
+    return send_t
+
+
+def _release_figures(df: pd.DataFrame, d: _Deliveries, rt_names: set[str], operable_names: set[str]) -> dict:
+    """delivery_latency_ms and fairness_spread_ms, from RELEASE."""
+    send_t = _send_times(df)
     latencies, rel_times = [], {}
     for node, t, _gseq, msg, _det in _released(df, d, rt_names):
         if msg in send_t:
@@ -223,6 +229,27 @@ def _release_figures(df: pd.DataFrame, d: _Deliveries, rt_names: set[str], opera
             rel_times.setdefault(msg, []).append(t)
     spreads = [(max(ts) - min(ts)) / 1e6 for ts in rel_times.values()]
     return {"delivery_latency_ms": percentiles(latencies), "fairness_spread_ms": percentiles(spreads)}
+
+
+def release_table(events: pa.Table | pd.DataFrame, loaded: LoadedExperiment) -> pd.DataFrame:
+    """The samples behind delivery_latency_ms and fairness_spread_ms: one row per RELEASE of an
+    R_P/R_S whose message is known (node, stripe, src, src_seq, gseq, send_ns, release_ns,
+    latency_ms, operable). delivery_latency_ms is the percentiles of latency_ms (NaN where the
+    message's SEND is not in the log); fairness_spread_ms those of, per (stripe, src, src_seq),
+    the latest minus the earliest release_ns over the rows with operable true."""
+    df = events.to_pandas() if isinstance(events, pa.Table) else events
+    rt_names = {h.name for h in loaded.topology.hosts if h.role in RT_ROLES}
+    crashed_at_end, recovered_at = _lifecycle(df)
+    d = _deliveries(df, rt_names, crashed_at_end, recovered_at)
+    send_t = _send_times(df)
+    rows = [(node, msg[0], msg[1], msg[2], gseq, send_t.get(msg), t)
+            for node, t, gseq, msg, _det in _released(df, d, rt_names)]
+    out = pd.DataFrame(rows, columns=["node", "stripe", "src", "src_seq", "gseq", "send_ns", "release_ns"])
+    out["send_ns"] = out.send_ns.astype("Int64")   # NaN-able without float rounding of epoch times
+    out["release_ns"] = out.release_ns.astype(np.int64)
+    out["latency_ms"] = ((out.release_ns - out.send_ns) / 1e6).astype(float)
+    out["operable"] = ~out.node.isin(crashed_at_end)
+    return out
 
 
 def _late_ns(detail: str) -> int:
