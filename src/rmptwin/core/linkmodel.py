@@ -79,6 +79,7 @@ import struct
 from bisect import bisect_right
 from collections import deque
 from dataclasses import dataclass, replace
+from typing import Any
 
 from rmptwin.errors import UserError
 
@@ -92,7 +93,7 @@ _BLAKE2B = hashlib.blake2b
 _FROM_BYTES = int.from_bytes
 _BLOCK_WORDS = struct.Struct(f">{GE_BLOCK}Q")
 
-PacketKey = tuple  # (identity: bytes, stream: bytes | None, index in the stream: int)
+PacketKey = tuple[bytes, bytes | None, int]  # (identity, stream (None: none), index in the stream)
 
 
 def reason(code: int) -> str:
@@ -181,7 +182,7 @@ class TraceConfig:
 LossConfig = BernoulliConfig | GilbertElliottConfig | TraceConfig
 
 
-def loss_config(model) -> LossConfig:
+def loss_config(model: Any) -> LossConfig:
     """A loss config from a spec loss model (duck-typed), a bare probability or a config."""
     if isinstance(model, (BernoulliConfig, GilbertElliottConfig, TraceConfig)):
         return model
@@ -239,7 +240,7 @@ class LinkConfig:
             raise UserError(f"link: reorder delay must be >= 0, got {self.reorder_ns} ns")
 
     @classmethod
-    def from_spec(cls, params, *, count_in_flight: bool = True) -> "LinkConfig":
+    def from_spec(cls, params: Any, *, count_in_flight: bool = True) -> "LinkConfig":
         """From a ``spec.LinkParams`` or anything with its attributes and ``queue_limit()``."""
         return cls(
             delay_ns=round(params.delay_ms * 1e6),
@@ -305,7 +306,7 @@ class LinkDirection:
         self._seen_old: dict[bytes, int] = {}   # the previous generation
         self._other_index = 0                   # place in the arrival-order Gilbert-Elliott chain
         self._blocks: dict[tuple[bytes, int], bytearray] = {}
-        self._byte_limit = None
+        self._byte_limit: int | None = None
         self._trace: TraceConfig | None = None
         self._trace_n = 0                       # datagrams offered since the trace was set
         self._trace_starts: list[int] = []
@@ -336,10 +337,10 @@ class LinkDirection:
         if trace != self._trace:   # a new trace replays from its start (other changes keep its place)
             self._trace, self._trace_n = trace, 0
             self._trace_starts = [a for a, _ in trace.intervals_ns] if trace is not None else []
-        self._ge = loss if isinstance(loss, GilbertElliottConfig) else None
-        self._loss_thr = _digest_threshold(0.0 if self._ge is not None or trace is not None else loss.p)
-        if self._ge is not None:
-            self._thr_good, self._thr_bad = _digest_threshold(loss.loss_good), _digest_threshold(loss.loss_bad)
+        ge = self._ge = loss if isinstance(loss, GilbertElliottConfig) else None
+        self._loss_thr = _digest_threshold(loss.p if isinstance(loss, BernoulliConfig) else 0.0)
+        if ge is not None:
+            self._thr_good, self._thr_bad = _digest_threshold(ge.loss_good), _digest_threshold(ge.loss_bad)
         self._blocks.clear()   # chains computed with the old probabilities
         self._chaos = bool(config.duplicate or config.reorder)
         self.duplicate_at = -1
@@ -347,7 +348,7 @@ class LinkDirection:
         self._draws = bool(self._ge is not None or (trace is None and loss.mean > 0.0) or self._jitter_ns
                            or self._chaos)
 
-    def set_loss(self, model) -> None:
+    def set_loss(self, model: Any) -> None:
         """Change the loss model (a spec model, a probability or a loss config)."""
         self.reconfigure(replace(self.config, loss=loss_config(model)))
 
@@ -439,6 +440,7 @@ class LinkDirection:
 
     def _trace_lost(self, now_ns: int) -> bool:
         trace = self._trace
+        assert trace is not None   # offer calls it only with a trace set
         if trace.packets:
             n = self._trace_n
             self._trace_n = n + 1
@@ -463,6 +465,7 @@ class LinkDirection:
     def _ge_block(self, stream: bytes, block: int) -> bytearray:
         """States of ``GE_BLOCK`` consecutive indices of one chain, from the keyed stream."""
         ge = self._ge
+        assert ge is not None   # offer calls it only under Gilbert-Elliott loss
         head = self._prefix + b"G" + block.to_bytes(8, "big", signed=True)
         raw = b"".join(_BLAKE2B(head + j.to_bytes(2, "big") + stream, digest_size=64).digest()
                        for j in range(GE_BLOCK // 8))

@@ -19,6 +19,7 @@ fault and topology objects are read, never imported.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Iterable
 
 FAULT_FIELDS = ("node", "link", "loss", "groups", "jump_ms", "drift_ppm", "duplicate", "reorder", "reorder_ms",
                 "member")
@@ -30,8 +31,8 @@ class Step:
     action: str
     node: str | None = None
     link: str | None = None
-    loss: object = None
-    groups: tuple | None = None
+    loss: Any = None                # a spec loss model, passed on as it is (read by linkmodel.loss_config)
+    groups: tuple[tuple[str, ...], ...] | None = None
     jump_ms: float | None = None
     drift_ppm: float | None = None
     duplicate: float | None = None
@@ -44,8 +45,8 @@ def _ns(s: float) -> int:
     return round(s * 1e9)
 
 
-def _step(fault, at_ns: int, action: str | None = None) -> Step:
-    kw = {k: getattr(fault, k, None) for k in FAULT_FIELDS}
+def _step(fault: Any, at_ns: int, action: str | None = None) -> Step:
+    kw: dict[str, Any] = {k: getattr(fault, k, None) for k in FAULT_FIELDS}
     if kw["groups"] is not None:
         kw["groups"] = tuple(tuple(g) for g in kw["groups"])
     if kw["reorder_ms"] is None:
@@ -53,7 +54,8 @@ def _step(fault, at_ns: int, action: str | None = None) -> Step:
     return Step(at_ns, action or fault.action, **kw)
 
 
-def steps(faults) -> list[Step]:
+def steps(faults: Iterable[Any]) -> list[Step]:
+    """``faults``: the spec's fault schedule (read, never imported: a layer above)."""
     out: list[Step] = []
     for f in faults:
         t = _ns(f.at_s)
@@ -81,7 +83,7 @@ def steps(faults) -> list[Step]:
     return out
 
 
-def partition_links(topology, groups) -> list[str]:
+def partition_links(topology: Any, groups: Iterable[Iterable[str]]) -> list[str]:
     """Names of the switch links whose ends the partition ``groups`` puts in different sets."""
     side = {sw: -1 for sw in topology.switches}   # -1: the rest
     for i, g in enumerate(groups):

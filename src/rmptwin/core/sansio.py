@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Protocol, Union
 
 from rmptwin.core.events import Event
@@ -35,7 +36,7 @@ Dest = Union[Group, Unicast]
 class Core(Protocol):
     def receive_datagram(self, data: bytes, src: str, now: int) -> None: ...
 
-    def datagrams_to_send(self, now: int) -> list[tuple[bytes, Dest]]: ...
+    def datagrams_to_send(self, now: int) -> Sequence[tuple[bytes, Dest]]: ...
 
     def get_timer(self) -> int | None: ...
 
@@ -72,7 +73,7 @@ class NoTimer:
 class QueuedEvents:
     """A core whose events wait in ``self._events`` (a deque), oldest first."""
 
-    _events: deque
+    _events: deque[Event]
 
     def next_event(self) -> Event | None:
         return self._events.popleft() if self._events else None

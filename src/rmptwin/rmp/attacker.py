@@ -149,8 +149,8 @@ class AttackerCore:
             self._send(packet, self.region_group, self._head)
 
     def _forge(self) -> None:
-        if self._head is None or not self.region_group:
-            return   # nothing heard yet: no sequence number to forge at
+        if self._head is None or not self.region_group or self.cfg.region is None:
+            return   # nothing heard yet: no sequence number to forge at (region_group: a region)
         payload = self._made_up(PURPOSE_REGION, key_name(PURPOSE_REGION, self.cfg.region))
         packet = MoldPacket(session_name(self.cfg.stripe), self._head, (payload,)).encode()
         self._send(packet, self.region_group, self._head)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from typing import Hashable
+from collections.abc import Sequence
+from typing import Any, Generic, Hashable, TypeVar
 
 from rmptwin.core.sansio import Dest, Group, QueuedEvents
 from rmptwin.core.groups import rmp_group
@@ -19,32 +20,37 @@ from rmptwin.rmp import wire
 from rmptwin.rmp.seal import MAC_BYTES, KeySet, SealError, Sealer, alarm
 
 
-class Timers:
+Key = TypeVar("Key", bound=Hashable)
+# An RMP core's timer names: tuples, e.g. (stripe, "pass"), ("report", key), ("sec", ring, "wait").
+TimerKey = tuple[Any, ...]
+
+
+class Timers(Generic[Key]):
     """Named deadlines; setting a name again moves it. Lazy-deleting heap."""
 
     def __init__(self) -> None:
-        self._due: dict[Hashable, int] = {}
-        self._heap: list[tuple[int, int, Hashable]] = []
+        self._due: dict[Key, int] = {}
+        self._heap: list[tuple[int, int, Key]] = []
         self._n = 0
 
-    def set(self, key: Hashable, when: int) -> None:
+    def set(self, key: Key, when: int) -> None:
         self._due[key] = when
         self._n += 1
         heapq.heappush(self._heap, (when, self._n, key))
 
-    def set_earlier(self, key: Hashable, when: int) -> None:
+    def set_earlier(self, key: Key, when: int) -> None:
         """Set unless already due sooner."""
         cur = self._due.get(key)
         if cur is None or when < cur:
             self.set(key, when)
 
-    def cancel(self, key: Hashable) -> None:
+    def cancel(self, key: Key) -> None:
         self._due.pop(key, None)
 
-    def has(self, key: Hashable) -> bool:
+    def has(self, key: Key) -> bool:
         return key in self._due
 
-    def keys_due_at(self, when: int) -> list[Hashable]:
+    def keys_due_at(self, when: int) -> list[Key]:
         """The keys set to fire at ``when`` (a driver asks which timer a deadline is)."""
         return [key for key, due in self._due.items() if due == when]
 
@@ -54,8 +60,8 @@ class Timers:
             heapq.heappop(h)
         return h[0][0] if h else None
 
-    def pop_due(self, now: int) -> list[Hashable]:
-        out = []
+    def pop_due(self, now: int) -> list[Key]:
+        out: list[Key] = []
         h = self._heap
         while h and h[0][0] <= now:
             when, _, key = heapq.heappop(h)
@@ -70,7 +76,7 @@ class CoreBase(QueuedEvents):
 
     def __init__(self, name: str, keys: KeySet | None = None) -> None:
         self.name = name
-        self.timers = Timers()
+        self.timers: Timers[TimerKey] = Timers()
         self._out: list[tuple[bytes, Dest]] = []
         self._events: deque[Event] = deque()
         self.malformed = 0
@@ -80,7 +86,7 @@ class CoreBase(QueuedEvents):
         self.ignored = 0           # well-formed frames of no use to this core (another stripe, a role's frame)
 
     # -- core API -----------------------------------------------------------------
-    def datagrams_to_send(self, now: int) -> list[tuple[bytes, Dest]] | tuple:
+    def datagrams_to_send(self, now: int) -> Sequence[tuple[bytes, Dest]]:
         out = self._out
         if not out:
             return ()  # the common case, after every datagram: no new list
@@ -100,7 +106,7 @@ class CoreBase(QueuedEvents):
             for key in keys:
                 self.on_timer(key, now)
 
-    def on_timer(self, key: Hashable, now: int) -> None:  # pragma: no cover - abstract
+    def on_timer(self, key: TimerKey, now: int) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
 
     # -- helpers --------------------------------------------------------------------
@@ -119,7 +125,7 @@ class CoreBase(QueuedEvents):
             self.malformed += 1
             return None
 
-    def reject(self, reason: str, claimed: str, via: str, **detail) -> None:
+    def reject(self, reason: str, claimed: str, via: str, **detail: Any) -> None:
         """Drop a frame for security: count it and raise an ALARM naming its claimed sender."""
         self.rejected += 1
         self.emit(alarm(reason, claimed, via, **detail))

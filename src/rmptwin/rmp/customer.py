@@ -26,6 +26,7 @@ import random
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from rmptwin.core.events import Event, Kind
 from rmptwin.core.trade_report import TickerDecodeError, TradeReport
@@ -49,15 +50,23 @@ DECODE_CACHE = 512
 # immutable (MoldPacket, TradeReport, None for a payload that is not a trade report).
 _PACKETS: dict[bytes, MoldPacket] = {}
 _TRADES: dict[bytes, TradeReport | None] = {}
-_UNCACHED = object()   # _TRADES.get default: None is a cached answer (not a trade report)
-# Session name -> stripe (None: not ours): once per packet.
+_UNCACHED: Any = object()   # _TRADES.get default: None is a cached answer (not a trade report)
+# Session name -> stripe (None: not ours): once per packet. -1 is never a stripe: the .get default
+# for a session not seen yet.
 _SESSION_STRIPES: dict[str, int | None] = {}
+_NEW_SESSION = -1
+# What a customer holds of a message until it is handed over: (payload, a repair, the region
+# it came through ("" for a repair)).
+Held = tuple[bytes, bool, str]
+# What handing a whole packet over does (``_batch``): (sequence numbers, (symbol, trade) pairs,
+# payloads that are no trade report, CUST_RECV events).
+Batch = tuple[tuple[int, ...], tuple[tuple[str, TradeReport], ...], int, tuple[Event, ...]]
 # CUST_RECV events by content: every customer of a region hands over the same message with
 # the same detail, so they share one immutable Event (the driver stamps node and time apart):
 # no Event and no detail dict per message per customer. The detail is never mutated.
-_RECV_EVENTS: dict[tuple, Event] = {}
+_RECV_EVENTS: dict[tuple[int, int, bool, int, str, str], Event] = {}
 # A packet handed over whole, in order (``_batch``), by (bytes, stripe, repair, region).
-_BATCHES: dict[tuple, tuple] = {}
+_BATCHES: dict[tuple[bytes, int, bool, str], Batch] = {}
 
 
 def _packet(data: bytes) -> MoldPacket:
@@ -87,7 +96,7 @@ def _recv_event(seq: int, payload: bytes, repair: bool, stripe: int, region: str
     return ev
 
 
-def _batch(data: bytes, pkt: MoldPacket, stripe: int, repair: bool, region: str, session: str) -> tuple:
+def _batch(data: bytes, pkt: MoldPacket, stripe: int, repair: bool, region: str, session: str) -> Batch:
     """What handing a whole packet over in order does, the same for every customer that
     does it: (sequence numbers, (symbol, trade) pairs, payloads that are no trade report,
     CUST_RECV events). Cached by content like the decodes above."""
@@ -96,7 +105,9 @@ def _batch(data: bytes, pkt: MoldPacket, stripe: int, repair: bool, region: str,
     if batch is not None:
         return batch
     seqs = tuple(range(pkt.seq, pkt.seq + len(pkt.messages)))
-    trades, events, malformed = [], [], 0
+    trades: list[tuple[str, TradeReport]] = []
+    events: list[Event] = []
+    malformed = 0
     for seq, payload in zip(seqs, pkt.messages):
         trade = _trade(payload)
         symbol = ""
@@ -145,7 +156,7 @@ class CustomerConfig:
     feed_watch: FeedWatchConfig | None = None     # stale_feed alarms (``feed_watch``); None: off
 
 
-class CustomerCore(GapRepairer):
+class CustomerCore(GapRepairer[Held]):
     """A customer R of one grade, in the regions and stripes of its host spec."""
 
     def __init__(self, config: CustomerConfig, rng: random.Random, *, recovering: bool = False) -> None:
@@ -155,7 +166,7 @@ class CustomerCore(GapRepairer):
         # RX_TRIES attempts (it lost the message too and is still fetching it, or it is down),
         # the R_T of our regions in turn, then R_x again. Without an R_x: the R_T in turn.
         self.has_rx = config.retransmit is not None
-        rx = [config.retransmit] if self.has_rx else []
+        rx = [config.retransmit] if config.retransmit is not None else []
         self.servers: dict[int, list[str]] = {k: rx + list(config.remulticasters[k]) for k in self.stripes}
         self._region_of = dict(config.region_of)
         # Copies from the R_x are repairs; copies from an R_T are repairs only when requested.
@@ -197,16 +208,16 @@ class CustomerCore(GapRepairer):
                 self.malformed += 1
                 return
         session = pkt.session
-        stripe = _SESSION_STRIPES.get(session, _UNCACHED)
-        if stripe is _UNCACHED:
+        stripe = _SESSION_STRIPES.get(session, _NEW_SESSION)
+        if stripe == _NEW_SESSION:
             if len(_SESSION_STRIPES) >= DECODE_CACHE:   # hostile senders can invent sessions
                 _SESSION_STRIPES.clear()
             stripe = _SESSION_STRIPES[session] = session_stripe(session)
         track = self.tracks.get(stripe) if stripe is not None else None
-        if track is None:
+        if track is None or stripe is None:
             self.foreign += 1
             return
-        if src in self._feed_sources:
+        if src in self._feed_sources and self._watch is not None:   # (the sources are the watch's)
             self._watch.heard(stripe, now)
         if pkt.end_of_session:
             return
@@ -272,6 +283,7 @@ class CustomerCore(GapRepairer):
         and their R_T); a guaranteed customer then polls its R_x (else the R_T in turn) with a
         MoldUDP64 request from the next sequence number it expects."""
         watch = self._watch
+        assert watch is not None   # on_timer checks feeds only with a watch
         fresh, poll = watch.due(now, {k: t.next for k, t in self.tracks.items()})
         for stripe, since in fresh:
             rts = watch.feeds.get(stripe, ())
@@ -290,7 +302,7 @@ class CustomerCore(GapRepairer):
             server = servers[0] if self.has_rx else in_turn(servers, self.stale_polls)
             self._request(stripe, first, MAX_REQUEST, server)
 
-    def _in_order_or_held(self, data: bytes, pkt: MoldPacket, stripe: int, track: SequenceTracker,
+    def _in_order_or_held(self, data: bytes, pkt: MoldPacket, stripe: int, track: SequenceTracker[Held],
                           recent: dict[int, bytes], done: int, repair: bool, region: str) -> bool:
         """The two common cases without keys, a packet at a time instead of a message at a
         time; True when handled. Every message already handed over and equal to the copy we
@@ -324,13 +336,13 @@ class CustomerCore(GapRepairer):
         self._events += events
         return True
 
-    def _add(self, stripe: int, track: SequenceTracker, seq: int, payload: bytes, src: str,
+    def _add(self, stripe: int, track: SequenceTracker[Held], seq: int, payload: bytes, src: str,
              from_server: bool, region: str, now: int) -> None:
         """Hold message ``seq`` for delivery unless it is unreadable, forged or a duplicate."""
         if self.sealer is None:
             # _readable without keys, inlined: this runs once per message per customer
-            held = track.buffer.get(seq)
-            held = held[0] if held is not None else self._recent[stripe].get(seq)
+            waiting = track.buffer.get(seq)
+            held = waiting[0] if waiting is not None else self._recent[stripe].get(seq)
             if held is not None and held != payload:
                 self._reject(Reason.CONFLICTING_PAYLOAD, src, stripe, seq)
                 return
@@ -349,7 +361,7 @@ class CustomerCore(GapRepairer):
         if not new:
             self.duplicates += 1
 
-    def _readable(self, stripe: int, track: SequenceTracker, seq: int, payload: bytes,
+    def _readable(self, stripe: int, track: SequenceTracker[Held], seq: int, payload: bytes,
                   src: str) -> tuple[bytes, bool] | None:
         """(plaintext, sealed as a repair) of message ``seq``, or None when it is dropped:
         unreadable to us, failing its MAC, or conflicting with the copy we hold (ALARM)."""
@@ -364,8 +376,8 @@ class CustomerCore(GapRepairer):
                     self._reject(e.reason, src, stripe, seq)
                 return None
             repair = purpose == PURPOSE_REPAIR
-        held = track.buffer.get(seq)
-        held = held[0] if held is not None else self._recent[stripe].get(seq)
+        waiting = track.buffer.get(seq)
+        held = waiting[0] if waiting is not None else self._recent[stripe].get(seq)
         if held is not None and held != payload:
             self._reject(Reason.CONFLICTING_PAYLOAD, src, stripe, seq)
             return None
@@ -384,7 +396,7 @@ class CustomerCore(GapRepairer):
             return servers[0]
         return in_turn(servers[1:] + servers[:1], attempt - RX_TRIES)
 
-    def _deliver(self, stripe: int, track: SequenceTracker) -> None:
+    def _deliver(self, stripe: int, track: SequenceTracker[Held]) -> None:
         ready = track.deliverable()
         if not ready:
             return

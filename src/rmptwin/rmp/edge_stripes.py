@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from rmptwin.core.events import Event, Kind
 from rmptwin.core.sansio import Dest
@@ -108,7 +109,8 @@ def stripes_within(plan: EdgePlan, line_kbps: float | None, wanted: list[int] | 
     order = [e for e in wanted if e in ids] if wanted is not None else ids
     if line_kbps is None:
         return order
-    out, used = [], 0.0
+    out: list[int] = []
+    used = 0.0
     for e in order:
         need = plan.rate_bps(e) * regions
         if used + need > line_kbps * 1000 and out:
@@ -122,7 +124,7 @@ class EdgeRemulticaster:
     """A core stripe's released messages re-cut into its edge stripes (one Remulticaster each)."""
 
     def __init__(self, regions: list[str], core: int, plan: EdgePlan, *, emit: Callable[[Event], None] | None = None,
-                 **remulticaster_kw) -> None:
+                 **remulticaster_kw: Any) -> None:
         self.stripe = core
         self.emit = emit
         self.symbol_edge = plan.symbol_edges(core)
@@ -135,7 +137,8 @@ class EdgeRemulticaster:
         try:
             symbol = TradeReport.decode(payload).symbol
         except TickerDecodeError:
-            symbol = None
+            self.unplaced += 1
+            return
         edge = self.symbol_edge.get(symbol)
         if edge is None:
             self.unplaced += 1
@@ -166,5 +169,5 @@ class EdgeRemulticaster:
             edge = session_stripe(decode_request(data).session) if is_request(data) else None
         except MoldDecodeError:
             edge = None
-        rm = self.subs.get(edge)
+        rm = self.subs.get(edge) if edge is not None else None
         return rm.serve_rerequest(data, src) if rm is not None else []

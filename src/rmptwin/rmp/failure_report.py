@@ -7,7 +7,7 @@ from typing import Callable
 
 from rmptwin.core.sansio import Unicast
 from rmptwin.rmp import wire
-from rmptwin.rmp.corebase import CoreBase
+from rmptwin.rmp.corebase import CoreBase, TimerKey
 from rmptwin.core.timing import Timing
 
 
@@ -32,7 +32,7 @@ class Reporter:
         self._pending[key] = (rep, 0)
         self._send(key, now)
 
-    def _send(self, key, now: int) -> None:
+    def _send(self, key: tuple[int, str], now: int) -> None:
         rep, attempts = self._pending[key]
         if attempts and attempts % self.tm.k_r == 0:
             self._idx = (self._idx + 1) % len(self.servers)   # that X_R seems down: try the next
@@ -47,7 +47,7 @@ class Reporter:
         self._pending[key] = (rep, attempts + 1)
         self.core.timers.set(("report", key), now + self.tm.tau_r)
 
-    def on_timer(self, key, now: int) -> None:
+    def on_timer(self, key: TimerKey, now: int) -> None:
         if key in self._pending:
             self._send(key, now)
 

@@ -7,6 +7,7 @@ name here: ``from rmptwin.rmp.wire import Ack`` and ``wire.Ack`` keep working.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 # frame type codes
@@ -166,7 +167,7 @@ class NewRing:
     TYPE_NAME = "NEW_RING"
 
 
-def lineage_epoch(lineage, token: int) -> int | None:
+def lineage_epoch(lineage: Iterable[tuple[int, int]], token: int) -> int | None:
     """The epoch whose ring issued ``token`` by ``lineage``; None if older than it records."""
     found = None
     for epoch, first in lineage:
@@ -177,7 +178,7 @@ def lineage_epoch(lineage, token: int) -> int | None:
     return found
 
 
-def superseded(lineage, epoch: int, token: int) -> bool:
+def superseded(lineage: Iterable[tuple[int, int]], epoch: int, token: int) -> bool:
     """Whether ack ``token`` of ring ``epoch`` is one ``lineage`` shows another ring replaced."""
     owner = lineage_epoch(lineage, token)
     return owner is not None and owner != epoch

@@ -112,7 +112,7 @@ def is_request(data: bytes) -> bool:
     """True when ``data`` has the shape of a re-request (see the module docstring)."""
     if len(data) != HEADER_SIZE:
         return False
-    count = _LEN.unpack_from(data, 18)[0]
+    count: int = _LEN.unpack_from(data, 18)[0]
     return 1 <= count <= MAX_MESSAGE_COUNT
 
 

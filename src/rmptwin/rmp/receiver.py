@@ -30,15 +30,19 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from rmptwin.core.sansio import Unicast
+from rmptwin.core.sansio import Dest, Unicast
 from rmptwin.core.events import Event, Kind
 from rmptwin.rmp import wire
-from rmptwin.rmp.corebase import CoreBase
+from rmptwin.rmp.corebase import CoreBase, TimerKey
 from rmptwin.rmp.failure_report import Reporter
-from rmptwin.rmp.seal import Reason, SealError
+from rmptwin.rmp.remulticast import RegionalFeed
+from rmptwin.rmp.seal import Reason, SealError, Sealer
 from rmptwin.core.timing import Timing
 
 MAX_RANGE = 128        # most acks or messages one NACK asks for
+# What a receiver asks for: "acks", "msgs", "ackof", or ("srcgap", source) for a hole in a
+# source's waiting messages (asked of the source itself).
+Channel = str | tuple[str, str]
 
 
 @dataclass
@@ -51,7 +55,8 @@ class StreamReceiver:
     serves_retransmissions = False
     asks_sources = False       # token candidates fetch holes in the waiting messages from sources
 
-    def __init__(self, core: CoreBase, stripe: int, timing: Timing, reporter: Reporter, remulticaster=None) -> None:
+    def __init__(self, core: CoreBase, stripe: int, timing: Timing, reporter: Reporter,
+                 remulticaster: RegionalFeed | None = None) -> None:
         self.core = core
         self.me = core.name
         self.stripe = stripe
@@ -75,7 +80,7 @@ class StreamReceiver:
         self.hint: dict[str, int] = {}                  # source's acked_below
         self.next_gseq = 1
         self.last_ts: int | None = None
-        self.requests: dict[str, _Request] = {}
+        self.requests: dict[Channel, _Request] = {}
         self.release_q: deque[tuple[int, int, tuple[str, int], bytes]] = deque()
         self.unstable: deque[tuple[int, tuple[str, int], wire.Ack]] = deque()   # safe: placed, not delivered
         self.stable_t = 0              # safe: highest stable token an ack of our epoch announced
@@ -143,7 +148,7 @@ class StreamReceiver:
             self.want(("srcgap", d.src), now)
         self.on_new_data(key, now)
 
-    def authentic(self, d: wire.Data, src: str, sealer) -> bool:
+    def authentic(self, d: wire.Data, src: str, sealer: Sealer) -> bool:
         """Whether a DATA frame opens under its source's key (seed 6: only authorized
         sources are sequenced). The plaintext is dropped: it is read again only at release."""
         try:
@@ -204,7 +209,7 @@ class StreamReceiver:
         if progressed:
             for req in self.requests.values():
                 req.attempts = 0
-            if self.tm.time_driven and self.t_r > self.highest_seen:
+            if self.tm.time_driven and self.t_r > self.highest_seen and self.last_ts is not None:
                 self.core.timers.set((self.stripe, "expect"), self.last_ts + self.tm.tau_t + self.tm.dn)
 
     def _holds_all(self, a: wire.Ack) -> bool:
@@ -265,13 +270,13 @@ class StreamReceiver:
         return payload if sealer is None else sealer.open_source(s, self.stripe, seq, payload)
 
     # ----------------------------------------------------------------- requests
-    def want(self, chan, now: int, delay: int | None = None) -> None:
+    def want(self, chan: Channel, now: int, delay: int | None = None) -> None:
         if chan in self.requests:
             return
         self.requests[chan] = _Request()
         self.core.timers.set((self.stripe, "req", chan), now + (self.tm.dn // 2 if delay is None else delay))
 
-    def missing(self, chan) -> list[tuple[int, int, int, str]]:
+    def missing(self, chan: Channel) -> list[tuple[int, int, int, str]]:
         """What ``chan`` still lacks, as NACK (want, lo, hi, src) ranges; [] when complete."""
         out: list[tuple[int, int, int, str]] = []
         if chan == "acks":
@@ -314,7 +319,7 @@ class StreamReceiver:
                     out.append((wire.WANT_ACK_OF, nxt, min(below - 1, nxt + MAX_RANGE - 1), s))
         return out
 
-    def fire_request(self, chan, now: int) -> None:
+    def fire_request(self, chan: Channel, now: int) -> None:
         req = self.requests.get(chan)
         if req is None:
             return
@@ -366,18 +371,18 @@ class StreamReceiver:
         for f in frames:
             self.send_retx(f, self.retx_dest(n.requester))
 
-    def send_retx(self, f: wire.Data | wire.Ack, dest) -> None:
+    def send_retx(self, f: wire.Data | wire.Ack, dest: Dest) -> None:
         self.core.send(wire.Retx(self.stripe, f), dest)
         if isinstance(f, wire.Data):
             self.core.emit(Event(Kind.RETX_SENT, f.src, f.src_seq, -1, len(f.payload), {"stripe": self.stripe}))
         else:
             self.core.emit(Event(Kind.RETX_SENT, gseq=f.first_gseq, detail={"stripe": self.stripe, "token": f.token}))
 
-    def retx_dest(self, requester: str):
+    def retx_dest(self, requester: str) -> Dest:
         return Unicast(requester)
 
     # ----------------------------------------------------------------- timers
-    def on_timer(self, key: tuple, now: int) -> None:
+    def on_timer(self, key: TimerKey, now: int) -> None:
         what = key[1]
         if what == "req":
             self.fire_request(key[2], now)
@@ -423,7 +428,7 @@ class StreamReceiver:
                 if m in self.msgs:
                     self.waiting[m] = None
 
-    def fence(self, last_t: int, epoch: int, now: int, lineage=()) -> None:
+    def fence(self, last_t: int, epoch: int, now: int, lineage: tuple[tuple[int, int], ...] = ()) -> None:
         """A new ring starts after ``last_t``: drop held acks of older rings above it, and
         of rings the lineage shows were superseded below them."""
         self.epoch = max(self.epoch, epoch)
@@ -449,10 +454,10 @@ class StreamReceiver:
             self.want("acks", now, delay=0)
 
     # ----------------------------------------------------------------- hooks
-    def may_request(self, chan: str) -> bool:
+    def may_request(self, chan: Channel) -> bool:
         return True
 
-    def request_target(self, chan: str, rotation: int) -> str | None:
+    def request_target(self, chan: Channel, rotation: int) -> str | None:
         return self.server
 
     def expected_sender(self) -> str | None:

@@ -3,26 +3,31 @@ secondary rings they belong to, failure reports, and regional remulticast."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from rmptwin.core.groups import rmp_group
 from rmptwin.rmp import wire
-from rmptwin.rmp.corebase import CoreBase
+from rmptwin.rmp.corebase import CoreBase, TimerKey
 from rmptwin.rmp.receiver import StreamReceiver
 from rmptwin.rmp.moldudp64 import MoldDecodeError, decode_request, is_request
-from rmptwin.rmp.remulticast import Remulticaster
+from rmptwin.rmp.remulticast import RegionalFeed, Remulticaster
 from rmptwin.rmp.failure_report import Reporter
 from rmptwin.rmp.seal import KeySet
 from rmptwin.rmp.secondary_ring import SecondaryRing
 from rmptwin.core.striping import session_stripe
+from rmptwin.core.sansio import Dest
 from rmptwin.core.timing import Timing
+
+if TYPE_CHECKING:
+    from rmptwin.rmp.edge_stripes import EdgePlan
 
 
 class ReceiverHost(CoreBase):
     """Dispatches frames and timers to the per-stripe receivers, secondary rings and reporter;
     subclasses build ``receivers`` and ``sec_rings`` in their constructors."""
 
-    def __init__(self, name: str, timing: Timing, reformers: list[str], regions: list[str],
+    def __init__(self, name: str, timing: Timing, reformers: list[str], regions: Sequence[str],
                  heartbeat_ns: int | None, keys: KeySet | None = None,
                  requester_region: Mapping[str, str] | None = None) -> None:
         super().__init__(name, keys)
@@ -30,14 +35,14 @@ class ReceiverHost(CoreBase):
         self._requester_region = dict(requester_region or {})
         self.reporter = Reporter(self, reformers, timing)
         self.receivers: dict[int, StreamReceiver] = {}
-        self.remulticasters: dict[int, Remulticaster] = {}
+        self.remulticasters: dict[int, RegionalFeed] = {}
         self.sec_rings: dict[tuple[str, int], SecondaryRing] = {}
         self._regions = list(regions)
         self._heartbeat_ns = heartbeat_ns
         self._groups_cache: tuple[int, frozenset[str]] | None = None  # (receivers, their groups)
         self._edge_core: dict[int, int] = {}   # edge stripe -> its core stripe (use_edge_stripes)
 
-    def add_remulticaster(self, stripe: int):
+    def add_remulticaster(self, stripe: int) -> Remulticaster | None:
         """The stripe's remulticaster into this host's regions, or None when it serves none."""
         if not self._regions:
             return None
@@ -46,7 +51,7 @@ class ReceiverHost(CoreBase):
                                                          requester_region=self._requester_region, **kw)
         return rm
 
-    def use_edge_stripes(self, plan) -> None:
+    def use_edge_stripes(self, plan: EdgePlan) -> None:
         """Remulticast each core stripe as its edge stripes (``edge_stripes.EdgePlan``, seed 4.4)
         instead of as one session: re-requests for an edge stripe go to its core stripe's."""
         from rmptwin.rmp.edge_stripes import EdgeRemulticaster
@@ -100,13 +105,13 @@ class ReceiverHost(CoreBase):
             stripe = session_stripe(decode_request(data).session) if is_request(data) else None
         except MoldDecodeError:
             stripe = None
-        rm = self.remulticasters.get(self._edge_core.get(stripe, stripe))
+        rm = self.remulticasters.get(self._edge_core.get(stripe, stripe)) if stripe is not None else None
         if rm is None:
             self.malformed += 1
             return
         self._out += rm.serve_rerequest(data, src)
 
-    def datagrams_to_send(self, now: int) -> list:
+    def datagrams_to_send(self, now: int) -> Sequence[tuple[bytes, Dest]]:
         for rm in self.remulticasters.values():
             out = rm.datagrams(now)
             if out:
@@ -127,7 +132,7 @@ class ReceiverHost(CoreBase):
         for rm in self.remulticasters.values():
             rm.handle_timer(now)
 
-    def on_timer(self, key, now: int) -> None:
+    def on_timer(self, key: TimerKey, now: int) -> None:
         if key[0] == "report":
             self.reporter.on_timer(key[1], now)
         elif key[0] == "sec":

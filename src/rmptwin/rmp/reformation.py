@@ -25,7 +25,7 @@ from rmptwin.core.sansio import Unicast
 from rmptwin.core.groups import rmp_group
 from rmptwin.core.events import Event, Kind
 from rmptwin.rmp import wire
-from rmptwin.rmp.corebase import CoreBase
+from rmptwin.rmp.corebase import CoreBase, TimerKey
 from rmptwin.rmp.seal import KeySet
 from rmptwin.rmp.failure_report import Reporter
 from rmptwin.core.timing import Timing
@@ -155,6 +155,7 @@ class ReformationCore(CoreBase):
 
     def _invite(self, stripe: int, now: int) -> None:
         r = self.state[stripe].reform
+        assert r is not None   # only while a reformation runs (_start, on_timer, _form)
         self.multicast(stripe, wire.Invite(stripe, r.epoch, self.name))
         r.invites_sent += 1
         if r.invites_sent < self.tm.k_r:
@@ -166,6 +167,7 @@ class ReformationCore(CoreBase):
     def _form(self, stripe: int, now: int) -> None:
         st = self.state[stripe]
         r = st.reform
+        assert r is not None   # only while a reformation runs (on_timer)
         order = self.primaries.get(stripe, [])
         members = [m for m in order if m in r.replies]
         # Safe delivery: any two rings share a member, so a new ring learns every stable token.
@@ -203,7 +205,7 @@ class ReformationCore(CoreBase):
         if st.announce_left > 0:
             self.timers.set((stripe, "announce"), now + self.tm.tau_r)
 
-    def on_timer(self, key, now: int) -> None:
+    def on_timer(self, key: TimerKey, now: int) -> None:
         if key[0] == "report":
             self.handoff.on_timer(key[1], now)
             return

@@ -28,6 +28,7 @@ customers and R_x read it; a requester of no known region gets nothing (``refuse
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Protocol
 
 from rmptwin.core.sansio import Dest, Group, Unicast
 from rmptwin.core.groups import region_group
@@ -87,6 +88,21 @@ class MessageHistory:
         return packets
 
 
+class RegionalFeed(Protocol):
+    """What an R_T host drives per stripe: a ``Remulticaster``, or an ``EdgeRemulticaster``
+    (``rmp.edge_stripes``) re-cutting the stripe into edge stripes."""
+
+    def release(self, gseq: int, payload: bytes) -> None: ...
+
+    def datagrams(self, now: int | None = None) -> list[tuple[bytes, Dest]]: ...
+
+    def get_timer(self) -> int | None: ...
+
+    def handle_timer(self, now: int) -> None: ...
+
+    def serve_rerequest(self, data: bytes, src: str) -> list[tuple[bytes, Dest]]: ...
+
+
 class Remulticaster:
     """MoldUDP64 remulticast of one stripe's released messages to an R_T's regions."""
 
@@ -140,11 +156,11 @@ class Remulticaster:
                                      self.max_packet)
         return packets
 
-    def _sealed_datagrams(self) -> list[tuple[bytes, Dest]]:
+    def _sealed_datagrams(self, sealer: Sealer) -> list[tuple[bytes, Dest]]:
         """The pending messages re-encrypted for each region under its own key."""
         out: list[tuple[bytes, Dest]] = []
         for region, group in zip(self.regions, self.groups):
-            sealed = [(s, self.sealer.seal_region(region, self.stripe, s, p)) for s, p in self._pending]
+            sealed = [(s, sealer.seal_region(region, self.stripe, s, p)) for s, p in self._pending]
             packets = self._packets(sealed)
             self.packets_sent += len(packets)
             out += [(p.encode(), group) for p in packets]
@@ -154,12 +170,12 @@ class Remulticaster:
         """Packets to multicast now: the released messages, else a heartbeat when one is due."""
         packets: list[MoldPacket] = []
         if self._pending and self.sealer is not None:
-            out = self._sealed_datagrams()
+            sealed = self._sealed_datagrams(self.sealer)
             self._pending.clear()
             self._heartbeat_due = False
             if now is not None:
                 self._last_sent = now
-            return out
+            return sealed
         if self._pending:
             packets = self._packets(self._pending)
             self._pending.clear()
@@ -210,18 +226,18 @@ class Remulticaster:
             if region is None:
                 self.refused += 1
                 return []
-            history = self._sealed_answer(region, req.seq, min(req.count, MAX_MESSAGE_COUNT))
+            history = self._sealed_answer(self.sealer, region, req.seq, min(req.count, MAX_MESSAGE_COUNT))
         packets = history.answer(self.session, req.seq, min(req.count, MAX_MESSAGE_COUNT), self.max_packet)
         self.requests_served += 1
         self.messages_served += sum(len(p.messages) for p in packets)
         dest = Unicast(src)
         return [(p.encode(), dest) for p in packets]
 
-    def _sealed_answer(self, region: str, seq: int, count: int) -> MessageHistory:
+    def _sealed_answer(self, sealer: Sealer, region: str, seq: int, count: int) -> MessageHistory:
         """What we hold of [seq, seq + count), sealed under ``region``'s retransmit key."""
         sealed = MessageHistory(MAX_SERVE)
         for s in range(seq, seq + min(count, MAX_SERVE)):
             p = self.history.get(s)
             if p is not None:
-                sealed.put(s, self.sealer.seal_repair(region, self.stripe, s, p))
+                sealed.put(s, sealer.seal_repair(region, self.stripe, s, p))
         return sealed

@@ -15,8 +15,9 @@ from __future__ import annotations
 import heapq
 import random
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 from rmptwin.core.sansio import Dest, QueuedEvents, Unicast
 from rmptwin.core.groups import region_group
@@ -32,8 +33,9 @@ MAX_GAP = 1 << 16
 # Most messages asked for in one re-request.
 MAX_REQUEST = 512
 # No gaps, nothing jumped: what ``add`` returns for a message in order (shared, never mutated).
-_NONE: tuple = ()
-_ABSENT = object()   # dict.pop default: a held item may be anything
+_NONE: tuple[()] = ()
+_ABSENT: Any = object()   # dict.pop default: a held item may be anything (typed Any: compared, never used)
+Runs = Sequence[tuple[int, int]]   # (first, count) runs of sequence numbers (remulticast.runs)
 
 
 @dataclass(frozen=True)
@@ -48,7 +50,10 @@ class RepairConfig:
     k_r: int                       # re-requests before a number is given up
 
 
-class SequenceTracker:
+Item = TypeVar("Item")   # what a tracker holds per message until it is delivered
+
+
+class SequenceTracker(Generic[Item]):
     """One MoldUDP64 session as received: in-order delivery, gaps, retry deadlines.
 
     ``next`` is the next sequence number to hand over; ``top`` is one past the highest
@@ -60,7 +65,7 @@ class SequenceTracker:
         self.wait_ns = wait_ns
         self.next = start
         self.top = start
-        self.buffer: dict[int, object] = {}
+        self.buffer: dict[int, Item] = {}
         self.missing: dict[int, list[int]] = {}
         self.skipped: set[int] = set()
         self._heap: list[tuple[int, int]] = []
@@ -75,16 +80,18 @@ class SequenceTracker:
                 fresh.append(s)
         return runs(fresh)
 
-    def _extend(self, upto: int, now: int) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    def _extend(self, upto: int, now: int) -> tuple[Runs, Runs]:
         """Learn that every sequence number below ``upto`` exists: (new gaps, jumped over)."""
-        if upto <= self.top:
+        top, nxt = self.top, self.next
+        assert top is not None and nxt is not None   # add and heartbeat start the session first
+        if upto <= top:
             return _NONE, _NONE  # nothing new: the common case of a message in order
-        jumped: list[tuple[int, int]] = []
-        if upto - self.top > MAX_GAP:
+        jumped: Runs = []
+        if upto - top > MAX_GAP:
             # Too far behind to repair: start afresh near the head of the stream.
             new_next = upto - MAX_GAP
-            lost = [s for s in range(self.next, min(new_next, self.top)) if s not in self.buffer]
-            jumped = runs(lost) + ([(self.top, new_next - self.top)] if new_next > self.top else [])
+            lost = [s for s in range(nxt, min(new_next, top)) if s not in self.buffer]
+            jumped = runs(lost) + ([(top, new_next - top)] if new_next > top else [])
             for s in list(self.buffer):
                 if s < new_next:
                     del self.buffer[s]
@@ -93,16 +100,18 @@ class SequenceTracker:
                     del self.missing[s]
             self.skipped = {s for s in self.skipped if s >= new_next}
             self.next = new_next
-            self.top = max(self.top, new_next)
-        gaps = self._notice(self.top, upto, now) if upto > self.top else []
-        self.top = max(self.top, upto)
+            top = self.top = max(top, new_next)
+        gaps = self._notice(top, upto, now) if upto > top else []
+        self.top = max(top, upto)
         return gaps, jumped
 
-    def add(self, seq: int, item: object, now: int):
+    def add(self, seq: int, item: Item, now: int) -> tuple[bool, Runs, Runs]:
         """Record message ``seq``. Returns (new, gaps, jumped): ``new`` is False for a
         duplicate or a message already delivered or given up."""
-        if self.next is None:
+        if self.next is None or self.top is None:
             self.next = self.top = seq
+        gaps: Runs
+        jumped: Runs
         if seq < self.next or seq in self.buffer or seq in self.skipped:
             return False, _NONE, _NONE
         if seq > self.top:
@@ -118,16 +127,16 @@ class SequenceTracker:
         self.buffer[seq] = item
         return True, gaps, jumped
 
-    def heartbeat(self, next_seq: int, now: int):
+    def heartbeat(self, next_seq: int, now: int) -> tuple[Runs, Runs]:
         """A heartbeat says every sequence number below ``next_seq`` was sent: (gaps, jumped)."""
         if self.next is None:
             self.next = self.top = next_seq
             return [], []
         return self._extend(next_seq, now)
 
-    def deliverable(self) -> list[tuple[int, object]]:
+    def deliverable(self) -> list[tuple[int, Item]]:
         """Messages now in order, removed from the buffer; skipped numbers are passed over."""
-        out = []
+        out: list[tuple[int, Item]] = []
         nxt, buffer, skipped = self.next, self.buffer, self.skipped
         if nxt is None:
             return out
@@ -145,7 +154,7 @@ class SequenceTracker:
 
     def due(self, now: int) -> list[int]:
         """Missing sequence numbers whose deadline has passed (their entries stay)."""
-        out = []
+        out: list[int] = []
         while self._heap and self._heap[0][0] <= now:
             deadline, s = heapq.heappop(self._heap)
             entry = self.missing.get(s)
@@ -182,7 +191,7 @@ def in_turn(servers: list[str], attempt: int) -> str:
     return servers[(attempt - 1) % len(servers)]
 
 
-class GapRepairer(QueuedEvents):
+class GapRepairer(QueuedEvents, Generic[Item]):
     """What customers and retransmit servers share: per-stripe ``tracks``, queued datagrams
     and events, reporting new gaps, and acting on the gaps whose deadline has passed (skip or
     re-request)."""
@@ -197,7 +206,7 @@ class GapRepairer(QueuedEvents):
         self.k_r = config.k_r
         self._groups = frozenset(region_group(r, k) for r in self.regions for k in self.stripes)
         start = None if recovering else FIRST_MOLD_SEQ
-        self.tracks = {k: SequenceTracker(self.wait_ns, start) for k in self.stripes}
+        self.tracks: dict[int, SequenceTracker[Item]] = {k: SequenceTracker(self.wait_ns, start) for k in self.stripes}
         self._out: list[tuple[bytes, Dest]] = []
         self._events: deque[Event] = deque()
         self.requests_sent = 0
@@ -205,7 +214,7 @@ class GapRepairer(QueuedEvents):
     def groups(self) -> frozenset[str]:
         return self._groups
 
-    def datagrams_to_send(self, now: int) -> list[tuple[bytes, Dest]] | tuple:
+    def datagrams_to_send(self, now: int) -> Sequence[tuple[bytes, Dest]]:
         out = self._out
         if not out:
             return _NONE  # the common case, after every datagram: no new list
@@ -222,7 +231,7 @@ class GapRepairer(QueuedEvents):
                     earliest = d
         return earliest
 
-    def _note_gaps(self, stripe: int, gaps: list[tuple[int, int]], jumped: list[tuple[int, int]]) -> int:
+    def _note_gaps(self, stripe: int, gaps: Runs, jumped: Runs) -> int:
         """Log new ``gaps`` (CUST_GAP), then the numbers ``jumped`` over as too far behind to
         repair (CUST_SKIP). Returns how many were jumped over."""
         if not gaps and not jumped:
@@ -235,7 +244,7 @@ class GapRepairer(QueuedEvents):
                 "first": first, "count": count, "stripe": stripe, "reason": "too_far_behind"}))
         return sum(count for _, count in jumped)
 
-    def _repair(self, stripe: int, track: SequenceTracker, due: list[int], now: int, *, max_tries: int,
+    def _repair(self, stripe: int, track: SequenceTracker[Item], due: list[int], now: int, *, max_tries: int,
                 servers: list[str], server_for: Callable[[int], str], reason: str) -> int:
         """Give up the ``due`` numbers that had ``max_tries`` requests or have no server (CUST_SKIP
         ``reason``); re-request the others from ``server_for(attempt)`` and retry them after

@@ -25,8 +25,9 @@ from dataclasses import dataclass, field
 from rmptwin.core.sansio import Group, Unicast
 from rmptwin.core.groups import region_group
 from rmptwin.core.events import Event, Kind
-from rmptwin.rmp.moldudp64 import MoldDecodeError, decode_packet, decode_request, is_request, pack_messages
-from rmptwin.rmp.remulticast import DEFAULT_HISTORY, DEFAULT_MAX_PACKET, MAX_SERVE, MessageHistory, runs
+from rmptwin.rmp.moldudp64 import (DEFAULT_MAX_PACKET, MoldDecodeError, decode_packet, decode_request, is_request,
+                                   pack_messages)
+from rmptwin.rmp.remulticast import DEFAULT_HISTORY, MAX_SERVE, MessageHistory, runs
 from rmptwin.rmp.repair import MAX_REQUEST, GapRepairer, RepairConfig, in_turn
 from rmptwin.rmp.seal import KeySet, Reason, SealError, Sealer, alarm
 from rmptwin.core.striping import session_name, session_stripe
@@ -43,7 +44,7 @@ class RetransmitConfig:
     requester_region: Mapping[str, str] = field(default_factory=dict)   # requester -> region to repair into
 
 
-class RetransmitCore(GapRepairer):
+class RetransmitCore(GapRepairer[None]):   # the caches hold the data; the trackers only count
     def __init__(self, config: RetransmitConfig, rng: random.Random, *, recovering: bool = False) -> None:
         super().__init__(config.repair, rng, recovering=recovering)
         self.caches = {k: MessageHistory(config.history) for k in self.stripes}
@@ -72,7 +73,7 @@ class RetransmitCore(GapRepairer):
             return
         stripe = session_stripe(pkt.session)
         track = self.tracks.get(stripe) if stripe is not None else None
-        if track is None or pkt.end_of_session:
+        if track is None or stripe is None or pkt.end_of_session:
             self.malformed += track is None
             return
         if pkt.is_heartbeat:
@@ -85,10 +86,10 @@ class RetransmitCore(GapRepairer):
             cache = self.caches[stripe]
             for i, payload in enumerate(pkt.messages):
                 seq = pkt.seq + i
-                payload = self._readable(stripe, seq, payload, src)
-                if payload is None:
+                readable = self._readable(stripe, seq, payload, src)
+                if readable is None:
                     continue
-                cache.put(seq, payload)
+                cache.put(seq, readable)
                 new, g, j = track.add(seq, None, now)
                 self.duplicates += not new
                 gaps += g
@@ -111,7 +112,7 @@ class RetransmitCore(GapRepairer):
             # The customer saw these numbers exist; if we lack them too, start fetching them.
             self._note_gaps(stripe, track.heartbeat(req.seq + req.count, now)[0], [])
         if self.sealer is not None:
-            self._serve_sealed(stripe, req.seq, req.count, src, now)
+            self._serve_sealed(self.sealer, stripe, req.seq, req.count, src, now)
             return
         packets = self.caches[stripe].answer(req.session, req.seq, req.count, DEFAULT_MAX_PACKET)
         served = sum(len(p.messages) for p in packets)
@@ -143,7 +144,7 @@ class RetransmitCore(GapRepairer):
         self.rejected += 1
         self._events.append(alarm(reason, src, src, stripe=stripe, mold_seq=seq))
 
-    def _serve_sealed(self, stripe: int, first: int, count: int, src: str, now: int) -> None:
+    def _serve_sealed(self, sealer: Sealer, stripe: int, first: int, count: int, src: str, now: int) -> None:
         """One multicast repair into the requester's region under its retransmit key,
         leaving out what went there within the coalescing window."""
         region = self.requester_region.get(src)
@@ -162,13 +163,14 @@ class RetransmitCore(GapRepairer):
                 self.coalesced += 1
                 continue
             self._repaired_at[key] = now
-            msgs.append((seq, self.sealer.seal_repair(region, stripe, seq, p)))
+            msgs.append((seq, sealer.seal_repair(region, stripe, seq, p)))
         self._forget_old_repairs(now - window)
         group = Group(region_group(region, stripe))
         by_seq = dict(msgs)
         for a, n in runs([s for s, _ in msgs]):
-            for p in pack_messages(session_name(stripe), a, [by_seq[s] for s in range(a, a + n)], DEFAULT_MAX_PACKET):
-                self._out.append((p.encode(), group))
+            for packet in pack_messages(session_name(stripe), a, [by_seq[s] for s in range(a, a + n)],
+                                        DEFAULT_MAX_PACKET):
+                self._out.append((packet.encode(), group))
         self.requests_served += 1
         self.messages_served += len(msgs)
         self._events.append(Event(Kind.RETX_SENT, gseq=first, detail={

@@ -69,7 +69,8 @@ import base64
 import hashlib
 import hmac
 import struct
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -133,7 +134,7 @@ def source_name(label: str) -> str:
     return label.split("~", 1)[0]
 
 
-def alarm(reason: str, claimed: str, via: str, **detail) -> Event:
+def alarm(reason: str, claimed: str, via: str, **detail: Any) -> Event:
     """An ALARM event: ``src`` and ``detail.claimed`` name the claimed sender, ``detail.via``
     the host the datagram came from (they differ when someone spoofs)."""
     return Event(Kind.ALARM, src=claimed, detail={"reason": reason, "claimed": claimed, "via": via, **detail})
@@ -167,7 +168,8 @@ class KeySet:
         return (f"KeySet(sources={sorted(self.sources)}, regions={sorted(self.regions)}, "
                 f"retransmit={sorted(self.retransmit)}, control={self.control is not None})")
 
-    def only(self, *, sources=(), regions=(), retransmit=(), control: bool = False) -> "KeySet":
+    def only(self, *, sources: Iterable[str] = (), regions: Iterable[str] = (), retransmit: Iterable[str] = (),
+             control: bool = False) -> "KeySet":
         """The subset a role is entitled to (names this set lacks are left out)."""
         return KeySet(
             sources={s: self.sources[s] for s in sources if s in self.sources},
@@ -180,27 +182,27 @@ class KeySet:
         keys = [*self.sources.values(), *self.regions.values(), *self.retransmit.values()]
         return keys + ([self.control] if self.control is not None else [])
 
-    def to_json_dict(self) -> dict:
+    def to_json_dict(self) -> dict[str, Any]:
         """Plain JSON-able form (keys base64) for the key file ``rmptwin keys`` writes."""
-        def enc(m):
+        def enc(m: Mapping[str, bytes]) -> dict[str, str]:
             return {k: base64.b64encode(v).decode("ascii") for k, v in sorted(m.items())}
         return {"version": 1, "sources": enc(self.sources), "regions": enc(self.regions),
                 "retransmit": enc(self.retransmit),
                 "control": base64.b64encode(self.control).decode("ascii") if self.control else None}
 
     @classmethod
-    def from_json_dict(cls, d: Mapping) -> "KeySet":
+    def from_json_dict(cls, d: Mapping[str, Any]) -> "KeySet":
         """Inverse of ``to_json_dict``; ValueError (saying what is wrong) for anything else."""
         if not isinstance(d, Mapping) or d.get("version") != 1:
             raise ValueError("not a version 1 rmptwin key set")
 
-        def dec(what, v):
+        def dec(what: str, v: Any) -> bytes:
             try:
                 return base64.b64decode(v, validate=True)
             except (TypeError, ValueError):
                 raise ValueError(f"{what} is not base64") from None
 
-        maps = {}
+        maps: dict[str, dict[str, bytes]] = {}
         for name in ("sources", "regions", "retransmit"):
             m = d.get(name) or {}
             if not isinstance(m, Mapping):

@@ -5,10 +5,13 @@ secondary token of its ring."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rmptwin.core.sansio import Unicast
 from rmptwin.rmp import wire
 from rmptwin.rmp.corebase import CoreBase
-from rmptwin.rmp.receiver import StreamReceiver
+from rmptwin.rmp.receiver import Channel, StreamReceiver
+from rmptwin.rmp.remulticast import RegionalFeed
 from rmptwin.rmp.receiver_host import ReceiverHost
 from rmptwin.rmp.failure_report import Reporter
 from rmptwin.rmp.seal import KeySet
@@ -20,7 +23,7 @@ class SecondaryReceiver(StreamReceiver):
     # it serves only when a reformation names it recovery site (it held the most)
     serves_retransmissions = True
 
-    def __init__(self, core: CoreBase, stripe: int, timing: Timing, reporter: Reporter, remulticaster,
+    def __init__(self, core: CoreBase, stripe: int, timing: Timing, reporter: Reporter, remulticaster: RegionalFeed | None,
                  primary: str, primaries: list[str]) -> None:
         super().__init__(core, stripe, timing, reporter, remulticaster)
         self.primary = primary
@@ -52,7 +55,7 @@ class SecondaryReceiver(StreamReceiver):
         self.core.send(wire.Join(self.stripe, epoch, self.me, self.t_r - 1, self.next_gseq, False,
                                  self.have_epoch()), Unicast(servers[self.ring_asks % len(servers)]))
 
-    def request_target(self, chan: str, rotation: int) -> str | None:
+    def request_target(self, chan: Channel, rotation: int) -> str | None:
         # its own R_P first; the other primaries only while that one does not answer
         candidates = [self.primary] + self.alternates
         return candidates[rotation % len(candidates)]
@@ -68,7 +71,7 @@ class SecondaryReceiver(StreamReceiver):
 class SecondaryCore(ReceiverHost):
     def __init__(self, name: str, stripes: list[int], timing: Timing, reformers: list[str], *, primary: str,
                  primaries: dict[int, list[str]], ring: str, ring_members: dict[int, list[str]],
-                 regions: list[str] = (), heartbeat_ns: int | None = None, recovering: bool = False,
+                 regions: Sequence[str] = (), heartbeat_ns: int | None = None, recovering: bool = False,
                  keys: KeySet | None = None, requester_region: dict[str, str] | None = None) -> None:
         super().__init__(name, timing, reformers, regions, heartbeat_ns, keys, requester_region)
         for stripe in stripes:

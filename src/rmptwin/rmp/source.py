@@ -18,7 +18,7 @@ from rmptwin.core.sansio import Unicast
 from rmptwin.core.groups import rmp_group
 from rmptwin.core.events import Event, Kind
 from rmptwin.rmp import wire
-from rmptwin.rmp.corebase import CoreBase
+from rmptwin.rmp.corebase import CoreBase, TimerKey
 from rmptwin.rmp.failure_report import Reporter
 from rmptwin.rmp.seal import KeySet
 from rmptwin.core.timing import Timing
@@ -178,7 +178,7 @@ class SourceCore(CoreBase):
         for out in st.outstanding.values():
             out.attempts = 0
 
-    def on_timer(self, key, now: int) -> None:
+    def on_timer(self, key: TimerKey, now: int) -> None:
         if key[0] == "report":
             self.reporter.on_timer(key[1], now)
         else:

@@ -16,13 +16,14 @@ server to let it in (JOIN) and takes part in forming the next ring (INVITE, NEW_
 
 from __future__ import annotations
 
-from rmptwin.core.sansio import Group, Unicast
+from rmptwin.core.sansio import Dest, Group, Unicast
 from rmptwin.core.groups import rmp_group
 from rmptwin.core.events import Event, Kind
 from rmptwin.rmp import wire
-from rmptwin.rmp.corebase import CoreBase
+from rmptwin.rmp.corebase import CoreBase, TimerKey
 from rmptwin.rmp.nack_reduction import request_slot
-from rmptwin.rmp.receiver import MAX_RANGE, StreamReceiver, source_node
+from rmptwin.rmp.receiver import MAX_RANGE, Channel, StreamReceiver, source_node
+from rmptwin.rmp.remulticast import RegionalFeed
 from rmptwin.rmp.failure_report import Reporter
 from rmptwin.core.timing import Timing
 
@@ -31,7 +32,7 @@ class RingMember(StreamReceiver):
     serves_retransmissions = True
     asks_sources = True
 
-    def __init__(self, core: CoreBase, stripe: int, timing: Timing, reporter: Reporter, remulticaster,
+    def __init__(self, core: CoreBase, stripe: int, timing: Timing, reporter: Reporter, remulticaster: RegionalFeed | None,
                  ring: list[str], reformers: list[str], recovering: bool = False) -> None:
         super().__init__(core, stripe, timing, reporter, remulticaster)
         self.members = list(ring)
@@ -137,7 +138,7 @@ class RingMember(StreamReceiver):
         self.core.timers.set((self.stripe, "pass"), now + self.tm.tau_r)
 
     # ----------------------------------------------------------------- receiver hooks
-    def on_new_data(self, key, now: int) -> None:
+    def on_new_data(self, key: tuple[str, int], now: int) -> None:
         if self.holding and not self.tm.time_driven and not self.core.timers.has((self.stripe, "send")):
             if self.choose_batch():
                 self._cancel("null")
@@ -189,7 +190,7 @@ class RingMember(StreamReceiver):
         elif epoch >= self.joining and (self.join_sent_at is None or now >= self.join_sent_at + self.tm.tau_r):
             self.send_join(now)
 
-    def may_request(self, chan: str) -> bool:
+    def may_request(self, chan: Channel) -> bool:
         """NACK reduction (seed 5.2): ask for what token t acknowledged only in our slot."""
         k_p = self.tm.k_p
         if k_p and isinstance(chan, tuple) and self.idx >= 0:
@@ -206,10 +207,10 @@ class RingMember(StreamReceiver):
         r = self.members.index(a.token_site)
         return self.highest_seen >= a.token + request_slot(self.idx, r, len(self.members), k_p)
 
-    def retx_dest(self, requester: str):
+    def retx_dest(self, requester: str) -> Dest:
         return Group(rmp_group(self.stripe)) if self.tm.k_p else Unicast(requester)
 
-    def request_target(self, chan: str, rotation: int) -> str | None:
+    def request_target(self, chan: Channel, rotation: int) -> str | None:
         first = self.server
         if chan == "acks" and self.expect_t >= self.t_r and self.t_r > self.highest_seen:
             first = self.expected_sender()
@@ -302,7 +303,7 @@ class RingMember(StreamReceiver):
         self.accept(nr.last_t, None, now)
 
     # ----------------------------------------------------------------- timers
-    def on_timer(self, key: tuple, now: int) -> None:
+    def on_timer(self, key: TimerKey, now: int) -> None:
         what = key[1]
         if what == "send":
             if self.tm.time_driven or self.choose_batch():

@@ -152,7 +152,7 @@ def encode(frame: Frame) -> bytes:
     return _HEADER.pack(MAGIC, VERSION, _type_code(frame), len(body)) + body
 
 
-_NAMES: dict = {}       # the few source names, encoded once (bounded: see _name_bytes)
+_NAMES: dict[str, bytes] = {}       # the few source names, encoded once (bounded: see _name_bytes)
 
 
 def _name_bytes(name: str) -> bytes:
@@ -213,7 +213,8 @@ class _Reader:
         if pos + st.size > len(self.data):
             raise TruncatedFrame(f"{self.name} frame truncated at byte {pos} (needs {st.size} more)")
         self.pos = pos + st.size
-        return st.unpack_from(self.data, pos)[0]
+        value: int = st.unpack_from(self.data, pos)[0]
+        return value
 
     def u8(self) -> int:
         return self._fixed(_B)
@@ -246,6 +247,7 @@ class _Reader:
 
 
 def _decode_body(code: int, r: _Reader, depth: int) -> Frame:
+    f: Frame
     if code == DATA:
         return Data(r.u16(), r.text(), r.i64(), r.i64(), r.rest())
     if code in (ACK, NULL_TOKEN):
@@ -279,10 +281,10 @@ def _decode_body(code: int, r: _Reader, depth: int) -> Frame:
     elif code == INVITE:
         f = Invite(r.u16(), r.u32(), r.text())
     elif code == JOIN:
-        stripe, epoch, member, have, nxt, flag = r.u16(), r.u32(), r.text(), r.i64(), r.i64(), r.u8()
+        stripe, epoch, member, have, next_gseq, flag = r.u16(), r.u32(), r.text(), r.i64(), r.i64(), r.u8()
         if flag > 1:
             raise BadField("JOIN recovering flag must be 0 or 1")
-        f = Join(stripe, epoch, member, have, nxt, bool(flag), r.u32())
+        f = Join(stripe, epoch, member, have, next_gseq, bool(flag), r.u32())
     elif code == JOIN_ACK:
         f = JoinAck(r.u16(), r.u32(), r.text())
     elif code == NEW_RING:
@@ -292,7 +294,7 @@ def _decode_body(code: int, r: _Reader, depth: int) -> Frame:
         n = r.u16()
         lineage = tuple((r.u32(), r.i64()) for _ in range(n))
         f = NewRing(*head, members, lineage)
-        if not f.members:
+        if not members:
             raise BadField("NEW_RING has no members")
         if any(b[1] <= a[1] for a, b in zip(lineage, lineage[1:])):
             raise BadField("NEW_RING lineage is not in token order")

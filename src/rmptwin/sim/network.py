@@ -20,14 +20,15 @@ frame type the packets offered and dropped.
 from __future__ import annotations
 
 from heapq import heappush
-from typing import Callable
+from collections.abc import Mapping, Sequence
+from typing import Any, Callable
 
 import pyarrow as pa
 
-from rmptwin.core.sansio import Group, Unicast
+from rmptwin.core.sansio import Dest, Group, Unicast
 from rmptwin.core.groups import group_region
 from rmptwin.records.tables import DROP_SCHEMA, LINK_COUNT_SCHEMA
-from rmptwin.core.linkmodel import REASONS, LinkConfig, LinkDirection, packet_key, stream_seed
+from rmptwin.core.linkmodel import REASONS, LinkConfig, LinkDirection, PacketKey, packet_key, stream_seed
 from rmptwin.spec import Bernoulli, GilbertElliott, LinkParams, Topology
 from rmptwin.spec.tree import multicast_tree, unicast_path
 from rmptwin.records.frame_names import describe
@@ -36,7 +37,14 @@ from rmptwin.sim.scheduler import Scheduler
 # Ethernet (14) + IPv4 (20) + UDP (8): what a datagram costs on the wire beyond its payload.
 HEADER_BYTES = 42
 
-DeliverFn = Callable[[list, bytes, str, int], None]  # (host indices, data, sender name, t_ns)
+DeliverFn = Callable[[list[int], bytes, str, int], None]  # (host indices, data, sender name, t_ns)
+TapFn = Callable[[int, int, bytes, Dest], None]          # (t_ns, sender index, data, destination)
+# A packet in flight: (data, sender index, describe(data), group or "", bytes on the wire,
+# host index that must not receive it (the multicast sender, else -1), packet_key(data)).
+Packet = tuple[bytes, int, tuple[str, str, int, int], str, int, int, PacketKey]
+# A route hop: (switch, ((LinkDir, child hop), ...), (_HostBatch, ...), ((LinkDir, host), ...)).
+# Typed loosely: the type would be recursive.
+Hop = tuple[Any, ...]
 
 
 class _HostBatch:
@@ -139,12 +147,14 @@ class SimNetwork:
             self.links[name] = (up, down)
         self.members: dict[str, set[int]] = {}
         self.joined: list[frozenset[str]] = [frozenset()] * len(topo.hosts)
-        self._mroutes: dict[str, dict[str, tuple | None]] = {}
-        self._uroutes: dict[tuple[str, int], tuple] = {}
+        self._mroutes: dict[str, dict[str, Hop | None]] = {}
+        self._uroutes: dict[tuple[str, int], Hop] = {}
         self._batches: dict[str, list[_HostBatch]] = {}  # route cache key -> its batches' counters
         self._retired: list[_HostBatch] = []             # batches of routes no longer cached
-        self.drops: list[tuple] = []
+        self.drops: list[tuple[Any, ...]] = []   # rows of DROP_SCHEMA
         self.deliveries = 0
+        # Sees every datagram a host sends, before the network carries it (``sim.pcap``).
+        self.tap: TapFn | None = None
 
     # ------------------------------------------------------------------ membership and faults
 
@@ -203,7 +213,7 @@ class SimNetwork:
     # A packet is (data, sender index, describe(data), group or "", bytes on the wire,
     # host index that must not receive it: the multicast sender, else -1, packet_key(data)).
 
-    def _mroute(self, group: str, root: str) -> tuple | None:
+    def _mroute(self, group: str, root: str) -> Hop | None:
         per_root = self._mroutes.setdefault(group, {})
         if root in per_root:
             return per_root[root]
@@ -219,11 +229,12 @@ class SimNetwork:
         per_root[root] = route
         return route
 
-    def _compile(self, key: str, switch: str, children: dict, by_switch: dict) -> tuple:
+    def _compile(self, key: str, switch: str, children: Mapping[str, Sequence[str]],
+                 by_switch: Mapping[str, list[int]]) -> Hop:
         kids = tuple((self.sw_link[(switch, c)], self._compile(key, c, children, by_switch))
                      for c in children.get(switch, ()))
         by_delay: dict[int, list[int]] = {}
-        slow = []
+        slow: list[tuple[LinkDir, int]] = []
         for h in by_switch.get(switch, ()):
             ld = self.host_down[h]
             if ld.simple:
@@ -234,7 +245,7 @@ class SimNetwork:
         self._batches.setdefault(key, []).extend(batches)
         return (switch, kids, batches, tuple(slow))
 
-    def _uroute(self, src_switch: str, dst: int) -> tuple:
+    def _uroute(self, src_switch: str, dst: int) -> Hop:
         key = (src_switch, dst)
         route = self._uroutes.get(key)
         if route is None:
@@ -248,6 +259,9 @@ class SimNetwork:
     # ------------------------------------------------------------------ sending
 
     def send(self, t: int, sender: int, data: bytes, dest: Group | Unicast) -> None:
+        if self.tap is not None:
+            self.tap(t, sender, data, dest)
+        pkt: Packet
         if isinstance(dest, Group):
             group = dest.name
             if not self.members.get(group):
@@ -276,13 +290,13 @@ class SimNetwork:
             if up.chaos and up.model.duplicate_at >= 0:
                 heappush(s.heap, (up.model.duplicate_at, next(s.counter), self._at_switch, pkt, route))
 
-    def _drop(self, ld: LinkDir, t: int, pkt: tuple, reason: str, c: list[int]) -> int:
+    def _drop(self, ld: LinkDir, t: int, pkt: Packet, reason: str, c: list[int]) -> int:
         c[1] += 1
         frame, src, src_seq, gseq = pkt[2]
         self.drops.append((t, ld.link, ld.frm, ld.to, frame, src, src_seq, gseq, pkt[3], reason, ld.model.last_copy))
         return -1
 
-    def _cross(self, ld: LinkDir, t: int, pkt: tuple) -> int:
+    def _cross(self, ld: LinkDir, t: int, pkt: Packet) -> int:
         """Offer ``pkt`` to link direction ``ld`` at ``t``; its arrival time at the far end, or -1."""
         c = ld.counts.get(pkt[2][0])
         if c is None:
@@ -293,7 +307,7 @@ class SimNetwork:
             return self._drop(ld, t, pkt, REASONS[-arr - 1], c)
         return arr
 
-    def _at_switch(self, t: int, pkt: tuple, hop: tuple) -> None:
+    def _at_switch(self, t: int, pkt: Packet, hop: Hop) -> None:
         s = self.sched
         heap, counter = s.heap, s.counter
         frame = pkt[2][0]
@@ -357,7 +371,7 @@ class SimNetwork:
         for arr, hosts in at.items():
             heappush(heap, (arr, next(counter), arrive, pkt, hosts))
 
-    def _arrive(self, t: int, pkt: tuple, hosts: list[int]) -> None:
+    def _arrive(self, t: int, pkt: Packet, hosts: list[int]) -> None:
         self.deliveries += len(hosts)
         self.deliver(hosts, pkt[0], self.host_names[pkt[1]], t)
 
@@ -371,18 +385,18 @@ class SimNetwork:
     # ------------------------------------------------------------------ ground truth
 
     def drop_table(self) -> pa.Table:
-        cols = list(zip(*self.drops)) if self.drops else [[] for _ in DROP_SCHEMA]
+        cols: list[Any] = list(zip(*self.drops)) if self.drops else [[] for _ in DROP_SCHEMA]
         return pa.Table.from_arrays([pa.array(list(c), type=f.type) for c, f in zip(cols, DROP_SCHEMA)],
                                     schema=DROP_SCHEMA)
 
     def count_table(self) -> pa.Table:
         self.flush_counts()
-        rows = []
+        rows: list[tuple[str, str, str, str, int, int]] = []
         for name in sorted(self.links):
             for ld in self.links[name]:
                 for frame in sorted(ld.counts):
                     p, d = ld.counts[frame]
                     rows.append((name, ld.frm, ld.to, frame, p, d))
-        cols = list(zip(*rows)) if rows else [[] for _ in LINK_COUNT_SCHEMA]
+        cols: list[Any] = list(zip(*rows)) if rows else [[] for _ in LINK_COUNT_SCHEMA]
         return pa.Table.from_arrays([pa.array(list(c), type=f.type) for c, f in zip(cols, LINK_COUNT_SCHEMA)],
                                     schema=LINK_COUNT_SCHEMA)

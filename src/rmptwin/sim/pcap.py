@@ -16,7 +16,7 @@ from pathlib import Path
 
 from rmptwin.core.groups import group_ip, host_ip
 from rmptwin.runtime.driver import port_for_datagram, port_for_group
-from rmptwin.core.sansio import Group
+from rmptwin.core.sansio import Dest, Group
 from rmptwin.spec import LoadedExperiment
 from rmptwin.sim.simulate import Simulation
 
@@ -44,7 +44,7 @@ def _mac(ip: str) -> bytes:
 
 
 def _checksum(header: bytes) -> int:
-    s = sum(struct.unpack(f"!{len(header) // 2}H", header))
+    s: int = sum(struct.unpack(f"!{len(header) // 2}H", header))
     while s >> 16:
         s = (s & 0xFFFF) + (s >> 16)
     return ~s & 0xFFFF
@@ -77,17 +77,15 @@ def simulated_datagrams(loaded: LoadedExperiment, seed: int | None = None) -> li
     net = sim.net
     ips = [host_ip(i) for i in range(len(net.host_names))]
     sent: list[Datagram] = []
-    send = net.send
 
-    def recording_send(t, sender, data, dest):
+    def record(t: int, sender: int, data: bytes, dest: Dest) -> None:
         if isinstance(dest, Group):
             sent.append(Datagram(t, ips[sender], group_ip(dest.name), port_for_group(dest.name), bytes(data)))
         else:
             dst = net.host_index.get(dest.node)
             if dst is not None:
                 sent.append(Datagram(t, ips[sender], ips[dst], port_for_datagram(data), bytes(data)))
-        send(t, sender, data, dest)
 
-    net.send = recording_send   # the simulation reads net.send at each send
+    net.tap = record
     sim.run()
     return sent

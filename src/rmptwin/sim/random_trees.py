@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from typing import Any
 
 from rmptwin.spec import Experiment, LoadedExperiment, Topology
 
@@ -24,9 +25,9 @@ def random_tree(
             "a": sw[rng.randrange(i)], "b": sw[i], "delay_ms": round(rng.uniform(*delay_ms), 3),
             "loss": round(rng.uniform(0.0, max_loss), 4),
         })
-    hosts: list[dict] = []
+    hosts: list[dict[str, Any]] = []
 
-    def place(name: str, role: str, **extra) -> None:
+    def place(name: str, role: str, **extra: Any) -> None:
         hosts.append({"name": name, "role": role, "switch": rng.choice(sw), "link": {"delay_ms": 0.1}, **extra})
 
     for i in range(sources):
@@ -61,8 +62,8 @@ def max_path_delay_ms(topo: Topology) -> float:
     return worst + 2 * access
 
 
-def loaded_experiment(topo: Topology, *, protocol: dict | None = None, workload: dict | None = None,
-                      faults: list[dict] | None = None, duration_s: float = 4.0, seed: int = 1,
+def loaded_experiment(topo: Topology, *, protocol: dict[str, Any] | None = None, workload: dict[str, Any] | None = None,
+                      faults: list[dict[str, Any]] | None = None, duration_s: float = 4.0, seed: int = 1,
                       name: str = "scenario") -> LoadedExperiment:
     exp = Experiment.model_validate({
         "name": name, "topology": f"<{topo.name}>", "seed": seed, "duration_s": duration_s,

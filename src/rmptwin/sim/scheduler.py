@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
 Handler = Callable[[int, Any, Any], None]
+Entry = tuple[int, int, Handler, Any, Any]   # (time_ns, sequence, handler, a, b)
 
 
 @contextmanager
@@ -33,7 +34,7 @@ def gc_paused() -> Iterator[None]:
 
 class Scheduler:
     def __init__(self) -> None:
-        self.heap: list[tuple] = []
+        self.heap: list[Entry] = []
         self.counter = itertools.count()
         self.now = 0
         self.processed = 0

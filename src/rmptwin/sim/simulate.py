@@ -17,10 +17,11 @@ from __future__ import annotations
 import math
 import random
 import time
+from collections.abc import Sequence
 from itertools import chain
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 import pyarrow as pa
@@ -29,14 +30,17 @@ from rmptwin import factories
 from rmptwin.errors import UserError
 from rmptwin.records.tables import EVENT_SCHEMA, encoded_details
 from rmptwin.core.events import Event, Kind
+from rmptwin.core.sansio import Core, Dest
 from rmptwin.spec import Clock, LoadedExperiment
+from rmptwin.spec.hosts import HostSpec
+from rmptwin.factories.adapters import Adapters
 from rmptwin.factories.ticker_workload import Publish, schedule
 from rmptwin.core import nemesis
-from rmptwin.core.nemesis import partition_links
+from rmptwin.core.nemesis import Step, partition_links
 from rmptwin.sim.network import SimNetwork
 from rmptwin.sim.scheduler import Scheduler, gc_paused
 
-BuildFn = Callable[..., object]  # (host, loaded, rng, *, recovering=False) -> Core
+BuildFn = Callable[..., Core]  # (host, loaded, rng, *, recovering=False) -> Core
 
 
 @dataclass
@@ -44,16 +48,16 @@ class SimResult:
     events: pa.Table
     drops: pa.Table
     link_counts: pa.Table
-    stats: dict = field(default_factory=dict)  # wall time and counters (wall time is not deterministic)
+    stats: dict[str, Any] = field(default_factory=dict)  # wall time and counters (wall time is not deterministic)
 
 
-def _event_drain(core) -> Callable[[], object] | None:
+def _event_drain(core: Core) -> Callable[[], tuple[Event, ...]] | None:
     """``core.take_events`` (every queued event at once: one call per delivery, not one per
     event) when the class that defines its ``next_event`` defines that too; else None, and
     the driver calls ``next_event`` until None."""
     for cls in type(core).__mro__:
         if "next_event" in cls.__dict__:
-            return core.take_events if "take_events" in cls.__dict__ else None
+            return getattr(core, "take_events") if "take_events" in cls.__dict__ else None
     return None
 
 
@@ -67,14 +71,28 @@ def _drain(next_event: Callable[[], Event | None], first: Event) -> tuple[Event,
     return tuple(out)
 
 
+def _link(step: Step) -> str:
+    """The link a link step acts on (the spec requires one for these actions)."""
+    if step.link is None:
+        raise UserError(f"fault {step.action!r} at {step.at_ns} ns names no link")
+    return step.link
+
+
 class _Node:
     __slots__ = ("idx", "host", "name", "role", "core", "crashed", "timer_local", "timer_gen",
                  "groups", "off_ns", "k", "recoveries", "recv", "get_groups", "to_send", "take_events",
                  "next_event", "get_timer", "paused", "backlog")
 
-    def __init__(self, idx: int, host, clock: Clock | None) -> None:
+    core: Core   # from attach() on; the bound methods below are its own
+    recv: Callable[[bytes, str, int], None]
+    get_groups: Callable[[], frozenset[str]]
+    to_send: Callable[[int], Sequence[tuple[bytes, Dest]]]
+    next_event: Callable[[], Event | None]
+    get_timer: Callable[[], int | None]
+    take_events: Callable[[], tuple[Event, ...]] | None
+
+    def __init__(self, idx: int, host: HostSpec, clock: Clock | None) -> None:
         self.idx, self.host, self.name, self.role = idx, host, host.name, host.role
-        self.core = None
         self.crashed = False
         self.timer_local: int | None = None
         self.timer_gen = 0
@@ -83,9 +101,9 @@ class _Node:
         self.k = clock.drift_ppm * 1e-6 if clock else 0.0
         self.recoveries = 0
         self.paused: int | None = None      # true time the node was paused (a frozen core), or None
-        self.backlog: list = []             # what reached it meanwhile: ("d", data, src) / ("p", publish)
+        self.backlog: list[tuple[Any, ...]] = []   # what reached it meanwhile: ("d", data, src) / ("p", publish)
 
-    def attach(self, core) -> None:
+    def attach(self, core: Core) -> None:
         # Bound methods looked up once: the delivery loop calls them for every packet.
         self.core = core
         self.recv, self.get_groups = core.receive_datagram, core.groups
@@ -115,7 +133,7 @@ class Simulation:
         self.loaded = loaded
         self.exp = loaded.experiment
         self.seed = self.exp.seed if seed is None else seed
-        self.adapters = factories.Adapters()   # this run's venue stores, kept per host across crash and recovery
+        self.adapters = Adapters()   # this run's venue stores, kept per host across crash and recovery
         self.build = build or partial(factories.build_core, adapters=self.adapters)
         self.sched = Scheduler()
         self.net = SimNetwork(loaded.topology, self.sched, self.seed, self._deliver)
@@ -130,7 +148,7 @@ class Simulation:
 
     # ------------------------------------------------------------------ core plumbing
 
-    def _make_core(self, node: _Node, recovering: bool):
+    def _make_core(self, node: _Node, recovering: bool) -> Core:
         tag = f"recover{node.recoveries}" if recovering else "start"
         rng = random.Random(f"{self.seed}:host:{node.name}:{tag}")
         try:
@@ -221,7 +239,7 @@ class Simulation:
 
     # ------------------------------------------------------------------ workload and faults
 
-    def _publish(self, t: int, i: int, _unused) -> None:
+    def _publish(self, t: int, i: int, _unused: None) -> None:
         p = self._workload[i]
         if i + 1 < len(self._workload):
             self.sched.at(self._workload[i + 1].t_ns, self._publish, i + 1)
@@ -237,9 +255,15 @@ class Simulation:
         publish(p.stripe, p.payload, node.local(t))
         self._after(node, t)
 
-    def _fault(self, t: int, fault, _unused) -> None:
+    def _node_of(self, step: Step) -> _Node:
+        """The host a node step acts on (the spec requires one for these actions)."""
+        if step.node is None:
+            raise UserError(f"fault {step.action!r} at {step.at_ns} ns names no host")
+        return self.by_name[step.node]
+
+    def _fault(self, t: int, fault: Step, _unused: None) -> None:
         if fault.action == "crash":
-            node = self.by_name[fault.node]
+            node = self._node_of(fault)
             if node.crashed:
                 return
             node.crashed = True
@@ -250,7 +274,7 @@ class Simulation:
             self.net.set_groups(node.idx, node.groups)
             self._log.append((t, node, (Event(Kind.CRASH),)))
         elif fault.action == "recover":
-            node = self.by_name[fault.node]
+            node = self._node_of(fault)
             if not node.crashed:
                 return
             node.recoveries += 1
@@ -259,17 +283,17 @@ class Simulation:
             self._log.append((t, node, (Event(Kind.RECOVER),)))
             self._after(node, t)
         elif fault.action in ("link_down", "link_up"):
-            self.net.set_link_up(fault.link, fault.action == "link_up")
+            self.net.set_link_up(_link(fault), fault.action == "link_up")
         elif fault.action == "loss":
-            self.net.set_loss(fault.link, fault.loss)
+            self.net.set_loss(_link(fault), fault.loss)
         else:
             self._nemesis(t, fault)
 
-    def _nemesis(self, t: int, step) -> None:
+    def _nemesis(self, t: int, step: Step) -> None:
         """The steps of the newer nemeses (``rmptwin.core.nemesis``)."""
         a = step.action
         if a == "partition":
-            for link in partition_links(self.loaded.topology, step.groups):
+            for link in partition_links(self.loaded.topology, step.groups or ()):
                 if link not in self._cut:
                     self._cut.append(link)
                     self.net.set_link_up(link, False)
@@ -278,24 +302,24 @@ class Simulation:
                 self.net.set_link_up(link, True)
             self._cut = []
         elif a == "link_chaos":
-            self.net.set_chaos(step.link, step.duplicate or 0.0, step.reorder or 0.0, round(step.reorder_ms * 1e6))
+            self.net.set_chaos(_link(step), step.duplicate or 0.0, step.reorder or 0.0, round(step.reorder_ms * 1e6))
         elif a == "link_calm":
-            self.net.set_chaos(step.link)
+            self.net.set_chaos(_link(step))
         elif a in ("pause", "resume") and step.member is not None:
             # one etcd member of three: the simulator's sequencer is the in-memory CAS, whose
             # answers a majority of members gives unchanged; logged, nothing stops
             kind = Kind.PAUSE if a == "pause" else Kind.RESUME
-            self._log.append((t, self.by_name[step.node], (Event(kind, detail={"member": step.member}),)))
+            self._log.append((t, self._node_of(step), (Event(kind, detail={"member": step.member}),)))
         elif a == "pause":
-            node = self.by_name[step.node]
+            node = self._node_of(step)
             if node.crashed or node.paused is not None:
                 return
             node.paused = t
             self._log.append((t, node, (Event(Kind.PAUSE),)))
         elif a == "resume":
-            self._resume(t, self.by_name[step.node])
+            self._resume(t, self._node_of(step))
         elif a == "clock":
-            node = self.by_name[step.node]
+            node = self._node_of(step)
             if step.drift_ppm is not None:
                 k = step.drift_ppm * 1e-6
                 node.off_ns += round(t * node.k) - round(t * k)   # the clock goes on from where it reads
@@ -324,7 +348,7 @@ class Simulation:
                 node.recv(item[1], item[2], now)
             else:
                 p = item[1]
-                node.core.publish(p.stripe, p.payload, now)
+                getattr(node.core, "publish")(p.stripe, p.payload, now)   # only a source is given publications
         self._after(node, t)
         if node.timer_local is not None and node.true(node.timer_local) <= t:
             node.timer_gen += 1   # a deadline that passed while frozen: it fires now, once

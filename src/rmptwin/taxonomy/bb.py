@@ -19,13 +19,14 @@ sequencer by unicast.
 from __future__ import annotations
 
 from rmptwin.core.events import Event, Kind
-from rmptwin.taxonomy.codec import Data, FifoNak, Order, Retx
+from rmptwin.taxonomy.config import TaxonomyConfig
+from rmptwin.taxonomy.codec import Data, FifoNak, Frame, Order, Retx
 from rmptwin.taxonomy.member import MemberCore
 from rmptwin.taxonomy.sender import SenderCore
 
 
 class BbMember(MemberCore):
-    def __init__(self, name, config) -> None:
+    def __init__(self, name: str, config: TaxonomyConfig) -> None:
         super().__init__(name, config)
         self.unordered: dict[tuple[str, int], bytes] = {}     # DATA without its ORDER yet
         self.awaiting: dict[tuple[str, int], int] = {}        # ORDER without its DATA yet: key -> gseq
@@ -33,11 +34,10 @@ class BbMember(MemberCore):
         self.expected: dict[str, int] = {}                    # as sequencer: next src_seq to order
         self.held_back: dict[str, dict[int, bytes]] = {}      # as sequencer: out of FIFO order
 
-    def on_protocol_frame(self, frame, src: str, now: int) -> None:
-        kind = type(frame)
-        if kind is Data:
+    def on_protocol_frame(self, frame: Frame, src: str, now: int) -> None:
+        if isinstance(frame, Data):
             self.on_data(frame, src, now)
-        elif kind is Order:
+        elif isinstance(frame, Order):
             if frame.epoch == self.epoch and not self.flushing:
                 self.on_order(frame, now)
 
@@ -111,11 +111,10 @@ class BbSender(SenderCore):
         else:
             self.unicast(frame, self.sequencer)    # only the sequencer needs it again: members NAK
 
-    def on_protocol_frame(self, frame, src: str, now: int) -> None:
-        kind = type(frame)
-        if kind in (Order, Retx) and frame.src == self.name and frame.epoch == self.epoch:
+    def on_protocol_frame(self, frame: Frame, src: str, now: int) -> None:
+        if isinstance(frame, (Order, Retx)) and frame.src == self.name and frame.epoch == self.epoch:
             self.acked(frame.src_seq, frame.gseq)
-        elif kind is FifoNak and frame.src == self.name:
+        elif isinstance(frame, FifoNak) and frame.src == self.name:
             for seq in range(frame.first, min(frame.last, frame.first + self.cfg.nak_span - 1) + 1):
                 if seq in self.payloads:
                     self.unicast(Data(self.name, seq, self.payloads[seq]), src)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import astuple, dataclass, fields
-from typing import ClassVar
+from typing import Any, ClassVar, Union
 
 MAGIC = 0xC7
 VERSION = 1
@@ -163,7 +163,7 @@ class State:           # member -> successor: the gseqs above its top it holds, 
     TYPE: ClassVar[int] = 15
     FORMAT: ClassVar[str] = "IL"
     epoch: int
-    runs: tuple
+    runs: tuple[int, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,9 +172,11 @@ class NewEpoch:        # successor -> all: epoch starts at floor; these gseqs be
     FORMAT: ClassVar[str] = "IqL"
     epoch: int
     floor: int
-    noops: tuple
+    noops: tuple[int, ...]
 
 
+Frame = Union[Submit, Data, Seq, Retx, Order, Nak, FifoNak, Heartbeat, Request, Grant, Forward, UpdateAck,
+              Release, Takeover, State, NewEpoch]
 ALL_TYPES = (Submit, Data, Seq, Retx, Order, Nak, FifoNak, Heartbeat, Request, Grant, Forward, UpdateAck,
              Release, Takeover, State, NewEpoch)
 _COMMON = (Seq, Retx, Nak, Heartbeat, Takeover, State, NewEpoch)
@@ -187,7 +189,7 @@ PROTOCOL_TYPES = {
 }
 
 
-def _put(fmt: str, value, out: bytearray) -> None:
+def _put(fmt: str, value: Any, out: bytearray) -> None:
     if fmt == "q":
         out += _Q.pack(value)
     elif fmt == "I":
@@ -205,7 +207,7 @@ def _put(fmt: str, value, out: bytearray) -> None:
         out += _H.pack(len(value)) + b"".join(_Q.pack(v) for v in value)
 
 
-def _take(fmt: str, body: bytes, pos: int):
+def _take(fmt: str, body: bytes, pos: int) -> tuple[Any, int]:
     """(value, next position) of one field; CodecError if the body is too short or bad."""
     try:
         if fmt == "q":
@@ -242,9 +244,9 @@ class Codec:
     def __init__(self, protocol: str) -> None:
         self.protocol = protocol
         self.pid = PROTOCOL_IDS[protocol]
-        self.types = {t.TYPE: t for t in PROTOCOL_TYPES[protocol]}
+        self.types: dict[int, type[Frame]] = {t.TYPE: t for t in PROTOCOL_TYPES[protocol]}
 
-    def encode(self, frame) -> bytes:
+    def encode(self, frame: Frame) -> bytes:
         if type(frame).TYPE not in self.types or self.types[type(frame).TYPE] is not type(frame):
             raise CodecError(f"{type(frame).__name__} is not a {self.protocol} frame")
         body = bytearray()
@@ -257,7 +259,7 @@ class Codec:
             raise CodecError(f"body of {len(body)} bytes (at most {MAX_BODY})")
         return _HEADER.pack(MAGIC, VERSION, self.pid, frame.TYPE, len(body)) + bytes(body)
 
-    def decode(self, data: bytes):
+    def decode(self, data: bytes) -> Frame:
         if len(data) < _HEADER.size:
             raise CodecError(f"{len(data)} bytes: shorter than the header")
         magic, version, pid, ftype, n = _HEADER.unpack_from(data)
@@ -273,7 +275,8 @@ class Codec:
         body = data[_HEADER.size:]
         if len(body) != n:
             raise CodecError(f"body length {len(body)}, header says {n}")
-        values, pos = [], 0
+        values: list[Any] = []
+        pos = 0
         for fmt in cls.FORMAT:
             value, pos = _take(fmt, body, pos)
             values.append(value)
@@ -285,9 +288,9 @@ class Codec:
 CODECS = {p: Codec(p) for p in PROTOCOL_IDS}
 
 
-def type_name(frame) -> str:
+def type_name(frame: Frame) -> str:
     return type(frame).__name__.upper()
 
 
-def field_names(cls) -> list[str]:
+def field_names(cls: type[Frame]) -> list[str]:
     return [f.name for f in fields(cls)]

@@ -19,13 +19,16 @@ from __future__ import annotations
 
 from collections import deque
 
-from rmptwin.taxonomy.codec import Grant, NewEpoch, Release, Request, Seq, UpdateAck
+from typing import Hashable
+
+from rmptwin.taxonomy.config import TaxonomyConfig
+from rmptwin.taxonomy.codec import Frame, Grant, NewEpoch, Release, Request, Seq, UpdateAck
 from rmptwin.taxonomy.member import MemberCore
 from rmptwin.taxonomy.sender import SenderCore
 
 
 class GupMember(MemberCore):
-    def __init__(self, name, config) -> None:
+    def __init__(self, name: str, config: TaxonomyConfig) -> None:
         super().__init__(name, config)
         self.queue: deque[tuple[str, int]] = deque()   # (sender host, src_seq) waiting for the lock
         self.holder: tuple[str, int, int] | None = None  # (sender host, src_seq, gseq)
@@ -34,11 +37,10 @@ class GupMember(MemberCore):
         self.store(frame.gseq, frame.src, frame.src_seq, frame.payload, now)
         self.unicast(UpdateAck(self.epoch, frame.gseq), src)
 
-    def on_protocol_frame(self, frame, src: str, now: int) -> None:
+    def on_protocol_frame(self, frame: Frame, src: str, now: int) -> None:
         if not self.is_sequencer:
             return
-        kind = type(frame)
-        if kind is Request:
+        if isinstance(frame, Request):
             key = (src, frame.src_seq)
             if self.holder is not None and self.holder[:2] == key:
                 self.unicast(Grant(self.epoch, self.holder[2], frame.src_seq, 0), src)
@@ -47,7 +49,7 @@ class GupMember(MemberCore):
                 self.unicast(Grant(self.epoch, g, frame.src_seq, 1), src)
             elif key not in self.queue:
                 self.queue.append(key)
-        elif kind is Release and frame.epoch == self.epoch:
+        elif isinstance(frame, Release) and frame.epoch == self.epoch:
             if self.holder is not None and self.holder[2] == frame.gseq and self.holder[0] == src:
                 self.unicast(Grant(self.epoch, frame.gseq, self.holder[1], 1), src)
                 self.holder = None
@@ -71,7 +73,7 @@ class GupMember(MemberCore):
 
 
 class GupSender(SenderCore):
-    def __init__(self, name, config) -> None:
+    def __init__(self, name: str, config: TaxonomyConfig) -> None:
         super().__init__(name, config)
         self.update: tuple[int, int] | None = None      # (src_seq, gseq) being distributed
         self.unacked: dict[str, int] = {}               # member -> resends so far
@@ -93,16 +95,15 @@ class GupSender(SenderCore):
             head = min(self.outstanding)
             self.unicast(Request(self.name, head), self.sequencer)
 
-    def on_protocol_frame(self, frame, src: str, now: int) -> None:
-        kind = type(frame)
-        if kind is Grant and frame.epoch == self.epoch and frame.src_seq in self.payloads:
+    def on_protocol_frame(self, frame: Frame, src: str, now: int) -> None:
+        if isinstance(frame, Grant) and frame.epoch == self.epoch and frame.src_seq in self.payloads:
             if frame.done:
                 if self.update is not None and self.update[1] == frame.gseq:
                     self.update, self.releasing = None, False
                 self.acked(frame.src_seq, frame.gseq)
             elif self.update is None and frame.src_seq in self.outstanding:
                 self.begin(frame.src_seq, frame.gseq, now)
-        elif kind is UpdateAck and self.update is not None and frame.gseq == self.update[1]:
+        elif isinstance(frame, UpdateAck) and self.update is not None and frame.gseq == self.update[1]:
             self.unacked.pop(src, None)
             self.maybe_release()
 
@@ -117,7 +118,7 @@ class GupSender(SenderCore):
             self.releasing = True
             self.unicast(Release(self.epoch, self.update[1]), self.sequencer)
 
-    def on_protocol_timer(self, key, now: int) -> None:
+    def on_protocol_timer(self, key: Hashable, now: int) -> None:
         if key != "update" or self.update is None or self.releasing:
             return
         seq, g = self.update

@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import Hashable
 
 from rmptwin.core.events import Event, Kind
-from rmptwin.taxonomy.codec import Heartbeat, Nak, NewEpoch, Retx, Seq, State, Takeover
+from rmptwin.taxonomy.codec import Frame, Heartbeat, Nak, NewEpoch, Retx, Seq, State, Takeover
 from rmptwin.taxonomy.config import TaxonomyConfig
 from rmptwin.taxonomy.node_base import TaxonomyNode, runs_of
 from rmptwin.taxonomy.takeover import Takeover as TakeoverRun
@@ -91,33 +91,32 @@ class MemberCore(TaxonomyNode):
         super().handle_timer(now)
 
     # -- frames -------------------------------------------------------------------
-    def on_frame(self, frame, src: str, now: int) -> None:
-        kind = type(frame)
+    def on_frame(self, frame: Frame, src: str, now: int) -> None:
         epoch = getattr(frame, "epoch", -1)
-        if epoch > self.epoch and kind in (Heartbeat, Seq, Retx, NewEpoch) and src in self.cfg.members:
+        if epoch > self.epoch and isinstance(frame, (Heartbeat, Seq, Retx, NewEpoch)) and src in self.cfg.members:
             self.catch_up(frame, src, now)   # an epoch went by without us (we were cut off, or slow)
             return
-        if kind is Seq:
+        if isinstance(frame, Seq):
             if frame.epoch == self.epoch and not self.flushing:
                 self.accept_first_copy(frame, src, now)
-        elif kind is Retx:
+        elif isinstance(frame, Retx):
             if frame.epoch == self.epoch:
                 self.store(frame.gseq, frame.src, frame.src_seq, frame.payload, now)
                 if self.takeover is not None:
                     self.takeover.maybe_done_after_store(now)
-        elif kind is Nak:
+        elif isinstance(frame, Nak):
             self.serve_nak(frame, src, now)
-        elif kind is Heartbeat:
+        elif isinstance(frame, Heartbeat):
             if frame.epoch == self.epoch and not self.flushing:
                 self.see_top(frame.top, now)
-        elif kind is Takeover:
+        elif isinstance(frame, Takeover):
             self.on_takeover(frame, src, now)
-        elif kind is State:
+        elif isinstance(frame, State):
             if self.takeover is not None:
                 self.takeover.on_state(frame, src, now)
             elif self.is_sequencer and frame.epoch == self.epoch:
                 self.unicast(NewEpoch(self.epoch, self.floor, self.noops), src)   # it missed NEWEPOCH
-        elif kind is NewEpoch:
+        elif isinstance(frame, NewEpoch):
             self.on_new_epoch(frame, src, now)
         else:
             self.on_protocol_frame(frame, src, now)
@@ -125,7 +124,7 @@ class MemberCore(TaxonomyNode):
     def accept_first_copy(self, frame: Seq, src: str, now: int) -> None:
         self.store(frame.gseq, frame.src, frame.src_seq, frame.payload, now)
 
-    def on_protocol_frame(self, frame, src: str, now: int) -> None:
+    def on_protocol_frame(self, frame: Frame, src: str, now: int) -> None:
         """Frames only one protocol has (subclasses)."""
 
     # -- holding and delivering -----------------------------------------------------
@@ -210,7 +209,7 @@ class MemberCore(TaxonomyNode):
     def on_protocol_timer(self, key: Hashable, now: int) -> None:
         """Timers only one protocol has (subclasses)."""
 
-    def broadcast_seq_frame(self, frame, now: int) -> None:
+    def broadcast_seq_frame(self, frame: Frame, now: int) -> None:
         self.last_group_send = now
         self.broadcast(frame)
 
@@ -262,7 +261,7 @@ class MemberCore(TaxonomyNode):
         if self.flushing:
             self.unicast(State(self.epoch, runs_of(g for g in self.log if g > frame.top)), src)
 
-    def catch_up(self, frame, src: str, now: int) -> None:
+    def catch_up(self, frame: Heartbeat | Seq | Retx | NewEpoch, src: str, now: int) -> None:
         """Join the epoch ``src`` runs: its NEWEPOCH gives the cut; anything else, ask for it."""
         if type(frame) is NewEpoch:
             self.epoch, self.sequencer, self.flushing = frame.epoch, src, True
@@ -316,7 +315,7 @@ class MemberCore(TaxonomyNode):
     def became_sequencer(self, now: int) -> None:
         """Protocol state a new sequencer rebuilds from its log (subclasses)."""
 
-    noops: tuple = ()
+    noops: tuple[int, ...] = ()
     repeats = 0
     heard = False       # heard from the current sequencer since it took the role
     asked_epoch = -1    # the newest epoch it asked a NEWEPOCH for

@@ -7,12 +7,13 @@
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable, Sequence
 from typing import Hashable
 
 from rmptwin.core.events import Event, Kind
 from rmptwin.rmp.corebase import Timers
 from rmptwin.core.sansio import Dest, Group, Unicast
-from rmptwin.taxonomy.codec import CODECS, CodecError, type_name
+from rmptwin.taxonomy.codec import CODECS, CodecError, Frame, type_name
 from rmptwin.taxonomy.config import TaxonomyConfig
 
 DATA_FRAMES = frozenset({"SUBMIT", "DATA", "SEQ"})   # a message's first copy; everything else is control
@@ -23,7 +24,7 @@ class TaxonomyNode:
         self.name = name
         self.cfg = config
         self.codec = CODECS[config.protocol]
-        self.timers = Timers()
+        self.timers: Timers[Hashable] = Timers()   # "heartbeat", "watch", "nak", (what, src_seq), ...
         self._out: list[tuple[bytes, Dest]] = []
         self._events: deque[Event] = deque()
         self.malformed = 0
@@ -61,7 +62,7 @@ class TaxonomyNode:
         self.on_frame(frame, src, now)
 
     # -- for subclasses -------------------------------------------------------------
-    def on_frame(self, frame, src: str, now: int) -> None:  # pragma: no cover - abstract
+    def on_frame(self, frame: Frame, src: str, now: int) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def on_timer(self, key: Hashable, now: int) -> None:  # pragma: no cover - abstract
@@ -70,21 +71,21 @@ class TaxonomyNode:
     def emit(self, ev: Event) -> None:
         self._events.append(ev)
 
-    def _send(self, frame, dest: Dest) -> None:
+    def _send(self, frame: Frame, dest: Dest) -> None:
         data = self.codec.encode(frame)
         self._out.append((data, dest))
         name = type_name(frame)
         if name not in DATA_FRAMES:
             self.emit(Event(Kind.CTRL_SENT, bytes=len(data), detail={"type": name}))
 
-    def unicast(self, frame, node: str) -> None:
+    def unicast(self, frame: Frame, node: str) -> None:
         self._send(frame, Unicast(node))
 
-    def broadcast(self, frame) -> None:
+    def broadcast(self, frame: Frame) -> None:
         self._send(frame, Group(self.cfg.group))
 
 
-def runs_of(values) -> tuple:
+def runs_of(values: Iterable[int]) -> tuple[int, ...]:
     """Sorted integers as a flat tuple of (first, last) runs: 1,2,3,7 -> (1, 3, 7, 7)."""
     out: list[int] = []
     for v in sorted(values):
@@ -95,7 +96,7 @@ def runs_of(values) -> tuple:
     return tuple(out)
 
 
-def expand_runs(runs) -> list[int]:
+def expand_runs(runs: Sequence[int]) -> list[int]:
     out: list[int] = []
     for i in range(0, len(runs) - 1, 2):
         out.extend(range(runs[i], runs[i + 1] + 1))

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Hashable
 
 from rmptwin.core.events import Event, Kind
-from rmptwin.taxonomy.codec import NewEpoch
+from rmptwin.taxonomy.codec import Frame, NewEpoch
 from rmptwin.taxonomy.config import TaxonomyConfig
 from rmptwin.taxonomy.node_base import TaxonomyNode
 
@@ -56,7 +56,7 @@ class SenderCore(TaxonomyNode):
         else:
             self.on_protocol_timer(key, now)
 
-    def on_frame(self, frame, src: str, now: int) -> None:
+    def on_frame(self, frame: Frame, src: str, now: int) -> None:
         if type(frame) is NewEpoch:
             self.on_new_epoch(frame, src, now)
         else:
@@ -85,7 +85,7 @@ class SenderCore(TaxonomyNode):
     def reset_epoch(self, frame: NewEpoch, now: int) -> None:
         """Protocol state a new epoch voids (GUP: an update in progress)."""
 
-    def on_protocol_frame(self, frame, src: str, now: int) -> None:
+    def on_protocol_frame(self, frame: Frame, src: str, now: int) -> None:
         """Frames only one protocol's senders handle."""
 
     def on_protocol_timer(self, key: Hashable, now: int) -> None:

@@ -5,13 +5,13 @@ with a unicast RETX of it."""
 
 from __future__ import annotations
 
-from rmptwin.taxonomy.codec import Retx, Seq, Submit
+from rmptwin.taxonomy.codec import Frame, Retx, Seq, Submit
 from rmptwin.taxonomy.member import MemberCore
 from rmptwin.taxonomy.sender import SenderCore
 
 
 class UbMember(MemberCore):
-    def on_protocol_frame(self, frame, src: str, now: int) -> None:
+    def on_protocol_frame(self, frame: Frame, src: str, now: int) -> None:
         if type(frame) is Submit and self.is_sequencer:
             self.sequence(frame, src, now)
 
@@ -29,6 +29,6 @@ class UbSender(SenderCore):
     def submit(self, seq: int, now: int, *, first: bool) -> None:
         self.unicast(Submit(self.name, seq, self.payloads[seq]), self.sequencer)
 
-    def on_protocol_frame(self, frame, src: str, now: int) -> None:
-        if type(frame) in (Seq, Retx) and frame.src == self.name and frame.epoch == self.epoch:
+    def on_protocol_frame(self, frame: Frame, src: str, now: int) -> None:
+        if isinstance(frame, (Seq, Retx)) and frame.src == self.name and frame.epoch == self.epoch:
             self.acked(frame.src_seq, frame.gseq)

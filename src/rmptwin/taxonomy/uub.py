@@ -10,18 +10,19 @@ gets its GRANT again (done=1 once the sequencer holds it).
 
 from __future__ import annotations
 
-from rmptwin.taxonomy.codec import Forward, Grant, Request, Retx, Seq
+from rmptwin.taxonomy.config import TaxonomyConfig
+from rmptwin.taxonomy.codec import Forward, Frame, Grant, Request, Retx, Seq
 from rmptwin.taxonomy.member import MemberCore
 from rmptwin.taxonomy.sender import SenderCore
 
 
 class UubMember(MemberCore):
-    def __init__(self, name, config) -> None:
+    def __init__(self, name: str, config: TaxonomyConfig) -> None:
         super().__init__(name, config)
         self.granted: dict[int, str] = {}                  # gseq -> the sender holding it
         self.grants: dict[tuple[str, int], int] = {}       # (src, src_seq) -> gseq granted
 
-    def on_protocol_frame(self, frame, src: str, now: int) -> None:
+    def on_protocol_frame(self, frame: Frame, src: str, now: int) -> None:
         if type(frame) is Request and self.is_sequencer:
             key = (frame.src, frame.src_seq)
             g = self.index.get(key)
@@ -51,14 +52,13 @@ class UubSender(SenderCore):
     def submit(self, seq: int, now: int, *, first: bool) -> None:
         self.unicast(Request(self.name, seq), self.sequencer)
 
-    def on_protocol_frame(self, frame, src: str, now: int) -> None:
-        kind = type(frame)
-        if kind is Grant and frame.epoch == self.epoch and frame.src_seq in self.payloads:
+    def on_protocol_frame(self, frame: Frame, src: str, now: int) -> None:
+        if isinstance(frame, Grant) and frame.epoch == self.epoch and frame.src_seq in self.payloads:
             seq = frame.src_seq
             if not frame.done and seq in self.outstanding:
                 self.broadcast(Seq(self.epoch, frame.gseq, self.name, seq, self.payloads[seq]))
             self.acked(seq, frame.gseq)
-        elif kind is Forward and frame.epoch == self.epoch:
-            seq = self.by_gseq.get(frame.gseq)
-            if seq is not None:
-                self.unicast(Retx(frame.epoch, frame.gseq, self.name, seq, self.payloads[seq]), frame.requester)
+        elif isinstance(frame, Forward) and frame.epoch == self.epoch:
+            held = self.by_gseq.get(frame.gseq)
+            if held is not None:
+                self.unicast(Retx(frame.epoch, frame.gseq, self.name, held, self.payloads[held]), frame.requester)

@@ -63,7 +63,7 @@ class GatewayCore(JoinsNoGroup):
         self.replay_ns = config.replay_ns
         self.next_seq = log.last_seq() + 1
         self._pending: list[tuple[str, int, Request]] = []      # received, awaiting fsync
-        self._fsync: tuple[int, list] | None = None              # (done at, batch in flight)
+        self._fsync: tuple[int, list[tuple[str, int, Request]]] | None = None   # (done at, batch in flight)
         self._inflight: dict[int, tuple[str, int, int]] = {}     # gw_seq -> (client, client seq, sent ns)
         self._resent: dict[int, int] = {}                        # gw_seq -> last (re)send, while in flight
         self._check_at: int | None = None
@@ -83,9 +83,11 @@ class GatewayCore(JoinsNoGroup):
             self._events.append(Event(Kind.ORDER_REJECT, src=src, detail={"reason": f"malformed: {e}"}))
             return
         if ftype == wire.T_ORDER:
-            self._order(src, *f, now)
+            client_seq, t_ns, order = f
+            self._order(src, client_seq, t_ns, order, now)
         elif ftype == wire.T_COMPLETE:
-            self._complete(src, *f, now)
+            gw_seq, n, trades = f
+            self._complete(src, gw_seq, n, trades, now)
         elif ftype == wire.T_RESEND_REQ:
             first, last = f
             for seq in range(max(first, 0), min(last, self.next_seq - 1) + 1):

@@ -18,7 +18,10 @@ from dataclasses import dataclass
 from rmptwin.core.sansio import Dest, Group, JoinsNoGroup, Unicast
 from rmptwin.core.events import Event, Kind
 from rmptwin.venue import wire
+from rmptwin.venue.orderbook import Trade
 from rmptwin.venue.stores import HistoryStore
+
+Entry = tuple[int, wire.Request, list[Trade]]   # (position, request, its trades)
 
 HARDENED_PER_FRAME = 18   # keeps a HARDENED frame under one Ethernet MTU
 
@@ -34,8 +37,8 @@ class HistoryCore(JoinsNoGroup):
         self.store = store
         self.commit_ns = config.commit_ns
         self.top = store.top()                     # highest position committed
-        self._waiting: dict[int, tuple] = {}       # position -> (request, trades), not yet contiguous
-        self._commit: tuple[int, list] | None = None
+        self._waiting: dict[int, tuple[wire.Request, list[Trade]]] = {}   # position -> (request, trades), not yet contiguous
+        self._commit: tuple[int, list[Entry]] | None = None   # (done at, the batch being committed)
         self._ckpt_parts: dict[int, dict[int, bytes]] = {}
         self._out: list[tuple[bytes, Dest]] = []
         self._events: deque[Event] = deque()
@@ -85,7 +88,10 @@ class HistoryCore(JoinsNoGroup):
         self._send_hardened([(n, wire.Request.decode_from(b, 0)) for n, b in rows], Unicast(dest))
 
     def _in_commit(self, n: int) -> bool:
-        return self._commit is not None and self._commit[1] and self._commit[1][0][0] <= n <= self._commit[1][-1][0]
+        if self._commit is None or not self._commit[1]:
+            return False
+        batch = self._commit[1]
+        return batch[0][0] <= n <= batch[-1][0]
 
     def _start_commit(self, now: int) -> None:
         if self._commit is not None:
@@ -115,7 +121,7 @@ class HistoryCore(JoinsNoGroup):
         self._send_hardened([(n, req) for n, req, _ in batch], Group(wire.HARDENED_GROUP))
         self._start_commit(now)
 
-    def _send_hardened(self, entries: list, dest: Dest) -> None:
+    def _send_hardened(self, entries: list[tuple[int, wire.Request]], dest: Dest) -> None:
         if not entries:
             self._out.append((wire.hardened_frame(self.top, []), dest))
         for i in range(0, len(entries), HARDENED_PER_FRAME):

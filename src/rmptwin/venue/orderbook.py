@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import struct
 from collections import deque
+from typing import Any
 from heapq import heappop, heappush
 
 BUY, SELL = 0, 1
@@ -26,7 +27,12 @@ LIMIT, MARKET, IOC, FOK = 0, 1, 2, 3
 ORDER_TYPES = {"limit": LIMIT, "market": MARKET, "ioc": IOC, "fok": FOK}
 
 # A trade: (taker oid, maker oid, price, qty, taker side)
-Trade = tuple
+Trade = tuple[int, int, int, int, int]
+# A resting order, mutated in place as it fills: [oid, qty left, price, side].
+Resting = list[int]
+# A price level: [total qty, deque of its Resting orders in time priority] (a list, not a
+# class: updated in place on every fill).
+Level = list[Any]
 
 _LEVEL = struct.Struct("!qI")
 _ORDER = struct.Struct("!qq")
@@ -42,17 +48,17 @@ class OrderBook:
 
     def __init__(self, symbol: str, track_updates: bool = False) -> None:
         self.symbol = symbol
-        self._levels: tuple[dict, dict] = ({}, {})   # [BUY], [SELL]: price -> [total, deque]
-        self._heaps: tuple[list, list] = ([], [])    # bids as -price, asks as price
-        self._orders: dict[int, list] = {}
+        self._levels: tuple[dict[int, Level], dict[int, Level]] = ({}, {})   # [BUY], [SELL]: price -> level
+        self._heaps: tuple[list[int], list[int]] = ([], [])    # bids as -price, asks as price
+        self._orders: dict[int, Resting] = {}
         # (side, price, new level total) after each change, for a market-data feed
-        self.updates: list | None = [] if track_updates else None
+        self.updates: list[tuple[int, int, int]] | None = [] if track_updates else None
 
     # ------------------------------------------------------------------ queries
     def best(self, side: int) -> int | None:
         levels, heap = self._levels[side], self._heaps[side]
         while heap:
-            p = heap[0] if side == SELL else -heap[0]
+            p: int = heap[0] if side == SELL else -heap[0]
             if p in levels:
                 return p
             heappop(heap)
@@ -83,7 +89,7 @@ class OrderBook:
             return []
         if kind == MARKET:
             price = None
-        trades: list = []
+        trades: list[Trade] = []
         opp = 1 - side
         levels, heap = self._levels[opp], self._heaps[opp]
         orders, updates = self._orders, self.updates
@@ -118,6 +124,7 @@ class OrderBook:
             if updates is not None:
                 updates.append((opp, best, level[0]))
         if qty and kind == LIMIT:
+            assert price is not None   # a LIMIT order has its price
             self._rest(oid, side, price, qty)
         return trades
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from rmptwin.venue.orderbook import Trade
+
 
 class GatewayLog(Protocol):
     """Numbered requests of one gateway and which of them are complete."""
@@ -29,7 +31,7 @@ class HistoryStore(Protocol):
 
     commits: int
 
-    def store(self, batch: list[tuple[int, bytes, list]]) -> None: ...
+    def store(self, batch: list[tuple[int, bytes, list[Trade]]]) -> None: ...
     def top(self) -> int: ...
     def hardened(self, first: int, last: int) -> list[tuple[int, bytes]]: ...
     def put_checkpoint(self, n: int, blob: bytes) -> None: ...
@@ -79,11 +81,11 @@ class MemoryHistoryStore:
 
     def __init__(self) -> None:
         self.entries: dict[int, tuple[bytes, int]] = {}   # position -> (request body, trade count)
-        self.trades: dict[int, list] = {}
+        self.trades: dict[int, list[Trade]] = {}
         self.checkpoint: tuple[int, bytes] | None = None
         self.commits = 0
 
-    def store(self, batch: list[tuple[int, bytes, list]]) -> None:
+    def store(self, batch: list[tuple[int, bytes, list[Trade]]]) -> None:
         """One group commit: (position, request body, trades)."""
         for n, body, trades in batch:
             self.entries[n] = (body, len(trades))

@@ -40,12 +40,12 @@ import json
 import struct
 from collections import OrderedDict, deque
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from rmptwin.core.sansio import Dest, Unicast
 from rmptwin.core.events import Event, Kind
 from rmptwin.venue import wire
-from rmptwin.venue.orderbook import BookError, OrderBook
+from rmptwin.venue.orderbook import BookError, OrderBook, Trade
 from rmptwin.venue.wire import Request
 
 Key = tuple[int, int]
@@ -75,11 +75,11 @@ class ProcessedSet:
             s.discard(m)
         self.mark[gw] = m
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, list[Any]]:
         return {str(g): [m, sorted(self.above.get(g, ()))] for g, m in self.mark.items()}
 
     @classmethod
-    def from_json(cls, d: dict) -> "ProcessedSet":
+    def from_json(cls, d: dict[str, Any]) -> "ProcessedSet":
         p = cls()
         for g, (m, above) in d.items():
             p.mark[int(g)] = m
@@ -150,8 +150,8 @@ class VenueCore:
         self.seq_next = 0                             # the sequencer's next free position, as last heard
         self._proposal: tuple[int, list[Key], int] | None = None
         self._busy: tuple[int, int, int] | None = None   # (first position, done at, positions)
-        self._store: list[tuple[int, Request, list]] = []   # to send to the HR
-        self._stored: list[tuple[int, Request, list]] = []  # sent, not yet acknowledged
+        self._store: list[tuple[int, Request, list[Trade]]] = []   # to send to the HR
+        self._stored: list[tuple[int, Request, list[Trade]]] = []  # sent, not yet acknowledged
         self._store_retry_at: int | None = None
         self._await_hr: OrderedDict[int, tuple[Key, int]] = OrderedDict()
         self._body_wait: dict[Key, int] = {}          # key -> resend deadline
@@ -224,9 +224,11 @@ class VenueCore:
         if ftype == wire.T_REQUEST:
             self._request(f, now)
         elif ftype == wire.T_DECIDE:
-            self._decide(*f, now)
+            status, n, nxt, keys = f
+            self._decide(status, n, nxt, keys, now)
         elif ftype == wire.T_HARDENED:
-            self._hardened(*f, now)
+            upto, entries = f
+            self._hardened(upto, entries, now)
         elif ftype == wire.T_CKPT_PART and self.phase == "checkpoint":
             n, part, parts, chunk = f
             self._ckpt_parts[part] = chunk
@@ -287,7 +289,7 @@ class VenueCore:
         if self._recovering and self.phase == "live" and self._sync_target is None:
             self._sync_target = nxt
 
-    def _hardened(self, upto: int, entries: list, now: int) -> None:
+    def _hardened(self, upto: int, entries: list[tuple[int, Request]], now: int) -> None:
         self.hr_top = max(self.hr_top, upto)
         if self.phase == "checkpoint":
             return   # positions are placed only after the checkpoint; the HR's answer brings these again
@@ -382,6 +384,7 @@ class VenueCore:
         return n, cost
 
     def _execute(self, now: int) -> None:
+        assert self._busy is not None   # the deadline of a batch in progress
         pos, _, n = self._busy
         self._busy = None
         for p in range(pos, pos + n):
@@ -392,7 +395,7 @@ class VenueCore:
         key = self.known.pop(pos)
         self.key_pos.pop(key, None)
         req = self.bodies.pop(key, None)
-        trades: list = []
+        trades: list[Trade] = []
         if key not in self.processed and req is not None:
             trades = self._apply(req)
             self.processed.add(key)
@@ -402,12 +405,13 @@ class VenueCore:
             for k in list(self.done_info)[:100_000]:
                 del self.done_info[k]
         if trades:
+            assert req is not None   # trades come from applying it
             self.trade_hash = hashlib.blake2b(
                 self.trade_hash + b";".join(b"%d:%d:%d:%d:%d:%d" % (pos, *t) for t in trades),
                 digest_size=16).digest()
-        for t in trades:
-            self._events.append(Event(Kind.TRADE, src=req.order.symbol, src_seq=t[0], gseq=pos, bytes=t[3],
-                                      detail={"maker": t[1], "price": t[2], "side": t[4]}))
+            for t in trades:
+                self._events.append(Event(Kind.TRADE, src=req.order.symbol, src_seq=t[0], gseq=pos, bytes=t[3],
+                                          detail={"maker": t[1], "price": t[2], "side": t[4]}))
         self.trade_count += len(trades)
         self._events.append(Event(Kind.SEQ_POSITION, src=self.gateways[key[0]] if key[0] < len(self.gateways)
                                   else str(key[0]), src_seq=key[1], gseq=pos, detail={"trades": len(trades)}))
@@ -434,7 +438,7 @@ class VenueCore:
             self._recovering = False
             self._sync_target = None
 
-    def _apply(self, req: Request) -> list:
+    def _apply(self, req: Request) -> list[Trade]:
         o = req.order
         book = self.books.get(o.symbol)
         if book is None:
@@ -486,7 +490,7 @@ class VenueCore:
             self._store = [e for e in self._stored if e[0] > self.hr_top] + self._store
         if self._busy is not None and now >= self._busy[1]:
             self._execute(now)
-        if self._proposal is not None and now >= self._proposal[2]:
+        if self._proposal is not None and now >= self._proposal[2] and self.sequencer is not None:
             n, keys, _ = self._proposal   # the answer was lost: ask again, the same question
             self._propose_wait = min(2 * self._propose_wait, 50 * self.retry_ns)
             self._proposal = (n, keys, now + self._propose_wait)
@@ -503,10 +507,10 @@ class VenueCore:
                                       Unicast(self.gateways[key[0]])))
         if self._recovery_retry is not None and 0 <= self._recovery_retry <= now:
             self._recovery_retry = now + self.retry_ns   # the HR's answer was lost: ask again
-            if self.phase == "checkpoint":
+            if self.phase == "checkpoint" and self.history is not None:   # (recovery phases: an HR)
                 self._ckpt_parts = {}
                 self._out.append((wire.ckpt_req_frame(self.ev_id), Unicast(self.history)))
-            elif self.phase == "hardened":
+            elif self.phase == "hardened" and self.history is not None:
                 self._out.append((wire.range_frame(wire.T_HARDENED_REQ, self.known_top, -1), Unicast(self.history)))
         self._pump(now)
 
@@ -515,7 +519,7 @@ class VenueCore:
             # The seed's sync time runs "from when a new EV is started": a driver flushes a new
             # core at once, so this is its start (not its first datagram, one round trip later).
             self._start_ns = now
-        if self._store:
+        if self._store and self.history is not None:   # (only kept with an HR)
             for i in range(0, len(self._store), 16):
                 self._out.append((wire.store_frame(self.ev_id, self._store[i:i + 16]), Unicast(self.history)))
             sent = {e[0] for e in self._stored}

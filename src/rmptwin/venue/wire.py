@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import Any, Callable
 
 VERSION = 1
 REQUEST_GROUP = "venue/req"      # GWs -> every EV
@@ -52,6 +53,10 @@ _HARD_HEAD = struct.Struct("!qH")       # upto, count
 _COMPLETE = struct.Struct("!qqH")       # gw_seq (client_seq in DONE), n, trades
 _CKPT = struct.Struct("!qHH")           # n, part, parts
 _RANGE = struct.Struct("!qq")
+
+
+Key = tuple[int, int]                       # (gw, gw_seq): a request's identity
+TradeRow = tuple[int, int, int, int, int]   # (taker, maker, price, qty, taker side), as in STORE
 
 
 class VenueWireError(ValueError):
@@ -155,7 +160,7 @@ def decide_frame(status: int, n: int, next_pos: int, keys: list[tuple[int, int]]
     return frame(T_DECIDE, _DECIDE.pack(status, n, next_pos, len(keys)) + b"".join(_KEY.pack(*k) for k in keys))
 
 
-def store_frame(ev: int, entries: list[tuple[int, Request, list]]) -> bytes:
+def store_frame(ev: int, entries: list[tuple[int, Request, list[TradeRow]]]) -> bytes:
     """entries: (position, request, trades)."""
     parts = [_STORE_HEAD.pack(ev, len(entries))]
     for n, req, trades in entries:
@@ -193,8 +198,9 @@ def range_frame(ftype: int, first: int, last: int) -> bytes:
 
 
 # ---------------------------------------------------------------------- decoder
-def decode(data: bytes):
-    """(type, fields) for any frame; raises VenueWireError on malformed input."""
+def decode(data: bytes) -> tuple[int, Any]:
+    """(type, fields) for any frame; raises VenueWireError on malformed input. The fields
+    are what the type's decoder below returns (Any here: their type follows the type code)."""
     ftype, body = split(data)
     try:
         return ftype, _DECODERS[ftype](body)
@@ -207,43 +213,44 @@ def _need(body: bytes, size: int, what: str) -> None:
         raise VenueWireError(f"{what} frame has {len(body)} bytes, expected {size}")
 
 
-def _d_order(b):
+def _d_order(b: bytes) -> tuple[int, int, Order]:
     _need(b, _ORDER_HEAD.size + ORDER_SIZE, "ORDER")
     seq, t = _ORDER_HEAD.unpack_from(b)
     return seq, t, Order.decode_from(b, _ORDER_HEAD.size)
 
 
-def _d_ack(b):
+def _d_ack(b: bytes) -> tuple[int, int, int, str]:
     seq, status, gw_seq, rlen = _ACK.unpack_from(b)
     _need(b, _ACK.size + rlen, "ORDER_ACK")
     return seq, status, gw_seq, b[_ACK.size:].decode(errors="replace")
 
 
-def _d_request(b):
+def _d_request(b: bytes) -> Request:
     _need(b, REQUEST_SIZE, "REQUEST")
     return Request.decode_from(b, 0)
 
 
-def _keys(b, off, count, what):
+def _keys(b: bytes, off: int, count: int, what: str) -> list[Key]:
     _need(b, off + count * _KEY.size, what)
     return [_KEY.unpack_from(b, off + i * _KEY.size) for i in range(count)]
 
 
-def _d_propose(b):
+def _d_propose(b: bytes) -> tuple[int, int, list[Key]]:
     ev, n, count = _PROPOSE.unpack_from(b)
     return ev, n, _keys(b, _PROPOSE.size, count, "PROPOSE")
 
 
-def _d_decide(b):
+def _d_decide(b: bytes) -> tuple[int, int, int, list[Key]]:
     status, n, nxt, count = _DECIDE.unpack_from(b)
     if status not in (WON, LOST, TOO_FAR):
         raise VenueWireError(f"DECIDE status {status} is unknown")
     return status, n, nxt, _keys(b, _DECIDE.size, count, "DECIDE")
 
 
-def _d_store(b):
+def _d_store(b: bytes) -> tuple[int, list[tuple[int, Request, list[TradeRow]]]]:
     ev, count = _STORE_HEAD.unpack_from(b)
-    off, out = _STORE_HEAD.size, []
+    off = _STORE_HEAD.size
+    out: list[tuple[int, Request, list[TradeRow]]] = []
     for _ in range(count):
         n, ntr = _ENTRY.unpack_from(b, off)
         off += _ENTRY.size
@@ -257,9 +264,10 @@ def _d_store(b):
     return ev, out
 
 
-def _d_hardened(b):
+def _d_hardened(b: bytes) -> tuple[int, list[tuple[int, Request]]]:
     upto, count = _HARD_HEAD.unpack_from(b)
-    off, out = _HARD_HEAD.size, []
+    off = _HARD_HEAD.size
+    out: list[tuple[int, Request]] = []
     for _ in range(count):
         (n,) = _Q.unpack_from(b, off)
         out.append((n, Request.decode_from(b, off + _Q.size)))
@@ -269,29 +277,30 @@ def _d_hardened(b):
     return upto, out
 
 
-def _d_complete(b):
+def _d_complete(b: bytes) -> tuple[int, int, int]:
     _need(b, _COMPLETE.size, "COMPLETE")
     return _COMPLETE.unpack(b)
 
 
-def _d_ckpt(b):
+def _d_ckpt(b: bytes) -> tuple[int, int, int, bytes]:
     n, part, parts = _CKPT.unpack_from(b)
     if part >= max(parts, 1):
         raise VenueWireError(f"checkpoint part {part} of {parts}")
     return n, part, parts, b[_CKPT.size:]
 
 
-def _d_ckpt_req(b):
+def _d_ckpt_req(b: bytes) -> int:
     _need(b, _H.size, "CKPT_REQ")
-    return _H.unpack(b)[0]
+    ev: int = _H.unpack(b)[0]
+    return ev
 
 
-def _d_range(b):
+def _d_range(b: bytes) -> tuple[int, int]:
     _need(b, _RANGE.size, "range")
     return _RANGE.unpack(b)
 
 
-_DECODERS = {
+_DECODERS: dict[int, Callable[[bytes], Any]] = {
     T_ORDER: _d_order, T_ORDER_ACK: _d_ack, T_REQUEST: _d_request, T_PROPOSE: _d_propose,
     T_DECIDE: _d_decide, T_STORE: _d_store, T_HARDENED: _d_hardened, T_COMPLETE: _d_complete,
     T_DONE: _d_complete, T_CKPT_STORE: _d_ckpt, T_CKPT_REQ: _d_ckpt_req, T_CKPT_PART: _d_ckpt,

@@ -39,18 +39,21 @@ from rmptwin.apps.trading_floor.floor_node import FloorNode
 from rmptwin.apps.trading_floor.state import FloorState
 
 
-def message_key(msg) -> tuple | None:
+def message_key(msg: messages.Message) -> tuple[object, ...] | None:
+    return _key(msg) if isinstance(msg, (Report, Control)) else None
+
+
+def _key(msg: Report | Control) -> tuple[object, ...]:
     if isinstance(msg, Report):
         return (msg.status, msg.n, msg.digest)
-    if isinstance(msg, Control):
-        return ("control", msg.what, msg.lot, msg.step)
-    return None
+    return ("control", msg.what, msg.lot, msg.step)
 
 
 class ArbiterCore(FloorNode):
     def __init__(self, primary: PrimaryCore, source: SourceCore, stripe: int, floor: FloorState) -> None:
         super().__init__(primary.name, primary, source, stripe, floor)
-        self.pending: set[tuple] = set()
+        self.primary = primary
+        self.pending: set[tuple[object, ...]] = set()
         self.holds = 0
 
     def on_receiver_event(self, ev: Event, now: int) -> None:
@@ -65,7 +68,7 @@ class ArbiterCore(FloorNode):
         self.pending.discard(key)
 
     def arbitrate(self, now: int) -> None:
-        member = self.receiver.members.get(self.stripe)
+        member = self.primary.members.get(self.stripe)
         if member is None or not member.holding:
             return
         self.holds += 1
@@ -77,8 +80,8 @@ class ArbiterCore(FloorNode):
         for t in self.floor.confirmable(member.stable_gseq):
             self._source(Report("confirmed", t.n, t.digest), now, token)
 
-    def _source(self, msg, now: int, token: int) -> None:
-        key = message_key(msg)
+    def _source(self, msg: Report | Control, now: int, token: int) -> None:
+        key = _key(msg)
         if key in self.pending:
             return
         self.pending.add(key)

@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections import deque
 
 from rmptwin.core.events import Event, Kind
-from rmptwin.rmp.corebase import CoreBase
+from rmptwin.rmp.receiver_host import ReceiverHost
 from rmptwin.rmp.source import SourceCore
-from rmptwin.core.sansio import Group
+from rmptwin.core.sansio import Core, Dest, Group
 from rmptwin.apps.trading_floor import messages
 from rmptwin.apps.trading_floor.state import FloorState
 
@@ -27,13 +27,13 @@ FLOOR_TRADE, FLOOR_STATE, FLOOR_REPORT = Kind.FLOOR_TRADE, Kind.FLOOR_STATE, Kin
 
 
 class FloorNode:
-    def __init__(self, name: str, receiver: CoreBase, source: SourceCore, stripe: int, floor: FloorState) -> None:
+    def __init__(self, name: str, receiver: ReceiverHost, source: SourceCore, stripe: int, floor: FloorState) -> None:
         self.name = name
         self.receiver = receiver
         self.source = source
         self.stripe = stripe
         self.floor = floor
-        self._out: list = []
+        self._out: list[tuple[bytes, Dest]] = []
         self._events: deque[Event] = deque()
 
     # ------------------------------------------------------------------ core API
@@ -49,7 +49,7 @@ class FloorNode:
         self.source.receive_datagram(data, src, now)
         self._pump(now)
 
-    def datagrams_to_send(self, now: int) -> list:
+    def datagrams_to_send(self, now: int) -> list[tuple[bytes, Dest]]:
         self._pump(now)
         out, self._out = self._out, []
         return out
@@ -82,7 +82,7 @@ class FloorNode:
     def emit(self, ev: Event) -> None:
         self._events.append(ev)
 
-    def publish(self, msg, now: int) -> int:
+    def publish(self, msg: messages.Message, now: int) -> int:
         """Multicast a floor message through this node's S_P."""
         return self.source.publish(self.stripe, messages.encode(msg), now)
 
@@ -103,7 +103,7 @@ class FloorNode:
             if not moved:
                 return
 
-    def _loop_back(self, sender, other, now: int) -> int:
+    def _loop_back(self, sender: Core, other: Core, now: int) -> int:
         out = sender.datagrams_to_send(now)
         mine = other.groups()
         for data, dest in out:

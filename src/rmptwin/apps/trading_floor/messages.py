@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 MAGIC = b"TF1"
 SIDES = ("B", "S")
@@ -57,7 +58,7 @@ class Report:
     status: str
     n: int
     digest: str
-    trade: tuple = ()
+    trade: tuple[Any, ...] = ()   # a Fill's as_tuple(); read back from JSON
 
 
 Message = Order | Control | Report
@@ -73,7 +74,7 @@ def encode(msg: Message) -> bytes:
     return MAGIC + json.dumps(body, separators=(",", ":")).encode()
 
 
-def _ints(*values) -> bool:
+def _ints(*values: object) -> bool:
     return all(type(v) is int and v >= 0 for v in values)
 
 

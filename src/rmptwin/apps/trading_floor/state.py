@@ -132,7 +132,7 @@ class FloorState:
     def state_hash(self) -> str:
         return hashlib.blake2b(self._hash + self.rule.snapshot(), digest_size=16).hexdigest()
 
-    def counts(self) -> dict:
+    def counts(self) -> dict[str, int]:
         return {"trades": len(self.trades), "tentative": len(self.tentative), "confirmed": len(self.confirmed),
                 "withdrawn": len(self.withdrawn), "orders": self.orders, "rejected": self.rule.rejected,
                 "malformed": self.malformed}

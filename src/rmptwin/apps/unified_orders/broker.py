@@ -12,6 +12,7 @@ is still the trader's (and admitted at most once) all the way to the exchange.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from rmptwin.core.events import Event
 from rmptwin.core.sansio import Dest, JoinsNoGroup, NoTimer, Unicast
@@ -40,7 +41,7 @@ class BrokerCore(NoTimer, JoinsNoGroup):
         else:
             self._not_offers += 1
 
-    def _forward(self, offer: Offer) -> dict:
+    def _forward(self, offer: Offer) -> dict[str, Any]:
         signed = replace(offer, account=self.account, token=self.token)
         self._out.append((signed.encode(), Unicast(self.portal)))
         return {"forwarded_to": self.portal}

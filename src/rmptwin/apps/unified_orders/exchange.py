@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import random
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from rmptwin.core.events import Event, Kind
-from rmptwin.rmp.customer import CustomerConfig, CustomerCore
+from rmptwin.rmp.customer import CustomerConfig, CustomerCore, Held
 from rmptwin.rmp.repair import SequenceTracker
 from rmptwin.core.sansio import Dest
 from rmptwin.venue.orderbook import BUY as BOOK_BUY, SELL as BOOK_SELL, OrderBook
@@ -38,7 +39,7 @@ class OfferStream(CustomerCore):
         super().__init__(config, rng, recovering=recovering)
         self.on_message = on_message
 
-    def _deliver(self, stripe: int, track: SequenceTracker) -> None:
+    def _deliver(self, stripe: int, track: SequenceTracker[Held]) -> None:
         for seq, (payload, repair, region) in track.deliverable():
             self.delivered[stripe].append(seq)
             self.repaired += bool(repair)
@@ -59,7 +60,7 @@ class Executor:
     def directed_here(self, offer: Offer) -> bool:
         return offer.exchange in ("", self.name)
 
-    def execute(self, offer: Offer, **detail) -> None:
+    def execute(self, offer: Offer, **detail: Any) -> None:
         position = len(self.executed) + 1   # the book's order id: unique, in execution order
         self.executed.append(offer)
         book = self.books.setdefault(offer.symbol, OrderBook(offer.symbol))
@@ -92,19 +93,19 @@ class ExchangeCore:
 
     @property
     def malformed(self) -> int:
-        inner = self.stream.malformed if self.stream is not None else self.entry.malformed
+        inner = self.stream.malformed if self.stream is not None else self.entry.malformed if self.entry else 0
         return inner + self._malformed
 
     # ------------------------------------------------------------------ core API
     def receive_datagram(self, data: bytes, src: str, now: int) -> None:
         if self.stream is not None:
             self.stream.receive_datagram(data, src, now)
-        elif offers.is_offer(data):
+        elif offers.is_offer(data) and self.entry is not None:
             self.entry.admit(data, now, self._execute_direct, exchange=self.name)
         else:
             self._malformed += 1   # reached directly, it reads offers only
 
-    def datagrams_to_send(self, now: int) -> list[tuple[bytes, Dest]]:
+    def datagrams_to_send(self, now: int) -> Sequence[tuple[bytes, Dest]]:
         return self.stream.datagrams_to_send(now) if self.stream is not None else []
 
     def get_timer(self) -> int | None:
@@ -124,7 +125,7 @@ class ExchangeCore:
         return self.stream.groups() if self.stream is not None else frozenset()
 
     # ------------------------------------------------------------------ internals
-    def _execute_direct(self, offer: Offer) -> dict:
+    def _execute_direct(self, offer: Offer) -> dict[str, Any]:
         if not self.executor.directed_here(offer):
             return {"executed": False}
         self.executor.execute(offer, ring_gseq=-1)

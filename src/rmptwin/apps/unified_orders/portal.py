@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import functools
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from rmptwin.core.events import Event, Kind
 from rmptwin.rmp.source import SourceCore
@@ -34,8 +35,8 @@ class OrderEntry:
         self.events: deque[Event] = deque()
         self.malformed = 0
 
-    def admit(self, data: bytes, now: int, hand_on: Callable[[Offer], dict] | None = None,
-              **detail) -> Offer | None:
+    def admit(self, data: bytes, now: int, hand_on: Callable[[Offer], dict[str, Any]] | None = None,
+              **detail: Any) -> Offer | None:
         """The offer in ``data`` if it is admitted, else None (an OFFER_REJECT event says why).
         ``hand_on`` takes an admitted offer on (publishes it, executes it) and returns what the
         OFFER_ADMIT event should also say about where it went."""
@@ -79,12 +80,12 @@ class PortalCore:
             return
         self.entry.admit(data, now, functools.partial(self._publish, now=now), portal=self.name)
 
-    def _publish(self, offer: Offer, now: int) -> dict:
+    def _publish(self, offer: Offer, now: int) -> dict[str, Any]:
         stripe = self.stripe_of[offer.symbol]
         msg = self.source.publish(stripe, offer.admitted_by(self.name).encode(), now)
         return {"stripe": stripe, "msg": msg}
 
-    def datagrams_to_send(self, now: int) -> list[tuple[bytes, Dest]]:
+    def datagrams_to_send(self, now: int) -> Sequence[tuple[bytes, Dest]]:
         return self.source.datagrams_to_send(now)
 
     def get_timer(self) -> int | None:

@@ -19,7 +19,7 @@ Rules: ``continuous`` (price-time double auction on ``venue.orderbook``, with st
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Callable, Protocol
 
 from rmptwin.apps.trading_floor.messages import Control, Order
 
@@ -45,7 +45,7 @@ class Fill:
     buyer: str
     seller: str
 
-    def as_tuple(self) -> tuple:
+    def as_tuple(self) -> tuple[str, int, int, int, int, str, str]:
         return (self.symbol, self.price, self.qty, self.buy, self.sell, self.buyer, self.seller)
 
 
@@ -80,7 +80,7 @@ def make_rule(name: str, params: RuleParams = DEFAULT_PARAMS) -> Rule:
     from rmptwin.apps.trading_floor.rules.dutch import DutchAuction
     from rmptwin.apps.trading_floor.rules.second_price import SecondPriceAuction
 
-    rules: dict[str, type] = {"continuous": ContinuousAuction, "second_price": SecondPriceAuction,
+    rules: dict[str, Callable[[RuleParams], Rule]] = {"continuous": ContinuousAuction, "second_price": SecondPriceAuction,
                               "dutch": DutchAuction}
     try:
         return rules[name](params)

@@ -39,12 +39,12 @@ class DutchAuction:
             lot.clock = self.clock_at(lot, 0)
             self.open[e.oid] = lot
             return []
-        lot = next((lt for lt in self.open.values() if lt.symbol == o.symbol), None)
-        if lot is None or o.kind != "limit":
+        open_lot = next((lt for lt in self.open.values() if lt.symbol == o.symbol), None)
+        if open_lot is None or o.kind != "limit":
             self.rejected += 1
             return []
-        lot.bids.append((o.price, e.oid, e.who))
-        return self._sell(lot)
+        open_lot.bids.append((o.price, e.oid, e.who))
+        return self._sell(open_lot)
 
     def on_control(self, c: Control, token: int) -> list[Fill]:
         lot = self.open.get(c.lot)
