@@ -3,14 +3,17 @@ an EV, a partition between an EV and the etcd members, a paused etcd member, a g
 restart. Each run: 0 trades lost, the CAS history linearizable, the EV states equal, and the
 outage the fault causes measured (printed; checkers.probe.venue_outage_ms).
 
-Measured as root on the emulated network (2026-11-26), all four scenarios: no trade lost and
-the venue checker passes, but the EVs do not agree at the end: one EV stops executing (ev2 at
-position 206 while ev1 reaches 658 after kill -9; the same in the other three) and no SYNC_DONE
-is logged; the checker also judges the etcd sequencer's CAS history not linearizable (a batch
-answered LOST with a next position the history cannot place) or gives up (235-242 operations,
-2 M steps). The simulated scenarios (tests/chaos/test_venue_nemeses_sim.py) keep every
-invariant. A strict expected failure until the emulated venue under nemeses is fixed: it fails
-the suite the day it passes, so the mark is removed then.
+Measured as root on the emulated network, 2026-11-26, at 300 req/s (``RATE``; at venue-failover's
+5,000 req/s both EVs fell seconds behind and every scenario failed on agreement): ev_kill9,
+etcd_member_pause and gateway_restart keep 0 trades lost, the venue checker and equal EV states,
+and reach the CAS check, which is the finding there: the etcd sequencer's history is judged not
+linearizable (etcd_member_pause: ev1's propose answered WON next=18 where at best LOST next=24
+fits; gateway_restart: WON next=22 against LOST next=24) or undecided (ev_kill9: 795 operations,
+2 M steps). ev_partition fails earlier: the partitioned EV never catches up after the 1 s
+partition heals (ev2 at position 648, ev1 at 1,828, all 1,829 requests completed, no SYNC_DONE).
+The simulated scenarios (tests/chaos/test_venue_nemeses_sim.py) keep every invariant. A strict
+expected failure until the emulated venue under nemeses is fixed: it fails the suite the day it
+passes, so the mark is removed then.
 """
 
 from __future__ import annotations
