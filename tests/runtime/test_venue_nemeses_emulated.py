@@ -11,9 +11,11 @@ linearizable (etcd_member_pause: ev1's propose answered WON next=18 where at bes
 fits; gateway_restart: WON next=22 against LOST next=24) or undecided (ev_kill9: 795 operations,
 2 M steps). ev_partition fails earlier: the partitioned EV never catches up after the 1 s
 partition heals (ev2 at position 648, ev1 at 1,828, all 1,829 requests completed, no SYNC_DONE).
-The simulated scenarios (tests/chaos/test_venue_nemeses_sim.py) keep every invariant. A strict
-expected failure until the emulated venue under nemeses is fixed: it fails the suite the day it
-passes, so the mark is removed then.
+The simulated scenarios (tests/chaos/test_venue_nemeses_sim.py) keep every invariant. What holds
+is asserted (0 trades lost, the venue checker, the pause logged, the outage measured); the two
+findings are expected failures that name their figures, each only where it occurs: a scenario
+whose EVs agree and whose CAS history is judged linearizable passes. (A strict mark on the whole
+test would turn a run where the undecided search happens to decide into a failure.)
 """
 
 from __future__ import annotations
@@ -45,7 +47,6 @@ def _sustainable(loaded):
     return loaded.model_copy(update={"experiment": loaded.experiment.model_copy(update={"venue": venue})})
 
 
-@pytest.mark.xfail(strict=True, reason="emulated venue under nemeses: an EV stops executing (module docstring)")
 @pytest.mark.parametrize("name", SCENARIOS)
 def test_emulated_venue_keeps_its_invariants_under(name, tmp_path):
     base = load_experiment(REPO / "experiments" / "venue-failover.yaml")
@@ -55,7 +56,9 @@ def test_emulated_venue_keeps_its_invariants_under(name, tmp_path):
     verdicts = {v.checker: v for v in check_run(outcome.run_dir)}
     assert verdicts["venue"].status == "ok", verdicts["venue"].violation
     assert outcome.summary.get("trades_lost") in (0, None)
-    assert outcome.summary.get("ev_agreement") is True
+    if outcome.summary.get("ev_agreement") is not True:
+        pytest.xfail(f"finding (module docstring): the EVs disagree at the end, last positions "
+                     f"{outcome.summary.get('ev_last_position')}, sync {outcome.summary.get('sync_ms_all')}")
     df = outcome.run_dir.read_events().to_pandas()
     if name == "etcd_member_pause":
         assert (df.kind == Kind.PAUSE).sum() == 1 and (df.kind == Kind.RESUME).sum() == 1
