@@ -55,6 +55,21 @@ def test_a_retry_answered_as_lost_with_its_own_keys():
     assert linearizable(ops) is None
 
 
+def test_many_pending_indeterminate_copies_are_decided_quickly():
+    # measured emulated: 100-180 indeterminate copies (late retries whose answers were lost, a
+    # crash) made the search give up after 2 M steps on a violation: it tried every subset of the
+    # copies at every point. A copy that can no longer change anything is placed without branching.
+    ops, t = [], 0
+    for n in range(40):
+        ops.append(op(len(ops), "ev1", t, t + 4, n, [(0, n)], (WON, n + 1, [(0, n)])))
+        ops.append(op(len(ops), "ev1", t + 5, None, n, [(0, n)]))          # a late copy, answer lost
+        t += 10
+    assert linearizable(ops, max_steps=20_000) is None
+    ops.append(op(len(ops), "ev2", t, t + 4, 0, [(1, 0)], (WON, 1, [(1, 0)])))   # planted: position 0 won twice
+    v = linearizable(ops, max_steps=20_000)
+    assert v is not None and "undecided" not in v.message, v
+
+
 PLANTED = {
     # two proposals at one position both told they won
     "two_winners": [op(0, "ev1", 0, 10, 0, [A1], (WON, 1, [A1])),

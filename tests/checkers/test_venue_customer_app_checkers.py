@@ -16,6 +16,7 @@ from rmptwin.checkers.customers import (
     pcap_frames,
 )
 from rmptwin.checkers.history import event_dict
+from rmptwin.checkers.linearizable import linearizable
 from rmptwin.checkers.venue import VenueHistory, cas_history, venue
 from rmptwin.core.striping import session_name
 
@@ -83,7 +84,25 @@ def test_cas_history_from_events_makes_retries_indeterminate():
             (80, "ev2", "crash", -1, "{}")]
     df = pd.DataFrame(rows, columns=["t_ns", "node", "kind", "gseq", "detail"])
     ops = cas_history(df, {"ev1", "ev2"})
-    assert [(o.call_ns, o.output) for o in ops] == [(0, None), (50, (0, 1, ((0, 1),))), (70, None)]
+    # the answer may be the first copy's: the answered operation is invoked with the first copy
+    assert [(o.call_ns, o.output) for o in ops] == [(0, None), (0, (0, 1, ((0, 1),))), (70, None)]
+
+
+def test_a_retry_answered_with_the_first_copys_win_is_linearizable():
+    # measured emulated (etcd member paused): ev1's first copy won n=0 while ev2 learned its key;
+    # ev1 retried and the first copy's WON came back just after the retry went out
+    rows = [(0, "ev1", "cas_invoke", 0, '{"keys":[[0,1]]}'),
+            (20, "ev2", "cas_invoke", 0, '{"keys":[[0,1],[1,1]]}'),
+            (30, "ev2", "cas_ok", 0, '{"status":1,"next":1,"keys":[[0,1]]}'),
+            (40, "ev2", "cas_invoke", 1, '{"keys":[[1,1]]}'),
+            (50, "ev2", "cas_ok", 1, '{"status":0,"next":2,"keys":[[1,1]]}'),
+            (60, "ev1", "cas_invoke", 0, '{"keys":[[0,1]]}'),                 # the retry
+            (61, "ev1", "cas_ok", 0, '{"status":0,"next":1,"keys":[[0,1]]}')]
+    df = pd.DataFrame(rows, columns=["t_ns", "node", "kind", "gseq", "detail"])
+    assert linearizable(cas_history(df, {"ev1", "ev2"})) is None
+    # the same answer to a proposal sent only at 60 is impossible: position 0 was taken by then
+    df.loc[0, "kind"] = "crash"
+    assert linearizable(cas_history(df, {"ev1", "ev2"})) is not None
 
 
 # ----------------------------------------------------------------------------- customers

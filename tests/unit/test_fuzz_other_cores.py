@@ -75,7 +75,7 @@ class _CasMemory:
     def __init__(self) -> None:
         self.asked = 0
 
-    def submit(self, request_id: int, n: int, keys) -> None:
+    def submit(self, request_id: int, n: int, keys, owner: int) -> None:
         self.asked += 1
 
 

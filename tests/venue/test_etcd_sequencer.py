@@ -30,7 +30,7 @@ from rmptwin.runtime.venue_adapters import node_adapters
 from rmptwin.spec import load_experiment
 from rmptwin.venue import wire
 from rmptwin.venue.orderbook import LIMIT
-from rmptwin.venue.sequencer import CasProxyCore
+from rmptwin.venue.sequencer import REPLY_MAX, CasLog, CasProxyCore
 from rmptwin.venue.venue import SEQ_PROBE, VenueConfig, VenueCore
 from rmptwin.venue.wire import Order, Request
 
@@ -99,7 +99,20 @@ def test_one_key_per_batch_a_late_proposer_mid_batch_learns_what_stands_and_too_
         assert cas.propose(2, [(1, 9)])[0] == wire.TOO_FAR
         assert min(cas.read_all()) >= 16 - 8 - 4              # etcd keeps the window (and one batch), not more
         assert cas.propose(SEQ_PROBE, []) == (wire.LOST, 16, [])   # a restarting EV's probe: where the order stands
+        # a proposer that finds its own batch at n (an earlier copy won, its answer lost) is told WON;
+        # another proposer with the same keys is told LOST
+        assert cas.propose(16, [(3, 1)], owner=1) == (wire.WON, 17, [(3, 1)])
+        assert cas.propose(16, [(3, 1)], owner=1) == (wire.WON, 17, [(3, 1)])
+        assert cas.propose(16, [(3, 1)], owner=2) == (wire.LOST, 17, [(3, 1)])
         cas.close()
+        # a loser is told as many standing keys as CasLog tells (the batches read may hold more)
+        wide, log = EtcdCas(cluster.endpoints, prefix="test/reply", window=1000), CasLog(1000)
+        wide.init()
+        batch = [(4, i) for i in range(150)]
+        assert wide.propose(0, batch) == log.propose(0, batch)
+        assert wide.propose(0, [(5, 0)]) == log.propose(0, [(5, 0)])
+        assert len(wide.propose(10, [(5, 0)])[2]) == REPLY_MAX
+        wide.close()
         lead = leader_first(list(reversed(cluster.endpoints)))
         assert sorted(lead) == sorted(cluster.endpoints)
         status = json.loads(urllib.request.urlopen(urllib.request.Request(

@@ -14,6 +14,7 @@ from rmptwin.venue.orderbook import BUY, LIMIT, SELL
 from rmptwin.venue.sequencer import CasLog, CasProxyCore, SequencerConfig, SequencerCore
 from rmptwin.venue.stores import MemoryGatewayLog, MemoryHistoryStore
 from rmptwin.venue.venue import SEQ_PROBE, VenueConfig, VenueCore
+from rmptwin.venue.wire import seq_ranges
 from rmptwin.venue.wire import Order, Request
 
 GWS = ["gw1", "gw2"]
@@ -167,7 +168,7 @@ class DeferredCas:
         self.log = CasLog(window)
         self.asked: list[tuple[int, int, list]] = []
 
-    def submit(self, request_id, n, keys) -> None:
+    def submit(self, request_id, n, keys, owner) -> None:
         self.asked.append((request_id, n, list(keys)))
 
     def answer_all(self, proxy: CasProxyCore, now: int) -> None:
@@ -348,3 +349,8 @@ def test_a_restarted_ev_asks_the_hr_and_the_sequencer_at_once_and_syncs_after_on
     assert new.next_pos == live.next_pos and new.state_hash() == live.state_hash()
     _route(cores, sent, "ev2", new.datagrams_to_send(21), 21)
     assert ("ev2", wire.T_HARDENED_REQ) not in sent                   # one HR round trip, not two
+
+
+def test_missing_bodies_are_asked_for_in_runs_per_gateway():
+    assert seq_ranges([(1, 5), (0, 3), (0, 4), (1, 7), (0, 9)]) == [(0, 3, 4), (0, 9, 9), (1, 5, 5), (1, 7, 7)]
+    assert seq_ranges([]) == []

@@ -7,8 +7,9 @@ invocation time, its completion time and answer ``(status, next, keys standing a
 no completion at all: a proposal whose answer never came (the EV gave up on it, crashed, or
 the run ended) is INDETERMINATE, as Jepsen treats a timeout: it may have taken effect at any
 instant after its invocation, or not at all, and its answer is unconstrained. A retry of a
-proposal is a new operation, and the earlier one becomes indeterminate: the answer that
-came back may belong to either copy, and an indeterminate copy covers both cases.
+proposal is a new operation, and the earlier copy becomes indeterminate; the answer that
+came back may belong to either copy, so the answered operation spans both: it is invoked
+when the first copy went out (``checkers.venue.cas_history``).
 
 The model is ``venue.sequencer.CasLog`` itself, as a sequential specification with the
 sequencer's window: ``propose(n, keys)`` wins exactly when n is the first free position
@@ -147,7 +148,7 @@ def linearizable(ops: list[CasOp], window: int = 1 << 62, max_steps: int = 2_000
     head = _entries(ops)
     model = _Model(window)
     cache: set = set()
-    calls: list[tuple[_Entry, int]] = []
+    calls: list[tuple[_Entry, int, bool]] = []   # (call linearized, log length before, forced)
     linearized = 0
     entry = head.next
     deepest, stuck = -1, None
@@ -169,7 +170,13 @@ def linearizable(ops: list[CasOp], window: int = 1 << 62, max_steps: int = 2_000
                 key = (low, bit >> low, model.state())
                 if key not in cache:
                     cache.add(key)
-                    calls.append((entry, length))
+                    # An operation that changes nothing here and never could later (it has its
+                    # answer, or the log has passed its n) is linearized here with no alternative
+                    # to try: every operation that returned before it was invoked is already
+                    # placed, so any valid order may move it to this point. (Without this the
+                    # search tried each pending indeterminate copy both ways: 2^k branches.)
+                    forced = not placed and (op.output is not None or op.n <= length)
+                    calls.append((entry, length, forced))
                     linearized = bit
                     _lift(entry)
                     entry = head.next
@@ -179,12 +186,14 @@ def linearizable(ops: list[CasOp], window: int = 1 << 62, max_steps: int = 2_000
         else:
             if len(calls) > deepest:
                 deepest, stuck = len(calls), (entry.op, model.answer(entry.op.n, entry.op.keys)[0])
-            if not calls:
-                break
-            entry, length = calls.pop()
-            linearized &= ~(1 << entry.op.id)
-            model.undo(length)
-            _unlift(entry)
+            forced = True
+            while calls and forced:
+                entry, length, forced = calls.pop()
+                linearized &= ~(1 << entry.op.id)
+                model.undo(length)
+                _unlift(entry)
+            if forced:
+                break   # nothing left to try
             entry = entry.next
     else:
         return None

@@ -97,15 +97,24 @@ def venue_history(df: pd.DataFrame, loaded) -> VenueHistory:
 
 
 def cas_history(df: pd.DataFrame, evs: set[str]) -> list[CasOp]:
-    """The proposals each EV sent and the answers it took: a retry is a new operation and
-    leaves the one before it indeterminate; so does a crash or the end of the run."""
+    """The proposals each EV sent and the answers it took. A retry (the same n and keys, sent
+    because no answer came in time) is a new operation and leaves the copy before it
+    indeterminate; the answer that finally comes back may be the first copy's, so the answered
+    operation is invoked when the FIRST copy was sent (measured, emulated under a paused etcd
+    member: ev1's first copy won n=29 while ev2 learned its keys, the answer came 0.4 ms after
+    the retry; timed from the retry, that WON looked impossible). A crash or the end of the
+    run leaves a proposal indeterminate."""
     rows = ordered(df[df.node.isin(list(evs)) & df.kind.isin([Kind.CAS_INVOKE, Kind.CAS_OK, Kind.CRASH])])
     ops: list[CasOp] = []
     pending: dict[str, int] = {}    # EV -> index in ops of its latest unanswered proposal
+    first_sent: dict[str, int] = {}   # EV -> when the first copy of that proposal went out
     for t, node, kind, g, det in zip(rows.t_ns, rows.node, rows.kind, rows.gseq, rows.detail):
         ev = event_dict(t, node, kind, gseq=g, detail=det)
         if kind == Kind.CAS_INVOKE:
             keys = tuple(tuple(k) for k in _detail(det).get("keys", ()))
+            before = pending.get(node)
+            if before is None or (ops[before].n, ops[before].keys) != (int(g), keys):
+                first_sent[node] = int(t)
             pending[node] = len(ops)
             ops.append(CasOp(len(ops), node, int(t), int(g), keys, evs=(ev,)))
         elif kind == Kind.CAS_OK:
@@ -114,7 +123,7 @@ def cas_history(df: pd.DataFrame, evs: set[str]) -> list[CasOp]:
                 continue   # an answer the EV ignored (to an abandoned proposal)
             d = _detail(det)
             op = ops[i]
-            ops[i] = CasOp(op.id, op.process, op.call_ns, op.n, op.keys, int(t),
+            ops[i] = CasOp(op.id, op.process, first_sent[node], op.n, op.keys, int(t),
                            (int(d.get("status", -1)), int(d.get("next", -1)), tuple(tuple(k) for k in d.get("keys", ()))),
                            op.evs + (ev,))
         else:

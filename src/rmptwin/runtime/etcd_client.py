@@ -1,8 +1,9 @@
 """The CAS sequencer's memory on a real fault-tolerant store: etcd v3 through its JSON gateway.
 
-Same answers as ``sequencer.CasLog``. A batch of keys k_0..k_m proposed for positions
-n..n+m is ONE etcd key, ``b/<n+m>`` (named by its LAST position; the value packs n and the
-keys), written in ONE transaction (one round trip)::
+Same answers as ``sequencer.CasLog`` (but one: a proposer that finds its own batch standing
+at n is told WON, see ``EtcdCas.propose``). A batch of keys k_0..k_m proposed for positions
+n..n+m is ONE etcd key, ``b/<n+m>`` (named by its LAST position; the value packs n, the
+proposer and the keys), written in ONE transaction (one round trip)::
 
     compare: value(next) == n
     success: put b/<n+m>, put next = n+m+1, delete the batches leaving the window
@@ -19,8 +20,10 @@ Requests go over persistent HTTP/1.1 connections (``_Http``, a minimal client: t
 standard library's costs four times the CPU) to one member, the leader when the driver
 put it first (``leader_first``); on a refused or
 broken connection or an etcd error the client moves to the next member and asks again.
-Asking again is safe: if the first attempt was applied, the retry fails its compare and
-returns the very entries the first attempt wrote, which the caller adopts as its own.
+Asking again is safe: if the first attempt was applied, the retry fails its compare, finds
+the batch the first attempt wrote, with this proposer's id and keys, and answers WON.
+(Answered LOST with its own keys, the EV would still adopt them, but the history would show a
+proposal beaten by nobody: ``checkers.linearizable`` could not explain it.)
 So one member's crash is invisible to the venues.
 
 ``EtcdCas`` blocks on each round trip. ``EtcdCasClient`` is what a real sequencer host
@@ -63,10 +66,11 @@ def _unb64(s: str) -> str:
     return base64.b64decode(s).decode()
 
 
-_FIRST = struct.Struct("!q")      # a batch value: its first position, then the keys
+_HEAD = struct.Struct("!qH")      # a batch value: its first position and its proposer, then the keys
 _KEY = struct.Struct("!Hq")       # (gw id, gw seq), as on the wire
 
 
+NO_OWNER = 0xFFFF   # a proposer that did not say who it is (never recognised as the writer)
 MAX_BATCH = 1000   # positions per transaction (one etcd key of 10 bytes each, far below etcd's request limit)
 
 
@@ -197,14 +201,17 @@ class EtcdCas:
                                "limit": str(count)}},   # each batch holds >= 1 position
         ]
 
-    def propose(self, n: int, keys: list[Key]) -> tuple[int, int, list[Key]]:
-        """(status, next, keys standing at n, n+1, ...), exactly as ``CasLog.propose``."""
+    def propose(self, n: int, keys: list[Key], owner: int = NO_OWNER) -> tuple[int, int, list[Key]]:
+        """(status, next, keys standing at n, n+1, ...), as ``CasLog.propose``, with one
+        difference: a proposal that finds its OWN batch standing at n (the same proposer, the
+        same keys: an earlier copy of it won, its answer lost, or this client's own retry after
+        a broken connection) is told WON, which it did, not LOST to itself."""
         if len(keys) > MAX_BATCH:
             raise UserError(f"a proposal of {len(keys)} positions exceeds the etcd sequencer's {MAX_BATCH}")
         count = max(len(keys), REPLY_MAX)
         if keys:
             end = n + len(keys)
-            value = _FIRST.pack(n) + b"".join(_KEY.pack(g, s) for g, s in keys)
+            value = _HEAD.pack(n, owner) + b"".join(_KEY.pack(g, s) for g, s in keys)
             success = [{"request_put": {"key": _b64(self._batch_key(end - 1)), "value": _b64b(value)}},
                        {"request_put": {"key": _b64(self._next_key()), "value": _b64(self._num(end))}}]
             cut = end - self.window   # positions below it may go: batches ending below it
@@ -220,29 +227,38 @@ class EtcdCas:
             r = self._post("/v3/kv/txn", body)
             if r.get("succeeded"):
                 return wire.WON, end, list(keys)
+            batches = r["responses"][1].get("response_range", {}).get("kvs", [])
+            if owner != NO_OWNER and batches and self._batch(batches[0]) == (n, owner, list(keys)):
+                return wire.WON, end, list(keys)
         else:
             r = self._post("/v3/kv/txn", {"success": self._reads(n, count)})
-        return self._answer(n, r["responses"])
+        return self._answer(n, r["responses"], count)
 
     @staticmethod
-    def _positions(kvs: list[dict]) -> dict[int, Key]:
+    def _batch(kv: dict) -> tuple[int, int, list[Key]]:
+        """(first position, proposer, keys) of one stored batch."""
+        value = base64.b64decode(kv["value"])
+        first, owner = _HEAD.unpack_from(value)
+        return first, owner, [_KEY.unpack_from(value, _HEAD.size + i * _KEY.size)
+                              for i in range((len(value) - _HEAD.size) // _KEY.size)]
+
+    @classmethod
+    def _positions(cls, kvs: list[dict]) -> dict[int, Key]:
         """Position -> key for every position of the batches in ``kvs``."""
         got = {}
         for kv in kvs:
-            value = base64.b64decode(kv["value"])
-            (first,) = _FIRST.unpack_from(value)
-            for i in range((len(value) - _FIRST.size) // _KEY.size):
-                got[first + i] = _KEY.unpack_from(value, _FIRST.size + i * _KEY.size)
+            first, _, keys = cls._batch(kv)
+            got.update(zip(range(first, first + len(keys)), keys))
         return got
 
-    def _answer(self, n: int, responses: list[dict]) -> tuple[int, int, list[Key]]:
+    def _answer(self, n: int, responses: list[dict], count: int) -> tuple[int, int, list[Key]]:
         nxt_kvs = responses[0].get("response_range", {}).get("kvs", [])
         nxt = int(_unb64(nxt_kvs[0]["value"])) if nxt_kvs else 0
         got = self._positions(responses[1].get("response_range", {}).get("kvs", []))
         if n < nxt - self.window or (n < nxt and n not in got):
             return wire.TOO_FAR, nxt, []
-        out = []
-        while n + len(out) in got:
+        out = []   # as many as CasLog tells (the batches read may hold more positions)
+        while n + len(out) in got and len(out) < count:
             out.append(got[n + len(out)])
         return wire.LOST, nxt, out
 
@@ -281,9 +297,9 @@ def serve_propose(cas: EtcdCas, data: bytes,
         return None
     if ftype != wire.T_PROPOSE:
         return None
-    _, n, keys = f
+    owner, n, keys = f
     t = time.perf_counter()
-    status, nxt, standing = cas.propose(n, keys)
+    status, nxt, standing = cas.propose(n, keys, owner)
     if timed is not None:
         timed(len(keys), time.perf_counter() - t)
     return wire.decide_frame(status, n, nxt, standing)
@@ -306,8 +322,8 @@ class EtcdCasClient:
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
 
-    def submit(self, request_id: int, n: int, keys: list[Key]) -> None:
-        self._queue.put((request_id, n, keys))
+    def submit(self, request_id: int, n: int, keys: list[Key], owner: int = NO_OWNER) -> None:
+        self._queue.put((request_id, n, keys, owner))
 
     def start(self, deliver: Callable[[int, Answer], None]) -> None:
         self._thread = threading.Thread(target=self._work, args=(deliver,), name="etcd-cas", daemon=True)
@@ -319,9 +335,9 @@ class EtcdCasClient:
         except UserError as e:
             sys.stderr.write(f"rmptwin: {e}\n")
         while (item := self._queue.get()) is not None:
-            request_id, n, keys = item
+            request_id, n, keys, owner = item
             try:
-                deliver(request_id, self.cas.propose(n, keys))
+                deliver(request_id, self.cas.propose(n, keys, owner))
             except UserError as e:
                 sys.stderr.write(f"rmptwin: {e}\n")
 

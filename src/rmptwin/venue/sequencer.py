@@ -91,10 +91,10 @@ class _ProposalServer(NoTimer, JoinsNoGroup):
             self.malformed += 1
             return
         if ftype == wire.T_PROPOSE:
-            _, n, keys = fields
-            self.on_propose(src, n, keys)
+            owner, n, keys = fields
+            self.on_propose(src, n, keys, owner)
 
-    def on_propose(self, src: str, n: int, keys: list[Key]) -> None:  # pragma: no cover - abstract
+    def on_propose(self, src: str, n: int, keys: list[Key], owner: int) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def datagrams_to_send(self, now: int) -> list[tuple[bytes, Dest]]:
@@ -113,7 +113,7 @@ class SequencerCore(_ProposalServer):
         self.config = config
         self.log = CasLog(config.window)
 
-    def on_propose(self, src: str, n: int, keys: list[Key]) -> None:
+    def on_propose(self, src: str, n: int, keys: list[Key], owner: int) -> None:
         status, nxt, standing = self.log.propose(n, keys)
         if status == wire.TOO_FAR:
             self._events.append(Event(Kind.SEQ_TOO_FAR, src=src, gseq=n, detail={"low": self.log.low}))
@@ -125,7 +125,7 @@ class CasClient(Protocol):
     the driver later hands the answer, ``(status, next, keys standing at n, ...)`` exactly as
     ``CasLog.propose`` gives it, to ``CasProxyCore.receive_answer`` with the same id."""
 
-    def submit(self, request_id: int, n: int, keys: list[Key]) -> None: ...
+    def submit(self, request_id: int, n: int, keys: list[Key], owner: int) -> None: ...
 
 
 class CasProxyCore(_ProposalServer):
@@ -138,10 +138,10 @@ class CasProxyCore(_ProposalServer):
         self._asked: dict[int, tuple[str, int]] = {}   # request id -> (proposer, position n)
         self._next_id = 0
 
-    def on_propose(self, src: str, n: int, keys: list[Key]) -> None:
+    def on_propose(self, src: str, n: int, keys: list[Key], owner: int) -> None:
         request_id, self._next_id = self._next_id, self._next_id + 1
         self._asked[request_id] = (src, n)
-        self.client.submit(request_id, n, keys)
+        self.client.submit(request_id, n, keys, owner)
 
     def receive_answer(self, request_id: int, status: int, nxt: int, keys: list[Key], now: int) -> None:
         """The CAS memory's answer to request ``request_id`` (unknown ids are ignored)."""

@@ -357,8 +357,7 @@ class VenueCore:
             if key is None:
                 return
             if key not in self.bodies and key not in self.processed:
-                if key not in self._body_wait:
-                    self._body_wait[key] = now + self.retry_ns
+                self._await_bodies(now)
                 return
             if self._recovering and self.next_pos <= self.hr_top:
                 n, cost = self._replay_run()   # hardened positions re-executed: matching only (module docstring)
@@ -368,6 +367,17 @@ class VenueCore:
             if cost > 0:
                 return
             self._execute(now)   # no modelled CPU cost (a real run): execute at once
+
+    def _await_bodies(self, now: int) -> None:
+        """The next position's request body is missing: wait for it, and for every other body
+        missing among the positions ordered ahead, so that one timer asks the gateways for all of
+        them at once. (Asked one at a time, an EV back from a partition repaired one position per
+        timer, 43 a second against 300 arriving, and never caught up: measured emulated.)"""
+        for pos in range(self.next_pos, self.known_top):
+            key = self.known.get(pos)
+            if key is not None and key not in self.bodies and key not in self.processed \
+                    and key not in self._body_wait:
+                self._body_wait[key] = now + self.retry_ns
 
     def _replay_run(self) -> tuple[int, int]:
         """(positions, their cost) of the run of hardened positions ready to re-execute from
@@ -497,14 +507,13 @@ class VenueCore:
             self._events.append(Event(Kind.CTRL_SENT, gseq=n, detail={"type": "PROPOSE_RETRY"}))
             self._events.append(Event(Kind.CAS_INVOKE, gseq=n, detail={"keys": [list(k) for k in keys]}))
             self._out.append((wire.propose_frame(self.ev_id, n, keys), Unicast(self.sequencer)))
-        for key, t in list(self._body_wait.items()):
-            if now >= t:
-                self._body_wait[key] = now + self.retry_ns
-                if key[0] < len(self.gateways):
-                    self._events.append(Event(Kind.CTRL_SENT, src=self.gateways[key[0]], src_seq=key[1],
-                                              detail={"type": "RESEND_REQ"}))
-                    self._out.append((wire.range_frame(wire.T_RESEND_REQ, key[1], key[1]),
-                                      Unicast(self.gateways[key[0]])))
+        late = [key for key, t in self._body_wait.items() if now >= t]
+        for key in late:
+            self._body_wait[key] = now + self.retry_ns
+        for gw, first, last in wire.seq_ranges(k for k in late if k[0] < len(self.gateways)):
+            self._events.append(Event(Kind.CTRL_SENT, src=self.gateways[gw], src_seq=first,
+                                      detail={"type": "RESEND_REQ", "last": last}))
+            self._out.append((wire.range_frame(wire.T_RESEND_REQ, first, last), Unicast(self.gateways[gw])))
         if self._recovery_retry is not None and 0 <= self._recovery_retry <= now:
             self._recovery_retry = now + self.retry_ns   # the HR's answer was lost: ask again
             if self.phase == "checkpoint" and self.history is not None:   # (recovery phases: an HR)
@@ -538,3 +547,4 @@ class VenueCore:
         if self.history is not None:
             g.add(wire.HARDENED_GROUP)
         return frozenset(g)
+

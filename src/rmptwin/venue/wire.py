@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 VERSION = 1
 REQUEST_GROUP = "venue/req"      # GWs -> every EV
@@ -195,6 +195,17 @@ def ckpt_req_frame(ev: int) -> bytes:
 def range_frame(ftype: int, first: int, last: int) -> bytes:
     """HARDENED_REQ [first, last] positions, or RESEND_REQ [first, last] gw_seq."""
     return frame(ftype, _RANGE.pack(first, last))
+
+
+def seq_ranges(keys: Iterable[tuple[int, int]]) -> list[tuple[int, int, int]]:
+    """(gateway, first, last) runs of consecutive gateway sequence numbers among ``keys``."""
+    out: list[tuple[int, int, int]] = []
+    for gw, seq in sorted(keys):
+        if out and out[-1][0] == gw and out[-1][2] == seq - 1:
+            out[-1] = (gw, out[-1][1], seq)
+        else:
+            out.append((gw, seq, seq))
+    return out
 
 
 # ---------------------------------------------------------------------- decoder
