@@ -88,3 +88,34 @@ def test_a_claim_that_cannot_run_emulated_says_not_applicable_and_why(tmp_path):
     assert row.twin == "not applicable"
     page = write_report([row], tmp_path / "out").read_text()
     assert "twin" in page and "needs 1,000 hosts" in page
+
+
+def test_an_emulated_sweep_whose_runs_were_overloaded_is_not_judged(tmp_path):
+    from rmptwin.claims.evaluate import OVERLOADED, measure, twin_verdict
+    from rmptwin.sweeps.task import run_simulated
+
+    claim = load_claim(_claim_file(tmp_path, "hot", emulated={"sets": {"workload.rate_per_source": [20]}, "seeds": 1}))
+
+    def hot_machine(tasks, on_rows):   # a simulated row, as an emulated run on a busy machine reports it
+        for task in tasks:
+            on_rows([{**run_simulated(task), "runtime.overloaded": True, "runtime.load.timer_lateness_p99_ms": 513.0}])
+
+    verdict, ours, runs = measure(claim, tmp_path / "out", "emulation", runner=hot_machine)
+    assert verdict == OVERLOADED and runs == 1
+    assert "control_per_data" in ours and "1 of 1 runs overloaded: timer lateness p99 up to 513 ms" in ours
+    assert twin_verdict("holds", verdict) == OVERLOADED
+
+
+def test_a_secure_claim_gets_a_key_set_where_it_has_none(tmp_path, monkeypatch):
+    from rmptwin.claims.evaluate import _keys_for
+    from rmptwin.factories.keys import key_path
+    from rmptwin.spec import load_experiment
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    loaded = load_experiment(CLAIMS_DIR.parent / "security-attack.yaml")
+    assert not key_path(loaded).exists()
+    _keys_for(loaded)
+    assert key_path(loaded).stat().st_mode & 0o777 == 0o600
+    before = key_path(loaded).read_bytes()
+    _keys_for(loaded)   # an existing key set is kept
+    assert key_path(loaded).read_bytes() == before

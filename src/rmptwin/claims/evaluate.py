@@ -16,12 +16,17 @@ from pathlib import Path
 
 from rmptwin.errors import UserError
 from rmptwin.spec import load_experiment
+from rmptwin.factories.keys import generate, key_path, write_keys
 from rmptwin.rundir.sweep import sweep_id
 from rmptwin.sweeps.engine import SweepPlan, run_sweep
 from rmptwin.claims.model import Claim
 from rmptwin.claims.verdicts import judge
 
 NOT_MEASURED, NOT_RUN, NOT_APPLICABLE = "not yet measured", "not run", "not applicable"
+# An emulated run whose timers ran late (the machine, not the protocol: emulation.hostload) is
+# not judged: the twin tests treat such runs the same way.
+OVERLOADED = "not judged (overloaded)"
+OVERLOAD_KEY, LATENESS_KEY = "runtime.overloaded", "runtime.load.timer_lateness_p99_ms"
 AGREE, DIFFER = "agree", "differ"
 JUDGED = ("holds", "does not hold", "partly")
 CLAIMS_DIR = Path(__file__).resolve().parents[3] / "experiments" / "claims"
@@ -66,17 +71,29 @@ def measure(claim: Claim, out: Path, backend: str, runner=None, master: str | No
         sets, seeds = claim.emulated.sets or sets, claim.emulated.seeds
     try:
         base = load_experiment(claim.experiment_path)
+        _keys_for(base)
         plan = SweepPlan(base, sets, [base.experiment.seed + i for i in range(seeds)], backend, claim.probes)
         # One directory per sweep: editing a claim's sets starts a new sweep instead of clashing with the old.
         where = out / claim.name / ("sim" if backend == "sim" else "emulated") / sweep_id(plan.spec())
         outcome = run_sweep(plan, out=where, master=master, runner=runner)
         df = outcome.table.to_pandas()
         verdict, ours = judge(df, list(sets), claim.verdict)
+        if OVERLOAD_KEY in df.columns and df[OVERLOAD_KEY].fillna(False).astype(bool).any():
+            hot = int(df[OVERLOAD_KEY].fillna(False).astype(bool).sum())
+            late = df[LATENESS_KEY].max() if LATENESS_KEY in df.columns else float("nan")
+            return OVERLOADED, f"{ours} [{hot} of {len(df)} runs overloaded: timer lateness p99 up to {late:.0f} ms]", len(df)
     except UserError as e:
         return NOT_MEASURED, f"{NOT_MEASURED}: {e}", 0
     except (KeyError, TypeError, ValueError, NameError, ZeroDivisionError) as e:
         return NOT_MEASURED, f"{NOT_MEASURED}: the sweep has no {e} (a summary key not produced yet?)", 0
     return verdict, ours, len(df)
+
+
+def _keys_for(loaded) -> None:
+    """A secure claim's experiment gets a fresh key set where it has none, as `rmptwin keys gen`
+    would write it (the claim measures what the keys protect, not which keys they are)."""
+    if loaded.experiment.security.enabled and not key_path(loaded).exists():
+        write_keys(generate(loaded), key_path(loaded))
 
 
 def run_claims(claims: list[Claim], out: Path = OUT_DIR, emulated: bool = False, runner=None,
