@@ -18,13 +18,17 @@ Overrides are sweep's ``--set`` keys (``rmptwin.sweeps.points``): dotted paths i
 experiment as its YAML spells them (``protocol.delta_a_ms``, ``faults.0.at_s``), or into its
 topology with a ``topology.`` prefix (``topology.links.0.loss``); the result is validated as
 the YAML file would be. Bad input raises ``rmptwin.errors.UserError`` with the same one line
-the command line prints; nothing here prints, and every file goes where the command line
-puts it (``rundir.RunDir`` owns a run's files).
+the command line prints; nothing here prints unless handed a ``console`` or a ``progress``
+callback (what the command line does: it is a thin layer over these functions), and every
+file goes where the command line puts it (``rundir.RunDir`` owns a run's files).
 """
 
 from __future__ import annotations
 
+import copy
 import io
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from rmptwin.errors import UserError
-from rmptwin.runs.experiment import EmulationOptions, run_experiment
+from rmptwin.runs.experiment import EmulationOptions, ProgressFn, RunOutcome, run_experiment
 from rmptwin.rundir.run import RunDir
 from rmptwin.spec import LoadedExperiment, Topology, read_yaml
 from rmptwin.spec import load_experiment as _load_experiment
@@ -41,9 +45,13 @@ from rmptwin.sweeps.points import assign, make_point
 
 if TYPE_CHECKING:
     import pandas as pd
+    from rich.console import Console
 
-__all__ = ["UserError", "EmulationOptions", "Run", "Comparison", "SweepResult", "load", "load_experiment",
-           "load_topology", "simulate", "emulate", "open_run", "analyze", "compare", "sweep"]
+    from rmptwin.runs.rerun import Replay
+
+__all__ = ["UserError", "EmulationOptions", "ProgressFn", "LoadedExperiment", "Topology", "Run", "Comparison",
+           "SweepResult", "load", "load_experiment", "load_topology", "parse_sets", "with_overrides", "simulate",
+           "emulate", "replay_of", "rerun", "open_run", "spark_session", "analyze", "compare", "sweep"]
 
 
 # ----------------------------------------------------------------------------- loading
@@ -51,8 +59,22 @@ __all__ = ["UserError", "EmulationOptions", "Run", "Comparison", "SweepResult", 
 
 def load_experiment(path: str | Path, overrides: dict[str, Any] | None = None) -> LoadedExperiment:
     """An experiment YAML with its topology, validated; ``overrides`` as sweep's ``--set``."""
-    loaded = _load_experiment(path)
-    return make_point(loaded, dict(overrides)).loaded if overrides else loaded
+    return with_overrides(_load_experiment(path), overrides)
+
+
+def with_overrides(experiment: LoadedExperiment, overrides: dict[str, Any] | None) -> LoadedExperiment:
+    """``experiment`` with ``overrides`` (key -> one value, as sweep's ``--set`` names the key)
+    applied and validated as the YAML file would be; ``experiment`` itself is left as it was."""
+    return make_point(experiment, dict(overrides)).loaded if overrides else experiment
+
+
+def parse_sets(texts: list[str]) -> dict[str, list]:
+    """``KEY=V1,V2,...`` strings as ``--set`` spells them: key -> its values, each read as a
+    YAML scalar (``200`` an int, ``true`` a bool); a UserError for a malformed one or a key
+    given twice. What `rmptwin sweep` and `rmptwin sim --set` read their options with."""
+    from rmptwin.sweeps.points import parse_sets as parse
+
+    return parse(list(texts))
 
 
 def load_topology(path: str | Path, overrides: dict[str, Any] | None = None) -> Topology:
@@ -85,7 +107,7 @@ def load(path: str | Path, overrides: dict[str, Any] | None = None) -> LoadedExp
 
 def _experiment(experiment: LoadedExperiment | str | Path, overrides: dict | None) -> LoadedExperiment:
     if isinstance(experiment, LoadedExperiment):
-        return make_point(experiment, dict(overrides)).loaded if overrides else experiment
+        return with_overrides(experiment, overrides)
     return load_experiment(experiment, overrides)
 
 
@@ -95,9 +117,22 @@ def _experiment(experiment: LoadedExperiment | str | Path, overrides: dict | Non
 class Run:
     """One run directory (written by the simulator or the emulation) and what it holds."""
 
-    def __init__(self, path: str | Path) -> None:
+    # The backend's counters, for a run made by this process (simulate, emulate, rerun): the
+    # simulator's scheduler_events, deliveries and wall_s, or the emulation's runtime figures
+    # (also the summary's "runtime"); None for a run opened from disk.
+    stats: dict | None = None
+    _computed: dict | None = None   # the summary as this process computed it (see ``summary``)
+
+    def __init__(self, path: str | Path, check: bool = True) -> None:
         self.dir = RunDir(path)
-        self.dir.check()   # a UserError naming the path if it is no run directory
+        if check:
+            self.dir.check()   # a UserError naming the path if it is no run directory
+
+    @classmethod
+    def _made(cls, outcome: RunOutcome) -> Run:
+        run = cls(outcome.run_dir.path)
+        run.stats, run._computed = outcome.stats, outcome.summary
+        return run
 
     def __repr__(self) -> str:
         return f"Run({str(self.path)!r})"
@@ -108,13 +143,22 @@ class Run:
 
     @property
     def summary(self) -> dict:
-        """summary.json: the headline figures (``analysis.summary`` defines each)."""
+        """summary.json: the headline figures (``analysis.summary`` defines each). For a run
+        made by this process, the same figures in the order ``summarize`` gave them (the file
+        sorts its keys), which is the order the command line prints them in."""
+        if self._computed is not None:
+            return copy.deepcopy(self._computed)
         return self.dir.read_summary()
 
     @property
     def manifest(self) -> dict:
         """manifest.json: the resolved experiment and topology, seed, backend, environment."""
         return self.dir.read_manifest()
+
+    @property
+    def backend(self) -> str:
+        """"sim" or "emulation", as the manifest records it."""
+        return self.manifest.get("backend", "")
 
     def events_arrow(self) -> pa.Table:
         """The event log (``tables.EVENT_SCHEMA``) as an Arrow table."""
@@ -191,44 +235,81 @@ class Run:
         return analyze(self, master, spark)
 
 
-def open_run(path: str | Path) -> Run:
-    """A run directory already written (results/<experiment>/<run-id>)."""
-    return Run(path)
+def open_run(path: str | Path, check: bool = True) -> Run:
+    """A run directory already written (results/<experiment>/<run-id>). ``check=False`` reads
+    nothing yet (``rerun`` needs its manifest only, not its event files)."""
+    return Run(path, check)
 
 
 def simulate(experiment: LoadedExperiment | str | Path, seed: int | None = None, out: str | Path | None = None,
-             overrides: dict[str, Any] | None = None) -> Run:
-    """`rmptwin sim`: run in the deterministic simulator; the run directory as a ``Run``."""
-    outcome = run_experiment(_experiment(experiment, overrides), "sim", seed=seed, out=out)
-    return Run(outcome.run_dir.path)
+             overrides: dict[str, Any] | None = None, progress: ProgressFn | None = None) -> Run:
+    """`rmptwin sim`: run in the deterministic simulator; the run directory as a ``Run``.
+    ``progress(fraction, what)``: called as the simulated time advances (the command's bar)."""
+    outcome = run_experiment(_experiment(experiment, overrides), "sim", seed=seed, out=out, progress=progress)
+    return Run._made(outcome)
 
 
 def emulate(experiment: LoadedExperiment | str | Path, seed: int | None = None, out: str | Path | None = None,
-            overrides: dict[str, Any] | None = None, options: EmulationOptions | None = None) -> Run:
-    """`rmptwin run`: the emulated network (as root; see `rmptwin env` for what this machine offers)."""
+            overrides: dict[str, Any] | None = None, options: EmulationOptions | None = None,
+            progress: ProgressFn | None = None) -> Run:
+    """`rmptwin run`: the emulated network (as root; see `rmptwin env` for what this machine offers).
+    ``progress(fraction, what)``: called as the network comes up and the run goes on."""
     outcome = run_experiment(_experiment(experiment, overrides), "emulation", seed=seed, out=out,
-                             options=options or EmulationOptions())
-    return Run(outcome.run_dir.path)
+                             options=options or EmulationOptions(), progress=progress)
+    return Run._made(outcome)
+
+
+def _unchecked(run: Run | str | Path) -> Run:
+    return run if isinstance(run, Run) else Run(run, check=False)
+
+
+def replay_of(run: Run | str | Path) -> "Replay":
+    """How ``rerun`` repeats ``run``: the experiment and topology its manifest recorded (resolved,
+    every default filled), the seed, the backend and, emulated, the node mode, the impairment
+    actually used and the hosts captured; a UserError if the manifest cannot be repeated."""
+    from rmptwin.runs.rerun import replay_from_manifest
+
+    r = _unchecked(run)
+    return replay_from_manifest(r.manifest, str(r.dir.manifest_path))
+
+
+def rerun(run: Run | str | Path, out: str | Path | None = None, progress: ProgressFn | None = None) -> Run:
+    """`rmptwin rerun`: ``run`` again from its manifest alone (``replay_of``), into a new run
+    directory (default results/<experiment>/<run-id>) whose manifest names the run it repeats."""
+    from rmptwin.runs.rerun import repeat
+
+    r = _unchecked(run)
+    return Run._made(repeat(replay_of(r), r.dir, out, progress))
 
 
 def _runs(*runs: Run | str | Path) -> list[Run]:
     return [r if isinstance(r, Run) else Run(r) for r in runs]
 
 
-def analyze(run: Run | str | Path, master: str | None = None, spark=None) -> Path:
+@contextmanager
+def spark_session(master: str | None = None) -> Iterator:
+    """A SparkSession (embedded local[2], or on ``master``) for several ``analyze`` calls,
+    stopped when the ``with`` block ends: ``with rt.spark_session() as s: rt.analyze(run, spark=s)``."""
+    from rmptwin.analysis.session import spark_session as start
+
+    session = start(master)
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+def analyze(run: Run | str | Path, master: str | None = None, spark=None, console: "Console | None" = None) -> Path:
     """`rmptwin analyze`: the Spark analysis (embedded, or on ``master``); report.html's path.
-    ``spark``: a SparkSession to use (and leave running) instead of starting one for the call."""
+    ``spark``: a SparkSession to use (and leave running) instead of starting one for the call.
+    ``console``: a rich Console to show the analysis's progress bar on (the command line's)."""
     from rmptwin.analysis.job import analyze as run_analysis
-    from rmptwin.analysis.session import spark_session
 
     (r,) = _runs(run)
     if spark is not None:
-        return run_analysis(spark, r.path, console=_quiet())
-    session = spark_session(master)
-    try:
-        return run_analysis(session, r.path, console=_quiet())
-    finally:
-        session.stop()
+        return run_analysis(spark, r.path, console=console or _quiet())
+    with spark_session(master) as session:
+        return run_analysis(session, r.path, console=console or _quiet())
 
 
 def _quiet():
@@ -243,37 +324,45 @@ def _quiet():
 class Comparison:
     html: Path | None      # the side-by-side page (None with analyze=False)
     passed: bool | None    # the twin verdict (None with verdict=False)
-    text: str              # what `rmptwin compare` prints
+    text: str              # what `rmptwin compare` prints ("" when given a console: it went there)
     rules: "pd.DataFrame | None" = None   # the verdict, one row per rule: metric a b tolerance status note
 
 
 def compare(sim_run: Run | str | Path, emu_run: Run | str | Path, html: str | Path | None = None,
-            verdict: bool = True, analyze_missing: bool = True, master: str | None = None) -> Comparison:
+            verdict: bool = True, analyze_missing: bool = True, master: str | None = None,
+            console: "Console | None" = None) -> Comparison:
     """`rmptwin compare`: two runs side by side (analysing either first if it has no metrics)
-    and the twin verdict of B against A."""
+    and the twin verdict of B against A. ``console``: a rich Console to print on as the command
+    does, the analyses' progress bars included (the command line's); ``text`` is then empty."""
     import pandas as pd
 
     from rmptwin.analysis.compare import compare as compare_runs
-    from rmptwin.analysis.compare import verdict_line, verdict_rules, verdict_table
-    from rmptwin.analysis.twin_verdict import passed
+    from rmptwin.analysis.compare import print_verdict, verdict_rules
 
     a, b = _runs(sim_run, emu_run)
     if not analyze_missing and not verdict:
         raise UserError("analyze_missing=False with verdict=False leaves nothing to compare")
-    console = _quiet()
+    out = console or _quiet()
     rules = verdict_rules(a.path, b.path) if verdict else None
     page = None
     if analyze_missing:
-        for r in (a, b):
-            if not r.analysed:
-                analyze(r, master)
-        page = compare_runs(a.path, b.path, Path(html) if html else None, console=console, rules=rules)
+        todo = [r for r in (a, b) if not r.analysed]
+        if todo:
+            with spark_session(master) as session:   # one JVM for both
+                for r in todo:
+                    analyze(r, spark=session, console=console)
+        page = compare_runs(a.path, b.path, out, Path(html) if html else None, rules)
+        out.print(f"comparison: {page}", highlight=False)
     if rules is None:
-        return Comparison(page, None, console.file.getvalue())
-    console.print(verdict_table(rules))
-    console.print(verdict_line(rules), highlight=False)
+        return Comparison(page, None, _printed(out, console))
+    ok = print_verdict(rules, out)
     table = pd.DataFrame([asdict(r) for r in rules], columns=["metric", "a", "b", "tolerance", "status", "note"])
-    return Comparison(page, passed(rules), console.file.getvalue(), table)
+    return Comparison(page, ok, _printed(out, console), table)
+
+
+def _printed(out: "Console", given: "Console | None") -> str:
+    """What went into ``out``: the quiet console's text, or "" when it was the caller's."""
+    return "" if given is not None else out.file.getvalue()
 
 
 # ----------------------------------------------------------------------------- sweeps
@@ -286,19 +375,27 @@ class SweepResult:
     report_path: Path | None   # sweep.html (None with report=False)
     ran: int                # runs executed by this call (the rest were already in the table)
     skipped: int
+    text: str = ""          # what `rmptwin sweep` prints: runs, seconds, rows and the table's path
+
+    def write_report(self) -> Path:
+        """sweep.html of this sweep (what ``report=True`` writes), e.g. after ``report=False``."""
+        from rmptwin.sweeps.sweep_report import write_sweep_report
+
+        return Path(write_sweep_report(self.path, self.table))
 
 
 def sweep(experiment: LoadedExperiment | str | Path, sets: dict[str, list], seeds: int = 3,
           master: str | None = None, out: str | Path | None = None, probes: list[str] | None = None,
           keep_runs: bool = False, backend: str = "sim", in_process: bool = False,
-          report: bool = True) -> SweepResult:
+          report: bool = True, progress: "Callable[[int, int], None] | None" = None) -> SweepResult:
     """`rmptwin sweep`: every combination of ``sets`` (key -> values), ``seeds`` seeds each
     (the experiment's seed, +1, ...); resumes in ``out`` like the command. ``in_process``: the
     simulated runs one after another in this process instead of as Spark tasks (no JVM to
     start: quicker for a few short runs, e.g. in a notebook); the rows are the same. ``report=False``
-    skips sweep.html (a plot per metric: seconds) for a caller that draws its own."""
+    skips sweep.html (a plot per metric: seconds) for a caller that draws its own.
+    ``progress(done, total)``: called as runs finish (the command's bar)."""
     from rmptwin.sweeps.sweep_report import write_outcome_report
-    from rmptwin.sweeps.engine import SweepPlan, run_loop, run_sweep
+    from rmptwin.sweeps.engine import SweepPlan, describe, run_loop, run_sweep
 
     if backend not in ("sim", "emulation"):
         raise UserError(f"backend {backend!r}: choose sim or emulation")
@@ -310,6 +407,7 @@ def sweep(experiment: LoadedExperiment | str | Path, sets: dict[str, list], seed
                      backend, list(probes or []), keep_runs)
     if in_process and backend != "sim":
         raise UserError("in_process=True runs simulated sweeps only; drop it for backend='emulation'")
-    outcome = run_sweep(plan, out=out, master=master, runner=run_loop if in_process else None)
+    outcome = run_sweep(plan, out=out, master=master, progress=progress, runner=run_loop if in_process else None)
     page = Path(write_outcome_report(outcome)) if report else None
-    return SweepResult(outcome.sweep.path, outcome.table.to_pandas(), page, outcome.ran, outcome.skipped)
+    return SweepResult(outcome.sweep.path, outcome.table.to_pandas(), page, outcome.ran, outcome.skipped,
+                       describe(outcome))

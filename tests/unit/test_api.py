@@ -120,3 +120,40 @@ def test_an_in_process_sweep_leaves_the_matplotlib_backend_alone(tmp_path):
     assert (again.ran, again.skipped, len(again.table), again.report_path) == (2, 2, 4, None)
     with pytest.raises(rt.UserError, match="in_process"):
         rt.sweep(LINE3, {"protocol.delta_a_ms": [20]}, backend="emulation", in_process=True)
+
+
+def test_set_strings_parse_as_the_command_line_reads_them():
+    sets = rt.parse_sets(["protocol.delta_a_ms=100,200", "workload.rate_per_source=2.5"])
+    assert sets == {"protocol.delta_a_ms": [100, 200], "workload.rate_per_source": [2.5]}
+    with pytest.raises(rt.UserError, match="given twice"):
+        rt.parse_sets(["protocol.delta_a_ms=1", "protocol.delta_a_ms=2"])
+    exp = rt.load_experiment(LINE3)
+    assert rt.with_overrides(exp, {"protocol.delta_a_ms": 321}).experiment.protocol.delta_a_ms == 321
+    assert exp.experiment.protocol.delta_a_ms != 321 and rt.with_overrides(exp, None) is exp
+
+
+def test_progress_stats_and_a_rerun(tmp_path):
+    """What the command line shows comes from the API: progress while simulating, the simulator's
+    counters after; rerun repeats a run from its manifest into a new directory."""
+    seen = []
+    run = rt.simulate(LINE3, out=tmp_path / "a", progress=lambda fraction, what: seen.append((fraction, what)))
+    assert seen and {w for _, w in seen} == {"running"} and 0 < seen[-1][0] <= 1.0 + 1e-9
+    assert run.stats["scheduler_events"] > 0 and run.backend == "sim"
+    assert rt.open_run(run.path).stats is None       # counters are the making call's, not on disk
+    replay = rt.replay_of(run.path)
+    assert (replay.seed, replay.backend, replay.loaded.experiment.name) == (run.manifest["seed"], "sim", "line3")
+    again = rt.rerun(run.path, out=tmp_path / "b")
+    assert again.manifest["rerun_of"] == str(run.path.resolve()) and again.summary == run.summary
+    assert again.stats["scheduler_events"] == run.stats["scheduler_events"]
+    with pytest.raises(rt.UserError, match="no such run directory"):
+        rt.rerun(tmp_path / "nope")
+
+
+def test_a_run_made_here_keeps_the_summarys_order(tmp_path):
+    """The command line prints the summary in the order summarize gives it (p50, p99, max, ...);
+    summary.json sorts its keys. Both are the same figures."""
+    run = rt.simulate(LINE3, out=tmp_path / "a")
+    opened = rt.open_run(run.path)
+    assert run.summary == opened.summary
+    assert list(run.summary["delivery_latency_ms"])[:2] == ["p50", "p99"]
+    assert list(opened.summary["delivery_latency_ms"]) == sorted(opened.summary["delivery_latency_ms"])

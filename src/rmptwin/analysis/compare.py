@@ -61,10 +61,9 @@ def verdict_line(rules: list[Rule]) -> str:
             f"{sum(r.status == FAIL for r in rules)} fail{tail}")
 
 
-def verdict(run_a: Path, run_b: Path, console: Console) -> bool:
-    """Print the twin verdict of B against A: a table of rules and one final PASS/FAIL line.
+def print_verdict(rules: list[Rule], console: Console) -> bool:
+    """Print the twin verdict (``verdict_rules``): a table of rules and one final PASS/FAIL line.
     Returns whether no rule failed."""
-    rules = verdict_rules(run_a, run_b)
     console.print(verdict_table(rules))
     ok = passed(rules)
     console.print(f"[{STYLE[PASS if ok else FAIL]}]{verdict_line(rules)}[/]", highlight=False)

@@ -7,8 +7,8 @@ from pathlib import Path
 import typer
 
 from rmptwin.cli.console import make_console
+import rmptwin.api as rt
 from rmptwin.errors import UserError
-from rmptwin.spec import load_experiment
 
 app = typer.Typer(add_completion=False)
 console = make_console()
@@ -48,7 +48,7 @@ def chaos(
 
     if backend not in ("sim", "emulation"):
         raise UserError(f"--backend {backend!r}: choose sim or emulation")
-    loaded = load_experiment(experiment)
+    loaded = rt.load_experiment(experiment)
     c = Campaign(loaded, runs, seed, Plan(parse_nemeses(nemesis), max_faults, majority), backend, shrink)
     from rmptwin.cli.sweep import sweep_progress
 

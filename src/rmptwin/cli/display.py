@@ -1,6 +1,6 @@
 """What the command line shows while an experiment runs and after: the progress bar and the
 summary table. `rmptwin sim`, `rmptwin run` and `rmptwin rerun` share it; the simulator,
-the runtime runner and ``runs.experiment`` print nothing themselves."""
+the runtime runner and ``rmptwin.api`` print nothing themselves."""
 
 from __future__ import annotations
 
@@ -11,19 +11,18 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from rmptwin.runs.experiment import ProgressFn, RunOutcome
+import rmptwin.api as rt
 from rmptwin.analysis.sections import headline_sections
 from rmptwin.core.groups import REGION_PORT, REREQUEST_PORT
-from rmptwin.spec import LoadedExperiment
 
 HEADLINE_KEYS = ("receivers", "agreement", "messages_sent", "messages_delivered_min", "messages_lost",
                  "control_per_data", "delivery_latency_ms", "fairness_spread_ms", "reformation_ms", "customers")
 VENUE_KEYS = ("ev_agreement", "trades_lost", "sync_ms", "max_gap", "latency_ms")
 
 @contextmanager
-def progress_bar(console: Console, loaded: LoadedExperiment, backend: str) -> Iterator[ProgressFn]:
+def progress_bar(console: Console, loaded: rt.LoadedExperiment, backend: str) -> Iterator[rt.ProgressFn]:
     """A transient bar over the experiment's duration; yields the ``progress(fraction, what)``
-    callback ``runs.experiment.run_experiment`` takes."""
+    callback ``rt.simulate``, ``rt.emulate`` and ``rt.rerun`` take."""
     duration = loaded.experiment.duration_s
     if backend == "sim":
         columns = (TextColumn("[bold]simulating[/] {task.description}"), BarColumn(),
@@ -83,20 +82,21 @@ def _print_tables(console: Console, table: Table, s: dict) -> None:
         console.print(apps)
 
 
-def print_sim_summary(console: Console, outcome: RunOutcome) -> None:
+def print_sim_summary(console: Console, run: rt.Run) -> None:
     """`rmptwin sim`: the summary with the simulator's own figures, and where the run is."""
-    table = summary_table(outcome.summary)
-    st = outcome.stats
+    s = run.summary
+    table = summary_table(s)
+    st = run.stats
     rate = st["scheduler_events"] / st["wall_s"] if st["wall_s"] > 0 else 0.0
     table.add_row("simulator", f"{st['scheduler_events']:,} events, {st['deliveries']:,} deliveries "
                                 f"in {st['wall_s']:.1f} s ({rate:,.0f} events/s)")
-    _print_tables(console, table, outcome.summary)
-    console.print(f"run directory: {outcome.run_dir.path}")
+    _print_tables(console, table, s)
+    console.print(f"run directory: {run.path}")
 
 
-def print_emulation_summary(console: Console, outcome: RunOutcome) -> None:
+def print_emulation_summary(console: Console, run: rt.Run) -> None:
     """`rmptwin run`: the summary with the runtime's figures, the captures and where the run is."""
-    s, run = outcome.summary, outcome.run_dir
+    s = run.summary
     table = summary_table(s, title="summary (emulation)")
     rt = s.get("runtime", {})
     drained = f", drained {rt['drain_s']} s past the duration" if rt.get("drain_s", 0) >= 1 else ""
@@ -111,15 +111,15 @@ def print_emulation_summary(console: Console, outcome: RunOutcome) -> None:
                       f"latency and fairness figures are distorted by this machine, not the protocol[/yellow]",
                       soft_wrap=True)  # one line, however narrow the terminal
     _print_tables(console, table, s)
-    pcaps = run.pcap_files()
+    pcaps = run.dir.pcap_files()
     if pcaps:
-        console.print(f"captures: {len(pcaps)} in {run.pcaps_dir} (MoldUDP64: tshark -r FILE "
+        console.print(f"captures: {len(pcaps)} in {run.dir.pcaps_dir} (MoldUDP64: tshark -r FILE "
                       f"-d udp.port=={REGION_PORT},moldudp64 -d udp.port=={REREQUEST_PORT},moldudp64)")
     console.print(f"run directory: {run.path}")
 
 
-def print_summary(console: Console, outcome: RunOutcome) -> None:
-    if outcome.backend == "sim":
-        print_sim_summary(console, outcome)
+def print_summary(console: Console, run: rt.Run) -> None:
+    if run.backend == "sim":
+        print_sim_summary(console, run)
     else:
-        print_emulation_summary(console, outcome)
+        print_emulation_summary(console, run)

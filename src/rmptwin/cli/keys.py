@@ -6,9 +6,9 @@ from pathlib import Path
 
 import typer
 
+import rmptwin.api as rt
 from rmptwin.errors import UserError
 from rmptwin.factories.keys import generate, key_path, write_keys
-from rmptwin.spec import load_experiment
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="key sets of secure experiments (security: {enabled: true})")
@@ -22,7 +22,7 @@ def gen(
     force: bool = typer.Option(False, "--force", help="replace an existing key file"),
 ) -> None:
     """Write a fresh key set for EXPERIMENT (mode 0600, outside any run directory)."""
-    loaded = load_experiment(experiment)
+    loaded = rt.load_experiment(experiment)
     path = out.expanduser().resolve() if out is not None else key_path(loaded)
     if path.exists() and not force:
         raise UserError(f"{path} exists; pass --force to replace it (runs sealed with the old keys stay unreadable)")

@@ -1,4 +1,6 @@
-"""`rmptwin`: the command line. Each subcommand is a thin call into a module.
+"""`rmptwin`: the command line. Each subcommand is a thin call into a module: into
+``rmptwin.api`` where the Python API does the same (validate, sim, run, rerun, analyze,
+compare, sweep), what it prints staying here.
 
 The commands of one group live in a module of their own beside this one, each a
 module-level typer app mounted below (``run``, ``analyze``/``compare``, ``net``/``image``/
@@ -16,18 +18,17 @@ from typing import Optional
 
 import typer
 
+import rmptwin.api as rt
 from rmptwin.cli.console import make_console, print_error
 from rmptwin.cli import analyze as analysis_cli
 from rmptwin.cli import venue as venue_cli
 from rmptwin.cli import spark as cluster_cli
 from rmptwin.cli import net as emulation_cli
 from rmptwin.errors import UserError
-from rmptwin.runs.experiment import run_experiment
-from rmptwin.runs.rerun import environment_line, read_replay, repeat, replay_line, summary_line
+from rmptwin.runs.rerun import environment_line, replay_line, summary_line
 from rmptwin.cli.display import print_sim_summary, print_summary, progress_bar
-from rmptwin.rundir.run import RunDir
 from rmptwin.cli import run as runtime_cli
-from rmptwin.spec import read_yaml, json_schemas, load_experiment, load_topology
+from rmptwin.spec import json_schemas
 from rmptwin.cli import sweep as sweeps_cli
 from rmptwin.cli import claims as claims_cli
 from rmptwin.cli import check as checkers_cli
@@ -52,15 +53,14 @@ def validate(
 ) -> None:
     """Check a topology or experiment YAML; print one line saying it is valid or what to fix, and for an
     experiment one warning line per seed bound its parameters break."""
-    data, _ = read_yaml(file)
-    if "topology" in data:
-        loaded = load_experiment(file)
+    loaded = rt.load(file)
+    if isinstance(loaded, rt.LoadedExperiment):
         print_bound_warnings(loaded, file, strict=strict)
         t = loaded.topology
         console.print(f"{file}: valid experiment '{loaded.experiment.name}' on topology '{t.name}' "
                       f"({len(t.switches)} switches, {len(t.links)} links, {len(t.hosts)} hosts)")
     else:
-        t = load_topology(file)
+        t = loaded
         print_topology_warnings(t, file, strict=strict)
         console.print(f"{file}: valid topology '{t.name}' ({len(t.switches)} switches, "
                       f"{len(t.links)} links, {len(t.hosts)} hosts)")
@@ -90,11 +90,11 @@ def sim(
     sets: list[str] = typer.Option([], "--set", metavar="KEY=VALUE", help=SET_HELP),
 ) -> None:
     """Run an experiment in the deterministic discrete-event simulator."""
-    loaded = with_overrides(load_experiment(experiment), sets)
+    loaded = with_overrides(rt.load_experiment(experiment), sets)
     print_bound_warnings(loaded, experiment, strict=strict)
     with progress_bar(console, loaded, "sim") as progress:
-        outcome = run_experiment(loaded, "sim", seed=seed, out=out, progress=progress)
-    print_sim_summary(console, outcome)
+        run = rt.simulate(loaded, seed=seed, out=out, progress=progress)
+    print_sim_summary(console, run)
 
 
 @app.command()
@@ -103,14 +103,15 @@ def rerun(
     out: Optional[Path] = typer.Option(None, help="new run directory (default results/<experiment>/<run-id>)"),
 ) -> None:
     """Repeat a run from its manifest.json alone: same spec, seed and backend, into a new run directory."""
-    original = RunDir(run_dir)
-    manifest, replay = read_replay(original)
-    console.print(replay_line(replay, original), highlight=False)
+    original = rt.open_run(run_dir, check=False)   # its manifest is all a rerun reads
+    manifest = original.manifest
+    replay = rt.replay_of(original)
+    console.print(replay_line(replay, original.dir), highlight=False)
     with progress_bar(console, replay.loaded, replay.backend) as progress:
-        outcome = repeat(replay, original, out, progress)
-    print_summary(console, outcome)
-    console.print(environment_line(manifest, outcome.run_dir.read_manifest()), highlight=False, soft_wrap=True)
-    console.print(summary_line(original, outcome.run_dir), highlight=False, soft_wrap=True)
+        run = rt.rerun(original, out, progress)
+    print_summary(console, run)
+    console.print(environment_line(manifest, run.manifest), highlight=False, soft_wrap=True)
+    console.print(summary_line(original.dir, run.dir), highlight=False, soft_wrap=True)
 
 
 # Each layer's commands, from its own module-level typer apps. A sub-app mounted without a

@@ -14,7 +14,8 @@ from rmptwin.cli.console import make_console
 from rich.table import Table
 
 from rmptwin.errors import UserError
-from rmptwin.spec import read_yaml, load_experiment, load_topology
+import rmptwin.api as rt
+from rmptwin.spec import read_yaml
 from rmptwin.emulation import env
 from rmptwin.emulation.cleanup import cleanup_all
 from rmptwin.emulation.image import ensure_image
@@ -32,8 +33,8 @@ def load_any_topology(path: Path):
     """A topology YAML, or an experiment YAML (its topology)."""
     data, _ = read_yaml(path)
     if "topology" in data and isinstance(data["topology"], str):
-        return load_experiment(path).topology
-    return load_topology(path)
+        return rt.load_experiment(path).topology
+    return rt.load_topology(path)
 
 
 def _progress_printer():

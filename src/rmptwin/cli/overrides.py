@@ -1,23 +1,23 @@
 """``--set KEY=VALUE`` for one run (`rmptwin sim`, `rmptwin run`): the experiment with a few
-fields changed, through the sweep's own parsing and validation (``sweeps.points``), so that a
-student need not copy the YAML (a copy elsewhere would break its relative topology path)."""
+fields changed, through the sweep's own parsing and validation (``api.parse_sets``,
+``api.with_overrides``), so that a student need not copy the YAML (a copy elsewhere would
+break its relative topology path)."""
 
 from __future__ import annotations
 
+import rmptwin.api as rt
 from rmptwin.errors import UserError
-from rmptwin.spec import LoadedExperiment
-from rmptwin.sweeps.points import make_point, parse_sets
 
 SET_HELP = ("KEY=VALUE: change one field for this run, as `rmptwin sweep --set` names it (protocol.delta_a_ms=200, "
             "workload.duration_s=2, topology.links.0.loss=0.05); repeatable")
 
 
-def with_overrides(loaded: LoadedExperiment, options: list[str]) -> LoadedExperiment:
+def with_overrides(loaded: rt.LoadedExperiment, options: list[str]) -> rt.LoadedExperiment:
     """``loaded`` with every ``--set`` applied and validated as the YAML would be."""
     if not options:
         return loaded
-    sets = parse_sets(options)
+    sets = rt.parse_sets(options)
     for key, values in sets.items():
         if len(values) != 1:
             raise UserError(f"--set {key}: one value per run; `rmptwin sweep` runs several")
-    return make_point(loaded, {k: v[0] for k, v in sets.items()}).loaded
+    return rt.with_overrides(loaded, {k: v[0] for k, v in sets.items()})

@@ -8,23 +8,23 @@ from typing import Optional
 
 import typer
 
+import rmptwin.api as rt
 from rmptwin.cli.console import make_console
 from rmptwin.errors import UserError
-from rmptwin.runs.experiment import EmulationOptions, run_experiment
 from rmptwin.cli.display import print_emulation_summary, progress_bar
-from rmptwin.spec import LoadedExperiment, load_experiment
-from rmptwin.emulation.emulate import NODE_CPUS, NODE_MEMORY_MB, default_capture
 from rmptwin.cli.bound_warnings import print_bound_warnings
 from rmptwin.cli.overrides import SET_HELP, with_overrides
 
 app = typer.Typer(add_completion=False, help="emulated runs: every role its own process in its own host")
 console = make_console()
+DEFAULTS = rt.EmulationOptions()   # the Docker hosts' CPU and memory limits
 
 
-def capture_hosts(loaded: LoadedExperiment, capture: str) -> list[str]:
-    """The hosts --capture names: customers (and retransmit servers), all, none, or a,b,c."""
+def capture_hosts(loaded: rt.LoadedExperiment, capture: str) -> list[str] | None:
+    """The hosts --capture names: customers (and retransmit servers: the emulation's default,
+    None), all, none, or a,b,c."""
     if capture == "customers":
-        return default_capture(loaded)
+        return None
     if capture == "all":
         return [h.name for h in loaded.topology.hosts]
     if capture == "none":
@@ -42,19 +42,19 @@ def run(
     impair: str = typer.Option("auto", help="link impairment backend: auto, netem or relay"),
     capture: str = typer.Option("customers", help="hosts to capture into pcaps/: customers (customers and "
                                                   "retransmit servers), all, none, or names a,b,c"),
-    node_cpus: float = typer.Option(NODE_CPUS, help="CPUs each Docker host may use (0: unlimited)"),
-    node_memory_mb: int = typer.Option(NODE_MEMORY_MB, help="memory each Docker host may use, MB (0: unlimited)"),
+    node_cpus: float = typer.Option(DEFAULTS.cpus, help="CPUs each Docker host may use (0: unlimited)"),
+    node_memory_mb: int = typer.Option(DEFAULTS.memory_mb, help="memory each Docker host may use, MB (0: unlimited)"),
     strict: bool = typer.Option(False, "--strict", help="warnings (parameters outside the seed's bounds) "
                                                      "are errors: exit 2 before the network comes up"),
     sets: list[str] = typer.Option([], "--set", metavar="KEY=VALUE", help=SET_HELP),
 ) -> None:
     """Run an experiment on the emulated network: every role its own process in its own host."""
-    loaded = with_overrides(load_experiment(experiment), sets)
+    loaded = with_overrides(rt.load_experiment(experiment), sets)
     print_bound_warnings(loaded, experiment, strict=strict)
     if node_cpus < 0 or node_memory_mb < 0:
         raise UserError("--node-cpus and --node-memory-mb must be >= 0 (0: unlimited)")
-    options = EmulationOptions(nodes=nodes, impair=impair, capture=capture_hosts(loaded, capture),
-                               cpus=node_cpus or None, memory_mb=node_memory_mb or None)
+    options = rt.EmulationOptions(nodes=nodes, impair=impair, capture=capture_hosts(loaded, capture),
+                                  cpus=node_cpus or None, memory_mb=node_memory_mb or None)
     with progress_bar(console, loaded, "emulation") as progress:
-        outcome = run_experiment(loaded, "emulation", seed=seed, out=out, options=options, progress=progress)
-    print_emulation_summary(console, outcome)
+        result = rt.emulate(loaded, seed=seed, out=out, options=options, progress=progress)
+    print_emulation_summary(console, result)

@@ -1,4 +1,5 @@
-"""`rmptwin sweep EXPERIMENT --set KEY=V1,V2 --seeds N`: many runs of one experiment (mounted by rmptwin.cli.main)."""
+"""`rmptwin sweep EXPERIMENT --set KEY=V1,V2 --seeds N`: many runs of one experiment (mounted by
+rmptwin.cli.main): ``rmptwin.api.sweep`` with a progress bar."""
 
 from __future__ import annotations
 
@@ -7,12 +8,11 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rmptwin.cli.console import make_console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+import rmptwin.api as rt
+from rmptwin.cli.console import make_console
 from rmptwin.errors import UserError
-from rmptwin.spec import load_experiment
-from rmptwin.sweeps.sweep_report import write_outcome_report
 
 app = typer.Typer(add_completion=False)
 console = make_console()
@@ -50,18 +50,15 @@ def sweep(
     """Run an experiment at every combination of parameter values, several seeds each: one Parquet
     table (sweep.parquet) and a report (sweep.html) of each metric against each parameter with 95 % CIs.
     A second call with the same --set values skips the runs already in the table."""
-    from rmptwin.sweeps.engine import SweepPlan, describe, run_sweep
-    from rmptwin.sweeps.points import parse_sets
-
     if backend not in ("sim", "emulation"):
         raise UserError(f"--backend {backend!r}: choose sim or emulation")
     if not sets:
         raise UserError("give at least one --set KEY=V1,V2,... (e.g. --set protocol.delta_a_ms=100,200)")
-    loaded = load_experiment(experiment)
-    base_seed = loaded.experiment.seed
-    plan = SweepPlan(loaded, parse_sets(sets), [base_seed + i for i in range(seeds)], backend, list(probes),
-                     keep_runs)
+    loaded = rt.load_experiment(experiment)
+    values = rt.parse_sets(sets)
     with sweep_progress(loaded.experiment.name) as progress:
-        outcome = run_sweep(plan, out=out, master=master, progress=progress)
-    console.print(describe(outcome), highlight=False, soft_wrap=True)
-    console.print(f"report: {write_outcome_report(outcome)}", highlight=False, soft_wrap=True)
+        # sweep.html after the summary line, as before the API: its plots take seconds
+        result = rt.sweep(loaded, values, seeds, master=master, out=out, probes=list(probes), keep_runs=keep_runs,
+                          backend=backend, report=False, progress=progress)
+    console.print(result.text, highlight=False, soft_wrap=True)
+    console.print(f"report: {result.write_report()}", highlight=False, soft_wrap=True)

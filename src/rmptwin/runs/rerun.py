@@ -104,7 +104,7 @@ def replay_line(replay: Replay, original: RunDir) -> str:
             f"(seed {replay.seed}, {how})")
 
 
-def repeat(replay: Replay, original: RunDir, out: Path | None, progress: ProgressFn | None = None) -> RunOutcome:
+def repeat(replay: Replay, original: RunDir, out: str | Path | None, progress: ProgressFn | None = None) -> RunOutcome:
     """Run it again into a new run directory whose manifest records which run it repeats."""
     if replay.backend == "emulation" and replay.impair == "netem" and is_root() and not has_netem():
         raise UserError(f"{original.manifest_path}: the run's links were impaired with netem, which this kernel "

@@ -137,6 +137,11 @@ def _slug(text: str) -> str:
 
 def write_outcome_report(outcome) -> str:
     """sweep.html of a finished sweep (``engine.run_sweep``'s outcome), titled by its experiment."""
-    spec = outcome.sweep.read_spec()
-    return write_report(outcome.sweep, outcome.table.to_pandas(), list(spec.get("parameters", {})),
-                        f"sweep of {spec.get('experiment')}")
+    return write_sweep_report(outcome.sweep.path, outcome.table.to_pandas())
+
+
+def write_sweep_report(path, df: pd.DataFrame) -> str:
+    """sweep.html of the sweep directory ``path`` from its table ``df``, titled by its experiment."""
+    sweep = SweepDir(path)
+    spec = sweep.read_spec()
+    return write_report(sweep, df, list(spec.get("parameters", {})), f"sweep of {spec.get('experiment')}")
