@@ -4,18 +4,17 @@ restart. Each run: 0 trades lost, the CAS history linearizable, the EV states eq
 outage the fault causes measured (printed; checkers.probe.venue_outage_ms).
 
 Measured as root on the emulated network, 2026-11-26, at 300 req/s (``RATE``; at venue-failover's
-5,000 req/s both EVs fell seconds behind and every scenario failed on agreement): ev_kill9,
-etcd_member_pause and gateway_restart keep 0 trades lost, the venue checker and equal EV states,
-and reach the CAS check, which is the finding there: the etcd sequencer's history is judged not
-linearizable (etcd_member_pause: ev1's propose answered WON next=18 where at best LOST next=24
-fits; gateway_restart: WON next=22 against LOST next=24) or undecided (ev_kill9: 795 operations,
-2 M steps). ev_partition fails earlier: the partitioned EV never catches up after the 1 s
-partition heals (ev2 at position 648, ev1 at 1,828, all 1,829 requests completed, no SYNC_DONE).
-The simulated scenarios (tests/chaos/test_venue_nemeses_sim.py) keep every invariant. What holds
-is asserted (0 trades lost, the venue checker, the pause logged, the outage measured); the two
-findings are expected failures that name their figures, each only where it occurs: a scenario
-whose EVs agree and whose CAS history is judged linearizable passes. (A strict mark on the whole
-test would turn a run where the undecided search happens to decide into a failure.)
+5,000 req/s both EVs fell seconds behind and every scenario failed on agreement): all four keep
+every invariant; outages 114 ms (ev_kill9), 351 ms (ev_partition), 2,014 ms (etcd_member_pause:
+the sequencer host's client waits its 2 s timeout on the paused member before asking the next)
+and 4,370 ms (gateway_restart: the gateway is down 1 s, its clients wait on it). Before this
+round's fixes none passed: the partitioned EV asked for one missing body per timer and never
+caught up (648 against 1,828 positions), and the CAS checker charged a retried proposal from the
+retry, not its first copy, and gave up after 2 M steps on 100-180 indeterminate copies.
+
+A run that flags itself overloaded (its timers late: ``runtime.overloaded``) may end with an EV
+still catching up; there, and only there, unequal EV positions are an expected failure that
+names the figures.
 """
 
 from __future__ import annotations
@@ -57,8 +56,9 @@ def test_emulated_venue_keeps_its_invariants_under(name, tmp_path):
     assert verdicts["venue"].status == "ok", verdicts["venue"].violation
     assert outcome.summary.get("trades_lost") in (0, None)
     if outcome.summary.get("ev_agreement") is not True:
-        pytest.xfail(f"finding (module docstring): the EVs disagree at the end, last positions "
-                     f"{outcome.summary.get('ev_last_position')}, sync {outcome.summary.get('sync_ms_all')}")
+        positions = f"last positions {outcome.summary.get('ev_last_position')}"
+        assert outcome.summary["runtime"].get("overloaded"), f"the EVs disagree at the end: {positions}"
+        pytest.xfail(f"the run flagged itself overloaded and an EV was still catching up: {positions}")
     df = outcome.run_dir.read_events().to_pandas()
     if name == "etcd_member_pause":
         assert (df.kind == Kind.PAUSE).sum() == 1 and (df.kind == Kind.RESUME).sum() == 1
@@ -66,5 +66,4 @@ def test_emulated_venue_keeps_its_invariants_under(name, tmp_path):
     print(f"{name}: outage {outage:.1f} ms")
     assert outage is not None
     cas = verdicts["cas_linearizable"]
-    if cas.status != "ok":
-        pytest.xfail(f"finding (module docstring): {cas.violation.message[:300] if cas.violation else cas.status}")
+    assert cas.status == "ok", cas.violation.message if cas.violation else cas
