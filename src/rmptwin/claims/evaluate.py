@@ -78,8 +78,8 @@ def measure(claim: Claim, out: Path, backend: str, runner=None, master: str | No
         outcome = run_sweep(plan, out=where, master=master, runner=runner)
         df = outcome.table.to_pandas()
         verdict, ours = judge(df, list(sets), claim.verdict)
-        if OVERLOAD_KEY in df.columns and df[OVERLOAD_KEY].fillna(False).astype(bool).any():
-            hot = int(df[OVERLOAD_KEY].fillna(False).astype(bool).sum())
+        hot = int(df[OVERLOAD_KEY].fillna(False).astype(bool).sum()) if OVERLOAD_KEY in df.columns else 0
+        if hot:
             late = df[LATENESS_KEY].max() if LATENESS_KEY in df.columns else float("nan")
             return OVERLOADED, f"{ours} [{hot} of {len(df)} runs overloaded: timer lateness p99 up to {late:.0f} ms]", len(df)
     except UserError as e:
