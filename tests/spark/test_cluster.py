@@ -1,10 +1,15 @@
 """`rmptwin spark up` starts a two-worker standalone cluster on loopback; `analyze` and `sweep`
 with --master spark://... give the same metrics.json (byte for byte) and the same sweep table
-as embedded mode; `rmptwin spark down` stops it. CPU-heavy: several JVMs on this machine."""
+as embedded mode; `rmptwin spark down` stops it. CPU-heavy: several JVMs on this machine.
+
+The embedded side is conftest's line3_analysed and line3_sweep: the same analysis and sweep in
+the tests' own local[2] session (what `rmptwin analyze` and `rmptwin sweep` run without
+--master), made once for test_api_spark too, instead of two more command-line JVMs here."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -14,13 +19,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from rmptwin.analysis import cluster
-from rmptwin.runs.experiment import run_experiment
-from rmptwin.spec import load_experiment
+
+from shared_runs import LINE3, LINE3_SWEEP
 
 pytestmark = pytest.mark.spark
 
 REPO = Path(__file__).resolve().parents[2]
-EXPERIMENT = REPO / "experiments" / "line3.yaml"
 
 
 def _free_port(preferred: int) -> int:
@@ -49,14 +53,12 @@ def _table(sweep_dir: Path):
 
 
 @pytest.mark.timeout(3600)   # five JVMs and two analyses: tens of minutes on a loaded 2-CPU machine
-def test_standalone_cluster_gives_embedded_results(tmp_path):
+def test_standalone_cluster_gives_embedded_results(tmp_path, line3_run, line3_analysed, line3_sweep):
     port, webui = _free_port(7177), _free_port(8181)
     state = tmp_path / "spark-state"
     master = f"spark://127.0.0.1:{port}"
-    run = run_experiment(load_experiment(EXPERIMENT), out=tmp_path / "run").run_dir.path
-    embedded, on_cluster = tmp_path / "embedded", tmp_path / "cluster"
-    for d in (embedded, on_cluster):
-        subprocess.run(["cp", "-r", str(run), str(d)], check=True)
+    embedded, on_cluster = line3_analysed[0].path, tmp_path / "cluster"
+    shutil.copytree(line3_run, on_cluster)
     try:
         up = _cli("spark", "up", "--workers", "2", "--cores", "1", "--memory", "1g", "--port", str(port),
                   "--webui-port", str(webui), "--state-dir", str(state))
@@ -64,16 +66,15 @@ def test_standalone_cluster_gives_embedded_results(tmp_path):
         running = cluster.read_state(state)
         assert len(running.pids) == 3 and all(cluster._is_spark_daemon(p) for p in running.pids.values())
 
-        _cli("analyze", str(embedded))
         _cli("analyze", str(on_cluster), "--master", master)
         a = (embedded / "analysis" / "metrics.json").read_text()
         b = (on_cluster / "analysis" / "metrics.json").read_text()
         assert a.replace(str(embedded), "RUN") == b.replace(str(on_cluster), "RUN")
 
-        sweep = ["sweep", str(EXPERIMENT), "--set", "protocol.delta_a_ms=20,150", "--seeds", "1"]
-        _cli(*sweep, "--out", str(tmp_path / "sweep-embedded"))
-        _cli(*sweep, "--out", str(tmp_path / "sweep-cluster"), "--master", master)
-        t1, t2 = _table(tmp_path / "sweep-embedded"), _table(tmp_path / "sweep-cluster")
+        values = ",".join(map(str, LINE3_SWEEP["protocol.delta_a_ms"]))
+        _cli("sweep", str(LINE3), "--set", f"protocol.delta_a_ms={values}", "--seeds", "1",
+             "--out", str(tmp_path / "sweep-cluster"), "--master", master)
+        t1, t2 = _table(line3_sweep.path), _table(tmp_path / "sweep-cluster")
         assert len(t1) == 2
         assert t1.equals(t2), f"\n{t1.T}\n{t2.T}"
     finally:

@@ -3,8 +3,10 @@ usage text on stderr and exits 2, never a traceback; a group given no subcommand
 help and exits 2 (typer's no_args_is_help). The tree is walked from the app itself, so a new
 command or group is covered without touching this file.
 
-Each case runs ``python -m rmptwin.cli.main`` in a subprocess, as a user would; the cases run
-concurrently once per module, so the file stays a few seconds long.
+Each case runs ``python -m rmptwin.cli.main`` in a process of its own, as a user would; the
+processes are forked from one interpreter that has imported the CLI once (cli_forks.py: a fresh
+interpreter per case spent 101 s of CI's suite importing the CLI 109 times), and a few cases
+are run the usual way too, to show that the forked ones print the same bytes.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import typer
@@ -20,6 +21,8 @@ import typer.main
 
 from rmptwin.cli import main as cli
 from rmptwin.errors import UserError
+
+from cli_forks import SRC, run_cli_cases
 
 BOGUS = "--bogus-flag-xyz"
 
@@ -52,21 +55,35 @@ CASES = _cases()
 ARGS = {"help": ["--help"], "bogus": [BOGUS], "no-args": [], "missing": []}
 
 
-def _run(case: tuple[str, tuple[str, ...]]) -> subprocess.CompletedProcess:
-    kind, path = case
+def _env() -> dict[str, str]:
     # Wide and colourless, so typer's error panel neither wraps nor splits the words checked.
     env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
-    env.update(COLUMNS="200", NO_COLOR="1", TERM="dumb")
-    return subprocess.run([sys.executable, "-m", "rmptwin.cli.main", *path, *ARGS[kind]], capture_output=True,
-                          text=True, env=env, stdin=subprocess.DEVNULL, timeout=120)
+    env.update(COLUMNS="200", NO_COLOR="1", TERM="dumb", PYTHONPATH=str(SRC))
+    return env
+
+
+def _argv(case: tuple[str, tuple[str, ...]]) -> list[str]:
+    kind, path = case
+    return [*path, *ARGS[kind]]
 
 
 @pytest.fixture(scope="module")
 def results() -> dict:
     unsafe = [" ".join(p) for p, c in TREE if (c.context_settings or {}).get("ignore_unknown_options")]
     assert not unsafe, f"{unsafe} ignore unknown options: a mistyped flag would run them"
-    with ThreadPoolExecutor(max_workers=2 * (os.cpu_count() or 2)) as pool:
-        return dict(zip(CASES, pool.map(_run, CASES)))
+    return dict(zip(CASES, run_cli_cases([_argv(c) for c in CASES], env=_env())))
+
+
+# One case of each kind, at the top and deeper down, also run in a fresh interpreter of its own
+ALONE = [("help", ()), ("bogus", ("net", "up")), ("missing", ("validate",))]
+
+
+@pytest.mark.parametrize("case", ALONE, ids=lambda c: f"{c[0]}:rmptwin {' '.join(c[1])}".strip())
+def test_a_forked_case_prints_what_a_fresh_interpreter_prints(results, case):
+    alone = subprocess.run([sys.executable, "-m", "rmptwin.cli.main", *_argv(case)], capture_output=True,
+                           text=True, env=_env(), stdin=subprocess.DEVNULL, timeout=120)
+    forked = results[case]
+    assert (forked.returncode, forked.stdout, forked.stderr) == (alone.returncode, alone.stdout, alone.stderr)
 
 
 def _usage_line(path) -> str:

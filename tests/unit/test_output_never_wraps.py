@@ -1,7 +1,8 @@
 """Nothing rmptwin prints to a pipe is wrapped: an error is one line whatever the width.
 
 CI has no terminal, and rich wraps at ``COLUMNS`` (or 80) when output is not a terminal.
-Each command group's error paths run here as a user would run them, through a real pipe,
+Each command group's error paths run here as a user would run them, through a real pipe (each
+in a process forked from an interpreter that has imported the CLI once: cli_forks.py),
 from a working directory whose path alone is longer than the narrow width, with COLUMNS=40
 and COLUMNS=300: each error must be exactly one line on stderr, and the same line at both
 widths.
@@ -15,6 +16,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from cli_forks import run_cli_cases
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -53,21 +56,42 @@ ERROR_PATHS = [
 ]
 
 
-def run_piped(argv: list[str], cwd: Path, columns: int) -> subprocess.CompletedProcess:
+def piped_env(columns: int) -> dict[str, str]:
     env = {**os.environ, "COLUMNS": str(columns), "PYTHONPATH": str(REPO / "src")}
     env.pop("FORCE_COLOR", None)
-    return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+    return env
+
+
+def run_piped(argv: list[str], cwd: Path, columns: int) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, cwd=cwd, env=piped_env(columns), capture_output=True, text=True, timeout=120)
 
 
 def cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "rmptwin.cli.main", *args]
 
 
+@pytest.fixture(scope="module")
+def piped(deep_dir) -> dict:
+    """Each error path at each width, as run_piped runs it; in processes forked from one
+    interpreter per width that has imported the CLI (cli_forks.py), not an interpreter each."""
+    out = {}
+    for columns in (40, 300):
+        done = run_cli_cases([argv for argv, _ in ERROR_PATHS], env=piped_env(columns), cwd=deep_dir)
+        out.update({(tuple(argv), columns): r for (argv, _), r in zip(ERROR_PATHS, done)})
+    return out
+
+
+def test_a_forked_run_prints_what_a_fresh_interpreter_prints(piped, deep_dir):
+    argv = ERROR_PATHS[0][0]
+    alone, forked = run_piped(cli(*argv), deep_dir, 40), piped[(tuple(argv), 40)]
+    assert (forked.returncode, forked.stdout, forked.stderr) == (alone.returncode, alone.stdout, alone.stderr)
+
+
 @pytest.mark.parametrize("argv,mentions", ERROR_PATHS, ids=[" ".join(a) for a, _ in ERROR_PATHS])
-def test_an_error_is_one_line_at_any_width(deep_dir, argv, mentions):
+def test_an_error_is_one_line_at_any_width(piped, argv, mentions):
     lines = {}
     for columns in (40, 300):
-        r = run_piped(cli(*argv), deep_dir, columns)
+        r = piped[(tuple(argv), columns)]
         assert r.returncode == 2, (argv, r.returncode, r.stderr)
         assert "Traceback" not in r.stderr
         err = r.stderr.splitlines()
