@@ -21,6 +21,7 @@ APT_PACKAGES=(
   tshark tcpdump                        # captures and MoldUDP64 decoding
   iproute2 iputils-ping ethtool net-tools nftables
   python3-venv python3-dev python3-pip
+  gcc libc6-dev                         # mypyc compiles the cores (scripts/build_compiled.py)
   openjdk-17-jre-headless               # Spark
   chromium                              # report screenshots in tests
   make git sqlite3
@@ -127,17 +128,25 @@ install_python() {
   touch "$STAMP"
 }
 
+# The cores compiled by mypyc into build/compiled (rmptwin.corebuild loads them), rebuilt when
+# a compiled module's source changed; a few seconds' check otherwise. Without a compiler it
+# says so in one line and the interpreted cores run; a failed build is not a failed set-up.
+build_compiled_cores() {
+  say "$("$VENV/bin/python" scripts/build_compiled.py)" || true
+}
+
 # Files made here as root in a tree that belongs to someone else (`sudo make provision` in a
-# user's clone, the Vagrant VM's /vagrant) are handed to the tree's owner.
+# user's clone, the Vagrant VM's /vagrant) are handed to the tree's owner: give_back_to_owner PATH...
 give_back_to_owner() {
   local owner
   owner=$(stat -c %u:%g .)
   [ "${owner%%:*}" = 0 ] && return 0
-  chown -R "$owner" "$VENV" src/*.egg-info 2>/dev/null || true
+  chown -R "$owner" "$@" 2>/dev/null || true
 }
 
 if [ "$(id -u)" != 0 ]; then
   check_only
+  build_compiled_cores
   exit
 fi
 mapfile -t missing < <(missing_packages)
@@ -148,6 +157,8 @@ problem=$(venv_problem)
 if [ -n "$problem" ]; then
   if [ -x "$VENV/bin/python" ]; then say "$problem"; fi
   install_python
-  give_back_to_owner
+  give_back_to_owner "$VENV" src/*.egg-info
 fi
+build_compiled_cores
+give_back_to_owner build
 say "ready"
