@@ -27,7 +27,7 @@ docs: provision
 
 clean:
 	@$(VENV)/bin/rmptwin net down 2>/dev/null || true
-	rm -rf $(VENV) .pytest_cache .hypothesis site
+	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache site build
 
 # On a Vagrant host (see docs/vagrant.md): the emulated run in the VM, then its
 # results copied back here. The VM's /vagrant is a one-way rsync copy of this tree.
