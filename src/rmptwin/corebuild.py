@@ -12,9 +12,9 @@ Python, comes from ``src/`` as usual, so ``PYTHONPATH=src`` keeps working. It is
 nothing: compiled modules call each other's classes natively, so one edited source sends
 every core back to its interpreted form until the next build.
 
-``ACTIVE`` says which build runs and why; ``describe()`` is that as one line (``rmptwin
-env``, manifest.json, ``rmptwin sim``'s summary). A child process inherits the choice
-through ``child_env()`` (emulated nodes get an environment of their own).
+``ACTIVE`` says which build runs and why (``rmptwin env``, ``rmptwin sim``'s summary, a run's
+manifest.json); ``describe()`` is that as one line. ``child_env()`` is what a child process
+with an environment of its own (an emulated node) needs to run the same build.
 """
 
 from __future__ import annotations
@@ -147,8 +147,3 @@ def describe(build: Build | None = None) -> str:
 def child_env() -> dict[str, str]:
     """What a child process's environment needs to run the same build as this one."""
     return {} if ACTIVE.compiled else {PURE_ENV: "1"}
-
-
-def manifest_fields() -> dict[str, object]:
-    """For a run's manifest.json."""
-    return {"cores": ACTIVE.kind, "cores_why": ACTIVE.why, "cores_compiled_modules": len(ACTIVE.modules)}
