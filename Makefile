@@ -13,8 +13,10 @@ provision:
 run: provision
 	@bash scripts/run-default.sh $(EXPERIMENT)
 
+# --durations: the 30 slowest tests close every run's output, so the suite's time can be
+# spent where it is measured (CI has no other record of it).
 test: provision
-	@$(PY) -m pytest $(PYTEST_ARGS)
+	@$(PY) -m pytest --durations=30 $(PYTEST_ARGS)
 
 # `make bench QUICK=1`: smaller sizes; BENCH_ARGS, e.g. "--only matching --write-reference".
 bench: provision

@@ -8,6 +8,8 @@ code host shows as nothing:
     <!-- rmptwin-docs: schema topology -->     every field of a topology YAML
     <!-- rmptwin-docs: bench -->               bench/reference.json as tables
 
+The notebooks (notebooks/*.ipynb, outside docs/) join the site as pages too: ``on_files``.
+
 Generated at each build from this checkout's code (its src/ goes first on the path), so the
 site cannot drift from the command line, the models or the reference figures. An unknown
 marker fails the build. The functions below are plain (no MkDocs), for tests/unit/test_docs.py.
@@ -232,6 +234,29 @@ def generated(name: str, arg: str | None, repo: Path = REPO) -> str:
 
 def expand(markdown: str, repo: Path = REPO) -> str:
     return MARKER.sub(lambda m: generated(m.group(1), m.group(2), repo), markdown)
+
+
+# ---------------------------------------------------------------- the notebooks
+
+try:
+    from mkdocs.plugins import event_priority
+except ImportError:       # the plain functions above serve tests without MkDocs too
+    def event_priority(priority):
+        return lambda f: f
+
+
+@event_priority(50)       # before mkdocs-jupyter's on_files (priority 0), which makes .ipynb files pages
+def on_files(files, config):
+    """The notebooks live at the clone's top (notebooks/*.ipynb, beside docs/), where Jupyter and a
+    code host show them; the site takes them from there as pages notebooks/NAME.ipynb, rendered
+    by mkdocs-jupyter without running them (tests/unit/test_notebooks.py runs them)."""
+    from mkdocs.structure.files import File
+
+    repo = Path(config.config_file_path).parent
+    for nb in sorted((repo / "notebooks").glob("*.ipynb")):
+        files.append(File(f"notebooks/{nb.name}", src_dir=str(repo), dest_dir=config.site_dir,
+                          use_directory_urls=config.use_directory_urls))
+    return files
 
 
 def on_page_markdown(markdown, page, config, files):   # noqa: ARG001 - MkDocs' hook signature

@@ -7,6 +7,8 @@
     run.summary["fairness_spread_ms"]["p99"]
     run.events()                                   # pandas; run.events_arrow() for Arrow
     run.drops(), run.counts()                      # the ground-truth drop log, link counts
+    run.releases()                                 # per release: latency; per message: fairness
+    run.first_copies(), run.minc()                 # who heard each packet first-hand; MINC per link
     report = rt.analyze(run)                       # Spark: metrics.json, report.html
     run.metrics["headline"]
     sw = rt.sweep(exp, {"protocol.delta_a_ms": [200, 800]}, seeds=2)
@@ -23,7 +25,7 @@ puts it (``rundir.RunDir`` owns a run's files).
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -131,6 +133,47 @@ class Run:
         return self.dir.read_link_counts().to_pandas()
 
     @property
+    def experiment(self) -> LoadedExperiment:
+        """The experiment and topology this run ran, as its manifest recorded them (resolved,
+        every default filled: what `rmptwin rerun` repeats), not the YAML files of today."""
+        from rmptwin.runs.rerun import loaded_from_manifest
+
+        return loaded_from_manifest(self.manifest, str(self.dir.manifest_path))
+
+    def releases(self) -> "pd.DataFrame":
+        """One row per release by a primary or secondary (node, stripe, src, src_seq, gseq,
+        send_ns, release_ns, latency_ms, operable): summary.json's ``delivery_latency_ms`` is
+        the percentiles of ``latency_ms``, its ``fairness_spread_ms`` those of each message's
+        latest minus earliest ``release_ns`` over the operable rows (``analysis.summary``)."""
+        from rmptwin.analysis.summary import release_table
+
+        return release_table(self.events(), self.experiment)
+
+    def first_copies(self) -> "pd.DataFrame":
+        """One row per (packet, receiver that expected it): src, stripe, src_seq, node, send_ns,
+        received, first (it heard the packet's first copy, not a repair or the source's
+        re-send): the per-receiver losses that loss correlation and MINC read
+        (``analysis.link_loss.fates``, the same words as `rmptwin analyze`)."""
+        from rmptwin.analysis.link_loss import fates
+
+        return fates(self.events(), self.experiment)
+
+    def minc(self) -> "pd.DataFrame":
+        """MINC loss inference, without Spark: one row per logical link of every (source, stripe)
+        multicast tree (src, stripe, link, packets, gamma, estimate, configured, truth). truth is
+        the first copies the run's drop log lost on the link over those that reached it (None
+        without a drop log); `rmptwin analyze` gives the same estimates (``analysis.link_loss``)."""
+        import pandas as pd
+
+        from rmptwin.analysis.link_loss import fates, minc_rows
+
+        loaded = self.experiment
+        drops = self.dir.read_drops() if self.dir.drops_path.exists() else None
+        rows = minc_rows(fates(self.events(), loaded), loaded, drops)
+        return pd.DataFrame(rows, columns=["src", "stripe", "link", "packets", "gamma", "estimate", "configured",
+                                           "truth"])
+
+    @property
     def analysed(self) -> bool:
         return self.dir.metrics_path.exists()
 
@@ -189,9 +232,11 @@ def analyze(run: Run | str | Path, master: str | None = None, spark=None) -> Pat
 
 
 def _quiet():
+    """A console that writes into a string: plain text, also in Jupyter (where rich would
+    otherwise print into the notebook instead of the file it was given)."""
     from rich.console import Console
 
-    return Console(file=io.StringIO(), width=200)
+    return Console(file=io.StringIO(), width=200, force_jupyter=False, force_terminal=False, color_system=None)
 
 
 @dataclass(frozen=True)
@@ -199,27 +244,36 @@ class Comparison:
     html: Path | None      # the side-by-side page (None with analyze=False)
     passed: bool | None    # the twin verdict (None with verdict=False)
     text: str              # what `rmptwin compare` prints
+    rules: "pd.DataFrame | None" = None   # the verdict, one row per rule: metric a b tolerance status note
 
 
 def compare(sim_run: Run | str | Path, emu_run: Run | str | Path, html: str | Path | None = None,
             verdict: bool = True, analyze_missing: bool = True, master: str | None = None) -> Comparison:
     """`rmptwin compare`: two runs side by side (analysing either first if it has no metrics)
     and the twin verdict of B against A."""
+    import pandas as pd
+
     from rmptwin.analysis.compare import compare as compare_runs
-    from rmptwin.analysis.compare import verdict as twin_verdict
+    from rmptwin.analysis.compare import verdict_line, verdict_rules, verdict_table
+    from rmptwin.analysis.twin_verdict import passed
 
     a, b = _runs(sim_run, emu_run)
+    if not analyze_missing and not verdict:
+        raise UserError("analyze_missing=False with verdict=False leaves nothing to compare")
     console = _quiet()
+    rules = verdict_rules(a.path, b.path) if verdict else None
     page = None
     if analyze_missing:
         for r in (a, b):
             if not r.analysed:
                 analyze(r, master)
-        page = compare_runs(a.path, b.path, Path(html) if html else None, console=console)
-    elif not verdict:
-        raise UserError("analyze_missing=False with verdict=False leaves nothing to compare")
-    ok = twin_verdict(a.path, b.path, console=console) if verdict else None
-    return Comparison(page, ok, console.file.getvalue())
+        page = compare_runs(a.path, b.path, Path(html) if html else None, console=console, rules=rules)
+    if rules is None:
+        return Comparison(page, None, console.file.getvalue())
+    console.print(verdict_table(rules))
+    console.print(verdict_line(rules), highlight=False)
+    table = pd.DataFrame([asdict(r) for r in rules], columns=["metric", "a", "b", "tolerance", "status", "note"])
+    return Comparison(page, passed(rules), console.file.getvalue(), table)
 
 
 # ----------------------------------------------------------------------------- sweeps
@@ -229,18 +283,22 @@ def compare(sim_run: Run | str | Path, emu_run: Run | str | Path, html: str | Pa
 class SweepResult:
     path: Path              # the sweep directory (sweep.parquet, sweep.html)
     table: "pd.DataFrame"   # one row per (point, seed): parameters, seed, every summary figure
-    report_path: Path
+    report_path: Path | None   # sweep.html (None with report=False)
     ran: int                # runs executed by this call (the rest were already in the table)
     skipped: int
 
 
 def sweep(experiment: LoadedExperiment | str | Path, sets: dict[str, list], seeds: int = 3,
           master: str | None = None, out: str | Path | None = None, probes: list[str] | None = None,
-          keep_runs: bool = False, backend: str = "sim") -> SweepResult:
+          keep_runs: bool = False, backend: str = "sim", in_process: bool = False,
+          report: bool = True) -> SweepResult:
     """`rmptwin sweep`: every combination of ``sets`` (key -> values), ``seeds`` seeds each
-    (the experiment's seed, +1, ...); resumes in ``out`` like the command."""
+    (the experiment's seed, +1, ...); resumes in ``out`` like the command. ``in_process``: the
+    simulated runs one after another in this process instead of as Spark tasks (no JVM to
+    start: quicker for a few short runs, e.g. in a notebook); the rows are the same. ``report=False``
+    skips sweep.html (a plot per metric: seconds) for a caller that draws its own."""
     from rmptwin.sweeps.sweep_report import write_outcome_report
-    from rmptwin.sweeps.engine import SweepPlan, run_sweep
+    from rmptwin.sweeps.engine import SweepPlan, run_loop, run_sweep
 
     if backend not in ("sim", "emulation"):
         raise UserError(f"backend {backend!r}: choose sim or emulation")
@@ -250,6 +308,8 @@ def sweep(experiment: LoadedExperiment | str | Path, sets: dict[str, list], seed
     base_seed = loaded.experiment.seed
     plan = SweepPlan(loaded, {k: list(v) for k, v in sets.items()}, [base_seed + i for i in range(seeds)],
                      backend, list(probes or []), keep_runs)
-    outcome = run_sweep(plan, out=out, master=master)
-    report = Path(write_outcome_report(outcome))
-    return SweepResult(outcome.sweep.path, outcome.table.to_pandas(), report, outcome.ran, outcome.skipped)
+    if in_process and backend != "sim":
+        raise UserError("in_process=True runs simulated sweeps only; drop it for backend='emulation'")
+    outcome = run_sweep(plan, out=out, master=master, runner=run_loop if in_process else None)
+    page = Path(write_outcome_report(outcome)) if report else None
+    return SweepResult(outcome.sweep.path, outcome.table.to_pandas(), page, outcome.ran, outcome.skipped)

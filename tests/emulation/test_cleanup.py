@@ -45,9 +45,15 @@ def _leftovers(state: Path, tag: int) -> dict:
             "processes": procs, "containers": containers}
 
 
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _up(state: Path, nodes: str) -> tuple[subprocess.Popen, int]:
+    # Started with SIGINT ignored, as a shell starts a background job (CI runners do): Ctrl-C
+    # must stop it all the same (a rehearsal's `net up` once waited forever there).
     p = subprocess.Popen([*RMPTWIN, "net", "up", str(NET4), "--nodes", nodes, "--state-dir", str(state)],
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=_ignore_sigint)
     deadline = time.monotonic() + 180
     seen = ""
     while time.monotonic() < deadline:
@@ -70,7 +76,12 @@ def test_ctrl_c_leaves_nothing(tmp_path):
     p, tag = _up(state, "ns")
     assert _leftovers(state, tag)["bridges"]          # it really was up
     p.send_signal(signal.SIGINT)
-    out, _ = p.communicate(timeout=120)
+    try:
+        out, _ = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:   # it did not stop: take its network down, so later tests start clean
+            p.terminate()
+            p.wait(timeout=120)
     assert p.returncode == 0, out
     left = _leftovers(state, tag)
     assert _empty(left), left

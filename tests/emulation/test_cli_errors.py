@@ -69,8 +69,9 @@ def test_no_docker_engine_is_one_line(tmp_path):
             if f.name.startswith(("docker", "containerd", "runc")) or (bin_dir / f.name).exists():
                 continue
             (bin_dir / f.name).symlink_to(f)
+    # The SDK needs no docker binary: the engine's socket must be missing too.
     r = _run(["net", "up", str(NET4), "--nodes", "docker", "--state-dir", str(tmp_path / "state")],
-             env={"PATH": str(bin_dir)})
+             env={"PATH": str(bin_dir), "DOCKER_HOST": f"unix://{tmp_path / 'no-engine.sock'}"})
     err = _one_line(r)
     assert "Docker engine" in err
     assert not (tmp_path / "state").exists()   # nothing was built

@@ -129,6 +129,22 @@ def test_quickstart_agreement_no_loss_and_guaranteed_customers_complete(quicksta
     assert fair <= max(5.0, protocol + 5.0) or on_disk["runtime"]["overloaded"], (fair, protocol, lateness)
 
 
+
+@pytest.mark.docker
+def test_quickstart_summary_has_each_containers_cpu_and_memory(quickstart):
+    """summary.json's runtime.container_stats: every Docker host sampled by the engine over the run."""
+    loaded, run_dir, _ = quickstart
+    rt = run_dir.read_summary()["runtime"]
+    if rt["nodes"] != "docker":
+        pytest.skip("namespace hosts (no Docker engine here): no containers to sample")
+    stats = rt["container_stats"]
+    assert set(stats) == {h.name for h in loaded.topology.hosts}
+    for node, f in stats.items():
+        assert f["samples"] >= 2 and f["cpu_s"] > 0 and 0 < f["mem_max_mib"] < rt["limits"]["memory_mb"], (node, f)
+        # the CPU limit holds: a sample interval is about a second, so allow a little jitter
+        assert f["cpu_max_pct"] <= 120 * rt["limits"]["cpus"], (node, f)
+
+
 def _tshark_mold(pcap: Path) -> list[dict]:
     out = subprocess.run(
         ["tshark", "-r", str(pcap), "-d", f"udp.port=={REGION_PORT},moldudp64",
@@ -277,6 +293,7 @@ def test_ring_member_crash_reforms_the_ring_without_losing_acknowledged_messages
     assert on_disk["agreement"] is True
     assert on_disk["messages_lost"] == 0
     assert on_disk["reformation_ms"], "summary.json reports the outage"
+    assert "container_stats" not in on_disk["runtime"]   # namespace hosts: no containers
     assert all(0 < ms < 5_000 for ms in on_disk["reformation_ms"])
 
 

@@ -3,14 +3,19 @@ an EV, a partition between an EV and the etcd members, a paused etcd member, a g
 restart. Each run: 0 trades lost, the CAS history linearizable, the EV states equal, and the
 outage the fault causes measured (printed; checkers.probe.venue_outage_ms).
 
-Measured as root on the emulated network (2026-11-26), all four scenarios: no trade lost and
-the venue checker passes, but the EVs do not agree at the end: one EV stops executing (ev2 at
-position 206 while ev1 reaches 658 after kill -9; the same in the other three) and no SYNC_DONE
-is logged; the checker also judges the etcd sequencer's CAS history not linearizable (a batch
-answered LOST with a next position the history cannot place) or gives up (235-242 operations,
-2 M steps). The simulated scenarios (tests/chaos/test_venue_nemeses_sim.py) keep every
-invariant. A strict expected failure until the emulated venue under nemeses is fixed: it fails
-the suite the day it passes, so the mark is removed then.
+Measured as root on the emulated network, 2026-11-26, at 300 req/s (``RATE``; at venue-failover's
+5,000 req/s both EVs fell seconds behind and every scenario failed on agreement): ev_kill9,
+etcd_member_pause and gateway_restart keep 0 trades lost, the venue checker and equal EV states,
+and reach the CAS check, which is the finding there: the etcd sequencer's history is judged not
+linearizable (etcd_member_pause: ev1's propose answered WON next=18 where at best LOST next=24
+fits; gateway_restart: WON next=22 against LOST next=24) or undecided (ev_kill9: 795 operations,
+2 M steps). ev_partition fails earlier: the partitioned EV never catches up after the 1 s
+partition heals (ev2 at position 648, ev1 at 1,828, all 1,829 requests completed, no SYNC_DONE).
+The simulated scenarios (tests/chaos/test_venue_nemeses_sim.py) keep every invariant. What holds
+is asserted (0 trades lost, the venue checker, the pause logged, the outage measured); the two
+findings are expected failures that name their figures, each only where it occurs: a scenario
+whose EVs agree and whose CAS history is judged linearizable passes. (A strict mark on the whole
+test would turn a run where the undecided search happens to decide into a failure.)
 """
 
 from __future__ import annotations
@@ -29,19 +34,31 @@ from rmptwin.spec import load_experiment
 pytestmark = [pytest.mark.root, pytest.mark.emulation]
 
 REPO = Path(__file__).resolve().parents[2]
+# venue-failover offers 5,000 req/s for 6 s: four times what the etcd-sequenced emulated venue
+# completes on 2 CPUs (bench_venue: ~1,000 req/s with both EVs as processes). Overloaded, the
+# EVs fall seconds behind (measured: 658 and 206 of 30,000 positions by the end) and "states
+# equal at the end" judges the backlog, not the fault. The nemeses are judged at a rate the
+# machine sustains; the faults keep their times.
+RATE = 300.0
 
 
-@pytest.mark.xfail(strict=True, reason="emulated venue under nemeses: an EV stops executing (module docstring)")
+def _sustainable(loaded):
+    venue = loaded.experiment.venue.model_copy(update={"rate": RATE})
+    return loaded.model_copy(update={"experiment": loaded.experiment.model_copy(update={"venue": venue})})
+
+
 @pytest.mark.parametrize("name", SCENARIOS)
 def test_emulated_venue_keeps_its_invariants_under(name, tmp_path):
     base = load_experiment(REPO / "experiments" / "venue-failover.yaml")
     assert base.experiment.venue.sequencer == "etcd"
-    loaded, _ = scenario(base, name)
+    loaded, _ = scenario(_sustainable(base), name)
     outcome = run_experiment(loaded, "emulation", out=tmp_path / name, options=EmulationOptions(nodes="ns"))
     verdicts = {v.checker: v for v in check_run(outcome.run_dir)}
     assert verdicts["venue"].status == "ok", verdicts["venue"].violation
     assert outcome.summary.get("trades_lost") in (0, None)
-    assert outcome.summary.get("ev_agreement") is True
+    if outcome.summary.get("ev_agreement") is not True:
+        pytest.xfail(f"finding (module docstring): the EVs disagree at the end, last positions "
+                     f"{outcome.summary.get('ev_last_position')}, sync {outcome.summary.get('sync_ms_all')}")
     df = outcome.run_dir.read_events().to_pandas()
     if name == "etcd_member_pause":
         assert (df.kind == Kind.PAUSE).sum() == 1 and (df.kind == Kind.RESUME).sum() == 1

@@ -16,12 +16,16 @@ from rmptwin.rundir.run import RunDir
 
 pytestmark = pytest.mark.spark
 
+CONTAINER_STATS = {n: {"cpu_s": 1.5, "cpu_mean_pct": 30.0, "cpu_max_pct": 80.0, "cpu_throttled_s": 0.0,
+                       "mem_mean_mib": 40.0, "mem_max_mib": 42.5, "window_s": 5.0, "samples": 6} for n in ("s1", "rt1")}
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 @pytest.fixture(scope="module")
 def analysed(spark, tmp_path_factory):
     run = synthetic.write_run(tmp_path_factory.mktemp("run") / "r", packets=2_000, seed=3)
+    # what an emulated run with Docker hosts adds to its summary (emulation.containerstats)
+    RunDir(run).write_summary({"runtime": {"nodes": "docker", "container_stats": CONTAINER_STATS}})
     report = job.analyze(spark, run)
     return run, report
 
@@ -35,6 +39,9 @@ def test_report_files_and_plots(analysed):
         assert png.exists() and png.stat().st_size > 1000, name
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert f"src='{name}'" in html  # relative link: the directory can be moved or mailed
+    # the Docker hosts' CPU and memory from summary.json, a row per node
+    assert "Node containers: CPU and memory" in html and "<td>rt1</td>" in html and "42.5" in html
+    assert [r["node"] for r in RunDir(run).read_metrics()["container_stats"]] == ["rt1", "s1"]
     for table in ("latency", "fairness", "receiver_loss", "correlation", "minc", "throughput"):
         assert pq.read_table(RunDir(run).analysis_path(f"{table}.parquet")).num_rows > 0, table
 

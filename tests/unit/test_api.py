@@ -60,3 +60,63 @@ def test_open_run_on_a_directory_that_is_no_run_is_one_line(tmp_path):
         rt.open_run(tmp_path)
     with pytest.raises(rt.UserError, match="choose sim or emulation"):
         rt.sweep(LINE3, {"protocol.delta_a_ms": [1]}, backend="docker")
+
+
+def test_releases_are_the_samples_of_the_summarys_latency_and_fairness(tmp_path):
+    from rmptwin.analysis.stats import percentiles
+
+    # Delta_A 20 ms: shorter than recovering a lost packet, so some messages are released unfairly
+    run = rt.simulate(LINE3, out=tmp_path / "run", overrides={"protocol.delta_a_ms": 20})
+    rel = run.releases()
+    assert {"node", "src", "src_seq", "send_ns", "release_ns", "latency_ms", "operable"} <= set(rel.columns)
+    assert percentiles(rel.latency_ms.dropna()) == pytest.approx(run.summary["delivery_latency_ms"])
+    up = rel[rel.operable].groupby(["stripe", "src", "src_seq"]).release_ns
+    spread = (up.max() - up.min()) / 1e6
+    assert spread.max() > 0
+    assert percentiles(spread) == pytest.approx(run.summary["fairness_spread_ms"])
+    assert run.experiment.experiment.protocol.delta_a_ms == 20   # the run's, from its manifest
+
+
+def test_minc_and_first_copies_without_spark(tmp_path):
+    exp = rt.load_experiment(REPO / "experiments" / "binary-tree-loss.yaml",
+                             {"workload.duration_s": 1.0, "duration_s": 1.5})
+    run = rt.simulate(exp, out=tmp_path / "tree")
+    fc = run.first_copies()
+    assert len(fc) == 8 * run.summary["messages_sent"] and 0 < (~fc["first"]).sum() < len(fc) / 4
+    m = run.minc()
+    assert len(m) == 15 and m.truth.notna().all()
+    assert (m.estimate - m.truth).abs().max() < 0.015
+    assert m.set_index("link").loc["s5>s11>rp4", "configured"] == pytest.approx(0.10)
+
+
+def test_compare_gives_the_verdict_as_rules_and_plain_text(tmp_path):
+    a = rt.simulate(LINE3, out=tmp_path / "a")
+    b = rt.simulate(a.experiment, seed=a.manifest["seed"], out=tmp_path / "b")
+    c = rt.compare(a, b, analyze_missing=False)
+    assert c.passed is True and c.html is None
+    assert list(c.rules.columns) == ["metric", "a", "b", "tolerance", "status", "note"]
+    assert "agreement" in set(c.rules.metric) and set(c.rules.status) <= {"pass", "not comparable", "not deterministic"}
+    assert c.text.strip().splitlines()[-1].startswith("twin verdict: PASS") and "\x1b[" not in c.text
+    # a twin with one more loss on a link is judged, rule by rule
+    worse = rt.simulate(LINE3, seed=a.manifest["seed"], out=tmp_path / "w", overrides={"topology.links.0.loss": 0.2})
+    bad = rt.compare(a, worse, analyze_missing=False)
+    assert bad.passed is False and "fail" in set(bad.rules.status)
+
+
+def test_an_in_process_sweep_leaves_the_matplotlib_backend_alone(tmp_path):
+    import matplotlib
+
+    before = matplotlib.get_backend()
+    matplotlib.use("svg")     # not Agg, the backend the sweep's report once switched every caller to
+    try:
+        sw = rt.sweep(LINE3, {"protocol.delta_a_ms": [20, 150]}, seeds=1, out=tmp_path / "sweep", in_process=True)
+        assert matplotlib.get_backend() == "svg"
+    finally:
+        matplotlib.use(before)
+    assert (sw.ran, sw.skipped, len(sw.table)) == (2, 0, 2) and sw.report_path.exists()
+    assert sorted(sw.table["protocol.delta_a_ms"]) == [20, 150]
+    again = rt.sweep(LINE3, {"protocol.delta_a_ms": [20, 150]}, seeds=2, out=tmp_path / "sweep",
+                     in_process=True, report=False)   # one more seed: resumes, runs only the new ones
+    assert (again.ran, again.skipped, len(again.table), again.report_path) == (2, 2, 4, None)
+    with pytest.raises(rt.UserError, match="in_process"):
+        rt.sweep(LINE3, {"protocol.delta_a_ms": [20]}, backend="emulation", in_process=True)

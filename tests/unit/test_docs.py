@@ -45,6 +45,12 @@ def test_the_site_builds_with_no_warning(tmp_path):
     assert "WARNING" not in out.stderr, out.stderr[-3000:]
     for page in ("cli", "experiments", "benchmarks", "architecture"):
         assert (tmp_path / "site" / page / "index.html").exists()
+    # the notebooks (notebooks/, outside docs/) are pages, their markdown rendered, the .ipynb beside
+    notebooks = sorted(p.stem for p in (REPO / "notebooks").glob("*.ipynb"))
+    assert len(notebooks) >= 3
+    for name in notebooks:
+        page = tmp_path / "site" / "notebooks" / name
+        assert (page / f"{name}.ipynb").exists() and "jupyter-wrapper" in (page / "index.html").read_text()
     # the generated parts are in the pages, not their markers
     cli = (tmp_path / "site" / "cli" / "index.html").read_text()
     assert "rmptwin-docs:" not in cli and 'id="rmptwin-net-selftest"' in cli
@@ -57,6 +63,7 @@ def test_a_broken_link_fails_the_build(tmp_path):
     (copy / "scripts").mkdir()
     shutil.copy(REPO / "scripts" / "docs_hooks.py", copy / "scripts")
     shutil.copy(REPO / "mkdocs.yml", copy)
+    shutil.copytree(REPO / "notebooks", copy / "notebooks", ignore=shutil.ignore_patterns("data"))
     tour = copy / "docs" / "tour.md"
     tour.write_text(tour.read_text() + "\nSee [the missing page](no-such-page.md).\n")
     out = _mkdocs_build(copy / "mkdocs.yml", tmp_path / "site")

@@ -25,7 +25,7 @@ def ruff() -> list[str]:
 
 def test_the_code_passes_the_lint_rules():
     r = subprocess.run([*ruff(), "check", "--no-cache", "--output-format", "concise",
-                        "src", "tests", "controllers", "labs", "scripts"],
+                        "src", "tests", "controllers", "labs", "scripts", "notebooks"],
                        cwd=REPO, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
 

@@ -8,9 +8,10 @@ events for metrics.json, ``report_html`` shows it, ``headline`` prints it under 
 Definitions (simulated and emulated runs alike; the completeness of summary.py's
 ``customers.guaranteed_complete``):
 
-- A customer's *missing* messages: per stripe it joins (``factories.rmp.customer_stripes``),
-  the gseqs some R_P/R_S RELEASEd that the customer has no CUST_RECV of. A customer crashed
-  at the end of the run is left out, as in ``guaranteed_complete``.
+- A customer's *missing* messages: per stripe it joins (``spec.queries.customer_stripes``),
+  the gseqs released there (RELEASE of an R_P/R_S; on an edge stripe, EDGE_RELEASE) that the
+  customer has no CUST_RECV of: ``analysis.stripe_delivery``, the definition
+  ``guaranteed_complete`` uses. A customer crashed at the end of the run is left out, as there.
 - customers_incomplete: {customer: {grade, regions, missing, stripes, reason}} for every
   guaranteed-grade customer with missing messages, and every customer of either grade that
   raised a ``stale_feed`` alarm (``rmp.feed_watch``) and has missing messages. A best-effort
@@ -32,9 +33,9 @@ import pandas as pd
 from rmptwin.core.events import Kind
 from rmptwin.spec.queries import customer_stripes
 from rmptwin.rmp.feed_watch import STALE_FEED
+from rmptwin.analysis.stripe_delivery import RELEASE_KINDS, rt_names, stripe_delivery, stripe_of
 
-RT_ROLES = ("primary", "secondary")
-KINDS = (Kind.RELEASE, Kind.CUST_RECV, Kind.CUST_SKIP, Kind.ALARM, Kind.CRASH, Kind.RECOVER)
+KINDS = (*RELEASE_KINDS, Kind.CUST_RECV, Kind.CUST_SKIP, Kind.ALARM, Kind.CRASH, Kind.RECOVER)
 KEY = "customers_incomplete"
 
 
@@ -54,38 +55,30 @@ def incomplete_customers(df: pd.DataFrame, loaded) -> dict:
     customers = topo.hosts_with_role("customer")
     if not customers:
         return {}
-    rt_names = {h.name for h in topo.hosts if h.role in RT_ROLES}
     life = df[df.kind.isin([Kind.CRASH, Kind.RECOVER])].sort_values("t_ns", kind="stable")
     last = {node: kind for node, kind in zip(life.node, life.kind)}
     crashed = {n for n, k in last.items() if k == Kind.CRASH}
-    released: dict[int, set[int]] = {}
-    rel = df[(df.kind == Kind.RELEASE) & df.node.isin(rt_names)]
-    for g, det in zip(rel.gseq, rel.detail):
-        released.setdefault(int(_detail(det).get("stripe", 0)), set()).add(int(g))
+    delivery = stripe_delivery(df, rt_names(topo))
     names = {c.name for c in customers}
     mine = df[df.node.isin(names)]
-    got: dict[tuple[str, int], set[int]] = {}
-    cr = mine[mine.kind == Kind.CUST_RECV]
-    for node, g, det in zip(cr.node, cr.gseq, cr.detail):
-        got.setdefault((node, int(_detail(det).get("stripe", 0))), set()).add(int(g))
     skipped: dict[tuple[str, int], list[tuple[int, int]]] = {}
     sk = mine[mine.kind == Kind.CUST_SKIP]
     for node, det in zip(sk.node, sk.detail):
         d = _detail(det)
-        skipped.setdefault((node, int(d.get("stripe", 0))), []).append((int(d.get("first", 0)), int(d.get("count", 0))))
+        skipped.setdefault((node, stripe_of(d)), []).append((int(d.get("first", 0)), int(d.get("count", 0))))
     stale: dict[tuple[str, int], list[str]] = {}
     al = mine[mine.kind == Kind.ALARM]
     for node, det in zip(al.node, al.detail):
         d = _detail(det)
         if d.get("reason") == STALE_FEED:
-            stale.setdefault((node, int(d.get("stripe", 0))), list(d.get("rt") or []))
+            stale.setdefault((node, stripe_of(d)), list(d.get("rt") or []))
     out = {}
     for c in customers:
         if c.name in crashed:
             continue
         missing, stripes, reason, rt = 0, [], None, None
         for k in customer_stripes(c, loaded):
-            lack = released.get(k, set()) - got.get((c.name, k), set())
+            lack = delivery.missing(c.name, k)
             if not lack:
                 continue
             missing += len(lack)

@@ -18,18 +18,12 @@ when the experiment has ``workload.edge_stripes``.
 
 from __future__ import annotations
 
-import json
-
 import pandas as pd
 
-from rmptwin.core.events import Kind
 from rmptwin.spec.queries import edge_plan
 from rmptwin.spec.queries import customer_stripes
 from rmptwin.rmp.edge_stripes import PACKET_OVERHEAD
-
-
-def _stripe(detail: str) -> int:
-    return int(json.loads(detail).get("stripe", 0)) if detail and "stripe" in detail else 0
+from rmptwin.analysis.stripe_delivery import rt_names, stripe_delivery
 
 
 def summarize(df: pd.DataFrame, loaded) -> dict:
@@ -39,30 +33,25 @@ def summarize(df: pd.DataFrame, loaded) -> dict:
     w = loaded.experiment.workload
     wire_bits = (w.message_bytes + 2 + PACKET_OVERHEAD) * 8
     seconds = w.duration_s
-    rel = df[df.kind == Kind.EDGE_RELEASE]
-    released: dict[int, set[int]] = {}
-    for g, det in zip(rel.gseq, rel.detail):
-        released.setdefault(_stripe(det), set()).add(int(g))
-    cr = df[df.kind == Kind.CUST_RECV]
-    got: dict[tuple[str, int], set[int]] = {}
-    for node, g, det in zip(cr.node, cr.gseq, cr.detail):
-        got.setdefault((node, _stripe(det)), set()).add(int(g))
+    d = stripe_delivery(df, rt_names(loaded.topology))
+    released = d.released
     every = set(plan.ids())
     customers = {}
     for c in loaded.topology.hosts_with_role("customer"):
         mine = customer_stripes(c, loaded)
-        n_got = sum(len(got.get((c.name, s), set()) & released.get(s, set())) for s in mine)
+        n_got = sum(len(d.received_on(c.name, s) & released.get(s, set())) for s in mine)
         n_rel = sum(len(released.get(s, set())) for s in mine)
         line = c.link.bandwidth_mbps * 1000 if c.link.bandwidth_mbps is not None else None
         kbps = n_got * wire_bits / seconds / 1000
         customers[c.name] = {
             "grade": c.grade, "line_kbps": line, "stripes": mine, "received": n_got, "released": n_rel,
             "received_kbps": round(kbps, 3), "within_line": line is None or kbps <= line,
-            "starving": any(not got.get((c.name, s)) for s in mine),
-            "complete": all(released.get(s, set()) <= got.get((c.name, s), set()) for s in mine),
+            "starving": any(not d.received_on(c.name, s) for s in mine),
+            "complete": d.complete(c.name, mine),
             "all_stripes": set(mine) == every,
         }
-    largest = max((len(v) for v in released.values()), default=0) * wire_bits / seconds / 1000
+    # released also holds the core stripes' messages (RELEASE): the edge stripes are plan.ids()
+    largest = max((len(released.get(s, ())) for s in every), default=0) * wire_bits / seconds / 1000
     return {"edge": {
         "stripes": len(every), "line_kbps": w.edge_stripes.line_kbps, "largest_stripe_kbps": round(largest, 3),
         "customers": {n: {k: v for k, v in c.items() if k != "all_stripes"} for n, c in customers.items()},

@@ -169,7 +169,7 @@ def spark_metrics(spark, events, rd) -> dict:
 
 
 def plot_confirm_latency(m: dict, path: Path) -> Path:
-    from rmptwin.analysis.plots import plt, save_figure   # matplotlib (Agg): only when drawing
+    from rmptwin.analysis.plots import plt, save_figure   # matplotlib: only when drawing
 
     lat = m.get("confirm_latencies_ms") or []
     fig, ax = plt.subplots(figsize=(6, 3.6))

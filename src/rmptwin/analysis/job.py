@@ -94,6 +94,9 @@ def overview(rd: extract.RunData, events: DataFrame) -> dict:
     m["receivers"] = sum(1 for h in rd.topology.hosts if h.role in extract.RECEIVER_ROLES)
     m["events"] = {r["kind"]: r["count"] for r in _rows(events.groupBy("kind").count())}
     m["events_total"] = sum(m["events"].values())
+    run = RunDir(rd.path)
+    summary = run.read_summary() if run.summary_path.exists() else {}
+    m["container_stats"] = report.container_rows(summary)   # Docker hosts' CPU and memory; [] otherwise
     return m
 
 

@@ -126,9 +126,10 @@ def _first_drops(drops: pd.DataFrame, complete_sent: pd.DataFrame, windows: list
 
 
 def minc_rows(fate: pd.DataFrame, loaded: LoadedExperiment, drops: pa.Table | pd.DataFrame | None = None) -> list[dict]:
-    """One row per logical link of every (source, stripe) tree: link, packets, gamma, estimate,
-    configured and (with the run's drops) truth, as ``minc.minc_links`` gives them."""
-    from rmptwin.analysis.minc import configured_loss, estimate_loss, gamma, hop_windows, receiver_bits, trees_for
+    """One row per logical link of every (source, stripe) tree: link, parent, child, depth,
+    packets, gamma, estimate, configured and (with the run's drops) truth, as
+    ``minc.minc_links`` gives them (by the same function, ``minc.link_rows``)."""
+    from rmptwin.analysis.minc import gamma, hop_windows, link_rows, receiver_bits, trees_for
 
     topo = loaded.topology
     receivers = sorted(h.name for h in topo.hosts if h.role in RECEIVER_ROLES)
@@ -155,22 +156,7 @@ def minc_rows(fate: pd.DataFrame, loaded: LoadedExperiment, drops: pa.Table | pd
         sent = _sends_of(fate, packets)
         dropped = _first_drops(drops, sent, hop_windows(topo, trees, first_copy_slack_ms(
             loaded.experiment.protocol.model_dump())))
-    rows = []
-    for (src, stripe), t in sorted(trees.items()):
-        est = estimate_loss(t, gam.get((src, stripe), {}))
-        n = npk.get((src, stripe), 0)
-        reached = {t.root: float(n)}
-        for node in t.nodes():
-            truth = None
-            if dropped is not None:
-                lost = sum(dropped.get((src, stripe, u, v), 0) for u, v in t.hops[node])
-                reached[node] = reached[t.parent[node]] - lost
-                up = reached[t.parent[node]]
-                truth = lost / up if up > 0 else None
-            rows.append({"src": src, "stripe": stripe, "link": t.label(node), "packets": n,
-                         "gamma": gam.get((src, stripe), {}).get(node, 0.0), "estimate": est[node],
-                         "configured": configured_loss(topo, t.hops[node]), "truth": truth})
-    return rows
+    return link_rows(topo, trees, gam, npk, dropped)
 
 
 def _sends_of(fate: pd.DataFrame, packets: pd.DataFrame) -> pd.DataFrame:

@@ -311,13 +311,23 @@ def minc_links(spark: SparkSession, topo: Topology, fate: DataFrame, sent: DataF
                .agg(F.sum("packets").alias("p"), F.sum("dropped").alias("d")).collect())
         rates = {(r["from_node"], r["to_node"]): (r["d"] / r["p"] if r["p"] else 0.0) for r in agg}
     complete.unpersist()
+    return link_rows(topo, trees, gam, npk, dropped, rates)
+
+
+def link_rows(topo: Topology, trees: dict[tuple[str, int], LogicalTree],
+              gam: dict[tuple[str, int], dict[str, float]], npk: dict[tuple[str, int], int],
+              dropped: dict[tuple, int] | None = None, rates: dict[tuple[str, str], float] | None = None) -> list[dict]:
+    """The rows of ``minc_links`` from what ``gamma`` gives (plain Python: the pandas path,
+    ``link_loss.minc_rows``, builds the same rows). The truth, where known: from ``dropped``
+    (distinct first copies per (src, stripe, from_node, to_node), ``hop_drops``) the copies
+    dropped on the link over those that reached it; else from ``rates`` (drop rate per
+    (from_node, to_node), the link counts) the chance of a drop on one of its hops."""
     rows = []
     for (src, stripe), t in sorted(trees.items()):
         est = estimate_loss(t, gam.get((src, stripe), {}))
         n = npk.get((src, stripe), 0)
         reached = {t.root: float(n)}
         for node in t.nodes():
-            lost = 0
             truth = None
             if dropped is not None:
                 lost = sum(dropped.get((src, stripe, u, v), 0) for u, v in t.hops[node])

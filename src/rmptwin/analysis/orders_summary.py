@@ -180,7 +180,7 @@ def spark_metrics(spark, events, rd) -> dict:
 
 
 def plot_near_first(m: dict, path: Path) -> Path:
-    from rmptwin.analysis.plots import plt, save_figure   # matplotlib (Agg): only when drawing
+    from rmptwin.analysis.plots import plt, save_figure   # matplotlib: only when drawing
 
     fr = sorted(((float(k), v) for k, v in (m.get("near_first_fraction") or {}).items()))
     fig, ax = plt.subplots(figsize=(6, 3.6))

@@ -1,23 +1,32 @@
-"""The report's plots (matplotlib, Agg), one function each: metrics dict in, PNG file out.
-A plot with no data still renders, saying so, so the report never links a missing file."""
+"""The report's plots (matplotlib), one function each: metrics dict in, PNG file out.
+A plot with no data still renders, saying so, so the report never links a missing file.
+
+Figures are made without pyplot (``plt`` below is this module's own): pyplot would keep every
+figure in its registry and needs a backend, and switching the process's backend to Agg would
+stop a notebook that called `rmptwin.api.analyze` or `sweep` from showing its own plots."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+
+class plt:   # named for what the report modules call: plt.subplots
+    """``subplots`` as pyplot's, for a figure no backend or registry holds."""
+
+    @staticmethod
+    def subplots(nrows: int = 1, ncols: int = 1, figsize=None, **kwargs):
+        fig = Figure(figsize=figsize)
+        return fig, fig.subplots(nrows, ncols, **kwargs)
 
 
 def save_figure(fig, path: Path, dpi: int = 90) -> Path:
-    """Lay ``fig`` out, write it to ``path`` (PNG, its folder made if missing), close it."""
+    """Lay ``fig`` out, write it to ``path`` (PNG, its folder made if missing)."""
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=dpi)
-    plt.close(fig)
     return path
 
 

@@ -85,6 +85,28 @@ REFORMATION_NOTE = ("A reformation is the reformation server's REFORM_START to i
                     "member's rejoin are two reformations but one outage (rmptwin.analysis.reformations).")
 
 
+CONTAINER_NOTE = ("Each Docker host's container as the engine measured it, one sample a second from the release "
+                  "to the end of the drain: CPU in percent of one CPU (the run's limits.cpus caps it) and the "
+                  "time that limit held it back; memory without the inactive file cache, as docker stats counts "
+                  "it (the limit is limits.memory_mb).")
+
+
+def container_rows(summary: dict) -> list[dict]:
+    """summary.json's ``runtime.container_stats`` as table rows, one a node; none for a run
+    without containers (namespace hosts, the simulator)."""
+    stats = (summary.get("runtime") or {}).get("container_stats") or {}
+    return [{"node": node, **figures} for node, figures in sorted(stats.items())]
+
+
+def containers_html(m: dict) -> list[str]:
+    rows = m.get("container_stats") or []
+    if not rows:
+        return []
+    return ["<h2>Node containers: CPU and memory</h2>", f"<p class='caption'>{html.escape(CONTAINER_NOTE)}</p>",
+            table(rows, ["node", "cpu_s", "cpu_mean_pct", "cpu_max_pct", "cpu_throttled_s", "mem_mean_mib",
+                         "mem_max_mib", "window_s", "samples"], limit=200)]
+
+
 def with_derived(protocol: dict, derived: dict) -> dict:
     """The protocol as configured, a parameter the experiment left to the seed's formulas
     shown with the value this code derived (tau_r_ms 41 (derived)) rather than as empty."""
@@ -178,6 +200,7 @@ def _page(m: dict, plot_names) -> str:
         "<h3>Failure reports that led to no reformation</h3>", table(m.get("failure_reports_unanswered", [])),
         "<h3>Longest delivery silence per receiver (ms)</h3>", table(m.get("delivery_gaps", [])),
         *report_sections(m),
+        *containers_html(m),
         "<h2 id='configuration'>Configuration</h2>",
         "<h3>Protocol</h3>", kv_table(with_derived(exp.get("protocol") or {}, man.get("protocol_derived") or {})),
         "<h3>Workload</h3>", kv_table(exp.get("workload") or {}),

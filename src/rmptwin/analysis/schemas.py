@@ -8,12 +8,12 @@ from pyspark.sql import types as T
 
 from rmptwin.records import tables as ev
 
-_ARROW_TO_SPARK = {pa.int64(): T.LongType(), pa.string(): T.StringType(), pa.float64(): T.DoubleType(),
-                   pa.bool_(): T.BooleanType()}
+_ARROW_TO_SPARK = {pa.int64(): T.LongType(), pa.int32(): T.IntegerType(), pa.string(): T.StringType(),
+                   pa.float64(): T.DoubleType(), pa.bool_(): T.BooleanType()}
 
 
 def spark_schema(arrow_schema: pa.Schema) -> T.StructType:
-    """The StructType of an Arrow schema of the event log (int64, string, float64 columns)."""
+    """The StructType of an Arrow schema of the event log (int64, int32, string, float64, bool columns)."""
     return T.StructType([T.StructField(f.name, _ARROW_TO_SPARK[f.type], True) for f in arrow_schema])
 
 

@@ -43,8 +43,9 @@ Definitions (the same for simulated and emulated runs):
   reformation is logged); empty if none.
 - reformations (each with start_ms, took_ms, cause, ring) and failure_reports_unanswered:
   ``analysis.reformations`` defines them beside the outage above.
-- customers: count, and guaranteed_complete: guaranteed-grade customers that received
-  (CUST_RECV, Mold seq = gseq) every gseq released on each of their stripes.
+- customers: count, and guaranteed_complete: guaranteed-grade customers up at the end that
+  received (CUST_RECV, Mold seq = gseq) every gseq released on each of their stripes (edge
+  stripes included: ``analysis.stripe_delivery`` defines released and received).
 - Percentiles: p50 and p99 interpolate linearly between the two nearest values; with max, mean
   and n they come from ``stats.percentiles``, which every section shares.
 
@@ -82,19 +83,9 @@ from rmptwin.analysis.reformations import reformation_list
 from rmptwin.analysis.sections import summary_sections
 from rmptwin.analysis.stats import percentiles
 from rmptwin.analysis.venue_metrics import venue_summary
-
-RT_ROLES = ("primary", "secondary")
+from rmptwin.analysis.stripe_delivery import RT_ROLES, stripe_delivery, stripe_of
 
 Message = tuple[int, str, int]  # (stripe, src, src_seq)
-
-
-def _stripe(detail: str) -> int:
-    if not detail or detail == "{}" or "stripe" not in detail:
-        return 0
-    try:
-        return int(json.loads(detail).get("stripe", 0))
-    except (ValueError, TypeError, AttributeError):
-        return 0
 
 
 def _host_stripes(host, n: int) -> set[int]:
@@ -127,7 +118,7 @@ def _lifecycle(df: pd.DataFrame) -> tuple[set[str], dict[str, int]]:
 def _deliveries(df: pd.DataFrame, rt_names: set[str], crashed_at_end: set[str],
                 recovered_at: dict[str, int]) -> _Deliveries:
     dl = df[(df.kind == Kind.DELIVER) & df.node.isin(rt_names)]
-    dl = dl.assign(stripe=[_stripe(d) for d in dl.detail]) if len(dl) else dl.assign(stripe=pd.Series(dtype=int))
+    dl = dl.assign(stripe=[stripe_of(d) for d in dl.detail]) if len(dl) else dl.assign(stripe=pd.Series(dtype=int))
     out = _Deliveries()
     for node, stripe, t, gseq, src, sseq in zip(dl.node, dl.stripe, dl.t_ns, dl.gseq, dl.src, dl.src_seq):
         if node in recovered_at and t < recovered_at[node]:
@@ -170,7 +161,7 @@ def _agreement(d: _Deliveries, operable: list, recovered_at: dict[str, int], n_s
 
 
 def _messages_of(rows: pd.DataFrame) -> set[Message]:
-    return {(_stripe(d), s, int(q)) for s, q, d in zip(rows.src, rows.src_seq, rows.detail)}
+    return {(stripe_of(d), s, int(q)) for s, q, d in zip(rows.src, rows.src_seq, rows.detail)}
 
 
 def _message_figures(df: pd.DataFrame, d: _Deliveries, operable: list, recovered_at: dict[str, int],
@@ -212,18 +203,24 @@ def _released(df: pd.DataFrame, d: _Deliveries, rt_names: set[str]):
     gseq_msg = {(stripe, g): msg for stripe, ref in d.reference.items() for g, msg in ref.items()}
     rel = df[(df.kind == Kind.RELEASE) & df.node.isin(rt_names)]
     for node, t, gseq, src, sseq, det in zip(rel.node, rel.t_ns, rel.gseq, rel.src, rel.src_seq, rel.detail):
-        stripe = _stripe(det)
+        stripe = stripe_of(det)
         msg = (stripe, src, int(sseq)) if src else gseq_msg.get((stripe, int(gseq)))
         if msg is not None:
             yield node, int(t), int(gseq), msg, det
 
 
-def _release_figures(df: pd.DataFrame, d: _Deliveries, rt_names: set[str], operable_names: set[str]) -> dict:
-    """delivery_latency_ms and fairness_spread_ms, from RELEASE."""
+def _send_times(df: pd.DataFrame) -> dict[Message, int]:
+    """Each message's first SEND time."""
     send = df[df.kind == Kind.SEND]
     send_t: dict[Message, int] = {}
     for s, q, t, det in zip(send.src, send.src_seq, send.t_ns, send.detail):
-        send_t.setdefault((_stripe(det), s, int(q)), int(t))
+        send_t.setdefault((stripe_of(det), s, int(q)), int(t))
+    return send_t
+
+
+def _release_figures(df: pd.DataFrame, d: _Deliveries, rt_names: set[str], operable_names: set[str]) -> dict:
+    """delivery_latency_ms and fairness_spread_ms, from RELEASE."""
+    send_t = _send_times(df)
     latencies, rel_times = [], {}
     for node, t, _gseq, msg, _det in _released(df, d, rt_names):
         if msg in send_t:
@@ -232,6 +229,27 @@ def _release_figures(df: pd.DataFrame, d: _Deliveries, rt_names: set[str], opera
             rel_times.setdefault(msg, []).append(t)
     spreads = [(max(ts) - min(ts)) / 1e6 for ts in rel_times.values()]
     return {"delivery_latency_ms": percentiles(latencies), "fairness_spread_ms": percentiles(spreads)}
+
+
+def release_table(events: pa.Table | pd.DataFrame, loaded: LoadedExperiment) -> pd.DataFrame:
+    """The samples behind delivery_latency_ms and fairness_spread_ms: one row per RELEASE of an
+    R_P/R_S whose message is known (node, stripe, src, src_seq, gseq, send_ns, release_ns,
+    latency_ms, operable). delivery_latency_ms is the percentiles of latency_ms (NaN where the
+    message's SEND is not in the log); fairness_spread_ms those of, per (stripe, src, src_seq),
+    the latest minus the earliest release_ns over the rows with operable true."""
+    df = events.to_pandas() if isinstance(events, pa.Table) else events
+    rt_names = {h.name for h in loaded.topology.hosts if h.role in RT_ROLES}
+    crashed_at_end, recovered_at = _lifecycle(df)
+    d = _deliveries(df, rt_names, crashed_at_end, recovered_at)
+    send_t = _send_times(df)
+    rows = [(node, msg[0], msg[1], msg[2], gseq, send_t.get(msg), t)
+            for node, t, gseq, msg, _det in _released(df, d, rt_names)]
+    out = pd.DataFrame(rows, columns=["node", "stripe", "src", "src_seq", "gseq", "send_ns", "release_ns"])
+    out["send_ns"] = out.send_ns.astype("Int64")   # NaN-able without float rounding of epoch times
+    out["release_ns"] = out.release_ns.astype(np.int64)
+    out["latency_ms"] = ((out.release_ns - out.send_ns) / 1e6).astype(float)
+    out["operable"] = ~out.node.isin(crashed_at_end)
+    return out
 
 
 def _late_ns(detail: str) -> int:
@@ -246,7 +264,7 @@ def fairness_split(df: pd.DataFrame, d: _Deliveries, rt_names: set[str], operabl
     dl = df[(df.kind == Kind.DELIVER) & df.node.isin(rt_names)]
     delivered: dict[tuple[str, int, int], int] = {}
     for node, t, gseq, det in zip(dl.node, dl.t_ns, dl.gseq, dl.detail):
-        key = (node, _stripe(det), int(gseq))
+        key = (node, stripe_of(det), int(gseq))
         delivered[key] = max(delivered.get(key, 0), int(t))
     times: dict[Message, list[tuple[int, int]]] = {}   # message -> [(actual, scheduled)]
     for node, t, gseq, msg, det in _released(df, d, rt_names):
@@ -296,22 +314,14 @@ def reformation_outages(df: pd.DataFrame, rt_names: set[str]) -> list[float]:
 
 def _customer_figures(df: pd.DataFrame, loaded: LoadedExperiment, rt_names: set[str],
                       crashed_at_end: set[str]) -> dict:
-    """Customers, guaranteed-grade ones, and those of them that got every released gseq."""
-    # an edge stripe's messages (seed 4.4) by their own Mold sequence, as its customers number them
-    rel = df[df.kind.isin([Kind.RELEASE, Kind.EDGE_RELEASE]) & df.node.isin(rt_names)]
-    released: dict[int, set[int]] = {}
-    for g, det in zip(rel.gseq, rel.detail):
-        released.setdefault(_stripe(det), set()).add(int(g))
-    cr = df[df.kind == Kind.CUST_RECV]
-    got: dict[tuple[str, int], set[int]] = {}
-    for node, g, det in zip(cr.node, cr.gseq, cr.detail):
-        got.setdefault((node, _stripe(det)), set()).add(int(g))
+    """Customers, guaranteed-grade ones, and those of them complete (``stripe_delivery``)."""
+    delivery = stripe_delivery(df, rt_names)
     customers = loaded.topology.hosts_with_role("customer")
     complete = 0
     for c in customers:
         if c.grade != "guaranteed" or c.name in crashed_at_end:
             continue
-        if all(released.get(s, set()) <= got.get((c.name, s), set()) for s in customer_stripes(c, loaded)):
+        if delivery.complete(c.name, customer_stripes(c, loaded)):
             complete += 1
     return {"count": len(customers), "guaranteed_complete": complete,
             "guaranteed": sum(1 for c in customers if c.grade == "guaranteed")}

@@ -74,50 +74,35 @@ def verdict(rows: list[dict]) -> list[str]:
     return out
 
 
-def _plot(rows, metric, ylabel, path: Path, log=True) -> None:
-    from rmptwin.analysis.plots import plt, save_figure   # matplotlib (Agg): only when drawing
+def _plot_steady(rows, metric, ylabel, path: Path, against: str) -> None:
+    """``metric`` of the steady rows against ``against`` on log-log axes, one line per protocol:
+    against "receivers" at the first steady row's rate, against "rate" at the largest group."""
+    from rmptwin.analysis.plots import plt, save_figure   # matplotlib: only when drawing
     steady = [r for r in rows if r["scenario"] == "steady"]
-    rate = steady[0]["rate"] if steady else None
+    if against == "receivers":
+        held, at = "rate", steady[0]["rate"] if steady else None
+        xlabel, title = "receivers", f"{ylabel} at {at:g} msg/s (simulated)"
+    else:
+        held, at = "receivers", max(r["receivers"] for r in steady)
+        xlabel, title = "rate (messages/s over all senders)", f"{ylabel} against rate, {at} receivers (simulated)"
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for proto in dict.fromkeys(r["protocol"] for r in steady):
-        pts = sorted((r["receivers"], r[metric]) for r in steady
-                     if r["protocol"] == proto and r["rate"] == rate and r[metric] is not None)
-        if pts:
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=proto)
-    ax.set_xscale("log")
-    if log:
-        ax.set_yscale("log")
-    ax.set_xlabel("receivers")
-    ax.set_ylabel(ylabel)
-    ax.set_title(f"{ylabel} at {rate:g} msg/s (simulated)")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
-    save_figure(fig, path, dpi=110)
-
-
-def _plot_rate(rows, metric, ylabel, path: Path) -> None:
-    """``metric`` against the rate, one line per protocol, at the largest steady group."""
-    from rmptwin.analysis.plots import plt, save_figure   # matplotlib (Agg): only when drawing
-    steady = [r for r in rows if r["scenario"] == "steady"]
-    n = max(r["receivers"] for r in steady)
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for proto in dict.fromkeys(r["protocol"] for r in steady):
-        pts = sorted((r["rate"], r[metric]) for r in steady
-                     if r["protocol"] == proto and r["receivers"] == n and r[metric] is not None)
+        pts = sorted((r[against], r[metric]) for r in steady
+                     if r["protocol"] == proto and r[held] == at and r[metric] is not None)
         if pts:
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=proto)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("rate (messages/s over all senders)")
+    ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    ax.set_title(f"{ylabel} against rate, {n} receivers (simulated)")
+    ax.set_title(title)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     save_figure(fig, path, dpi=110)
 
 
 def _plot_faults(rows, path: Path) -> None:
-    from rmptwin.analysis.plots import plt, save_figure   # matplotlib (Agg): only when drawing
+    from rmptwin.analysis.plots import plt, save_figure   # matplotlib: only when drawing
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     for ax, scenario, metric, label in ((axes[0], "lossy", "lossy_p99_ms", "p99 latency at the lossy receiver (ms)"),
                                         (axes[1], "crash", "resume_ms", "time to resume after a sequencer crash (ms)")):
@@ -150,13 +135,13 @@ def write_outputs(rows: list[dict], out: Path) -> list[Path]:
                           ("seq_bytes_per_s", "busiest sequencer: bytes/s"),
                           ("ordered_per_s", "busiest sequencer: messages ordered/s")):
         path = out / f"{metric}.png"
-        _plot(rows, metric, label, path)
+        _plot_steady(rows, metric, label, path, "receivers")
         paths.append(path)
     if len({r["rate"] for r in rows if r["scenario"] == "steady"}) > 1:
         for metric, label in (("latency_p99_ms", "latency p99 (ms)"),
                               ("seq_msgs_per_s", "busiest sequencer: datagrams/s")):
             path = out / f"{metric}_by_rate.png"
-            _plot_rate(rows, metric, label, path)
+            _plot_steady(rows, metric, label, path, "rate")
             paths.append(path)
     _plot_faults(rows, out / "faults.png")
     paths.append(out / "faults.png")

@@ -280,16 +280,17 @@ def first_copies_lost(drops: pa.Table, sends: dict[Message, int], resends: dict[
     sent: dict[tuple[int, str], int] = {}
     for stripe, src, _ in sends:
         sent[(stripe, src)] = sent.get((stripe, src), 0) + 1
-    out: dict[Direction, tuple[set[Message], int]] = {}
+    lost_here: dict[Direction, set[Message]] = {}
+    offered: dict[Direction, int] = {}
     for (stripe, src), edges in trees.items():
         cut_above: dict[Direction, set[int]] = {}   # messages lost on or above a direction
         for e, up in edges:
             above = cut_above.get(up, set()) if up else set()
             here = lost.get((stripe, src, e), set()) - above
             cut_above[e] = above | here
-            msgs, offered = out.get(e, (set(), 0))
-            out[e] = (msgs | {(stripe, src, q) for q in here}, offered + sent.get((stripe, src), 0) - len(above))
-    return out
+            lost_here.setdefault(e, set()).update((stripe, src, q) for q in here)
+            offered[e] = offered.get(e, 0) + sent.get((stripe, src), 0) - len(above)
+    return {e: (lost_here[e], offered[e]) for e in offered}
 
 
 def first_copy_loss(drops: pa.Table, sends: dict[Message, int], resends: dict[Message, int],

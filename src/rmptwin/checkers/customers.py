@@ -2,8 +2,9 @@
 received, from their own CUST_RECV events and, where the run captured their traffic
 (emulated runs' pcaps/<host>.pcap), from the MoldUDP64 packets on the wire.
 
-The same definition as summary.json's ``customers.guaranteed_complete``: released = RELEASE
-of any R_P/R_S; a customer crashed at the end owes nothing; Mold sequence = position.
+The same definition as summary.json's ``customers.guaranteed_complete``
+(``analysis.stripe_delivery``): released = RELEASE of any R_P/R_S and, on an edge stripe,
+its EDGE_RELEASE; a customer crashed at the end owes nothing; Mold sequence = position.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from rmptwin.checkers.linearizable import linearizable
 from rmptwin.checkers.messages import messages
 from rmptwin.checkers.order import total_order
 from rmptwin.checkers.venue import cas_history, venue, venue_history
+from rmptwin.analysis.stripe_delivery import RELEASE_KINDS
 
 CHECKERS = ("total_order", "messages", "customers", "cas_linearizable", "venue", "floor", "orders")
 
@@ -34,7 +35,7 @@ def customer_history(df: pd.DataFrame, loaded, pcaps: dict[str, Path] | None = N
     receivers = {h.name for h in topo.hosts if h.role in RECEIVER_ROLES}
     life = lifecycle(df)
     released: dict[int, dict[int, dict]] = {}
-    for stripe, ev in rows_of(df[df.node.isin(list(receivers))], [Kind.RELEASE]):
+    for stripe, ev in rows_of(df[df.node.isin(list(receivers))], list(RELEASE_KINDS)):
         released.setdefault(stripe, {}).setdefault(ev["gseq"], ev)
     received: dict[tuple[str, int], set[int]] = {}
     last: dict[tuple[str, int], dict] = {}

@@ -77,6 +77,10 @@ def up(
                           state_dir=state_dir or DEFAULT_STATE_DIR, progress=_progress_printer())
     env.require_root("`rmptwin net up`")
     old = signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    # Ctrl-C stops it even where the parent ignored SIGINT: a shell starts a background job
+    # (`make test &`, CI runners) with SIGINT ignored, Python then installs no handler, and
+    # `net up` would wait in pause() forever (seen in a CI rehearsal: the test's SIGINT hung it).
+    old_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         net.start()
         _print_network(net)
@@ -91,6 +95,7 @@ def up(
     finally:
         net.stop()
         signal.signal(signal.SIGTERM, old)
+        signal.signal(signal.SIGINT, old_int)
         console.print("network down, everything removed")
 
 

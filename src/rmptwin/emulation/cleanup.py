@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rmptwin.errors import UserError
+from rmptwin.emulation import engine
 
 REGISTRY = Path("/run/rmptwin/state-dirs")
 TAG_DIR = Path("/run/rmptwin/tags")
@@ -236,13 +237,12 @@ def _project_processes() -> list[tuple[int, int, str]]:
 
 
 def _project_containers() -> list[tuple[str, str, str]]:
-    """(id, name, state dir) of every container labelled as the project's."""
-    if not (shutil.which("docker") and os.path.exists("/var/run/docker.sock")):
-        return []
-    r = _run(["docker", "ps", "-a", "--filter", f"label={CONTAINER_LABEL}",
-              "--format", '{{.ID}}\t{{.Names}}\t{{.Label "rmptwin.state"}}'])
-    rows = [line.split("\t") for line in r.stdout.splitlines()] if r.returncode == 0 else []
-    return [(row[0], row[1], row[2]) for row in rows if len(row) == 3]
+    """(id, name, state dir) of every container labelled as the project's (none without an engine)."""
+    try:
+        found = engine.labelled_containers(CONTAINER_LABEL)
+    except UserError:
+        return []   # an engine that fails now leaves nothing to sweep; its containers wait for the next `net down`
+    return [(cid, name, labels.get("rmptwin.state", "")) for cid, name, labels in found]
 
 
 def _project_bridges() -> list[str]:
@@ -297,10 +297,8 @@ def _del_bridges(names: list[str]) -> int:
 
 
 def _remove_containers(names: list[str]) -> int:
-    if not names or not shutil.which("docker"):
-        return 0
-    r = _run(["docker", "rm", "-f", *names])
-    return len(names) if r.returncode == 0 else 0
+    """All of them at once (``engine.remove_containers``); how many went."""
+    return engine.remove_containers(names)
 
 
 def _del_interfaces(names: list[str]) -> int:

@@ -1,7 +1,7 @@
 """Docker containers as Mininet hosts.
 
 The container runs ``sleep infinity`` with no Docker network (``--network none``) and
-only NET_ADMIN/NET_RAW (``--privileged`` fails in this sandbox: runc cannot apply the
+only NET_ADMIN, NET_RAW and SYS_NICE (``--privileged`` fails in this sandbox: runc cannot apply the
 capability set). Mininet's shell for the host is attached to the container's network
 and mount namespaces with ``mnexec -a <container pid>``, so links made by Mininet land
 in the container and commands run on the container's filesystem. The shell and every
@@ -10,27 +10,25 @@ CPU and memory limits apply to them.
 
 The repository is bind-mounted read-only at its own path: ``<repo>/.venv/bin/python``
 works inside with the project's pinned dependencies.
+
+The engine is driven through the Docker SDK (``engine``), not the docker CLI.
 """
 
 from __future__ import annotations
 
-import subprocess
 import uuid
 from pathlib import Path
 
 from mininet.node import Host
 
 from rmptwin.errors import UserError
+from rmptwin.emulation import engine
 from rmptwin.emulation.cleanup import CONTAINER_LABEL
 
 REPO = Path(__file__).resolve().parents[3]
-
-
-def _docker(*args: str, timeout: float = 60) -> str:
-    r = subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout)
-    if r.returncode != 0:
-        raise UserError(f"docker {args[0]} failed: {(r.stderr or r.stdout).strip().splitlines()[-1:]}")
-    return r.stdout.strip()
+# What the hosts need instead of --privileged: links and raw sockets (tcpdump, AF_PACKET),
+# and raising the release path's priority (runtime.priority).
+CAPABILITIES = ("NET_ADMIN", "NET_RAW", "SYS_NICE")
 
 
 def join_cgroups(pid: int, of_pid: int) -> None:
@@ -66,31 +64,22 @@ class DockerHost(Host):
         self.mounts = list(mounts or [])
         self.on_container = on_container
         self.state_dir = str(state_dir)
-        # EmulatedNetwork removes all its containers in one `docker rm` (much faster).
+        # EmulatedNetwork removes all its containers at once (much faster than one by one).
         self.remove_on_terminate = remove_on_terminate
         self.container = f"rmptwin-{name}-{uuid.uuid4().hex[:8]}"
         self.container_pid = None
         super().__init__(name, **params)
 
     def _start_container(self) -> None:
-        cmd = ["run", "-d", "--name", self.container, "--hostname", self.name, "--label", f"{CONTAINER_LABEL}=1",
-               "--label", f"rmptwin.state={self.state_dir}",
-               "--network", "none", "--cap-add", "NET_ADMIN", "--cap-add", "NET_RAW",
-               "--cap-add", "SYS_NICE"]
         mounts = list(self.mounts)
         if not any(Path(dst) == REPO for _, dst, _ in mounts):
             mounts.insert(0, (str(REPO), str(REPO), "ro"))
-        for src, dst, mode in mounts:
-            cmd += ["-v", f"{src}:{dst}:{mode}"]
-        if self.cpus:
-            cmd += ["--cpus", str(self.cpus)]
-        if self.memory_mb:
-            cmd += ["--memory", f"{int(self.memory_mb)}m"]
-        cmd += [self.image, "sleep", "infinity"]
         if self.on_container:
             self.on_container(self.container)
-        _docker(*cmd)
-        self.container_pid = int(_docker("inspect", "-f", "{{.State.Pid}}", self.container))
+        self.container_pid = engine.start_container(
+            self.container, self.image, ["sleep", "infinity"], hostname=self.name,
+            labels={CONTAINER_LABEL: "1", "rmptwin.state": self.state_dir}, mounts=mounts,
+            cap_add=list(CAPABILITIES), network="none", cpus=self.cpus, memory_mb=self.memory_mb)
         if not self.container_pid:
             raise UserError(f"container {self.container} for host {self.name} is not running")
 
@@ -117,4 +106,4 @@ class DockerHost(Host):
             super().terminate()
         finally:
             if self.remove_on_terminate:
-                subprocess.run(["docker", "rm", "-f", self.container], capture_output=True, text=True, timeout=60)
+                engine.remove_containers([self.container])

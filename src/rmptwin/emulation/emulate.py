@@ -52,13 +52,15 @@ from rmptwin.core.nemesis import partition_links
 
 
 from rmptwin.emulation.env import has_netem
-from rmptwin.rundir.provenance import NA, image_id, safe
+from rmptwin.rundir.provenance import NA, safe
+from rmptwin.emulation.image import image_id
 from rmptwin.emulation.edge_drops import log_edge_drops
 from rmptwin.runtime.config import NodeConfig
 from rmptwin.runtime.drain import DRAIN_MAX_S, owed_stripes, quiescent
 from rmptwin.runtime.eventlog import EventWriter, merge_logs
 from rmptwin.emulation.flatnet import FlatNetwork
 from rmptwin.emulation.hostload import LoadSampler, overload_verdict, run_lateness
+from rmptwin.emulation.containerstats import ContainerStatsSampler
 from rmptwin.runtime.priority import ReleasePriority
 
 REPO = Path(__file__).resolve().parents[3]
@@ -161,6 +163,7 @@ class Run:
         self.priority = ReleasePriority(sum(1 for h in loaded.topology.hosts if h.role in RELEASE_ROLES))
         self.boosted: dict[str, str] = {}  # release-path node -> what the runner got for it
         self.load = LoadSampler()
+        self.container_stats: ContainerStatsSampler | None = None   # Docker hosts only, once they run
         self.procs: dict[str, NodeProc] = {}
         self.captures: list[subprocess.Popen] = []
         self.t0: int | None = None
@@ -356,11 +359,13 @@ class Run:
             np.send(f"GO {self.t0}")
         log = EventWriter(self.run.runner_log_path)
         self.load.start()
+        self.container_stats = ContainerStatsSampler(getattr(self.net, "containers_by_host", dict)()).start()
         try:
             self._apply_schedule(log)
             self._drain()
         finally:
             self.load.stop()
+            self.container_stats.stop()
         self.progress(1.0, "collecting")
         self._stop_nodes()
         self._stop_captures()
@@ -536,5 +541,7 @@ def emulate(loaded: LoadedExperiment, seed: int, run_dir: RunDir, nodes: str = "
              "limits": limits,
              "release_priority": r.boosted,
              **overload_verdict(r.load.samples, run_lateness(events))}
+    if r.container_stats is not None and r.container_stats.containers:
+        stats["container_stats"] = r.container_stats.figures()   # per Docker host: CPU and memory over the run
     return EmulationResult(events, drops if drops is not None else DROP_SCHEMA.empty_table(), counts,
                            manifest, emulation_facts(nodes, r.net), stats)

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from rmptwin.errors import UserError
+from rmptwin.emulation import engine
 from rmptwin.emulation.cgroups import parse_mountinfo
 from rmptwin.emulation.relay import boost_priority
 
@@ -126,14 +127,10 @@ def has_ovs_kernel_module() -> bool:
 
 
 def docker_state() -> str:
-    """'running', 'stopped' (engine installed, daemon not up) or 'missing'."""
-    if not shutil.which("docker") or not shutil.which("dockerd"):
-        return "missing"
-    try:
-        r = _run(["docker", "info", "--format", "{{.ServerVersion}}"], timeout=5)
-    except (OSError, subprocess.SubprocessError):
-        return "stopped"
-    return "running" if r.returncode == 0 and r.stdout.strip() else "stopped"
+    """'running' (an engine answers the SDK), 'stopped' (dockerd installed, not answering) or 'missing'."""
+    if engine.running():
+        return "running"
+    return "stopped" if shutil.which("dockerd") else "missing"
 
 
 def java_version() -> str | None:
@@ -261,7 +258,7 @@ def stop_ovs() -> None:
         _run([ctl, "stop"], timeout=60)
 
 
-DOCKERD_LOG = Path("/var/log/rmptwin-dockerd.log")
+DOCKERD_LOG = engine.DOCKERD_LOG
 
 
 def stop_dockerd() -> None:
@@ -286,7 +283,7 @@ def ensure_dockerd() -> None:
     if state == "running":
         return
     if state == "missing":
-        raise UserError("no Docker engine (docker/dockerd not found); install docker.io or use --nodes ns")
+        raise UserError("no Docker engine (dockerd not found); install docker.io or use --nodes ns")
     if not is_root():
         raise UserError("starting the Docker engine needs root; run as root or use --nodes ns")
     log = open(DOCKERD_LOG, "ab")

@@ -4,8 +4,12 @@ Two layers, each tagged with a hash of its definition so an unchanged definition
 never rebuilt:
 - ``rmptwin-base:<hash>``: Debian bookworm minbase from ``debootstrap`` (the Debian
   mirror is reachable where no image registry is) with ``nodes/base-packages.txt``,
-  brought in with ``docker import``;
-- ``rmptwin-node:<hash>``: ``nodes/Dockerfile`` on that base.
+  packed with ``tar`` and imported into the engine (the SDK's ``docker import``);
+- ``rmptwin-node:<hash>``: ``nodes/Dockerfile`` on that base (the SDK's ``docker build``,
+  the engine's classic builder, no network).
+
+The engine is reached through the Docker SDK (``engine``); ``debootstrap`` and ``tar`` are
+the only command lines left, and neither is the engine's.
 
 Why not python:3.11-slim: the containers run the repository's own venv, bind-mounted
 read-only, whose interpreter is Debian's /usr/bin/python3 3.11; bookworm's python3 is
@@ -24,6 +28,7 @@ from pathlib import Path
 from typing import Callable
 
 from rmptwin.errors import UserError
+from rmptwin.emulation import engine
 
 REPO = Path(__file__).resolve().parents[3]
 NODES = REPO / "nodes"
@@ -55,8 +60,13 @@ def node_tag() -> str:
 
 
 def image_exists(tag: str) -> bool:
-    r = subprocess.run(["docker", "image", "inspect", tag], capture_output=True, text=True)
-    return r.returncode == 0
+    return engine.image_exists(tag)
+
+
+def image_id(tag: str | None) -> str | None:
+    """The built image's content id: the tag hashes the image's definition, but debootstrap
+    fetches whatever the mirror has at build time, so two builds of one tag can differ."""
+    return engine.image_id(tag)
 
 
 def _run_logged(cmd: list[str], what: str, **kw) -> None:
@@ -82,25 +92,30 @@ def build_base(progress: Callable[[str], None]) -> str:
         # Smaller image: package lists and caches are not needed at run time.
         for junk in ("var/cache/apt/archives", "var/lib/apt/lists"):
             shutil.rmtree(root / junk, ignore_errors=True)
-        tar = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
-        _run_logged(["docker", "import", "-", tag], "docker import of the node base image", stdin=tar.stdout)
-        tar.wait()
+        tarball = Path(tmp) / "rootfs.tar"
+        _run_logged(["tar", "-C", str(root), "-cf", str(tarball), "."], "packing the node base image")
+        with open(BUILD_LOG, "ab") as log:
+            log.write(f"\n(engine) import {tarball} as {tag}\n".encode())
+        engine.import_image(tarball, tag)
     return tag
 
 
 def ensure_image(force: bool = False, progress: Callable[[str], None] | None = None) -> str:
     """The node image's tag, building what is missing (or everything with ``force``)."""
     progress = progress or (lambda msg: None)
-    if not shutil.which("docker"):
-        raise UserError("no Docker engine (docker not found); install docker.io or use --nodes ns")
+    engine.client()   # no engine: one line saying so, before anything is built
     tag = node_tag()
     if not force and image_exists(tag):
         return tag
     if force:
-        subprocess.run(["docker", "rmi", "-f", tag, base_tag()], capture_output=True)
+        engine.remove_images([tag, base_tag()])
     base = build_base(progress)
     progress(f"building {tag} from {NODES / 'Dockerfile'}")
-    # --network none: the Dockerfile only copies files; the engine has no bridge anyway.
-    _run_logged(["docker", "build", "--network", "none", "--build-arg", f"BASE={base}", "-t", tag, str(NODES)],
-                "docker build of the node image", env={**os.environ, "DOCKER_BUILDKIT": "0"})
+    # No network: the Dockerfile only copies files; the engine has no bridge anyway.
+    with open(BUILD_LOG, "ab") as log:
+        log.write(f"\n(engine) build {NODES} -t {tag} --build-arg BASE={base} --network none\n".encode())
+        try:
+            engine.build_image(NODES, tag, {"BASE": base}, log)
+        except UserError as e:
+            raise UserError(f"{e}; see {BUILD_LOG}") from None
     return tag

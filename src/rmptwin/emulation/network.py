@@ -393,6 +393,12 @@ class EmulatedNetwork:
         lk.command({"op": "set", "duplicate": float(duplicate), "reorder": float(reorder),
                     "reorder_ms": float(reorder_ms)})
 
+    def containers_by_host(self) -> dict[str, str]:
+        """host name -> its container's name (Docker hosts; namespace hosts have none)."""
+        if self.nodes_mode != "docker" or self.net is None:
+            return {}
+        return {h.name: self.net.get(h.name).container for h in self.topo.hosts}
+
     def link_stats(self) -> dict[str, dict]:
         return {name: lk.stats() for name, lk in self.links.items()}
 

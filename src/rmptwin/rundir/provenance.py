@@ -167,15 +167,6 @@ def _usable_cpus() -> int | None:
 # ----------------------------------------------------------------------------- the record
 
 
-def image_id(tag: str | None) -> str | None:
-    """The built image's content id: the tag hashes the image's definition, but debootstrap
-    fetches whatever the mirror has at build time, so two builds of one tag can differ."""
-    if not tag or not shutil.which("docker"):
-        return None
-    out = _output(["docker", "image", "inspect", "--format", "{{.Id}}", tag])
-    return (out or "").strip() or None
-
-
 def safe(fn, *args):
     try:
         return fn(*args)

@@ -78,10 +78,7 @@ def summarise(df: pd.DataFrame, param: str, others: list[str], metric: str) -> p
 
 
 def _plot(df: pd.DataFrame, param: str, others: list[str], metric: str, out) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from rmptwin.analysis.plots import plt   # figures without pyplot: the caller's backend is left alone
 
     stats = summarise(df, param, others, metric)
     low, high = value_range(df[metric])
@@ -104,7 +101,6 @@ def _plot(df: pd.DataFrame, param: str, others: list[str], metric: str, out) -> 
         ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(out, dpi=90)
-    plt.close(fig)
 
 
 def write_report(sweep: SweepDir, df: pd.DataFrame, params: list[str], title: str) -> str:
