@@ -1,14 +1,15 @@
 """Which build of the cores runs: compiled by mypyc, or the interpreted sources.
 
-``scripts/build_compiled.py`` (run by provisioning) compiles the cores and the simulator's
-hot modules from their unchanged sources into ``build/compiled/``, never next to the
-sources: that directory holds only extension modules (``rmptwin/rmp/wire.*.so``, ...), one
-shared library of them all, and ``build.json``, the list of modules with a hash of each
-one's source. ``rmptwin/__init__`` calls ``select()`` once, before any core is imported; it
+``scripts/build_compiled.py`` (``make compiled``; ``make test`` and ``make bench`` run it,
+``make run`` does not) compiles the cores and the simulator's hot modules from their
+unchanged sources into ``build/compiled/``, never next to the sources: that directory holds
+only extension modules (``rmptwin/rmp/wire.*.so``, ...), one shared library of them all,
+and ``build.json``, the list of modules with a hash of each one's source and of every other
+rmptwin module they import (mypyc inlines those modules' Final constants). ``rmptwin/__init__`` calls ``select()`` once, before any core is imported; it
 reads ``RMPTWIN_PURE`` (the one place that does) and, unless it is ``1``, puts a finder at
 the head of ``sys.meta_path`` that loads exactly those modules from ``build/compiled``.
-Every other module, and every module when the build is absent, stale or for another
-Python, comes from ``src/`` as usual, so ``PYTHONPATH=src`` keeps working. It is all or
+Every other module, and every module when the build is absent, stale (any of those hashes
+differs) or for another Python, comes from ``src/`` as usual, silently (``ACTIVE.why`` says why), so ``PYTHONPATH=src`` keeps working. It is all or
 nothing: compiled modules call each other's classes natively, so one edited source sends
 every core back to its interpreted form until the next build.
 
@@ -38,6 +39,7 @@ BUILD_DIR = REPO / "build" / "compiled"
 MANIFEST = "build.json"
 PURE_ENV = "RMPTWIN_PURE"
 COMPILED, INTERPRETED = "compiled", "interpreted"
+REBUILD = "make compiled"     # what builds it (scripts/build_compiled.py); make test and make bench run it
 
 
 @dataclass(frozen=True)
@@ -79,28 +81,30 @@ def check(build_dir: Path = BUILD_DIR, src: Path = SRC) -> tuple[Build, dict[str
     extension module to load; else the interpreted build saying why not."""
     manifest = read_manifest(build_dir)
     if manifest is None:
-        return Build(INTERPRETED, "no compiled build (scripts/build_compiled.py; make provision runs it)"), {}
+        return Build(INTERPRETED, f"no compiled build ({REBUILD} makes it)"), {}
     if manifest.get("abi") != importlib.machinery.EXTENSION_SUFFIXES[0]:
         return Build(INTERPRETED, f"the compiled build is for {manifest.get('abi')}, not this Python "
-                                  "(make provision rebuilds it)"), {}
+                                  f"({REBUILD} rebuilds it)"), {}
     sources = manifest.get("sources")
+    depends = manifest.get("depends", {})
     shared = manifest.get("shared_library")
-    if not isinstance(sources, dict) or not isinstance(shared, str):
+    if not isinstance(sources, dict) or not isinstance(depends, dict) or not isinstance(shared, str):
         return Build(INTERPRETED, f"{build_dir / MANIFEST} is not a build manifest"), {}
-    paths = {shared: extension_path(shared, build_dir)}
-    for module, digest in sorted(sources.items()):
-        source = source_path(module, src)
+    built_from = {source_path(m, src): digest for m, digest in sources.items()}
+    built_from |= {src / relative: digest for relative, digest in depends.items()}
+    for source, digest in sorted(built_from.items()):
         try:
             same = source_hash(source) == digest
         except OSError:
             same = False
         if not same:
             return Build(INTERPRETED, f"{source.relative_to(src.parent)} changed since the compiled build "
-                                      "(make provision rebuilds it)"), {}
-        paths[module] = extension_path(module, build_dir)
+                                      f"({REBUILD} rebuilds it)"), {}
+    paths = {shared: extension_path(shared, build_dir)}
+    paths |= {module: extension_path(module, build_dir) for module in sorted(sources)}
     missing = [p for p in paths.values() if not p.exists()]
     if missing:
-        return Build(INTERPRETED, f"the compiled build lacks {missing[0].name} (make provision rebuilds it)"), {}
+        return Build(INTERPRETED, f"the compiled build lacks {missing[0].name} ({REBUILD} rebuilds it)"), {}
     return Build(COMPILED, f"mypyc {manifest.get('mypy', '?')}, {len(sources)} modules from {build_dir}",
                  tuple(sorted(sources)), str(manifest.get("mypy", ""))), paths
 

@@ -1,7 +1,7 @@
 """The compiled and the interpreted cores give the same results (issue 23, rmptwin.corebuild).
 
 - Wherever the cores can be compiled (a C compiler, the Python headers, mypyc), the build in
-  build/compiled is there and matches the sources (provisioning builds it).
+  build/compiled is there and matches the sources (make test builds it first).
 - Every shipped experiment the simulator runs (experiments/*.yaml, experiments/taxonomy/),
   simulated once per build in two child processes: summary.json byte for byte, and the
   event, drop and link-count tables, are equal. The four longest are cut short (``CAP_S``).
@@ -90,7 +90,7 @@ def test_the_compiled_build_is_there_wherever_it_can_be_built():
     if why_not:
         pytest.skip(f"this machine cannot compile the cores: {why_not}")
     build, _ = corebuild.check()
-    assert build.compiled, f"{build.why}: run scripts/build_compiled.py (make provision does)"
+    assert build.compiled, f"{build.why}: run make compiled (make test does)"
 
 
 @pytest.fixture(scope="module")
