@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Idempotent set-up of a Debian 12 machine (or the Vagrant VM) for rmptwin; `make run`,
-# `make test` and `make bench` call it first.
+# `make test` and `make bench` call it first. With --compiled (make compiled, make test,
+# make bench) it also installs gcc and builds the compiled cores; make run never waits for
+# that (the interpreted cores run where they are not built).
 #
 # As root it installs only what is missing: Debian packages, the venv, the locked Python
 # packages. It never stops, disables or removes anything the machine already had.
@@ -9,6 +11,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+COMPILED=
+if [ "${1:-}" = --compiled ]; then COMPILED=yes; fi
 VENV=${VENV:-.venv}
 LOCK=requirements.lock
 STAMP="$VENV/.provisioned"
@@ -25,6 +29,9 @@ APT_PACKAGES=(
   chromium                              # report screenshots in tests
   make git sqlite3
 )
+# Only with --compiled: mypyc compiles the cores (scripts/build_compiled.py); python3-dev
+# already brings libc6-dev.
+BUILD_PACKAGES=(gcc libc6-dev)
 
 # A command already on PATH stands in for the package, so a machine with Docker's own
 # docker-ce or an upstream etcd is left alone (apt would otherwise replace them).
@@ -44,7 +51,7 @@ installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install o
 
 missing_packages() {
   local p
-  for p in "${APT_PACKAGES[@]}"; do
+  for p in "$@"; do
     installed "$p" && continue
     [ -n "${PROVIDES[$p]:-}" ] && command -v "${PROVIDES[$p]}" >/dev/null && continue
     echo "$p"
@@ -64,7 +71,7 @@ venv_problem() {
 
 check_only() {
   local missing problem
-  missing=$(missing_packages | tr '\n' ' ')
+  missing=$(missing_packages "${APT_PACKAGES[@]}" | tr '\n' ' ')
   problem=$(venv_problem)
   if [ -z "$missing" ] && [ -z "$problem" ]; then
     say "ready (checked only: installing needs root)"
@@ -127,6 +134,14 @@ install_python() {
   touch "$STAMP"
 }
 
+# The cores compiled by mypyc into build/compiled (rmptwin.corebuild loads them), rebuilt when
+# a source they were built from changed; a fraction of a second's check otherwise. Without a
+# compiler it says so in one line and the interpreted cores run; a failed build is not a
+# failed set-up. The script hands a build made as root to the tree's owner itself.
+build_compiled_cores() {
+  "$VENV/bin/python" scripts/build_compiled.py | sed -u 's/^/[provision] /' || true
+}
+
 # Files made here as root in a tree that belongs to someone else (`sudo make provision` in a
 # user's clone, the Vagrant VM's /vagrant) are handed to the tree's owner.
 give_back_to_owner() {
@@ -138,9 +153,10 @@ give_back_to_owner() {
 
 if [ "$(id -u)" != 0 ]; then
   check_only
+  if [ -n "$COMPILED" ]; then build_compiled_cores; fi
   exit
 fi
-mapfile -t missing < <(missing_packages)
+mapfile -t missing < <(missing_packages "${APT_PACKAGES[@]}" ${COMPILED:+"${BUILD_PACKAGES[@]}"})
 if [ ${#missing[@]} -gt 0 ]; then
   install_packages "${missing[@]}"
 fi
@@ -150,4 +166,5 @@ if [ -n "$problem" ]; then
   install_python
   give_back_to_owner
 fi
+if [ -n "$COMPILED" ]; then build_compiled_cores; fi
 say "ready"

@@ -37,6 +37,7 @@ MAY_IMPORT = [
     may("rmptwin.errors", "", "UserError", "the one exception users see; main prints it as one line"),
     # display: what the commands print, computed from what the API returns
     may("rmptwin.analysis.sections", "display.py", "headline_sections", "which summary rows each application adds"),
+    may("rmptwin", "display.py net.py", "corebuild", "which cores ran (compiled or interpreted), printed by `sim` and `env`"),
     may("rmptwin.core.groups", "display.py", "REGION_PORT REREQUEST_PORT", "the tshark hint under the captures"),
     may("rmptwin.runs.rerun", "main.py", "replay_line environment_line summary_line",
         "the lines `rerun` prints about the original run (the rerun itself is rt.rerun)"),

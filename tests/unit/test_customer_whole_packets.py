@@ -10,11 +10,18 @@ import random
 
 import pytest
 
+from rmptwin import corebuild
 from rmptwin.factories.rmp import build_customer, customer_config
 from rmptwin.rmp.customer import CustomerCore
 from rmptwin.rmp.moldudp64 import MoldPacket
 from rmptwin.core.striping import session_name
 from test_customer import MS, make_loaded, trade
+
+
+# The reference is a Python subclass of CustomerCore, which a compiled class does not take:
+# under the compiled build this module runs interpreted, from tests/sim/test_compiled_builds.py.
+pytestmark = pytest.mark.skipif(corebuild.ACTIVE.compiled, reason="subclasses CustomerCore in Python; "
+                                "tests/sim/test_compiled_builds.py runs it with RMPTWIN_PURE=1")
 
 
 class _OneByOne(CustomerCore):

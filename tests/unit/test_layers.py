@@ -40,7 +40,9 @@ LAYERS: list[tuple[str, ...]] = [
     ("cli",),                                     # the command line and what it prints
     ("bench",),                                   # benchmarks
 ]
-NOT_IN_A_LAYER = {"__init__", "lockcheck"}        # the package's face; provisioning's own lock check (stdlib only)
+# the package's face; provisioning's own lock check (stdlib only); which build of the cores
+# runs, chosen by the package's face before any core is imported (stdlib only)
+NOT_IN_A_LAYER = {"__init__", "lockcheck", "corebuild"}
 
 LAYER_OF = {room: i for i, rooms in enumerate(LAYERS) for room in rooms}
 

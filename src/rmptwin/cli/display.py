@@ -12,6 +12,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 import rmptwin.api as rt
+from rmptwin import corebuild
 from rmptwin.analysis.sections import headline_sections
 from rmptwin.core.groups import REGION_PORT, REREQUEST_PORT
 
@@ -89,7 +90,7 @@ def print_sim_summary(console: Console, run: rt.Run) -> None:
     st = run.stats
     rate = st["scheduler_events"] / st["wall_s"] if st["wall_s"] > 0 else 0.0
     table.add_row("simulator", f"{st['scheduler_events']:,} events, {st['deliveries']:,} deliveries "
-                                f"in {st['wall_s']:.1f} s ({rate:,.0f} events/s)")
+                                f"in {st['wall_s']:.1f} s ({rate:,.0f} events/s, {corebuild.ACTIVE.kind} cores)")
     _print_tables(console, table, s)
     console.print(f"run directory: {run.path}")
 

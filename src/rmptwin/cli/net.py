@@ -13,6 +13,7 @@ import typer
 from rmptwin.cli.console import make_console
 from rich.table import Table
 
+from rmptwin import corebuild
 from rmptwin.errors import UserError
 import rmptwin.api as rt
 from rmptwin.spec import read_yaml
@@ -57,6 +58,7 @@ def show_env() -> None:
     t.add_row("Docker engine", e.docker,
               "docker nodes available" if e.docker != "missing" else "namespace nodes only")
     t.add_row("Java", e.java or "missing", "Spark analysis" if e.java else "no Spark analysis")
+    t.add_row("cores", corebuild.ACTIVE.kind, corebuild.ACTIVE.why)
     console.print(t)
     console.print(f"impairment backend: [bold]{e.impair_backend}[/]   switch datapath: [bold]{e.datapath}[/]")
 

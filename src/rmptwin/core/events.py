@@ -12,72 +12,75 @@ from typing import Any, Final
 
 
 class Kind:
-    """Event kinds. The analysis relies on these names; add, never rename."""
+    """Event kinds. The analysis relies on these names; add, never rename.
+
+    Each is ``Final``: a constant, and mypyc compiles this class (a plain class attribute of
+    a compiled class would be taken for an instance attribute)."""
 
     # sources
-    SEND = "send"                  # source originates (s, M_s)
-    SRC_RETX = "src_retx"          # source retransmits an unacknowledged message
-    SRC_ACKED = "src_acked"        # source saw its message acknowledged
+    SEND: Final = "send"                  # source originates (s, M_s)
+    SRC_RETX: Final = "src_retx"          # source retransmits an unacknowledged message
+    SRC_ACKED: Final = "src_acked"        # source saw its message acknowledged
     # receivers (R_P, R_S)
-    RECV = "recv"                  # first copy of (s, M_s) at a receiver; detail.repair: bool
-    ACK_SENT = "ack_sent"          # token site acknowledged; gseq = first t, detail: {token, k, ts_ns}
-    TOKEN_ACCEPT = "token_accept"  # receiver accepted the token; detail.token
-    NULL_TOKEN = "null_token"      # idle token pass (event-driven)
-    CTRL_SENT = "ctrl_sent"        # any control datagram sent; detail.type (ACK, NACK, RETX, ...)
-    NACK_SENT = "nack_sent"        # explicit retransmission request; detail: what
-    RETX_SENT = "retx_sent"        # a retransmission served
-    DELIVER = "deliver"            # message delivered at gseq: on placement (agreed) or once stable (safe)
-    RELEASE = "release"            # R_T remulticast of gseq (ack ts + Delta_A)
-    EDGE_RELEASE = "edge_release"  # R_T put a released message on an edge stripe (seed 4.4); src: symbol,
+    RECV: Final = "recv"                  # first copy of (s, M_s) at a receiver; detail.repair: bool
+    ACK_SENT: Final = "ack_sent"          # token site acknowledged; gseq = first t, detail: {token, k, ts_ns}
+    TOKEN_ACCEPT: Final = "token_accept"  # receiver accepted the token; detail.token
+    NULL_TOKEN: Final = "null_token"      # idle token pass (event-driven)
+    CTRL_SENT: Final = "ctrl_sent"        # any control datagram sent; detail.type (ACK, NACK, RETX, ...)
+    NACK_SENT: Final = "nack_sent"        # explicit retransmission request; detail: what
+    RETX_SENT: Final = "retx_sent"        # a retransmission served
+    DELIVER: Final = "deliver"            # message delivered at gseq: on placement (agreed) or once stable (safe)
+    RELEASE: Final = "release"            # R_T remulticast of gseq (ack ts + Delta_A)
+    EDGE_RELEASE: Final = "edge_release"  # R_T put a released message on an edge stripe (seed 4.4); src: symbol,
                                    # gseq: its edge Mold sequence; detail: {stripe (edge), core_stripe, gseq}
-    STABLE = "stable"              # all receivers hold up to gseq (t - m + 1)
-    SECONDARY_TOKEN = "secondary_token"
+    STABLE: Final = "stable"              # all receivers hold up to gseq (t - m + 1)
+    SECONDARY_TOKEN: Final = "secondary_token"
     # every member of a secondary ring holds up to gseq (seed 4.1); detail: {stripe, ring, token}
-    SECONDARY_STABLE = "secondary_stable"
+    SECONDARY_STABLE: Final = "secondary_stable"
     # reformation
-    FAILURE_REPORT = "failure_report"  # detail: reporter's suspicion
-    REFORM_START = "reform_start"
-    REFORM_DONE = "reform_done"        # detail: {ring: [...], start_t, token_site}
+    FAILURE_REPORT: Final = "failure_report"  # detail: reporter's suspicion
+    REFORM_START: Final = "reform_start"
+    REFORM_DONE: Final = "reform_done"        # detail: {ring: [...], start_t, token_site}
     # customers and retransmit servers
-    CUST_RECV = "cust_recv"        # customer got gseq; detail: {repair, mold_seq, session, stripe}
-    CUST_GAP = "cust_gap"          # gap detected; detail: {first, count}
-    CUST_SKIP = "cust_skip"        # best-effort customer skipped a gap
+    CUST_RECV: Final = "cust_recv"        # customer got gseq; detail: {repair, mold_seq, session, stripe}
+    CUST_GAP: Final = "cust_gap"          # gap detected; detail: {first, count}
+    CUST_SKIP: Final = "cust_skip"        # best-effort customer skipped a gap
     # security (seed 6): a frame dropped unread; src = the claimed sender, detail: {reason
     # (rmp.seal.Reason: mac_failed, conflicting_payload, replay, unauthorized), claimed, via}
-    ALARM = "alarm"
-    ATTACK = "attack"             # an attacker sent a frame; detail: {mode, group, stripe, target}
-    EDGE_DROPS = "edge_drops"     # emulated runs: unauthorized multicast an edge switch dropped; detail: {packets}
+    ALARM: Final = "alarm"
+    ATTACK: Final = "attack"             # an attacker sent a frame; detail: {mode, group, stripe, target}
+    EDGE_DROPS: Final = "edge_drops"     # emulated runs: unauthorized multicast an edge switch dropped; detail: {packets}
     # faults
-    CRASH = "crash"
-    RECOVER = "recover"
-    PAUSE = "pause"                # the node stops (SIGSTOP; a frozen core): no timers, no input
-    RESUME = "resume"              # ... and goes on with its state; detail: {paused_ns}
-    CLOCK = "clock"                # the node's clock jumped or its drift changed; detail: {jump_ms, drift_ppm}
+    CRASH: Final = "crash"
+    RECOVER: Final = "recover"
+    PAUSE: Final = "pause"                # the node stops (SIGSTOP; a frozen core): no timers, no input
+    RESUME: Final = "resume"              # ... and goes on with its state; detail: {paused_ns}
+    CLOCK: Final = "clock"                # the node's clock jumped or its drift changed; detail: {jump_ms, drift_ppm}
     # emulated runtime (never in a simulated run)
-    TIMER_LATENESS = "timer_lateness"  # once per node at its end; detail: lateness histogram, priority
+    TIMER_LATENESS: Final = "timer_lateness"  # once per node at its end; detail: lateness histogram, priority
     # venues (exchange)
-    ORDER_IN = "order_in"
-    ORDER_REJECT = "order_reject"
-    SEQ_POSITION = "seq_position"  # EV decided request at position n
-    TRADE = "trade"
-    HR_STORE = "hr_store"
-    SYNC_DONE = "sync_done"
-    ORDER_DONE = "order_done"      # GW got the first completion; detail: {latency_ns, position, trades}
-    VENUE_STATE = "venue_state"    # EV state after position gseq; detail: {state_hash, trade_hash, trades}
-    SEQ_TOO_FAR = "seq_too_far"    # a proposer fell out of the sequencer window (soft failure)
+    ORDER_IN: Final = "order_in"
+    ORDER_REJECT: Final = "order_reject"
+    SEQ_POSITION: Final = "seq_position"  # EV decided request at position n
+    TRADE: Final = "trade"
+    HR_STORE: Final = "hr_store"
+    SYNC_DONE: Final = "sync_done"
+    ORDER_DONE: Final = "order_done"      # GW got the first completion; detail: {latency_ns, position, trades}
+    VENUE_STATE: Final = "venue_state"    # EV state after position gseq; detail: {state_hash, trade_hash, trades}
+    SEQ_TOO_FAR: Final = "seq_too_far"    # a proposer fell out of the sequencer window (soft failure)
     # the CAS history an EV sees (rmptwin.checkers.linearizable): every proposal sent (a retry
     # too) and the answer it took; gseq = n, detail: {keys: [[gw, seq], ...]} / {status, next, keys}
-    CAS_INVOKE = "cas_invoke"
-    CAS_OK = "cas_ok"
+    CAS_INVOKE: Final = "cas_invoke"
+    CAS_OK: Final = "cas_ok"
     # distributed trading floor (seed 7.3; rmptwin.apps.trading_floor)
-    FLOOR_REPORT = "floor_report"  # token site sourced a trade report; detail: {status, n, digest, token}
-    FLOOR_TRADE = "floor_trade"    # a node's floor changed at gseq; detail: {status: derived|tentative|confirmed|withdrawn, n, digest}
-    FLOOR_STATE = "floor_state"    # a node's floor after that change; detail: {hash, trades, tentative, confirmed, ...}
+    FLOOR_REPORT: Final = "floor_report"  # token site sourced a trade report; detail: {status, n, digest, token}
+    FLOOR_TRADE: Final = "floor_trade"    # a node's floor changed at gseq; detail: {status: derived|tentative|confirmed|withdrawn, n, digest}
+    FLOOR_STATE: Final = "floor_state"    # a node's floor after that change; detail: {hash, trades, tentative, confirmed, ...}
     # unified orders (seed 7.2; rmptwin.apps.unified_orders): src/src_seq = trader and its offer number
-    OFFER_SENT = "offer_sent"      # trader sent an offer; detail: {decision, pair, side, symbol, price, qty, to, exchange}
-    OFFER_ADMIT = "offer_admit"    # S_P (or a direct-entry exchange) admitted it; detail: {account, stripe}
-    OFFER_REJECT = "offer_reject"  # ... refused it; detail: {reason: credentials|funds|holdings|rate|duplicate|...}
-    OFFER_EXEC = "offer_exec"      # exchange executed it at position gseq; detail: {decision, pair, ring_gseq, trades}
+    OFFER_SENT: Final = "offer_sent"      # trader sent an offer; detail: {decision, pair, side, symbol, price, qty, to, exchange}
+    OFFER_ADMIT: Final = "offer_admit"    # S_P (or a direct-entry exchange) admitted it; detail: {account, stripe}
+    OFFER_REJECT: Final = "offer_reject"  # ... refused it; detail: {reason: credentials|funds|holdings|rate|duplicate|...}
+    OFFER_EXEC: Final = "offer_exec"      # exchange executed it at position gseq; detail: {decision, pair, ring_gseq, trades}
 
 
 class Event:

@@ -220,7 +220,9 @@ class LinkConfig:
     bandwidth_mbps: float | None = None     # None: unlimited (no serialization)
     queue_packets: int = 1000
     queue_bytes: int | None = None
-    loss: LossConfig = BernoulliConfig(0.0)
+    # Given as a loss config, a probability or a spec loss model; __post_init__ stores its
+    # LossConfig. Typed Any for what is given (mypyc checks a field's type as it is set).
+    loss: Any = BernoulliConfig(0.0)
     count_in_flight: bool = True
     duplicate: float = 0.0      # chance a packet arrives twice
     reorder: float = 0.0        # chance a packet is held back reorder_ns and overtaken

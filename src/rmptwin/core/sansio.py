@@ -60,8 +60,9 @@ class JoinsNoGroup:
         return frozenset()
 
 
-class NoTimer:
-    """A core that keeps no timer: it acts only on the datagrams it receives."""
+class NoTimerJoinsNoGroup(JoinsNoGroup):
+    """A core that keeps no timer and joins no group: it acts only on the datagrams sent to it.
+    (One mixin for both rather than two side by side: mypyc compiles single inheritance only.)"""
 
     def get_timer(self) -> int | None:
         return None

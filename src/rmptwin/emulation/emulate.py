@@ -34,6 +34,7 @@ from typing import Callable
 
 import pyarrow as pa
 
+from rmptwin import corebuild
 from rmptwin.emulation.droplog import read_access_reports, rebased
 from rmptwin.errors import UserError
 from rmptwin.core.events import Event, Kind
@@ -231,7 +232,7 @@ class Run:
         host = self.net.host(name)
         err = open(self.run.node_stderr_path(name, incarnation), "wb")
         env = {"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "PYTHONUNBUFFERED": "1",
-               "HOME": "/tmp"}
+               "HOME": "/tmp", **corebuild.child_env()}   # the nodes run the cores this process runs
         cmd = [sys.executable, "-m", "rmptwin.runtime.node", str(config), name, "--incarnation", str(incarnation)]
         proc = host.popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=env, cwd="/")
         err.close()

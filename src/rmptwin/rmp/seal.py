@@ -70,7 +70,7 @@ import hashlib
 import hmac
 import struct
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Final
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -100,19 +100,20 @@ _SUBKEY_CACHE = 4096     # (purpose, key name, sender) subkeys kept per Sealer
 
 
 class Reason:
-    """``detail.reason`` of an ALARM event (``Kind.ALARM``)."""
+    """``detail.reason`` of an ALARM event (``Kind.ALARM``). ``Final`` constants, as
+    ``events.Kind``'s (for mypyc)."""
 
-    MAC_FAILED = "mac_failed"                     # a sealed message or a control frame failed its MAC
-    CONFLICTING_PAYLOAD = "conflicting_payload"   # two different payloads under one sequence number
-    REPLAY = "replay"                             # a frame seen before, sent again to be acted on
-    UNAUTHORIZED = "unauthorized"                 # a sender holding no key for what it sent
+    MAC_FAILED: Final = "mac_failed"                     # a sealed message or a control frame failed its MAC
+    CONFLICTING_PAYLOAD: Final = "conflicting_payload"   # two different payloads under one sequence number
+    REPLAY: Final = "replay"                             # a frame seen before, sent again to be acted on
+    UNAUTHORIZED: Final = "unauthorized"                 # a sender holding no key for what it sent
 
 
 class SealError(ValueError):
     """An envelope or control frame did not open. ``reason``: a ``Reason`` value, or
     ``not_entitled`` (sealed under a key id this holder lacks: no alarm, just unreadable)."""
 
-    NOT_ENTITLED = "not_entitled"
+    NOT_ENTITLED: Final = "not_entitled"
 
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(message)

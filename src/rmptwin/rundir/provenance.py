@@ -17,7 +17,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from rmptwin import __version__
+from rmptwin import __version__, corebuild
 
 REPO = Path(__file__).resolve().parents[3]
 LOCK = REPO / "requirements.lock"
@@ -193,6 +193,8 @@ def collect(emulation: dict | None = None) -> dict:
         "cpus_usable": safe(_usable_cpus),
         "cpu_model": safe(cpu_model),
         "memory_total_mb": safe(memory_total_mb),
+        "cores": corebuild.ACTIVE.kind,     # compiled (mypyc) or interpreted, and why (rmptwin.corebuild)
+        "cores_why": corebuild.ACTIVE.why,
         **{k: (emulation or {}).get(k, NA if emulation is None else None) for k in EMULATION_FIELDS},
         "packages": packages,
     }
@@ -214,7 +216,8 @@ def differences(then: dict, now: dict) -> list[str]:
     tv, nv = then.get("versions") or {}, now.get("versions") or {}
     pairs = [("git commit", then, now, "git_commit")]
     pairs += [(k.replace("_", " "), te, ne, k) for k in ("git_dirty", "kernel", "sch_netem", "cpu_model", "cpu_count",
-                                                         "cpus_usable", "memory_total_mb", *EMULATION_FIELDS)]
+                                                         "cpus_usable", "memory_total_mb", "cores",
+                                                         *EMULATION_FIELDS)]
     pairs += [(name, tv, nv, name) for name in sorted(tv)]
     out = [f"{what} differs ({_short(a.get(k))} -> {_short(b.get(k))})"
            for what, a, b, k in pairs if k in a and a.get(k) != b.get(k)]

@@ -279,7 +279,7 @@ class SimNetwork:
             pkt = (data, sender, desc, "", len(data) + HEADER_BYTES, -1, packet_key(data))
             if dst == sender:
                 s = self.sched
-                heappush(s.heap, (t, next(s.counter), self._arrive, pkt, (dst,)))
+                heappush(s.heap, (t, next(s.counter), self._arrive, pkt, [dst]))
                 return
             route = self._uroute(self.host_switch[sender], dst)
         up = self.host_up[sender]

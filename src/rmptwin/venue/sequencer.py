@@ -23,7 +23,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Protocol
 
-from rmptwin.core.sansio import Dest, JoinsNoGroup, NoTimer, Unicast
+from rmptwin.core.sansio import Dest, NoTimerJoinsNoGroup, Unicast
 from rmptwin.core.events import Event, Kind
 from rmptwin.venue import wire
 
@@ -75,7 +75,7 @@ class SequencerConfig:
     window: int   # positions kept; a proposer further behind is told TOO_FAR
 
 
-class _ProposalServer(NoTimer, JoinsNoGroup):
+class _ProposalServer(NoTimerJoinsNoGroup):
     """What both sequencer hosts share: they answer PROPOSE datagrams, keep no timer and
     join no group. ``on_propose`` is the host's own part."""
 

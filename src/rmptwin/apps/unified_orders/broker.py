@@ -15,13 +15,13 @@ from dataclasses import replace
 from typing import Any
 
 from rmptwin.core.events import Event
-from rmptwin.core.sansio import Dest, JoinsNoGroup, NoTimer, Unicast
+from rmptwin.core.sansio import Dest, NoTimerJoinsNoGroup, Unicast
 from rmptwin.apps.unified_orders import offers
 from rmptwin.apps.unified_orders.offers import Offer
 from rmptwin.apps.unified_orders.portal import OrderEntry
 
 
-class BrokerCore(NoTimer, JoinsNoGroup):
+class BrokerCore(NoTimerJoinsNoGroup):
     def __init__(self, name: str, entry: OrderEntry, portal: str, account: str, token: str) -> None:
         self.name = name
         self.entry = entry
