@@ -9,7 +9,8 @@ import pytest
 
 from rmptwin.errors import UserError
 from rmptwin.core.events import Kind
-from rmptwin.core.linkmodel import LinkConfig, LinkDirection, packet_key
+from rmptwin.core.linkmodel import LinkConfig, LinkDirection
+from rmptwin.core.packetkey import packet_key
 from rmptwin.core.nemesis import partition_links, steps
 from rmptwin.sim.simulate import Simulation, simulate
 from rmptwin.spec import load_experiment

@@ -24,9 +24,9 @@ from rmptwin.core import linkmodel
 from rmptwin.corebuild import source_path
 from rmptwin.errors import UserError
 from rmptwin.core.linkmodel import (
-    DOWN, LOSS, QUEUE, UNKEYED, BernoulliConfig, GilbertElliottConfig, LinkConfig, LinkDirection,
-    frame_key, packet_key, reason, stream_seed,
+    DOWN, LOSS, QUEUE, BernoulliConfig, GilbertElliottConfig, LinkConfig, LinkDirection, reason, stream_seed,
 )
+from rmptwin.core.packetkey import UNKEYED, frame_key, packet_key
 from rmptwin.rmp import wire
 from rmptwin.spec import GilbertElliott, LinkParams
 
@@ -368,14 +368,15 @@ def test_any_bytes_get_a_key_and_never_raise(junk, prefix):
 # ----------------------------------------------------------------------------- purity
 
 
-def test_the_model_is_pure():
-    source = source_path("rmptwin.core.linkmodel").read_text()   # (its __file__ may be the compiled build's)
+@pytest.mark.parametrize("module", ["rmptwin.core.linkmodel", "rmptwin.core.packetkey"])
+def test_the_model_is_pure(module):
+    source = source_path(module).read_text()   # (its __file__ may be the compiled build's)
     imported = {a.name.split(".")[0] for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Import) for a in n.names}
     imported |= {n.module.split(".")[0] for n in ast.walk(ast.parse(source))
                  if isinstance(n, ast.ImportFrom) and n.module and not n.level}
     assert not imported & {"time", "random", "os", "socket", "asyncio", "threading", "subprocess", "pyarrow",
                            "pydantic"}
-    probe = "import json, sys, rmptwin.core.linkmodel; print(json.dumps(sorted(sys.modules)))"
+    probe = f"import json, sys, {module}; print(json.dumps(sorted(sys.modules)))"
     loaded = set(json.loads(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                                            check=True).stdout))
     assert not loaded & {"pyarrow", "pydantic", "yaml", "rmptwin.spec", "rmptwin.lossmodels"}

@@ -13,7 +13,7 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rmptwin.core.linkmodel import udp_payload_start
+from rmptwin.core.packetkey import udp_payload_start
 from rmptwin.core.striping import session_stripe
 from rmptwin.checkers import Violation
 

@@ -17,7 +17,7 @@ so that which packets are lost never depends on how congested a backend happens 
 backends interleave tokens, NACKs, retransmissions and control traffic differently. So
 each direction's one seeded stream is a keyed pseudo-random function: BLAKE2b over the
 direction's 16-byte stream key (derived from ``stream_seed(seed, link, frm, to)``) and a
-packet identity. The identity is what the caller passes (``packet_key``): for an RMP DATA
+packet identity. The identity is what the caller passes (``packetkey.packet_key``): for an RMP DATA
 frame (type, stripe, src, src_seq), for ACK/NULL_TOKEN (stripe, epoch, token), for a RETX
 the frame it carries, for MoldUDP64 (session, sequence); plus the copy index, the number
 of times that identity was already offered to this direction (so a source's re-send is an
@@ -81,6 +81,7 @@ from collections import deque
 from dataclasses import dataclass, replace
 from typing import Any
 
+from rmptwin.core.packetkey import UNKEYED, PacketKey
 from rmptwin.errors import UserError
 
 LOSS, QUEUE, DOWN = -1, -2, -3
@@ -92,8 +93,6 @@ _U64 = 1 << 64
 _BLAKE2B = hashlib.blake2b
 _FROM_BYTES = int.from_bytes
 _BLOCK_WORDS = struct.Struct(f">{GE_BLOCK}Q")
-
-PacketKey = tuple[bytes, bytes | None, int]  # (identity, stream (None: none), index in the stream)
 
 
 def reason(code: int) -> str:
@@ -260,8 +259,6 @@ class LinkConfig:
 
 
 # ----------------------------------------------------------------------------- the model
-
-UNKEYED: PacketKey = (b"?", None, -1)   # no identity: keyed by its place among such packets
 
 
 def _threshold(p: float) -> int:
@@ -484,77 +481,3 @@ class LinkDirection:
             self._blocks.clear()
         self._blocks[(stream, block)] = states
         return states
-
-
-# ----------------------------------------------------------------------------- packet identities
-# Computed from the bytes alone, so both backends get the same key for the same frame: the
-# simulator from the datagram it carries, the relay from the Ethernet frame it reads.
-# Layouts: rmptwin.rmp.wire (RMP, magic 0xA5), rmptwin.venue.wire (version 1, type, u32
-# length), MoldUDP64 (10-byte session, u64 sequence, u16 count). Never raises.
-
-_RMP_MAGIC, _RMP_DATA, _RMP_ACK, _RMP_NULL, _RMP_RETX = 0xA5, 1, 2, 3, 5
-_RMP_KINDS = tuple(b"K%d" % t for t in range(256))
-_VENUE_KINDS = tuple(b"V%d" % t for t in range(256))
-_MOLD_REQUEST: PacketKey = (b"MQ", None, -1)
-_NOT_UDP: PacketKey = (b"L2", None, -1)
-
-
-def _rmp_key(data: bytes, s: int, tag: bytes) -> PacketKey:
-    """DATA by (stripe, src, src_seq), ACK/NULL_TOKEN by (stripe, epoch, token), RETX by
-    what it carries; other RMP frames by type. Fields that differ between backends for
-    the same frame (acked_below, timestamps, payload) are left out."""
-    size = len(data)
-    if size < s + 5:
-        return (tag + b"K?", None, -1)
-    kind, b = data[s + 2], s + 5
-    if kind == _RMP_DATA and size >= b + 3:
-        end = b + 3 + data[b + 2] + 8          # stripe u16, src (u8 length + bytes), src_seq i64
-        if size >= end:
-            stream = tag + b"D" + data[b:end - 8]
-            return (stream + data[end - 8:end], stream, _FROM_BYTES(data[end - 8:end], "big", signed=True))
-    elif (kind == _RMP_ACK or kind == _RMP_NULL) and size >= b + 14:
-        stream = tag + b"A" + data[b:b + 6]    # stripe u16, epoch u32; then token i64
-        return (stream + data[b + 6:b + 14], stream, _FROM_BYTES(data[b + 6:b + 14], "big", signed=True))
-    elif kind == _RMP_RETX and not tag:
-        return _rmp_key(data, b + 2, b"R")
-    return (tag + _RMP_KINDS[kind], None, -1)
-
-
-def packet_key(data: bytes, start: int = 0) -> PacketKey:
-    """The identity of the UDP payload ``data[start:]`` for ``LinkDirection.offer``."""
-    n = len(data) - start
-    if n <= 0:
-        return UNKEYED
-    if data[start] == _RMP_MAGIC:
-        return _rmp_key(data, start, b"")
-    if n >= 6 and data[start] == 1 and _FROM_BYTES(data[start + 2:start + 6], "big") == n - 6:
-        return (_VENUE_KINDS[data[start + 1]], None, -1)
-    if n >= 20:
-        count = _FROM_BYTES(data[start + 18:start + 20], "big")
-        if n == 20 and 0 < count < 0xFFFF:
-            return _MOLD_REQUEST
-        stream = b"M" + data[start:start + 10]
-        seq = data[start + 10:start + 18]
-        return (stream + seq, stream, _FROM_BYTES(seq, "big"))
-    return UNKEYED
-
-
-def udp_payload_start(frame: bytes) -> int:
-    """Where the UDP payload of an Ethernet frame (IPv4, optional 802.1Q tag) starts; -1 if none."""
-    if len(frame) < 42:
-        return -1
-    off, ethertype = 14, (frame[12] << 8) | frame[13]
-    if ethertype == 0x8100:
-        off, ethertype = 18, (frame[16] << 8) | frame[17]
-    if ethertype != 0x0800 or len(frame) < off + 20 or frame[off + 9] != 17:
-        return -1
-    if (frame[off + 6] & 0x1F) or frame[off + 7]:   # a later IP fragment: no UDP header
-        return -1
-    start = off + (frame[off] & 0x0F) * 4 + 8
-    return start if start <= len(frame) else -1
-
-
-def frame_key(frame: bytes) -> PacketKey:
-    """``packet_key`` of an Ethernet frame's UDP payload (what the relay reads)."""
-    start = udp_payload_start(frame)
-    return _NOT_UDP if start < 0 else packet_key(frame, start)

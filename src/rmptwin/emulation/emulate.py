@@ -12,23 +12,19 @@ records of the emulation and the runtime's figures; it writes no run-directory f
 computes no summary (``rmptwin.runs.experiment`` does both). The nodes write their config,
 logs and captures where the ``RunDir`` says.
 
-Node control is a line protocol on the node's stdin (works the same through mnexec and
-through a container): ``GO <t0_ns>`` starts it, ``STOP`` ends it cleanly; EOF (the runner
-died) stops it too. A crash fault is SIGKILL: the node loses whatever it had not flushed.
+Node control (``GO``, ``STOP``, what a node prints back): ``emulation.nodeproc``.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import queue
 import shutil
 import signal
 import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -59,13 +55,13 @@ from rmptwin.runtime.config import NodeConfig
 from rmptwin.runtime.drain import DRAIN_MAX_S, owed_stripes, quiescent
 from rmptwin.runtime.eventlog import EventWriter, merge_logs
 from rmptwin.emulation.flatnet import FlatNetwork
+from rmptwin.emulation.nodeproc import READY_TIMEOUT_S, NodeProc, read_output, wait_for_line
 from rmptwin.emulation.hostload import LoadSampler, overload_verdict, run_lateness
 from rmptwin.emulation.containerstats import ContainerStatsSampler
 from rmptwin.runtime.priority import ReleasePriority
 
 REPO = Path(__file__).resolve().parents[3]
 SETTLE_S = 1.0           # after the controller saw every join: its flow mods land before t0
-READY_TIMEOUT_S = 180.0  # dozens of Python processes importing on two cores
 TREES_TIMEOUT_S = 60.0
 CAPTURE_PORTS = "udp"    # everything UDP: RMP, remulticast and re-requests
 # Per Docker host. A node is one busy Python thread: one CPU never throttles it, yet a
@@ -74,61 +70,6 @@ NODE_CPUS = 1.0
 NODE_MEMORY_MB = 512
 RELEASE_ROLES = ("primary", "secondary")  # their timers make the fairness spread
 
-
-
-@dataclass
-class NodeProc:
-    name: str
-    role: str
-    incarnation: int
-    proc: subprocess.Popen
-    lines: "queue.Queue[str]" = field(default_factory=queue.Queue)
-    done: dict | None = None
-    status: dict | None = None
-    groups: list[str] = field(default_factory=list)
-
-    def send(self, line: str) -> None:
-        try:
-            self.proc.stdin.write((line + "\n").encode())
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError, ValueError):
-            pass
-
-
-def _pump(np: NodeProc) -> None:
-    for raw in iter(np.proc.stdout.readline, b""):
-        line = raw.decode(errors="replace").strip()
-        if line.startswith("STATUS "):
-            try:
-                np.status = json.loads(line[7:])
-            except ValueError:
-                pass
-            continue
-        if line.startswith("DONE "):
-            try:
-                np.done = json.loads(line[5:])
-            except ValueError:
-                np.done = {}
-        np.lines.put(line)
-    np.lines.put("EOF")
-
-
-def _wait_line(np: NodeProc, want: str, deadline: float, err_path: Path) -> None:
-    while True:
-        try:
-            line = np.lines.get(timeout=max(0.01, deadline - time.monotonic()))
-        except queue.Empty:
-            raise UserError(f"node {np.name} did not start within {READY_TIMEOUT_S:.0f} s; see {err_path}") from None
-        if line == want or line.startswith(want + " "):
-            if line.startswith("READY "):
-                try:
-                    np.groups = json.loads(line[6:])
-                except ValueError:
-                    np.groups = []
-            return
-        if line == "EOF":
-            tail = err_path.read_text(errors="replace").strip().splitlines()[-1:] if err_path.exists() else []
-            raise UserError(f"node {np.name} exited at start ({tail[0] if tail else 'no message'}); see {err_path}")
 
 
 @dataclass
@@ -241,7 +182,7 @@ class Run:
             self.boosted[name] = self.priority.boost(proc.pid)  # popen's pid is the node's own (mnexec execs it)
         elif np.role == "source":
             self.boosted[name] = self.priority.favour(proc.pid)  # keeps the ticker's schedule under load
-        threading.Thread(target=_pump, args=(np,), daemon=True).start()
+        threading.Thread(target=read_output, args=(np,), daemon=True).start()
         return np
 
     def _start_captures(self) -> None:
@@ -390,7 +331,7 @@ class Run:
             self.procs[h.name] = self._start_node(h.name, path, 0)
         deadline = time.monotonic() + READY_TIMEOUT_S
         for i, np in enumerate(self.procs.values()):
-            _wait_line(np, "READY", deadline, self.run.node_stderr_path(np.name, 0))
+            wait_for_line(np, "READY", deadline, self.run.node_stderr_path(np.name, 0))
             self.progress(0.0, f"nodes ready {i + 1}/{len(self.procs)}")
 
     def _apply_schedule(self, log: EventWriter) -> None:

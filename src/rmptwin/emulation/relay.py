@@ -30,7 +30,8 @@ import struct
 import sys
 import time
 
-from rmptwin.core.linkmodel import UNKEYED, LinkConfig, LinkDirection, frame_key, stream_seed
+from rmptwin.core.linkmodel import LinkConfig, LinkDirection, stream_seed
+from rmptwin.core.packetkey import UNKEYED, frame_key
 from rmptwin.spec import LinkParams
 
 ETH_P_ALL = 0x0003

@@ -3,10 +3,11 @@
 A receiver tracks t_r (next ack number expected: it has every ack below t_r with its
 messages) and M_{s,r} per source (next message expected to be acknowledged). Source
 messages wait in a store until acknowledged; acks place them in the receive list in gseq
-order (DELIVER). Missing acks and messages are requested (negative acknowledgement) after a
-grace period, again every tau_r; after k_r unanswered requests the server is reported to a
-reformation server and another one is asked. Placed messages are released (RELEASE, and
-handed to the regional remulticaster) at ack timestamp + Delta_A, in gseq order.
+order (DELIVER). Missing acks and messages are requested (negative acknowledgement; the
+ranges: ``nack_ranges``) after a grace period, again every tau_r; after k_r unanswered
+requests the server is reported to a reformation server and another one is asked. Placed
+messages are released (RELEASE, and handed to the regional remulticaster) at ack timestamp
++ Delta_A, in gseq order.
 
 Delivery "safe" (``Timing.safe``): a placed message is delivered and released only once an
 ack of the receiver's own ring epoch says its token is stable (held by every ring member).
@@ -35,11 +36,11 @@ from rmptwin.core.events import Event, Kind
 from rmptwin.rmp import wire
 from rmptwin.rmp.corebase import CoreBase, TimerKey
 from rmptwin.rmp.failure_report import Reporter
+from rmptwin.rmp.nack_ranges import held_frames, missing_ack_of, missing_acks, missing_msgs, source_holes
 from rmptwin.rmp.remulticast import RegionalFeed
 from rmptwin.rmp.seal import Reason, SealError, Sealer
 from rmptwin.core.timing import Timing
 
-MAX_RANGE = 128        # most acks or messages one NACK asks for
 # What a receiver asks for: "acks", "msgs", "ackof", or ("srcgap", source) for a hole in a
 # source's waiting messages (asked of the source itself).
 Channel = str | tuple[str, str]
@@ -278,46 +279,15 @@ class StreamReceiver:
 
     def missing(self, chan: Channel) -> list[tuple[int, int, int, str]]:
         """What ``chan`` still lacks, as NACK (want, lo, hi, src) ranges; [] when complete."""
-        out: list[tuple[int, int, int, str]] = []
         if chan == "acks":
-            top = max(self.highest_seen, self.expect_t)
-            lo = None
-            for t in range(self.t_r, min(top, self.t_r + MAX_RANGE - 1) + 1):
-                if t not in self.acks and lo is None:
-                    lo = t
-                elif t in self.acks and lo is not None:
-                    out.append((wire.WANT_ACKS, lo, t - 1, ""))
-                    lo = None
-            if lo is not None:
-                out.append((wire.WANT_ACKS, lo, min(top, self.t_r + MAX_RANGE - 1), ""))
-        elif chan == "msgs":
-            lacking: dict[str, list[int]] = {}
-            t = self.t_r
-            while t in self.acks and t < self.t_r + 32:
-                for m in self.acks[t].msgs:
-                    if m not in self.msgs:
-                        lacking.setdefault(m[0], []).append(m[1])
-                t += 1
-            for s, seqs in lacking.items():
-                for lo, hi in _runs(sorted(set(seqs))):
-                    out.append((wire.WANT_MSGS, lo, hi, s))
-        elif isinstance(chan, tuple) and chan[0] == "srcgap":
-            s = chan[1]
-            top = None   # the highest of s's messages waiting for an ack: a plain loop, no generator
-            for src, q in self.waiting:
-                if src == s and (top is None or q > top):
-                    top = q
-            if top is None:
-                top = 0
-            lo = max(self.m_sr.get(s, 1), self.hint.get(s, 1))   # below the hint: acked, ask for acks
-            holes = [q for q in range(lo, min(top, lo + MAX_RANGE)) if (s, q) not in self.msgs and (s, q) not in self.ack_of]
-            out = [(wire.WANT_MSGS, a, b, s) for a, b in _runs(holes)]
-        elif chan == "ackof" and self.t_r > self.highest_seen:
-            for s, below in self.hint.items():
-                nxt = self.m_sr.get(s, 1)
-                if below > nxt:
-                    out.append((wire.WANT_ACK_OF, nxt, min(below - 1, nxt + MAX_RANGE - 1), s))
-        return out
+            return missing_acks(self.t_r, max(self.highest_seen, self.expect_t), self.acks)
+        if chan == "msgs":
+            return missing_msgs(self.t_r, self.acks, self.msgs)
+        if isinstance(chan, tuple) and chan[0] == "srcgap":
+            return source_holes(chan[1], self.waiting, self.m_sr, self.hint, self.msgs, self.ack_of)
+        if chan == "ackof" and self.t_r > self.highest_seen:
+            return missing_ack_of(self.m_sr, self.hint)
+        return []
 
     def fire_request(self, chan: Channel, now: int) -> None:
         req = self.requests.get(chan)
@@ -353,21 +323,7 @@ class StreamReceiver:
 
     def serve(self, n: wire.Nack, src: str, now: int) -> None:
         """Answer an explicit request from what we hold (RETX, unicast to the requester)."""
-        frames: list[wire.Data | wire.Ack] = []
-        if n.want == wire.WANT_ACKS:
-            frames = [self.acks[t] for t in range(n.lo, min(n.hi, n.lo + MAX_RANGE - 1) + 1) if t in self.acks]
-        elif n.want == wire.WANT_MSGS:
-            for seq in range(n.lo, min(n.hi, n.lo + MAX_RANGE - 1) + 1):
-                p = self.msgs.get((n.src, seq))
-                if p is not None:
-                    frames.append(wire.Data(self.stripe, n.src, seq, 0, p))
-        else:
-            seen = set()
-            for seq in range(n.lo, min(n.hi, n.lo + MAX_RANGE - 1) + 1):
-                t = self.ack_of.get((n.src, seq))
-                if t is not None and t not in seen and t in self.acks:
-                    seen.add(t)
-                    frames.append(self.acks[t])
+        frames = held_frames(n, self.stripe, self.acks, self.msgs, self.ack_of)
         for f in frames:
             self.send_retx(f, self.retx_dest(n.requester))
 
@@ -495,12 +451,3 @@ def source_node(label: str) -> str:
     """The host behind a source label (a restarted source publishes as "name~tag")."""
     return label.split("~", 1)[0]
 
-
-def _runs(seqs: list[int]) -> list[tuple[int, int]]:
-    out: list[tuple[int, int]] = []
-    for s in seqs:
-        if out and out[-1][1] + 1 == s:
-            out[-1] = (out[-1][0], s)
-        else:
-            out.append((s, s))
-    return out

@@ -22,7 +22,8 @@ from rmptwin.core.events import Event, Kind
 from rmptwin.rmp import wire
 from rmptwin.rmp.corebase import CoreBase, TimerKey
 from rmptwin.rmp.nack_reduction import request_slot
-from rmptwin.rmp.receiver import MAX_RANGE, Channel, StreamReceiver, source_node
+from rmptwin.rmp.nack_ranges import MAX_RANGE
+from rmptwin.rmp.receiver import Channel, StreamReceiver, source_node
 from rmptwin.rmp.remulticast import RegionalFeed
 from rmptwin.rmp.failure_report import Reporter
 from rmptwin.core.timing import Timing

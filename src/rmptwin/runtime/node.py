@@ -105,7 +105,7 @@ def etcd_command(cmd: list[str]) -> tuple[str, int] | None:
 
 def _listen_to_runner(loop: asyncio.AbstractEventLoop, go: asyncio.Future, stop: asyncio.Future,
                       driver=None, adapters=None) -> None:
-    """The runner's line protocol on stdin (see emulation.emulate), read by a thread of its own."""
+    """The runner's line protocol on stdin (see emulation.nodeproc), read by a thread of its own."""
     def read() -> None:
         for line in sys.stdin:
             cmd = line.split()

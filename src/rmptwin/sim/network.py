@@ -10,7 +10,7 @@ Each link direction is a ``linkmodel.LinkDirection``, the model the emulation's 
 uses too: propagation delay, uniform jitter that never reorders, serialization at its
 bandwidth behind a drop-tail queue of ``LinkParams.queue_limit()`` packets, and its own
 loss process. Its draws are keyed by the run seed, the direction's name and the packet's
-identity (``linkmodel.packet_key``), so the same seed drops the same first copies here
+identity (``packetkey.packet_key``), so the same seed drops the same first copies here
 and in the emulation, and adding a link never changes another link's draws.
 
 Ground truth: one drop-log row per packet lost on a link, and per link direction and
@@ -28,7 +28,8 @@ import pyarrow as pa
 from rmptwin.core.sansio import Dest, Group, Unicast
 from rmptwin.core.groups import group_region
 from rmptwin.records.tables import DROP_SCHEMA, LINK_COUNT_SCHEMA
-from rmptwin.core.linkmodel import REASONS, LinkConfig, LinkDirection, PacketKey, packet_key, stream_seed
+from rmptwin.core.linkmodel import REASONS, LinkConfig, LinkDirection, stream_seed
+from rmptwin.core.packetkey import PacketKey, packet_key
 from rmptwin.spec import Bernoulli, GilbertElliott, LinkParams, Topology
 from rmptwin.spec.tree import multicast_tree, unicast_path
 from rmptwin.records.frame_names import describe

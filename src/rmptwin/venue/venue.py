@@ -36,55 +36,19 @@ cycle; docs/venue-sync.md has the trace), which the seed's under-5-ms Figure 4 w
 from __future__ import annotations
 
 import hashlib
-import json
-import struct
 from collections import OrderedDict, deque
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable
 
 from rmptwin.core.sansio import Dest, Unicast
 from rmptwin.core.events import Event, Kind
 from rmptwin.venue import wire
-from rmptwin.venue.orderbook import BookError, OrderBook, Trade
+from rmptwin.venue.evstate import Checkpoint, Key, ProcessedSet, apply_request, chain_trades
+from rmptwin.venue.orderbook import OrderBook, Trade
 from rmptwin.venue.wire import Request
 
-Key = tuple[int, int]
-_BLOB_LEN = struct.Struct("!I")
 REPLAY_RUN = 64       # hardened positions a recovering EV re-executes under one timer
 SEQ_PROBE = 1 << 62   # a read-only proposal far beyond any position: every sequencer answers it with its next
-
-
-class ProcessedSet:
-    """Which [gw id, gw seq] were executed: per gateway a watermark plus the few above it."""
-
-    def __init__(self) -> None:
-        self.mark: dict[int, int] = {}      # gw -> every seq <= mark executed
-        self.above: dict[int, set[int]] = {}
-
-    def __contains__(self, key: Key) -> bool:
-        gw, seq = key
-        return seq <= self.mark.get(gw, -1) or seq in self.above.get(gw, ())
-
-    def add(self, key: Key) -> None:
-        gw, seq = key
-        m = self.mark.get(gw, -1)
-        s = self.above.setdefault(gw, set())
-        s.add(seq)
-        while m + 1 in s:
-            m += 1
-            s.discard(m)
-        self.mark[gw] = m
-
-    def to_json(self) -> dict[str, list[Any]]:
-        return {str(g): [m, sorted(self.above.get(g, ()))] for g, m in self.mark.items()}
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "ProcessedSet":
-        p = cls()
-        for g, (m, above) in d.items():
-            p.mark[int(g)] = m
-            p.above[int(g)] = set(above)
-        return p
 
 
 def _placeholder(key: Key) -> Request:
@@ -144,7 +108,7 @@ class VenueCore:
         self.unordered: OrderedDict[Key, None] = OrderedDict()
         self.processed = ProcessedSet()
         self.done_info: dict[Key, tuple[int, int]] = {}   # executed key -> (position, trades), for replays
-        self.trade_hash = bytes(16)     # chained: blake2b(previous + this position's trades)
+        self.trade_hash = bytes(16)     # chained: evstate.chain_trades
         self.trade_count = 0
         self.hr_top = -1                              # highest position the HR acknowledged
         self.seq_next = 0                             # the sequencer's next free position, as last heard
@@ -183,17 +147,11 @@ class VenueCore:
 
     def _install_checkpoint(self, n: int, blob: bytes, now: int) -> None:
         if n >= 0:
-            (hlen,) = _BLOB_LEN.unpack_from(blob)
-            meta = json.loads(blob[4:4 + hlen])
-            off = 4 + hlen
-            books = {}
-            for sym, size in meta["books"]:
-                books[sym] = OrderBook.restore(blob[off:off + size])
-                off += size
-            self.books.update(books)
-            self.processed = ProcessedSet.from_json(meta["processed"])
-            self.trade_hash = bytes.fromhex(meta["trade_hash"])
-            self.trade_count = meta["trades"]
+            ckpt = Checkpoint.decode(blob)
+            self.books.update(ckpt.books)
+            self.processed = ckpt.processed
+            self.trade_hash = ckpt.trade_hash
+            self.trade_count = ckpt.trade_count
         self.next_pos = self.known_top = n + 1
         for pos in [p for p in self.known if p <= n]:
             self.key_pos.pop(self.known.pop(pos), None)
@@ -203,12 +161,6 @@ class VenueCore:
         self.phase = "hardened"   # the HR's hardened requests follow its checkpoint; asked for only on a retry
         self._recovery_retry = now + self.retry_ns
         self._advance_known()
-
-    def _checkpoint_blob(self) -> bytes:
-        snaps = [(s, self.books[s].snapshot()) for s in self.symbols]
-        meta = json.dumps({"books": [(s, len(b)) for s, b in snaps], "processed": self.processed.to_json(),
-                           "trade_hash": self.trade_hash.hex(), "trades": self.trade_count}).encode()
-        return _BLOB_LEN.pack(len(meta)) + meta + b"".join(b for _, b in snaps)
 
     # ------------------------------------------------------------------ input
     def receive_datagram(self, data: bytes, src: str, now: int) -> None:
@@ -407,7 +359,7 @@ class VenueCore:
         req = self.bodies.pop(key, None)
         trades: list[Trade] = []
         if key not in self.processed and req is not None:
-            trades = self._apply(req)
+            trades = apply_request(self.books, req)
             self.processed.add(key)
         self.next_pos = pos + 1
         self.done_info[key] = (pos, len(trades))
@@ -416,9 +368,7 @@ class VenueCore:
                 del self.done_info[k]
         if trades:
             assert req is not None   # trades come from applying it
-            self.trade_hash = hashlib.blake2b(
-                self.trade_hash + b";".join(b"%d:%d:%d:%d:%d:%d" % (pos, *t) for t in trades),
-                digest_size=16).digest()
+            self.trade_hash = chain_trades(self.trade_hash, pos, trades)
             for t in trades:
                 self._events.append(Event(Kind.TRADE, src=req.order.symbol, src_seq=t[0], gseq=pos, bytes=t[3],
                                           detail={"maker": t[1], "price": t[2], "side": t[4]}))
@@ -436,7 +386,8 @@ class VenueCore:
                 "state_hash": self.state_hash(), "trade_hash": self.trade_hash.hex(),
                 "trades": self.trade_count}))
             if self.history is not None:
-                for fr in wire.ckpt_frames(wire.T_CKPT_STORE, pos, self._checkpoint_blob()):
+                blob = Checkpoint(self.books, self.processed, self.trade_hash, self.trade_count).encode(self.symbols)
+                for fr in wire.ckpt_frames(wire.T_CKPT_STORE, pos, blob):
                     self._out.append((fr, Unicast(self.history)))
 
     def _check_sync(self, now: int) -> None:
@@ -447,21 +398,6 @@ class VenueCore:
                 "sync_ns": now - start, "position": self.next_pos - 1}))
             self._recovering = False
             self._sync_target = None
-
-    def _apply(self, req: Request) -> list[Trade]:
-        o = req.order
-        book = self.books.get(o.symbol)
-        if book is None:
-            return []
-        try:
-            if o.action == wire.NEW:
-                return book.submit(o.oid, o.side, o.qty, o.price or None, o.kind)
-            if o.action == wire.CANCEL:
-                book.cancel(o.oid)
-                return []
-            return book.replace(o.oid, o.qty, o.price)
-        except BookError:
-            return []   # cancel of a filled order, duplicate id: a no-op on every EV alike
 
     def _send_complete(self, key: Key, pos: int, ntrades: int) -> None:
         gw = self.gateways[key[0]] if key[0] < len(self.gateways) else None

@@ -1,0 +1,81 @@
+"""A node process the runner started (``emulate.Run``), and the line protocol it speaks.
+
+Node control is a line protocol on the node's stdin (works the same through mnexec and
+through a container): ``GO <t0_ns>`` starts it, ``STOP`` ends it cleanly; EOF (the runner
+died) stops it too. A crash fault is SIGKILL: the node loses whatever it had not flushed.
+The runner also sends ``ETCD pause|resume <member>`` and ``CLOCK <jump_ms> <drift_ppm>``
+(nemesis steps). On stdout the node prints ``READY <groups>`` once bound and joined,
+``STATUS <json>`` as it goes (read for the drain), ``DONE <json>`` (its counters) at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rmptwin.errors import UserError
+
+READY_TIMEOUT_S = 180.0  # dozens of Python processes importing on two cores
+
+
+@dataclass
+class NodeProc:
+    """One incarnation of a node: its process, the lines it printed, its last STATUS and its DONE."""
+
+    name: str
+    role: str
+    incarnation: int
+    proc: subprocess.Popen
+    lines: "queue.Queue[str]" = field(default_factory=queue.Queue)
+    done: dict | None = None
+    status: dict | None = None
+    groups: list[str] = field(default_factory=list)
+
+    def send(self, line: str) -> None:
+        try:
+            self.proc.stdin.write((line + "\n").encode())
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            pass
+
+
+def read_output(np: NodeProc) -> None:
+    """Read the node's stdout until EOF (a thread of its own): STATUS and DONE kept, lines queued."""
+    for raw in iter(np.proc.stdout.readline, b""):
+        line = raw.decode(errors="replace").strip()
+        if line.startswith("STATUS "):
+            try:
+                np.status = json.loads(line[7:])
+            except ValueError:
+                pass
+            continue
+        if line.startswith("DONE "):
+            try:
+                np.done = json.loads(line[5:])
+            except ValueError:
+                np.done = {}
+        np.lines.put(line)
+    np.lines.put("EOF")
+
+
+def wait_for_line(np: NodeProc, want: str, deadline: float, err_path: Path) -> None:
+    """Until the node prints ``want`` (READY: its groups kept); one UserError line if it exits or is late."""
+    while True:
+        try:
+            line = np.lines.get(timeout=max(0.01, deadline - time.monotonic()))
+        except queue.Empty:
+            raise UserError(f"node {np.name} did not start within {READY_TIMEOUT_S:.0f} s; see {err_path}") from None
+        if line == want or line.startswith(want + " "):
+            if line.startswith("READY "):
+                try:
+                    np.groups = json.loads(line[6:])
+                except ValueError:
+                    np.groups = []
+            return
+        if line == "EOF":
+            tail = err_path.read_text(errors="replace").strip().splitlines()[-1:] if err_path.exists() else []
+            raise UserError(f"node {np.name} exited at start ({tail[0] if tail else 'no message'}); see {err_path}")
