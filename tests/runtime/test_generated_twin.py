@@ -11,6 +11,17 @@ data, 0.633 simulated against 0.725 emulated (+14.5 %, tolerance 10 %), with 0 r
 re-sends (6 against 2) and 6 more R_x retransmissions (35 against 29), each a timer that fired
 before an acknowledgement or repair arrived late. That rule's failure is an expected one here,
 named with its figures; every other rule must pass.
+
+Why (the run dirs of 2026-11-26 17:08, recounted to the end of the run: 0.633 against 0.734):
+both backends drop the same frames (links/drops.parquet: 12 each), among them source message
+74's first copy on s3-s7 and a NACK for it. Its repair from src1 reached the token site rp2
+0.34 ms before rp2's 1.771 s tick simulated (NACK -> RETX 7.0 ms each way) and 0.9 ms after
+its 1.774 s tick emulated (11.6 and 12.8 ms each way: the emulated path through the relays,
+load 5, is ~5 ms slower than the modelled links). So ack token 8 carried 70-78 (k 17)
+simulated but 70-73 (k 12) emulated; 74-77 waited one more tau_t (253 ms) for token 9, past
+the source's first wait tau_t + tau_r = 292 ms: 4 more DATA re-sends (6 against 2), and the
+token 9 site re-sent its ack 7 times (RETX 9 against 4). One race decided by ~1 ms, not a
+timer rule that fires early: the control counts are the same whenever the repair wins it.
 """
 
 from __future__ import annotations

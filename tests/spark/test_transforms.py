@@ -120,8 +120,21 @@ def test_control_messages_per_data_message(spark, events_df):
         ev(3, "a", "primary", "ctrl_sent", type="ACK"), ev(4, "b", "primary", "ctrl_sent", type="ACK"),
         ev(5, "b", "primary", "ctrl_sent", type="NACK"), ev(6, "b", "primary", "ctrl_sent"),
     ])
-    got = {r["type"]: (r["messages"], r["per_data"]) for r in control.control_per_data(e).collect()}
+    got = {r["type"]: (r["messages"], r["per_data"]) for r in control.control_per_data(e, 10).collect()}
     assert got == {"ACK": (2, 1.0), "NACK": (1, 0.5), "?": (1, 0.5), "all": (4, 2.0)}
+
+
+def test_control_past_the_duration_counts_only_up_to_the_last_message_work(spark, events_df):
+    """An emulated run's drain: the ring idles past the duration (10) until it is stopped."""
+    e = events_df([
+        ev(0, "h0", "source", "send", "h0", 0), ev(1, "a", "primary", "ctrl_sent", type="NULL_TOKEN"),
+        ev(9, "h0", "source", "send", "h0", 1),
+        ev(12, "a", "primary", "ctrl_sent", type="ACK"),   # acks the late message: counted
+        ev(12, "a", "primary", "ack_sent", gseq=1), ev(13, "h0", "source", "src_acked", "h0", 1),
+        ev(20, "b", "primary", "ctrl_sent", type="NULL_TOKEN"), ev(30, "c", "primary", "ctrl_sent", type="NACK"),
+    ])
+    got = {r["type"]: r["messages"] for r in control.control_per_data(e, 10).collect()}
+    assert got == {"NULL_TOKEN": 1, "ACK": 1, "all": 2}
 
 
 def test_nacks_per_lost_packet(spark, events_df):

@@ -13,14 +13,19 @@ from pyspark.sql import functions as F
 
 from rmptwin.core.events import Kind
 from rmptwin.analysis.extract import RECEIVER_ROLES
+from rmptwin.analysis.summary import MESSAGE_WORK
 
 
-def control_per_data(events: DataFrame) -> DataFrame:
-    """Per control type (and 'all'): messages sent and messages per distinct data message."""
+def control_per_data(events: DataFrame, duration_ns: int) -> DataFrame:
+    """Per control type (and 'all'): messages sent and messages per distinct data message.
+    Control counts up to the end of the run: ``duration_ns`` or the last MESSAGE_WORK event
+    if later (analysis.summary: an emulated run's drain idles past the duration)."""
     data = events.filter(F.col("kind") == Kind.SEND).select("src", "stripe", "src_seq").distinct().agg(
         F.count("*").alias("data"))
-    ctrl = events.filter(F.col("kind") == Kind.CTRL_SENT).withColumn(
-        "type", F.coalesce(F.col("d_type"), F.lit("?")))
+    work = events.filter(F.col("kind").isin(*MESSAGE_WORK)).agg(F.max("t_ns").alias("work_end"))
+    ctrl = (events.filter(F.col("kind") == Kind.CTRL_SENT).crossJoin(work)
+            .filter(F.col("t_ns") <= F.greatest(F.lit(duration_ns), F.coalesce(F.col("work_end"), F.lit(0))))
+            .withColumn("type", F.coalesce(F.col("d_type"), F.lit("?"))))
     by_type = ctrl.groupBy("type").agg(F.count("*").alias("messages"))
     total = ctrl.agg(F.count("*").alias("messages")).withColumn("type", F.lit("all"))
     return (

@@ -76,7 +76,7 @@ def compute(spark, run: str | Path, progress=None, bin_ns: int = 100_000_000, pa
     step("control")
     m.update(nack_metrics(events, fate))
     fate.unpersist()
-    m.update(control_metrics(events))
+    m.update(control_metrics(events, rd.manifest["experiment"].get("duration_s") or 0.0))
     m.update(reformation_list(read_reformation_events(out.event_files())))
     step("throughput")
     m["throughput"] = _rows(throughput.throughput(events, rd.hosts, bin_ns).orderBy("dimension", "key", "bin_ns"))
@@ -176,10 +176,10 @@ def nack_metrics(events: DataFrame, fate: DataFrame) -> dict:
                 F.max("nacks").alias("max_nacks")).orderBy("receivers_lost"))}
 
 
-def control_metrics(events: DataFrame) -> dict:
+def control_metrics(events: DataFrame, duration_s: float) -> dict:
     """Control per data message by type, token rotation, reformations, crashes, delivery gaps."""
     return {
-        "control": _rows(control.control_per_data(events).orderBy("type")),
+        "control": _rows(control.control_per_data(events, round(duration_s * 1e9)).orderBy("type")),
         "token": _rows(control.token_rotation(control.token_intervals(events)).orderBy("stripe")),
         "reformation": _rows(control.reformation_outages(events).orderBy("start_ns")),
         "crashes": _rows(control.crash_recovery(events).orderBy("crash_ns", "node")),

@@ -11,7 +11,8 @@ the sweep that measures it, and the rule that gives the verdict. Adding a claim 
     probes: [rmp]                               # sweeps.probes: extra figures per run
     emulated: {sets: {...}, seeds: 1}           # the smaller sweep `rmptwin claims --emulated` runs
                                                 # ({not_applicable: why} where it cannot run emulated)
-    verdict: {kind: zero_from, metric: fairness_spread_ms.p99, param: protocol.delta_a_ms, threshold: 143}
+    verdict: {kind: zero_from, metric: fairness_spread_ms.p99, param: protocol.delta_a_ms, threshold: 143,
+              tolerance: runtime.load.timer_lateness_p99_ms}    # 0 up to the run's measured timer lateness
     note: what the reader should know about how we measured it
 
 The verdict kinds are in ``claims.verdicts``.
@@ -52,6 +53,8 @@ class Verdict(_Strict):
     param: str | None = None
     threshold: float | None = None
     trends: list[Trend] = Field(default_factory=list)
+    tolerance: str | None = Field(None, description="zero_from: a sweep column of what counts as 0 per run, e.g. "
+                                  "an emulated run's measured timer lateness; 0 where the sweep has no such column")
     also: list[str] = Field(default_factory=list, description="more sweep columns to show beside the metric")
 
 
