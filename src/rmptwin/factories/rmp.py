@@ -30,7 +30,7 @@ from rmptwin.rmp.repair import RepairConfig
 from rmptwin.rmp.retransmit import RetransmitConfig, RetransmitCore
 from rmptwin.rmp.secondary import SecondaryCore
 from rmptwin.rmp.source import SourceCore
-from rmptwin.rmp.seal import KeySet
+from rmptwin.rmp.seal import OVERHEAD as SEAL_OVERHEAD, KeySet
 from rmptwin.core.timing import MS
 from rmptwin.spec.bounds import stripe_rate
 
@@ -40,9 +40,14 @@ FIRST_MESSAGE_WAITS = 10
 
 
 def _repair_config(host, loaded: LoadedExperiment, stripes: list[int]) -> RepairConfig:
+    """Its repair timing; re-requests wait also for the answer to cross its access line."""
     proto = loaded.experiment.protocol
+    mbps = host.link.bandwidth_mbps
+    sealed = SEAL_OVERHEAD if loaded.experiment.security.enabled else 0
     return RepairConfig(name=host.name, regions=tuple(host.regions), stripes=tuple(stripes),
-                        wait_ns=int(proto.dn_ms * 1e6), retry_ns=int(proto.tau_r * 1e6), k_r=proto.k_r)
+                        wait_ns=int(proto.dn_ms * 1e6), retry_ns=int(proto.tau_r * 1e6), k_r=proto.k_r,
+                        line_bps=mbps * 1e6 if mbps is not None else None,
+                        message_bytes=loaded.experiment.workload.message_bytes + sealed)
 
 
 def customer_config(host, loaded: LoadedExperiment) -> CustomerConfig:

@@ -8,6 +8,13 @@ up or re-request it, in runs of at most ``MAX_REQUEST``, from the server ``in_tu
 A missing sequence number first waits ``wait_ns`` (dN: a copy may still come through
 another region), then is re-requested every ``retry_ns`` (tau_r) until ``k_r`` tries; the
 owner decides whom to ask and when to give up.
+
+On a slow access line the wait between re-requests also counts the line: the answer of n
+messages must cross it behind a packet of the live feed already queued there
+(``GapRepairer.answer_ns``). The seed's tau_r >= 2 dN + X + P counts delay only; on a 56 Kbps
+modem an answer of 8 messages of 64 bytes (590 bytes on the wire) alone takes 84 ms, more
+than the whole tau_r of 30 ms, so a customer that waited only tau_r re-requested (each
+request one more answer on its full line) and gave up before its first answer arrived.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from typing import Any, Generic, TypeVar
 from rmptwin.core.sansio import Dest, QueuedEvents, Unicast
 from rmptwin.core.groups import region_group
 from rmptwin.core.events import Event, Kind
-from rmptwin.rmp.moldudp64 import MoldRequest
+from rmptwin.rmp.moldudp64 import DEFAULT_MAX_PACKET, HEADER_SIZE, MoldRequest
 from rmptwin.rmp.remulticast import runs
 from rmptwin.core.striping import session_name
 
@@ -36,6 +43,10 @@ MAX_REQUEST = 512
 _NONE: tuple[()] = ()
 _ABSENT: Any = object()   # dict.pop default: a held item may be anything (typed Any: compared, never used)
 Runs = Sequence[tuple[int, int]]   # (first, count) runs of sequence numbers (remulticast.runs)
+# Ethernet + IPv4 + UDP headers of a packet on the line (as the simulator and the relay count them).
+WIRE_HEADER_BYTES = 42
+# Bytes of one message in a MoldUDP64 packet besides its payload: its length field.
+MESSAGE_LENGTH_BYTES = 2
 
 
 @dataclass(frozen=True)
@@ -48,6 +59,8 @@ class RepairConfig:
     wait_ns: int                   # dN: a missing number may still arrive by itself until then
     retry_ns: int                  # tau_r: between re-requests of one number
     k_r: int                       # re-requests before a number is given up
+    line_bps: float | None = None  # its access line (bits/s); None: fast enough not to count
+    message_bytes: int = 0         # a message's payload as served (sealed, with keys): sizes an answer
 
 
 Item = TypeVar("Item")   # what a tracker holds per message until it is delivered
@@ -204,6 +217,8 @@ class GapRepairer(QueuedEvents, Generic[Item]):
         self.wait_ns = config.wait_ns
         self.retry_ns = config.retry_ns
         self.k_r = config.k_r
+        self.line_bps = config.line_bps
+        self.message_bytes = config.message_bytes
         self._groups = frozenset(region_group(r, k) for r in self.regions for k in self.stripes)
         start = None if recovering else FIRST_MOLD_SEQ
         self.tracks: dict[int, SequenceTracker[Item]] = {k: SequenceTracker(self.wait_ns, start) for k in self.stripes}
@@ -258,11 +273,26 @@ class GapRepairer(QueuedEvents, Generic[Item]):
         for first, count in runs(sorted(give_up)):
             self._events.append(Event(Kind.CUST_SKIP, gseq=first, detail={
                 "first": first, "count": count, "stripe": stripe, "reason": reason}))
+        # every answer of this round shares our line: wait for all of them before asking again
+        deadline = now + self.retry_ns + self.answer_ns(len(ask)) if ask else now
         for s in ask:
-            track.retry_at(s, now + self.retry_ns)
+            track.retry_at(s, deadline)
         for first, count in runs(sorted(ask)):
             self._request(stripe, first, count, server_for(track.tries(first)))
         return len(give_up)
+
+    def answer_ns(self, count: int) -> int:
+        """How long an answer of ``count`` messages takes to cross our access line, behind one
+        full packet of the live feed queued there before it: 0 without a line rate."""
+        line = self.line_bps
+        if not line or count <= 0:
+            return 0
+        per_message = self.message_bytes + MESSAGE_LENGTH_BYTES
+        per_packet = max(1, (DEFAULT_MAX_PACKET - HEADER_SIZE) // per_message)
+        packets = -(-count // per_packet)
+        answer = count * per_message + packets * (HEADER_SIZE + WIRE_HEADER_BYTES)
+        queued = DEFAULT_MAX_PACKET + WIRE_HEADER_BYTES
+        return round((answer + queued) * 8 / line * 1e9)
 
     def _request(self, stripe: int, first: int, count: int, server: str) -> None:
         session = session_name(stripe)
