@@ -155,39 +155,55 @@ def up(workers: int = 2, cores: int = 1, memory: str = "1g", port: int = DEFAULT
     url = f"spark://{HOST}:{port}"
     cluster = Cluster(url, HOST, port, webui_port, workers, cores, memory, str(where))
     spark_class = str(home / "bin" / "spark-class")
+    procs: dict[str, subprocess.Popen[bytes]] = {}   # to tell how a daemon that left no log ended
 
     def start(name: str, argv: list[str]) -> None:
         with open(where / f"{name}.log", "wb") as log:
             proc = subprocess.Popen([spark_class, *argv], stdin=subprocess.DEVNULL, stdout=log,
                                     stderr=subprocess.STDOUT, env=env, cwd=where, start_new_session=True)
         cluster.pids[name] = proc.pid
+        procs[name] = proc
         _write_state(cluster)
 
     try:
         start("master", [MASTER_CLASS, "--host", HOST, "--port", str(port), "--webui-port", str(webui_port)])
-        _wait(cluster, lambda m: m.get("status") == "ALIVE", "the master", timeout_s)
+        _wait(cluster, lambda m: m.get("status") == "ALIVE", "the master", timeout_s, procs)
         for i in range(1, workers + 1):
             work = where / f"work-{i}"
             work.mkdir(exist_ok=True)
             # --webui-port 0: any free port (the workers' pages are reachable from the master's)
             start(f"worker-{i}", [WORKER_CLASS, url, "--host", HOST, "--cores", str(cores), "--memory", memory,
                                   "--webui-port", "0", "--work-dir", str(work)])
-        _wait(cluster, lambda m: m.get("aliveworkers", 0) >= workers, f"{workers} workers", timeout_s)
+        _wait(cluster, lambda m: m.get("aliveworkers", 0) >= workers, f"{workers} workers", timeout_s, procs)
     except BaseException:
         down(where)
         raise
     return cluster
 
 
-def _wait(cluster: Cluster, ready, what: str, timeout_s: float) -> None:
+def _ended(proc: "subprocess.Popen[bytes] | None") -> str:
+    """How a daemon process ended, for an error about it: its exit code or the signal."""
+    code = proc.poll() if proc is not None else None
+    if code is None:
+        return ""
+    return f" (killed by signal {-code})" if code < 0 else f" (exit code {code})"
+
+
+def _wait(cluster: Cluster, ready, what: str, timeout_s: float,
+          procs: "dict[str, subprocess.Popen[bytes]] | None" = None) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         info = _master_json(cluster.webui_port)
         if info is not None and ready(info):
             return
         for name, pid in cluster.pids.items():
-            if not _is_spark_daemon(pid):
-                raise UserError(f"Spark {name} exited: {_last_line(Path(cluster.state_dir) / f'{name}.log')}")
+            # A process we started is asked directly: while spark-class execs java, its
+            # /proc/<pid>/cmdline reads empty for an instant, which once passed for an exit
+            # ("Spark master exited: empty log" in a benchmark, the master fine by hand).
+            proc = (procs or {}).get(name)
+            if (proc.poll() is not None) if proc is not None else not _is_spark_daemon(pid):
+                log = _last_line(Path(cluster.state_dir) / f"{name}.log")
+                raise UserError(f"Spark {name} exited{_ended(proc)}: {log}")
         time.sleep(0.5)
     raise UserError(f"{what} not up after {timeout_s:.0f} s (logs in {cluster.state_dir})")
 
