@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from rmptwin.analysis.summary import summarize
-from rmptwin.sim.network import HEADER_BYTES
+from rmptwin.core.linkmodel import WIRE_HEADER_BYTES
 from rmptwin.sim.simulate import Simulation, simulate
 from rmptwin.sim.scheduler import Scheduler
 from sim_stubs import Group, StubCore, Unicast, builder, line_topo, loaded, recv_rows
@@ -105,7 +105,7 @@ def test_delay_and_serialization_are_exact():
     ev = res.events.to_pandas()
     sends = ev[ev.kind == "send"].t_ns.tolist()
     recvs = recv_rows(res, "r1").t_ns.tolist()
-    bits = (size + HEADER_BYTES) * 8
+    bits = (size + WIRE_HEADER_BYTES) * 8
     # 100 Mbit/s access: bits/100 ns... 1 bit at 1 Mbit/s is 1000 ns.
     per_packet = 0.5e6 + bits * 1000 / 100 + 7.25e6 + bits * 1000 / 10 + 1.5e6
     assert len(sends) == 1 and sends[0] == 100_000_000  # constant rate 2/s from 0.1 s for 0.5 s
@@ -114,7 +114,7 @@ def test_delay_and_serialization_are_exact():
 
 def test_queue_drops_only_when_the_link_is_overloaded():
     # 1 Mbit/s bottleneck with a 10-packet queue; 125-byte wire packets take exactly 1 ms.
-    payload = 125 - HEADER_BYTES
+    payload = 125 - WIRE_HEADER_BYTES
     def run(rate):
         topo = {
             "name": "t", "switches": ["a", "b"],

@@ -8,7 +8,8 @@ import json
 from rmptwin.emulation.droplog import counts_table, drops_table, read_access_reports
 from rmptwin.core.linkmodel import LinkConfig, LinkDirection, stream_seed
 from rmptwin.rmp.wire import Data, encode
-from rmptwin.runtime.hostlink import HEADER_BYTES, HostLink, access_report_path
+from rmptwin.core.linkmodel import WIRE_HEADER_BYTES
+from rmptwin.runtime.hostlink import HostLink, access_report_path
 from rmptwin.spec import LinkParams
 
 
@@ -22,7 +23,7 @@ def test_a_burst_leaves_after_the_delay_spaced_by_serialization_and_in_order():
     sent = [_data(i) for i in range(5)]
     for d in sent:
         link.send(0, d, ("239.1.0.1", 7000), "10.0.0.1")
-    wire_ns = (len(sent[0]) + HEADER_BYTES) * 8000 / 10        # bits at 10 Mbit/s
+    wire_ns = (len(sent[0]) + WIRE_HEADER_BYTES) * 8000 / 10        # bits at 10 Mbit/s
     leaves = [leave for leave, _d, _a in link.up.items]
     assert leaves[0] == round(2_000_000 + wire_ns)
     assert all(abs((b - a) - wire_ns) <= 1 for a, b in zip(leaves, leaves[1:]))
@@ -30,7 +31,7 @@ def test_a_burst_leaves_after_the_delay_spaced_by_serialization_and_in_order():
     assert link.next_due() == leaves[2]
     # The simulator's model with the relay's seed string gives the same times.
     model = LinkDirection(LinkConfig.from_spec(params), stream_seed(1, "cny1-nyc", "cny1", "nyc"))
-    assert [model.offer(0, len(d) + HEADER_BYTES) for d in sent] == leaves
+    assert [model.offer(0, len(d) + WIRE_HEADER_BYTES) for d in sent] == leaves
 
 
 def test_a_full_queue_drops_and_leaves_the_relays_records(tmp_path):

@@ -85,6 +85,9 @@ from rmptwin.core.packetkey import UNKEYED, PacketKey
 from rmptwin.errors import UserError
 
 LOSS, QUEUE, DOWN = -1, -2, -3
+# Ethernet (14) + IPv4 (20) + UDP (8): what a datagram costs on the wire beyond its payload;
+# the simulator and an emulated host offer len(payload) + this to a LinkDirection.
+WIRE_HEADER_BYTES = 42
 REASONS = ("loss", "queue", "down")     # REASONS[-code - 1]: the relay's drop-log order
 GE_BLOCK = 1024                         # chain indices computed together (from a stationary start)
 MEMORY = 1 << 17                        # identities remembered per generation, for copy indices

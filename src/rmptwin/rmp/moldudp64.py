@@ -28,6 +28,7 @@ from rmptwin.core.striping import session_stripe
 _HEADER = struct.Struct("!10sQH")
 HEADER_SIZE = _HEADER.size  # 20
 _LEN = struct.Struct("!H")
+LENGTH_SIZE = _LEN.size     # 2: the length field before each message
 
 HEARTBEAT_COUNT = 0
 END_OF_SESSION = 0xFFFF

@@ -29,7 +29,8 @@ from typing import Any, Generic, TypeVar
 from rmptwin.core.sansio import Dest, QueuedEvents, Unicast
 from rmptwin.core.groups import region_group
 from rmptwin.core.events import Event, Kind
-from rmptwin.rmp.moldudp64 import DEFAULT_MAX_PACKET, HEADER_SIZE, MoldRequest
+from rmptwin.core.linkmodel import WIRE_HEADER_BYTES
+from rmptwin.rmp.moldudp64 import DEFAULT_MAX_PACKET, HEADER_SIZE, LENGTH_SIZE, MoldRequest
 from rmptwin.rmp.remulticast import runs
 from rmptwin.core.striping import session_name
 
@@ -43,10 +44,6 @@ MAX_REQUEST = 512
 _NONE: tuple[()] = ()
 _ABSENT: Any = object()   # dict.pop default: a held item may be anything (typed Any: compared, never used)
 Runs = Sequence[tuple[int, int]]   # (first, count) runs of sequence numbers (remulticast.runs)
-# Ethernet + IPv4 + UDP headers of a packet on the line (as the simulator and the relay count them).
-WIRE_HEADER_BYTES = 42
-# Bytes of one message in a MoldUDP64 packet besides its payload: its length field.
-MESSAGE_LENGTH_BYTES = 2
 
 
 @dataclass(frozen=True)
@@ -287,7 +284,7 @@ class GapRepairer(QueuedEvents, Generic[Item]):
         line = self.line_bps
         if not line or count <= 0:
             return 0
-        per_message = self.message_bytes + MESSAGE_LENGTH_BYTES
+        per_message = self.message_bytes + LENGTH_SIZE
         per_packet = max(1, (DEFAULT_MAX_PACKET - HEADER_SIZE) // per_message)
         packets = -(-count // per_packet)
         answer = count * per_message + packets * (HEADER_SIZE + WIRE_HEADER_BYTES)

@@ -24,14 +24,13 @@ from __future__ import annotations
 from collections import deque
 from pathlib import Path
 
-from rmptwin.core.linkmodel import REASONS, LinkConfig, LinkDirection, stream_seed
+from rmptwin.core.linkmodel import REASONS, WIRE_HEADER_BYTES, LinkConfig, LinkDirection, stream_seed
 
 
 
 
 
 
-HEADER_BYTES = 42            # Ethernet + IPv4 + UDP, counted on the wire as by the simulator
 
 
 # <host>.<incarnation> + this, in the node's log directory: what a node's shaped access link
@@ -64,7 +63,7 @@ class _Line:
     def offer(self, now: int, data: bytes, peer) -> int:
         """Queue ``data`` (``peer``: its destination or source); a negative drop code if dropped."""
         self.packets += 1
-        leave = self.model.offer(now, len(data) + HEADER_BYTES)
+        leave = self.model.offer(now, len(data) + WIRE_HEADER_BYTES)
         if leave < 0:
             self.dropped[-leave - 1] += 1
             return leave

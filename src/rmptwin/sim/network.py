@@ -28,15 +28,12 @@ import pyarrow as pa
 from rmptwin.core.sansio import Dest, Group, Unicast
 from rmptwin.core.groups import group_region
 from rmptwin.records.tables import DROP_SCHEMA, LINK_COUNT_SCHEMA
-from rmptwin.core.linkmodel import REASONS, LinkConfig, LinkDirection, stream_seed
+from rmptwin.core.linkmodel import REASONS, WIRE_HEADER_BYTES, LinkConfig, LinkDirection, stream_seed
 from rmptwin.core.packetkey import PacketKey, packet_key
 from rmptwin.spec import Bernoulli, GilbertElliott, LinkParams, Topology
 from rmptwin.spec.tree import multicast_tree, unicast_path
 from rmptwin.records.frame_names import describe
 from rmptwin.sim.scheduler import Scheduler
-
-# Ethernet (14) + IPv4 (20) + UDP (8): what a datagram costs on the wire beyond its payload.
-HEADER_BYTES = 42
 
 DeliverFn = Callable[[list[int], bytes, str, int], None]  # (host indices, data, sender name, t_ns)
 TapFn = Callable[[int, int, bytes, Dest], None]          # (t_ns, sender index, data, destination)
@@ -270,14 +267,14 @@ class SimNetwork:
             route = self._mroute(group, self.host_switch[sender])
             if route is None:
                 return
-            pkt = (data, sender, describe(data), group, len(data) + HEADER_BYTES, sender, packet_key(data))
+            pkt = (data, sender, describe(data), group, len(data) + WIRE_HEADER_BYTES, sender, packet_key(data))
         else:
             dst = self.host_index.get(dest.node)
             desc = describe(data)
             if dst is None:
                 self.drops.append((t, "", self.host_names[sender], dest.node, *desc, "", "unknown_host", -1))
                 return
-            pkt = (data, sender, desc, "", len(data) + HEADER_BYTES, -1, packet_key(data))
+            pkt = (data, sender, desc, "", len(data) + WIRE_HEADER_BYTES, -1, packet_key(data))
             if dst == sender:
                 s = self.sched
                 heappush(s.heap, (t, next(s.counter), self._arrive, pkt, [dst]))
