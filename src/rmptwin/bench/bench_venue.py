@@ -26,7 +26,7 @@ STORAGE = {"disk": "/var/tmp", "tmpfs": "/dev/shm"}   # where the etcd members k
 _API_NAME = {"grpc": "gRPC API (grpcio)", "json": "JSON gateway over kept-alive HTTP/1.1"}
 _PROCS = ("4 processes (client+gateway, HR, 2 EVs) on unix datagram sockets, each EV its own etcd client in a "
           "worker thread (one batch transaction in flight while the next batch forms; a lone request goes at once; "
-          "minimal HTTP/1.1 client to the raft leader), the gateway's fdatasync in its loop, the HR an "
+          "gRPC client to the raft leader), the gateway's fdatasync in its loop, the HR an "
           "append-only log with one fdatasync per group commit (both logs preallocated: no journal commit per "
           "fdatasync); 3 etcd members on loopback")
 # the stages of ``runtime.venue_trace``, in the order a request passes them
