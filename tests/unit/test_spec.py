@@ -148,3 +148,14 @@ def test_cli_prints_one_line_and_exits_2(tmp_path, text, needle):
         assert out.returncode == 2, out.stderr
         lines = [ln for ln in out.stderr.splitlines() if ln.strip()]
         assert len(lines) == 1 and needle in lines[0] and "Traceback" not in out.stderr
+
+
+def test_venue_etcd_api_is_grpc_by_default_json_on_request_and_nothing_else(tmp_path):
+    _write(tmp_path, "t.yaml", GOOD_TOPO)
+    e = _write(tmp_path, "e.yaml", "name: x\ntopology: t.yaml\nvenue: {sequencer: etcd}\n")
+    assert load_experiment(e).experiment.venue.etcd_api == "grpc"
+    _write(tmp_path, "e.yaml", "name: x\ntopology: t.yaml\nvenue: {sequencer: etcd, etcd_api: json}\n")
+    assert load_experiment(e).experiment.venue.etcd_api == "json"
+    _write(tmp_path, "e.yaml", "name: x\ntopology: t.yaml\nvenue: {sequencer: etcd, etcd_api: http}\n")
+    msg = _error(load_experiment, e)
+    assert "etcd_api" in msg and "'grpc' or 'json'" in msg

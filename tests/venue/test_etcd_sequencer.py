@@ -24,7 +24,8 @@ import pytest
 from rmptwin.core.events import Kind
 from rmptwin.factories import build_core
 from rmptwin.core.sansio import Unicast
-from rmptwin.runtime.etcd_client import EtcdCas, EtcdCasClient, _Http, leader_first, serve_propose
+from rmptwin.runtime.etcd_client import ETCD_APIS, EtcdCas, EtcdCasClient, etcd_cas, leader_first, serve_propose
+from rmptwin.runtime.etcd_json import _Http
 from rmptwin.runtime.etcd_cluster import EtcdCluster
 from rmptwin.runtime.venue_adapters import node_adapters
 from rmptwin.spec import load_experiment
@@ -37,6 +38,12 @@ from rmptwin.venue.wire import Order, Request
 pytestmark = [pytest.mark.etcd, pytest.mark.timeout(240)]
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(params=ETCD_APIS)
+def api(request) -> str:
+    """Each test runs with both etcd clients: the gRPC one and the JSON gateway's."""
+    return request.param
 
 N_PER_GW = 300
 
@@ -84,9 +91,9 @@ def drive(ev: VenueCore, cas: EtcdCas, stream, total: int, log: list, progress: 
         progress[idx] = ev.next_pos
 
 
-def test_one_key_per_batch_a_late_proposer_mid_batch_learns_what_stands_and_too_far_below_the_window():
+def test_one_key_per_batch_a_late_proposer_mid_batch_learns_what_stands_and_too_far_below_the_window(api):
     with EtcdCluster(3) as cluster:
-        cas = EtcdCas(cluster.endpoints, prefix="test/batch", window=8)
+        cas = etcd_cas(cluster.endpoints, api=api, prefix="test/batch", window=8)
         cas.init()
         assert cas.propose(0, [(0, 0), (0, 1), (0, 2)]) == (wire.WON, 3, [(0, 0), (0, 1), (0, 2)])
         assert cas.propose(3, [(1, 7)]) == (wire.WON, 4, [(1, 7)])
@@ -106,7 +113,7 @@ def test_one_key_per_batch_a_late_proposer_mid_batch_learns_what_stands_and_too_
         assert cas.propose(16, [(3, 1)], owner=2) == (wire.LOST, 17, [(3, 1)])
         cas.close()
         # a loser is told as many standing keys as CasLog tells (the batches read may hold more)
-        wide, log = EtcdCas(cluster.endpoints, prefix="test/reply", window=1000), CasLog(1000)
+        wide, log = etcd_cas(cluster.endpoints, api=api, prefix="test/reply", window=1000), CasLog(1000)
         wide.init()
         batch = [(4, i) for i in range(150)]
         assert wide.propose(0, batch) == log.propose(0, batch)
@@ -144,14 +151,14 @@ def test_the_http_client_reads_chunked_and_sized_answers_on_one_kept_alive_conne
     srv.close()
 
 
-def test_member_crash_during_load_no_gap_no_duplicate():
+def test_member_crash_during_load_no_gap_no_duplicate(api):
     rng = random.Random(3)
     reqs = requests(rng)
     total = len(reqs)
     with EtcdCluster(3) as cluster:
         eps = cluster.endpoints
-        cas = [EtcdCas(eps, prefix="test/seq", window=4 * total, timeout_s=1.0),
-               EtcdCas(eps[1:] + eps[:1], prefix="test/seq", window=4 * total, timeout_s=1.0)]
+        cas = [etcd_cas(eps, api=api, prefix="test/seq", window=4 * total, timeout_s=1.0),
+               etcd_cas(eps[1:] + eps[:1], api=api, prefix="test/seq", window=4 * total, timeout_s=1.0)]
         cas[0].init()
         evs = [make_ev(i, batch=rng.choice([2, 4, 8])) for i in range(2)]
         logs, progress = [[], []], [0, 0]
@@ -189,14 +196,14 @@ def test_member_crash_during_load_no_gap_no_duplicate():
     assert evs[0].state_hash() == evs[1].state_hash()
 
 
-def test_sequencer_host_proxy_asks_etcd_from_its_worker_and_both_venues_agree():
+def test_sequencer_host_proxy_asks_etcd_from_its_worker_and_both_venues_agree(api):
     """The sequencer host of a real run: ``CasProxyCore`` hands each PROPOSE to the etcd client's
     worker thread and returns at once; the answers, brought back, become the DECIDEs."""
     rng = random.Random(5)
     reqs = requests(rng)[:120]
     total = len(reqs)
     with EtcdCluster(3) as cluster:
-        client = EtcdCasClient(EtcdCas(cluster.endpoints, prefix="test/proxy", window=4 * total))
+        client = EtcdCasClient(etcd_cas(cluster.endpoints, api=api, prefix="test/proxy", window=4 * total))
         proxy = CasProxyCore(client)
         answers: queue.SimpleQueue = queue.SimpleQueue()
         client.start(lambda request_id, answer: answers.put((request_id, answer)))
@@ -259,14 +266,18 @@ class _LoopDriver:
         self.calls_after.set()
 
 
-def test_a_real_sequencer_node_starts_etcd_answers_on_its_event_loop_and_stops_etcd(tmp_path):
+def test_a_real_sequencer_node_starts_etcd_answers_on_its_event_loop_and_stops_etcd(tmp_path, api):
     """The sequencer host of ``rmptwin run`` on venue-failover (sequencer: etcd): its adapters start a
     three-member cluster, the factory builds the proxy on it, answers come back on the node's loop,
     and closing the adapters stops the cluster and removes its data."""
     loaded = load_experiment(REPO / "experiments" / "venue-failover.yaml")
+    exp = loaded.experiment
+    loaded = loaded.model_copy(update={"experiment": exp.model_copy(update={
+        "venue": exp.venue.model_copy(update={"etcd_api": api})})})
     host = loaded.topology.host("seq1")
     adapters = node_adapters(host, loaded, tmp_path)
     assert adapters.cluster is not None and all(adapters.cluster.healthy(i) for i in range(3))
+    assert adapters.cas_client.cas.api == api   # venue.etcd_api chose the client
     core = build_core(host, loaded, random.Random(1), adapters=adapters)
     assert isinstance(core, CasProxyCore)
     root = adapters.cluster.root

@@ -6,24 +6,27 @@ root). The matching engine is bench_matching."""
 
 from __future__ import annotations
 
+import multiprocessing as mp
 import os
 import shutil
 import statistics
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from rmptwin.runs.experiment import EmulationOptions, run_experiment
-from rmptwin.runtime.etcd_client import EtcdCas
+from rmptwin.runtime.etcd_client import ETCD_APIS, etcd_cas
 from rmptwin.runtime.etcd_cluster import EtcdCluster
 from rmptwin.bench.venue_procs import run_processes
 from rmptwin.spec import load_experiment
 
 STATE_DIR = "/var/tmp"   # the gateway log and the HR database: on disk, their fsyncs are real
 STORAGE = {"disk": "/var/tmp", "tmpfs": "/dev/shm"}   # where the etcd members keep their data
+_API_NAME = {"grpc": "gRPC API (grpcio)", "json": "JSON gateway over kept-alive HTTP/1.1"}
 _PROCS = ("4 processes (client+gateway, HR, 2 EVs) on unix datagram sockets, each EV its own etcd client in a "
           "worker thread (one batch transaction in flight while the next batch forms; a lone request goes at once; "
-          "minimal HTTP/1.1 client to the raft leader), the gateway's fdatasync in its loop, the HR an "
+          "gRPC client to the raft leader), the gateway's fdatasync in its loop, the HR an "
           "append-only log with one fdatasync per group commit (both logs preallocated: no journal commit per "
           "fdatasync); 3 etcd members on loopback")
 # the stages of ``runtime.venue_trace``, in the order a request passes them
@@ -74,28 +77,65 @@ def _fsync_ms(directory: str, n: int, preallocated: bool = False) -> list[float]
     return out
 
 
-def _txn_ms(cluster: EtcdCluster, n: int) -> tuple[list[float], float]:
-    """Round trips of one-position CAS transactions in a row, and etcd's CPU per transaction (ms)."""
-    cas = EtcdCas(cluster.endpoints, prefix=f"bench/rtt/{time.monotonic_ns()}")
-    cas.init()
-    pos, rtts = 0, []
-    cpu = cluster.cpu_seconds()
-    for i in range(n):
-        t = time.perf_counter()
-        _, pos, _ = cas.propose(pos, [(0, i)])
-        rtts.append((time.perf_counter() - t) * 1e3)
-    cpu = cluster.cpu_seconds() - cpu
-    cas.close()
-    return rtts, 1e3 * cpu / n
+def _cpu_s(pids: list[int]) -> float:
+    """CPU time (user + system) of the processes ``pids`` so far (as ``EtcdCluster.cpu_seconds``)."""
+    total = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def _txn_ab(endpoints: list[str], etcd_pids: list[int], n: int, block: int) -> dict[str, dict[str, list[float]]]:
+    """One-position CAS transactions in a row, the two APIs alternating in blocks of ``block``
+    (A/B, so both see the same load), ``n`` each: per API the round trips (ms) and per block
+    this process's CPU per transaction (ms; all its threads: grpcio's too) and the etcd members'
+    (``etcd_pids``) CPU in each block, per transaction (s; a clock tick is 10 ms). Runs in a process
+    of its own (spawned), so no gRPC channel lives in the benchmark's process, which forks the EVs."""
+    cases = {api: etcd_cas(endpoints, api=api, prefix=f"bench/rtt/{api}/{time.monotonic_ns()}") for api in ETCD_APIS}
+    pos = dict.fromkeys(ETCD_APIS, 0)
+    out: dict[str, dict[str, list[float]]] = {api: {"rtt": [], "cpu": [], "etcd_cpu": []} for api in ETCD_APIS}
+    for cas in cases.values():
+        cas.init()
+        cas.propose(0, [(0, 0)])   # connected and warm before the first timed block
+        pos[cas.api] = 1
+    for b in range(2 * n // block):
+        api = ETCD_APIS[b % 2]
+        cas = cases[api]
+        cpu, etcd_cpu = time.process_time(), _cpu_s(etcd_pids)
+        for i in range(block):
+            t = time.perf_counter()
+            _, pos[api], _ = cas.propose(pos[api], [(0, i)])
+            out[api]["rtt"].append((time.perf_counter() - t) * 1e3)
+        out[api]["cpu"].append((time.process_time() - cpu) * 1e3 / block)
+        out[api]["etcd_cpu"].append(_cpu_s(etcd_pids) - etcd_cpu)
+    for cas in cases.values():
+        cas.close()
+    return out
 
 
 def _floor_rows(cluster: EtcdCluster, where: str, quick: bool) -> list[dict]:
-    rtts, cpu_ms = _txn_ms(cluster, 100 if quick else 300)
-    return [{"metric": f"etcd CAS transaction, 1 position, etcd on {where}", "value": statistics.median(rtts),
-             "unit": "ms", "better": "lower",
-             "conditions": f"median of {len(rtts)} in a row; 3 members on loopback, data {_device(STORAGE[where])}, "
-                           f"JSON gateway over kept-alive HTTP/1.1; load avg {os.getloadavg()[0]:.1f}",
-             "note": f"p99 {_pct(rtts, 0.99):.2f} ms; etcd CPU {cpu_ms:.2f} ms per transaction (3 members)"}]
+    n, block = (200, 20) if quick else (600, 20)
+    load = os.getloadavg()[0]
+    pids = [p.pid for p in cluster.procs if p is not None]
+    with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:
+        got = pool.submit(_txn_ab, cluster.endpoints, pids, n, block).result()
+    rows = []
+    for api in ETCD_APIS:
+        rtts, cpus = got[api]["rtt"], got[api]["cpu"]
+        etcd_cpu_ms = 1e3 * sum(got[api]["etcd_cpu"]) / len(rtts)
+        blocks = [statistics.median(rtts[i:i + block]) for i in range(0, len(rtts), block)]
+        rows.append({
+            "metric": f"etcd CAS transaction, 1 position, etcd on {where}, {_API_NAME[api]}", "value": statistics.median(rtts),
+            "unit": "ms", "better": "lower",
+            "conditions": f"median of {len(rtts)} in a row, in blocks of {block} alternating with the other API's "
+                          f"(A/B, one client process of each, same cluster); 3 members on loopback, data "
+                          f"{_device(STORAGE[where])}; load avg {load:.1f} before, {os.getloadavg()[0]:.1f} after",
+            "note": f"block medians {min(blocks):.2f}-{max(blocks):.2f} ms, p99 {_pct(rtts, 0.99):.2f} ms; client CPU "
+                    f"{statistics.median(cpus):.3f} ms per transaction (block median; "
+                    f"{min(cpus):.3f}-{max(cpus):.3f}); etcd CPU {etcd_cpu_ms:.2f} ms per transaction (3 members, "
+                    f"in this API's blocks)"})
+    return rows
 
 
 def _venue_rows(cluster: EtcdCluster, where: str, quick: bool) -> list[dict]:

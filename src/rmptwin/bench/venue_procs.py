@@ -49,7 +49,7 @@ from rmptwin.venue.gateway import GatewayConfig, GatewayCore
 from rmptwin.venue.history import HistoryConfig, HistoryCore
 from rmptwin.venue.venue import VenueConfig, VenueCore
 from rmptwin.runtime.durable_stores import FileGatewayLog, FileHistoryStore
-from rmptwin.runtime.etcd_client import EtcdCas, leader_first
+from rmptwin.runtime.etcd_client import ETCD_APIS, etcd_cas, leader_first
 from rmptwin.bench.venue_node import EtcdProposer, EtcdStats, Transport, pump
 from rmptwin.bench.venue_trace import StageStamps, stage_breakdown
 
@@ -162,8 +162,8 @@ def _ev_main(sh, q, p: dict, i: int, recovering: bool) -> None:
                                durable=p["durable"], checkpoint_every=p["checkpoint_every"], lookahead=p["batch"] * 2,
                                batch=p["batch"], retry_ns=p["retry_ns"]), lambda: 0, recovering=recovering)
     stats = EtcdStats()
-    seq = _ask_first(net, name, ev, lambda: EtcdProposer(EtcdCas(p["endpoints"], prefix=p["prefix"], window=100_000),
-                                                         p["sock_dir"], name, stats))
+    cas = etcd_cas(p["endpoints"], api=p["etcd_api"], prefix=p["prefix"], window=100_000)   # made after the fork
+    seq = _ask_first(net, name, ev, lambda: EtcdProposer(cas, p["sock_dir"], name, stats))
     stamps = StageStamps()
     executed = [0]
     hashes: dict[int, str] = {}   # checkpoint position -> state hash + trade hash there
@@ -330,13 +330,14 @@ def _drained(run: _Run, n_ev: int) -> bool:
 def run_processes(endpoints: list[str], *, rate: float, duration_s: float, symbols=("IBM",), durable: bool = True,
                   n_ev: int = 2, seed: int = 1, state_dir: str | None = None, kill_at: tuple[float, ...] = (),
                   down_s: float = 0.2, checkpoint_every: int = 128, retry_ns: int = 200_000_000,
-                  batch: int = 256) -> dict:
+                  batch: int = 256, etcd_api: str = ETCD_APIS[0]) -> dict:
     """Offer ``rate`` requests/s for ``duration_s`` to EVs in separate processes; the figures (module doc).
 
     ``state_dir``: the file system holding the gateway log and the HR database (their fsyncs
     are real); default a temporary directory under /var/tmp (disk). ``kill_at``: seconds into
     the load at which EV 2 is killed and restarted (failover sync). ``batch``: positions an EV
-    proposes in one etcd transaction at most (it looks ahead twice that)."""
+    proposes in one etcd transaction at most (it looks ahead twice that). ``etcd_api``: how the EVs'
+    clients ask etcd (``runtime.etcd_client.ETCD_APIS``)."""
     state = Path(tempfile.mkdtemp(prefix="rmptwin-venue-procs-", dir=state_dir or "/var/tmp"))
     socks = Path(tempfile.mkdtemp(prefix="rv-", dir="/tmp"))   # short: unix socket paths are <= 107 bytes
     prefix = f"bench/{os.getpid()}/{time.monotonic_ns()}"
@@ -344,8 +345,9 @@ def run_processes(endpoints: list[str], *, rate: float, duration_s: float, symbo
     params = {"sock_dir": str(socks), "state_dir": str(state), "n_ev": n_ev, "evs": tuple(f"ev{i + 1}" for i in range(n_ev)),
               "symbols": tuple(symbols), "rate": rate, "duration_s": duration_s, "seed": seed, "endpoints": endpoints,
               "prefix": prefix, "durable": durable, "checkpoint_every": checkpoint_every, "retry_ns": retry_ns,
-              "batch": batch}
-    init = EtcdCas(endpoints, prefix=prefix, window=100_000)
+              "batch": batch, "etcd_api": etcd_api}
+    # JSON here whatever the EVs use: no gRPC channel in this process, whose forks become the EVs
+    init = etcd_cas(endpoints, api="json", prefix=prefix, window=100_000)
     init.init()
     init.close()
     run = _Run(params, n_ev)

@@ -1,4 +1,5 @@
-"""The CAS sequencer's memory on a real fault-tolerant store: etcd v3 through its JSON gateway.
+"""The CAS sequencer's memory on a real fault-tolerant store: etcd v3, through its native gRPC API or its
+JSON gateway (``venue.etcd_api``; ``runtime.etcd_grpc``, ``runtime.etcd_json``).
 
 Same answers as ``sequencer.CasLog`` (but one: a proposer that finds its own batch standing
 at n is told WON, see ``EtcdCas.propose``). A batch of keys k_0..k_m proposed for positions
@@ -16,10 +17,11 @@ batch named at or after n is the one holding n. One key per batch, not per posit
 keeps a 256-request transaction as cheap for etcd (raft entry, apply, JSON) as a
 one-request one. A proposer below ``next - window`` is told TOO_FAR.
 
-Requests go over persistent HTTP/1.1 connections (``_Http``, a minimal client: the
-standard library's costs four times the CPU) to one member, the leader when the driver
-put it first (``leader_first``); on a refused or
-broken connection or an etcd error the client moves to the next member and asks again.
+``EtcdCas`` holds what a transaction says and what its answer means; a subclass carries it to
+etcd (``etcd_cas`` picks one by API). Requests go over one kept-alive connection to one member,
+the leader when the driver put it first (``leader_first``); on a refused, broken or timed-out
+connection or an etcd error the client moves to the next member and asks again (a timed-out
+transaction may or may not have been applied: the retry tells which).
 Asking again is safe: if the first attempt was applied, the retry fails its compare, finds
 the batch the first attempt wrote, with this proposer's id and keys, and answers WON.
 (Answered LOST with its own keys, the EV would still adopt them, but the history would show a
@@ -35,16 +37,14 @@ own (tests; ``runtime.venue_node.EtcdProposer``, an EV's own worker thread).
 
 from __future__ import annotations
 
-import base64
 import http.client
 import json
 import queue
-import socket
 import struct
 import sys
 import threading
 import time
-from typing import Callable
+from typing import Any, Callable
 from urllib.parse import urlsplit
 
 from rmptwin.errors import UserError
@@ -52,19 +52,14 @@ from rmptwin.venue import wire
 from rmptwin.venue.sequencer import REPLY_MAX
 
 Key = tuple[int, int]
+# What a transaction says, in neither API's terms (each subclass spells it its own way):
+# a compare is ("value", key, value) "key's value == value" or ("absent", key, b"") "key was never created";
+# an op is ("put", key, value), ("range", key, range_end, limit) or ("delete", key, range_end)
+Compare = tuple[str, bytes, bytes]
+Op = tuple[Any, ...]
+Reply = tuple[bool, list[list[bytes]]]   # succeeded?, and per op the values a range found ([] for the others)
 
-
-def _b64(s: str) -> str:
-    return base64.b64encode(s.encode()).decode()
-
-
-def _b64b(b: bytes) -> str:
-    return base64.b64encode(b).decode()
-
-
-def _unb64(s: str) -> str:
-    return base64.b64decode(s).decode()
-
+ETCD_APIS = ("grpc", "json")   # venue.etcd_api; the first is the default (measured faster: docs/benchmarks.md)
 
 _HEAD = struct.Struct("!qH")      # a batch value: its first position and its proposer, then the keys
 _KEY = struct.Struct("!Hq")       # (gw id, gw seq), as on the wire
@@ -78,57 +73,15 @@ class EtcdError(RuntimeError):
     """etcd answered with an error (no leader, leader changed, ...): try another member."""
 
 
-class _Http:
-    """One kept-alive HTTP/1.1 connection, just enough for etcd's JSON gateway: a POST is one
-    ``sendall`` of a prepared head and the body; the answer is read by Content-Length or
-    chunks. A quarter of ``http.client``'s CPU per transaction (no header objects, no email
-    parser), which on a 2-CPU machine is latency: the EVs' etcd clients run once per batch."""
-
-    def __init__(self, host: str, port: int, timeout_s: float) -> None:
-        self.sock = socket.create_connection((host, port), timeout=timeout_s)
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self._head = f"Host: {host}:{port}\r\nContent-Type: application/json\r\nContent-Length: ".encode()
-        self._buf = b""
-
-    def post(self, path: str, body: bytes) -> tuple[int, bytes]:
-        self.sock.sendall(b"POST %s HTTP/1.1\r\n%s%d\r\n\r\n%s" % (path.encode(), self._head, len(body), body))
-        head = self._until(b"\r\n\r\n").decode("latin-1").split("\r\n")
-        status = int(head[0].split(" ", 2)[1])
-        fields = {k.strip().lower(): v.strip() for k, _, v in (h.partition(":") for h in head[1:])}
-        if "content-length" in fields:
-            return status, self._exactly(int(fields["content-length"]))
-        if fields.get("transfer-encoding", "").lower() != "chunked":
-            raise http.client.HTTPException("etcd answer without a length")
-        parts = []
-        while (size := int(self._until(b"\r\n").split(b";")[0], 16)) > 0:
-            parts.append(self._exactly(size))
-            self._exactly(2)
-        self._until(b"\r\n")   # the (empty) trailer
-        return status, b"".join(parts)
-
-    def _fill(self) -> None:
-        got = self.sock.recv(65536)
-        if not got:
-            raise ConnectionError("etcd closed the connection")
-        self._buf += got
-
-    def _until(self, mark: bytes) -> bytes:
-        while (i := self._buf.find(mark)) < 0:
-            self._fill()
-        out, self._buf = self._buf[:i], self._buf[i + len(mark):]
-        return out
-
-    def _exactly(self, n: int) -> bytes:
-        while len(self._buf) < n:
-            self._fill()
-        out, self._buf = self._buf[:n], self._buf[n:]
-        return out
-
-    def close(self) -> None:
-        self.sock.close()
-
-
 class EtcdCas:
+    """The sequencer's transactions on etcd; a subclass says how they travel (``api``): it opens a
+    connection to one member (``_open``), runs a transaction or a range on it (``_txn_on``,
+    ``_range_on``), raising EtcdError or one of its ``_transient`` errors to move on to the next
+    member, UserError for a request no member would take."""
+
+    api = ""
+    _transient: tuple[type[BaseException], ...] = (OSError, EtcdError)
+
     def __init__(self, endpoints: list[str], *, prefix: str = "rmptwin/seq", window: int = 1024,
                  timeout_s: float = 2.0, give_up_s: float = 30.0) -> None:
         self.endpoints = [urlsplit(e) for e in endpoints]
@@ -137,69 +90,71 @@ class EtcdCas:
         self.timeout_s = timeout_s
         self.give_up_s = give_up_s
         self._i = 0
-        self._conn: _Http | None = None
+        self._conn: Any = None
         self.failovers = 0
         self.round_trips = 0
+        self._next = f"{self.prefix}/next".encode()
+        self._batches_end = f"{self.prefix}/b0".encode()   # just above every b/<n>
 
-    # ------------------------------------------------------------------ keys
-    def _next_key(self) -> str:
-        return f"{self.prefix}/next"
+    # ------------------------------------------------------------------ transport (the subclass's)
+    def _open(self, host: str, port: int) -> Any:
+        raise NotImplementedError
 
-    def _batch_key(self, last: int) -> str:
-        return f"{self.prefix}/b/{last:020d}"
+    def _txn_on(self, conn: Any, compare: list[Compare], success: list[Op], failure: list[Op]) -> Reply:
+        raise NotImplementedError
 
-    @staticmethod
-    def _num(n: int) -> str:
-        return f"{n:020d}"
+    def _range_on(self, conn: Any, key: bytes, range_end: bytes) -> list[bytes]:
+        raise NotImplementedError
 
-    # ------------------------------------------------------------------ transport
-    def _post(self, path: str, body: dict) -> dict:
-        data = json.dumps(body).encode()
+    def _close_conn(self, conn: Any) -> None:
+        conn.close()
+
+    def _ask(self, call: Callable[[Any], Any]) -> Any:
+        """``call(connection)`` on the current member, else on the next ones, for ``give_up_s``."""
         deadline = time.monotonic() + self.give_up_s
         last = None
         while time.monotonic() < deadline:
             try:
                 if self._conn is None:
                     ep = self.endpoints[self._i]
-                    self._conn = _Http(ep.hostname, ep.port, self.timeout_s)
-                status, raw = self._conn.post(path, data)
-                payload = json.loads(raw or b"{}")
-                if status == 400:   # a malformed request stays malformed on every member
-                    raise UserError(f"etcd refused a sequencer request: {payload.get('message', payload)}")
-                if status != 200 or "error" in payload:
-                    raise EtcdError(payload.get("error") or payload.get("message") or f"HTTP {status}")
+                    self._conn = self._open(ep.hostname or "127.0.0.1", ep.port or 2379)
+                out = call(self._conn)
                 self.round_trips += 1
-                return payload
-            except (OSError, http.client.HTTPException, EtcdError, ValueError, IndexError) as e:
+                return out
+            except self._transient as e:
                 last = e
                 conn, self._conn = self._conn, None
                 if conn is not None:
-                    conn.close()
+                    self._close_conn(conn)
                 self._i = (self._i + 1) % len(self.endpoints)
                 self.failovers += 1
                 time.sleep(0.01)
         raise UserError(f"etcd sequencer unreachable for {self.give_up_s:.0f} s ({last})")
 
+    def _txn(self, compare: list[Compare], success: list[Op], failure: list[Op]) -> Reply:
+        return self._ask(lambda conn: self._txn_on(conn, compare, success, failure))
+
     def close(self) -> None:
         if self._conn is not None:
-            self._conn.close()
+            self._close_conn(self._conn)
             self._conn = None
+
+    # ------------------------------------------------------------------ keys
+    def _batch_key(self, last: int) -> bytes:
+        return f"{self.prefix}/b/{last:020d}".encode()
+
+    @staticmethod
+    def _num(n: int) -> bytes:
+        return f"{n:020d}".encode()
 
     # ------------------------------------------------------------------ operations
     def init(self) -> None:
         """Create ``next = 0`` unless it exists (every proposer may call this)."""
-        self._post("/v3/kv/txn", {
-            "compare": [{"key": _b64(self._next_key()), "target": "CREATE", "result": "EQUAL",
-                         "create_revision": "0"}],
-            "success": [{"request_put": {"key": _b64(self._next_key()), "value": _b64(self._num(0))}}],
-        })
+        self._txn([("absent", self._next, b"")], [("put", self._next, self._num(0))], [])
 
-    def _reads(self, n: int, count: int) -> list[dict]:
-        return [
-            {"request_range": {"key": _b64(self._next_key())}},
-            {"request_range": {"key": _b64(self._batch_key(n)), "range_end": _b64(f"{self.prefix}/b0"),
-                               "limit": str(count)}},   # each batch holds >= 1 position
-        ]
+    def _reads(self, n: int, count: int) -> list[Op]:
+        return [("range", self._next, b"", 0),
+                ("range", self._batch_key(n), self._batches_end, count)]   # each batch holds >= 1 position
 
     def propose(self, n: int, keys: list[Key], owner: int = NO_OWNER) -> tuple[int, int, list[Key]]:
         """(status, next, keys standing at n, n+1, ...), as ``CasLog.propose``, with one
@@ -212,49 +167,38 @@ class EtcdCas:
         if keys:
             end = n + len(keys)
             value = _HEAD.pack(n, owner) + b"".join(_KEY.pack(g, s) for g, s in keys)
-            success = [{"request_put": {"key": _b64(self._batch_key(end - 1)), "value": _b64b(value)}},
-                       {"request_put": {"key": _b64(self._next_key()), "value": _b64(self._num(end))}}]
+            success: list[Op] = [("put", self._batch_key(end - 1), value), ("put", self._next, self._num(end))]
             cut = end - self.window   # positions below it may go: batches ending below it
             if cut > 0:
-                success.append({"request_delete_range": {
-                    "key": _b64(self._batch_key(max(0, cut - len(keys) - 64))), "range_end": _b64(self._batch_key(cut))}})
-            body = {
-                "compare": [{"key": _b64(self._next_key()), "target": "VALUE", "result": "EQUAL",
-                             "value": _b64(self._num(n))}],
-                "success": success,
-                "failure": self._reads(n, count),
-            }
-            r = self._post("/v3/kv/txn", body)
-            if r.get("succeeded"):
+                success.append(("delete", self._batch_key(max(0, cut - len(keys) - 64)), self._batch_key(cut)))
+            won, found = self._txn([("value", self._next, self._num(n))], success, self._reads(n, count))
+            if won:
                 return wire.WON, end, list(keys)
-            batches = r["responses"][1].get("response_range", {}).get("kvs", [])
-            if owner != NO_OWNER and batches and self._batch(batches[0]) == (n, owner, list(keys)):
+            if owner != NO_OWNER and found[1] and self._batch(found[1][0]) == (n, owner, list(keys)):
                 return wire.WON, end, list(keys)
         else:
-            r = self._post("/v3/kv/txn", {"success": self._reads(n, count)})
-        return self._answer(n, r["responses"], count)
+            _, found = self._txn([], self._reads(n, count), [])
+        return self._answer(n, found, count)
 
     @staticmethod
-    def _batch(kv: dict) -> tuple[int, int, list[Key]]:
+    def _batch(value: bytes) -> tuple[int, int, list[Key]]:
         """(first position, proposer, keys) of one stored batch."""
-        value = base64.b64decode(kv["value"])
         first, owner = _HEAD.unpack_from(value)
         return first, owner, [_KEY.unpack_from(value, _HEAD.size + i * _KEY.size)
                               for i in range((len(value) - _HEAD.size) // _KEY.size)]
 
     @classmethod
-    def _positions(cls, kvs: list[dict]) -> dict[int, Key]:
-        """Position -> key for every position of the batches in ``kvs``."""
+    def _positions(cls, values: list[bytes]) -> dict[int, Key]:
+        """Position -> key for every position of the batches stored as ``values``."""
         got = {}
-        for kv in kvs:
-            first, _, keys = cls._batch(kv)
+        for value in values:
+            first, _, keys = cls._batch(value)
             got.update(zip(range(first, first + len(keys)), keys))
         return got
 
-    def _answer(self, n: int, responses: list[dict], count: int) -> tuple[int, int, list[Key]]:
-        nxt_kvs = responses[0].get("response_range", {}).get("kvs", [])
-        nxt = int(_unb64(nxt_kvs[0]["value"])) if nxt_kvs else 0
-        got = self._positions(responses[1].get("response_range", {}).get("kvs", []))
+    def _answer(self, n: int, found: list[list[bytes]], count: int) -> tuple[int, int, list[Key]]:
+        nxt = int(found[0][0]) if found[0] else 0
+        got = self._positions(found[1])
         if n < nxt - self.window or (n < nxt and n not in got):
             return wire.TOO_FAR, nxt, []
         out = []   # as many as CasLog tells (the batches read may hold more positions)
@@ -264,8 +208,19 @@ class EtcdCas:
 
     def read_all(self) -> dict[int, Key]:
         """Every position still stored (tests and checks)."""
-        r = self._post("/v3/kv/range", {"key": _b64(self._batch_key(0)), "range_end": _b64(f"{self.prefix}/b0")})
-        return self._positions(r.get("kvs", []))
+        return self._positions(self._ask(lambda conn: self._range_on(conn, self._batch_key(0), self._batches_end)))
+
+
+def etcd_cas(endpoints: list[str], *, api: str = ETCD_APIS[0], **kwargs: Any) -> EtcdCas:
+    """An ``EtcdCas`` that talks ``api`` (one of ``ETCD_APIS``); ``kwargs`` as ``EtcdCas``'s.
+    The API's module is imported here, so a JSON client never loads grpc."""
+    if api == "grpc":
+        from rmptwin.runtime.etcd_grpc import GrpcEtcdCas
+        return GrpcEtcdCas(endpoints, **kwargs)
+    if api == "json":
+        from rmptwin.runtime.etcd_json import JsonEtcdCas
+        return JsonEtcdCas(endpoints, **kwargs)
+    raise UserError(f"unknown etcd API {api!r} (one of {', '.join(ETCD_APIS)})")
 
 
 def leader_first(endpoints: list[str], timeout_s: float = 1.0) -> list[str]:

@@ -20,7 +20,7 @@ from pathlib import Path
 from rmptwin.factories.adapters import Adapters
 from rmptwin.spec import LoadedExperiment
 from rmptwin.runtime.durable_stores import DurableStores
-from rmptwin.runtime.etcd_client import Answer, EtcdCas, EtcdCasClient
+from rmptwin.runtime.etcd_client import Answer, EtcdCasClient, etcd_cas
 from rmptwin.runtime.etcd_cluster import EtcdCluster
 
 ETCD_MEMBERS = 3
@@ -64,5 +64,6 @@ def node_adapters(host, loaded: LoadedExperiment, state_dir: Path) -> NodeAdapte
         weakref.finalize(adapters, cluster.stop)
         prefix = f"rmptwin/{loaded.experiment.name}/{os.getpid()}"
         adapters.cluster = cluster
-        adapters.cas_client = EtcdCasClient(EtcdCas(cluster.endpoints, prefix=prefix, window=venue.window))
+        adapters.cas_client = EtcdCasClient(etcd_cas(cluster.endpoints, api=venue.etcd_api, prefix=prefix,
+                                                         window=venue.window))
     return adapters

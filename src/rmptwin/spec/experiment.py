@@ -153,6 +153,9 @@ class VenueWorkload(_Model):
     durable_history: bool = True
     checkpoint_every: int = Field(1000, ge=1)
     window: int = Field(1024, ge=1, description="sequencer sliding window (positions)")
+    etcd_api: Literal["grpc", "json"] = Field(
+        "grpc", description="with sequencer: etcd, how the sequencer host's client asks etcd: grpc, its native "
+                            "API (measured faster, docs/benchmarks.md), or json, its JSON gateway over HTTP/1.1")
     start_s: float = Field(0.5, ge=0)
     duration_s: float = Field(5.0, gt=0)
     tick: int = Field(100, ge=1, description="price tick in ticker units (price x 10,000): 100 = one cent")
