@@ -34,6 +34,7 @@ import os
 import queue
 import random
 import shutil
+import socket
 import sys
 import tempfile
 import time
@@ -47,6 +48,7 @@ from rmptwin.venue import wire
 from rmptwin.venue.client import ClientConfig, ClientCore
 from rmptwin.venue.gateway import GatewayConfig, GatewayCore
 from rmptwin.venue.history import HistoryConfig, HistoryCore
+from rmptwin.venue.standby import StandbyVenueCore
 from rmptwin.venue.venue import VenueConfig, VenueCore
 from rmptwin.runtime.durable_stores import FileGatewayLog, FileHistoryStore
 from rmptwin.runtime.etcd_client import ETCD_APIS, etcd_cas, leader_first
@@ -56,7 +58,7 @@ from rmptwin.bench.venue_trace import StageStamps, stage_breakdown
 START_DELAY_NS = 200_000_000   # the clients start this long after every process is ready
 DRAIN_CAP_S = 2.0              # after the load, wait at most this long for every completion
 # shared int64 slots (one RawArray, no locks: each slot has one writer)
-GO, STOP, HR_TOP, ACCEPTED, COMPLETED, TARGET, OFFERED, EV0 = range(8)
+GO, STOP, HR_TOP, ACCEPTED, COMPLETED, TARGET, OFFERED, PROMOTE, EV0 = range(9)
 _SEQ = Unicast("seq")
 _PHASES = ("checkpoint", "hardened", "live")   # a recovering EV's, in order (the HR's one answer ends the first two)
 
@@ -153,14 +155,17 @@ def _ask_first(net: Transport, name: str, ev: VenueCore, start_proposer) -> Etcd
     return seq
 
 
-def _ev_main(sh, q, p: dict, i: int, recovering: bool) -> None:
+def _ev_main(sh, q, p: dict, i: int, recovering: bool, standby: bool = False) -> None:
+    """EV ``i``; a ``standby`` one follows the others silently until the supervisor raises PROMOTE."""
     main_at, main_cpu = time.monotonic_ns(), time.process_time()
     _fast_thread_handoff()
     name = f"ev{i + 1}"
     net = Transport(p["sock_dir"], [name], _groups(p["n_ev"]))
-    ev = VenueCore(VenueConfig(ev_id=i, symbols=p["symbols"], gateways=("gw1",), sequencer="seq", history="hr1",
-                               durable=p["durable"], checkpoint_every=p["checkpoint_every"], lookahead=p["batch"] * 2,
-                               batch=p["batch"], retry_ns=p["retry_ns"]), lambda: 0, recovering=recovering)
+    core = StandbyVenueCore if standby else VenueCore
+    ev = core(VenueConfig(ev_id=i, symbols=p["symbols"], gateways=("gw1",), sequencer="seq", history="hr1",
+                          durable=p["durable"], checkpoint_every=p["checkpoint_every"], lookahead=p["batch"] * 2,
+                          batch=p["batch"], retry_ns=p["retry_ns"]), lambda: 0, recovering=recovering)
+    promotions_seen = sh[PROMOTE]
     stats = EtcdStats()
     cas = etcd_cas(p["endpoints"], api=p["etcd_api"], prefix=p["prefix"], window=100_000)   # made after the fork
     seq = _ask_first(net, name, ev, lambda: EtcdProposer(cas, p["sock_dir"], name, stats))
@@ -174,6 +179,11 @@ def _ev_main(sh, q, p: dict, i: int, recovering: bool) -> None:
             stamps.mark(e.src_seq)
         elif e.kind == Kind.VENUE_STATE:
             hashes[e.gseq] = f"{e.detail['state_hash']}/{e.detail['trade_hash']}"
+        elif e.kind == Kind.SYNC_DONE and isinstance(ev, StandbyVenueCore) and ev.promoted_at is not None:
+            q.put(("promoted", name, {"at": time.monotonic_ns(), "promoted_at": ev.promoted_at,
+                                      "sync_core_ms": e.detail["sync_ns"] / 1e6, "position": e.detail["position"],
+                                      "txns_ms": [((a - ev.promoted_at) / 1e6, (b - ev.promoted_at) / 1e6)
+                                                  for a, b in stats.spans if b >= ev.promoted_at]}))
         elif e.kind == Kind.SYNC_DONE:
             at, cpu_at = time.monotonic_ns(), time.process_time()
             mark_phases("live", at, cpu_at)
@@ -197,6 +207,9 @@ def _ev_main(sh, q, p: dict, i: int, recovering: bool) -> None:
     cpu, rq = time.process_time(), _runqueue_s()
     pump(net, {name: ev}, on_event, seq, max_wait_s=0.0)   # a recovering EV's first question goes out at once
     while sh[STOP] < 2 and not (sh[STOP] == 1 and ev.next_pos >= sh[TARGET]):
+        if standby and sh[PROMOTE] > promotions_seen and isinstance(ev, StandbyVenueCore) and ev.standby:
+            ev.promote(time.monotonic_ns())   # an EV died: take its place; the read goes out at once
+            pump(net, {name: ev}, on_event, seq, max_wait_s=0.0)
         pump(net, {name: ev}, on_event, seq, tap=stamps.on_request)
         sh[EV0 + i] = ev.next_pos
         if recovering and ev.phase not in phases:
@@ -220,6 +233,7 @@ class _Run:
         self.procs: dict[str, mp.Process] = {}
         self.results: dict[str, dict] = {}
         self.syncs: list[dict] = []
+        self.promotions: list[dict] = []
         self.ready: set[str] = set()
         self.stopped_ns = 0
 
@@ -240,6 +254,8 @@ class _Run:
             self.ready.add(name)
         elif kind == "sync":
             self.syncs.append({"ev": name, **payload})
+        elif kind == "promoted":
+            self.promotions.append({"ev": name, **payload})
         else:
             self.results[name] = payload
 
@@ -277,6 +293,33 @@ def _failovers(run: _Run, start_ns: int, kill_at: tuple[float, ...], down_s: flo
         out.append({"sync_from_start_ms": (s["at"] - forked) / 1e6, "sync_core_ms": s["sync_core_ms"],
                     "sync_from_main_ms": (s["at"] - s["main_at"]) / 1e6, "spawn_ms": (s["main_at"] - forked) / 1e6,
                     "position": s["position"], "executed": s["executed"], "phases_ms": wall, "phases_cpu_ms": cpu})
+    return out
+
+
+def _standby_failovers(run: _Run, start_ns: int, kill_at: tuple[float, ...], n: int) -> list[dict]:
+    """With a standby (the last EV): at each of ``kill_at`` s into the load kill the EV that took
+    over last (first EV n-1), tell the standby (PROMOTE, and a datagram that wakes its loop), and
+    start the killed EV again as the new standby (checkpoint + hardened requests, then silent)."""
+    victim, standby, out = n - 2, n - 1, []
+    for at in kill_at:
+        while time.monotonic_ns() < start_ns + at * 1e9:
+            run.collect(0.002)
+        name = f"ev{victim + 1}"
+        run.procs[name].kill()
+        run.procs[name].join(timeout=5)
+        seen = time.monotonic_ns()   # the supervisor has seen its child exit
+        before, synced = len(run.promotions), len(run.syncs)
+        run.sh[PROMOTE] += 1
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
+            s.sendto(b"", str(Path(run.p["sock_dir"]) / f"ev{standby + 1}.sock"))
+        run.wait_for(lambda: len(run.promotions) > before, 20.0, f"ev{standby + 1} in sync after its promotion")
+        pr = run.promotions[-1]
+        run.spawn(name, _ev_main, victim, True, True)
+        run.wait_for(lambda: len(run.syncs) > synced, 20.0, f"{name} recovered as the new standby")
+        out.append({"sync_ms": pr["sync_core_ms"], "seen_to_sync_ms": (pr["at"] - seen) / 1e6,
+                    "seen_to_promote_ms": (pr["promoted_at"] - seen) / 1e6, "position": pr["position"],
+                    "new_standby_sync_ms": run.syncs[-1]["sync_core_ms"], "txns_ms": pr["txns_ms"]})
+        victim, standby = standby, victim
     return out
 
 
@@ -330,14 +373,16 @@ def _drained(run: _Run, n_ev: int) -> bool:
 def run_processes(endpoints: list[str], *, rate: float, duration_s: float, symbols=("IBM",), durable: bool = True,
                   n_ev: int = 2, seed: int = 1, state_dir: str | None = None, kill_at: tuple[float, ...] = (),
                   down_s: float = 0.2, checkpoint_every: int = 128, retry_ns: int = 200_000_000,
-                  batch: int = 256, etcd_api: str = ETCD_APIS[0]) -> dict:
+                  batch: int = 256, etcd_api: str = ETCD_APIS[0], standby: bool = False) -> dict:
     """Offer ``rate`` requests/s for ``duration_s`` to EVs in separate processes; the figures (module doc).
 
     ``state_dir``: the file system holding the gateway log and the HR database (their fsyncs
     are real); default a temporary directory under /var/tmp (disk). ``kill_at``: seconds into
     the load at which EV 2 is killed and restarted (failover sync). ``batch``: positions an EV
     proposes in one etcd transaction at most (it looks ahead twice that). ``etcd_api``: how the EVs'
-    clients ask etcd (``runtime.etcd_client.ETCD_APIS``)."""
+    clients ask etcd (``runtime.etcd_client.ETCD_APIS``). ``standby``: one EV more, started as a
+    standby; a kill then promotes it (``_standby_failovers``), no fork waited for."""
+    n_ev += 1 if standby else 0
     state = Path(tempfile.mkdtemp(prefix="rmptwin-venue-procs-", dir=state_dir or "/var/tmp"))
     socks = Path(tempfile.mkdtemp(prefix="rv-", dir="/tmp"))   # short: unix socket paths are <= 107 bytes
     prefix = f"bench/{os.getpid()}/{time.monotonic_ns()}"
@@ -355,10 +400,13 @@ def run_processes(endpoints: list[str], *, rate: float, duration_s: float, symbo
         run.spawn("front", _front_main)
         run.spawn("hr", _hr_main)
         for i in range(n_ev):
-            run.spawn(f"ev{i + 1}", _ev_main, i, False)
+            run.spawn(f"ev{i + 1}", _ev_main, i, False, standby and i == n_ev - 1)
         run.wait_for(lambda: len(run.ready) == 2 + n_ev, 30.0, "every process ready")
         start = run.sh[GO] = time.monotonic_ns() + START_DELAY_NS
-        sync = _failovers(run, start, kill_at, down_s, n_ev - 1) if kill_at else []
+        if standby:
+            sync = _standby_failovers(run, start, kill_at, n_ev) if kill_at else []
+        else:
+            sync = _failovers(run, start, kill_at, down_s, n_ev - 1) if kill_at else []
         end = start + int(duration_s * 1e9)
         while time.monotonic_ns() < end or (not _drained(run, n_ev) and time.monotonic_ns() < end + DRAIN_CAP_S * 1e9):
             run.collect(0.005)

@@ -16,6 +16,7 @@ from rmptwin.venue.client import ClientConfig, ClientCore
 from rmptwin.venue.gateway import GatewayConfig, GatewayCore
 from rmptwin.venue.history import HistoryConfig, HistoryCore
 from rmptwin.venue.sequencer import CasProxyCore, SequencerConfig, SequencerCore
+from rmptwin.venue.standby import StandbyVenueCore
 from rmptwin.venue.venue import VenueConfig, VenueCore
 from rmptwin.factories.adapters import Adapters
 
@@ -67,7 +68,15 @@ def build_venue(host, loaded: LoadedExperiment, rng: random.Random, *, recoverin
     def replay_service() -> int:
         return max(1, int(rng.expovariate(1.0 / replay_ns))) if replay_ns > 0 else 0
 
+    if is_standby(host, loaded):
+        return StandbyVenueCore(config, service, recovering=recovering, replay_service=replay_service)
     return VenueCore(config, service, recovering=recovering, replay_service=replay_service)
+
+
+def is_standby(host, loaded: LoadedExperiment) -> bool:
+    """Whether ``host`` is the standby EV: the last venue host of a ``venue.standby`` experiment."""
+    v = loaded.experiment.venue
+    return v is not None and v.standby and host.role == "venue" and _names(loaded, "venue")[-1] == host.name
 
 
 def build_sequencer(host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False,

@@ -273,6 +273,7 @@ class Simulation:
             node.groups = frozenset()
             self.net.set_groups(node.idx, node.groups)
             self._log.append((t, node, (Event(Kind.CRASH),)))
+            self._promote_standby(t, node)
         elif fault.action == "recover":
             node = self._node_of(fault)
             if not node.crashed:
@@ -288,6 +289,21 @@ class Simulation:
             self.net.set_loss(_link(fault), fault.loss)
         else:
             self._nemesis(t, fault)
+
+    def _promote_standby(self, t: int, crashed: _Node) -> None:
+        """The supervisor of a ``venue.standby`` experiment: an EV's crash promotes the standby EV
+        (the topology's last venue host) at once, as a process supervisor sees its child exit.
+        A standby crashed, frozen or already promoted is not promoted (again)."""
+        v = self.exp.venue
+        if v is None or not v.standby or crashed.role != "venue":
+            return
+        standby = [n for n in self.nodes if n.role == "venue"][-1]
+        promote = getattr(standby.core, "promote", None)
+        if standby is crashed or standby.crashed or standby.paused is not None or promote is None \
+                or not getattr(standby.core, "standby", False):
+            return
+        promote(standby.local(t))
+        self._after(standby, t)
 
     def _nemesis(self, t: int, step: Step) -> None:
         """The steps of the newer nemeses (``rmptwin.core.nemesis``)."""

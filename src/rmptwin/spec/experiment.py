@@ -166,6 +166,10 @@ class VenueWorkload(_Model):
     gw_fsync_us: float = Field(100.0, ge=0, description="gateway log fsync latency (group fsync)")
     hr_commit_us: float = Field(300.0, ge=0, description="history-recorder group-commit latency when durable")
     lookahead: int = Field(64, ge=1, description="positions an EV may order ahead of what it executed")
+    standby: bool = Field(
+        False, description="the topology's last venue host is a standby EV: it follows the live EVs' hardened order "
+        "and executes it, silent, and is promoted when an EV crashes (no restart needed to stay at full strength); "
+        "false: a crashed EV is only replaced by restarting it (recover)")
     malformed_fraction: float = Field(0.0, ge=0, le=1, description="share of deliberately bad orders")
 
 

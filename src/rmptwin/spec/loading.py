@@ -203,6 +203,19 @@ def cross_check(path: Path, exp: Experiment, topo: Topology) -> None:
                     f"{path}: host {h.name} names stripe {k} but workload.stripes is {exp.workload.stripes}"
                 )
     _check_floor_primaries(path, exp, topo)
+    _check_standby(path, exp, topo)
+
+
+def _check_standby(path: Path, exp: Experiment, topo: Topology) -> None:
+    """A standby EV (the last venue host) needs a live EV beside it and the HR's multicasts to follow."""
+    if exp.venue is None or not exp.venue.standby:
+        return
+    if len(topo.hosts_with_role("venue")) < 2:
+        raise UserError(f"{path}: venue.standby: the last venue host stands by, so the topology needs at least "
+                        f"two venue hosts ({topo.name} has {len(topo.hosts_with_role('venue'))})")
+    if not topo.hosts_with_role("history"):
+        raise UserError(f"{path}: venue.standby: a standby EV follows the history recorder's HARDENED "
+                        f"multicasts, and {topo.name} has no history host")
 
 
 def _check_floor_primaries(path: Path, exp: Experiment, topo: Topology) -> None:

@@ -385,10 +385,13 @@ class VenueCore:
             self._events.append(Event(Kind.VENUE_STATE, gseq=pos, detail={
                 "state_hash": self.state_hash(), "trade_hash": self.trade_hash.hex(),
                 "trades": self.trade_count}))
-            if self.history is not None:
-                blob = Checkpoint(self.books, self.processed, self.trade_hash, self.trade_count).encode(self.symbols)
-                for fr in wire.ckpt_frames(wire.T_CKPT_STORE, pos, blob):
-                    self._out.append((fr, Unicast(self.history)))
+            self._store_checkpoint(pos)
+
+    def _store_checkpoint(self, pos: int) -> None:
+        if self.history is not None:
+            blob = Checkpoint(self.books, self.processed, self.trade_hash, self.trade_count).encode(self.symbols)
+            for fr in wire.ckpt_frames(wire.T_CKPT_STORE, pos, blob):
+                self._out.append((fr, Unicast(self.history)))
 
     def _check_sync(self, now: int) -> None:
         if self._recovering and self.phase == "live" and self._sync_target is not None \
