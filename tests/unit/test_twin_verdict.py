@@ -54,6 +54,31 @@ def test_control_per_data_within_ten_percent(b, status):
     assert rule(inputs(), inputs(summary(control_per_data=b)), "control_per_data").status == status
 
 
+def _control_inputs(cpd: float, types: dict, delay_ms: float, late_ms: float = 0.2) -> TwinInputs:
+    s = summary(control_per_data=cpd, timer_lateness_ms={"primary": {"p99": late_ms}})
+    return TwinInputs(summary=s, link_loss=LOSS, order=ORDER, one_source_per_stripe=True,
+                      control_types=types, data_delay_ms=delay_ms)
+
+
+def test_control_note_names_the_types_that_differ_and_whose_the_difference_is():
+    # generated seed 2 (issue 21), as measured: the emulated path 4.9 ms slower, 4 DATA and
+    # 6 RETX re-sends more, one NACK fewer
+    a = _control_inputs(0.633, {"ACK": 9, "DATA": 2, "NACK": 22, "RETX": 29}, 10.1)
+    b = _control_inputs(0.716, {"ACK": 9, "DATA": 6, "NACK": 21, "RETX": 35}, 15.0)
+    r = rule(a, b, "control_per_data")
+    assert r.status == FAIL
+    assert "DATA +4, NACK -1, RETX +6" in r.note and "10.1 vs 15 ms" in r.note and "the machine's" in r.note
+    # the same difference on a path as fast as the model, timers on time: the protocol's
+    same_path = _control_inputs(0.716, {"ACK": 9, "DATA": 6, "NACK": 21, "RETX": 35}, 10.4)
+    r = rule(a, same_path, "control_per_data")
+    assert r.status == FAIL and "the protocol's" in r.note
+    # late timers alone make it the machine's too
+    late = _control_inputs(0.716, {"ACK": 9, "DATA": 6, "NACK": 21, "RETX": 35}, 10.4, late_ms=3.0)
+    assert "the machine's" in rule(a, late, "control_per_data").note
+    # a pass names no owner
+    assert "machine" not in rule(a, a, "control_per_data").note and "no type differs" in rule(a, a, "control_per_data").note
+
+
 def test_latency_p50_within_ten_percent_without_lateness_says_lateness_is_zero():
     ok = rule(inputs(), inputs(summary(delivery_latency_ms={"p50": 109.9})), "delivery_latency_p50_ms")
     bad = rule(inputs(), inputs(summary(delivery_latency_ms={"p50": 110.5})), "delivery_latency_p50_ms")
