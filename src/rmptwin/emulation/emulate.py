@@ -24,6 +24,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -55,7 +56,7 @@ from rmptwin.runtime.config import NodeConfig
 from rmptwin.runtime.drain import DRAIN_MAX_S, owed_stripes, quiescent
 from rmptwin.runtime.eventlog import EventWriter, merge_logs
 from rmptwin.emulation.flatnet import FlatNetwork
-from rmptwin.emulation.nodeproc import READY_TIMEOUT_S, NodeProc, read_output, wait_for_line
+from rmptwin.emulation.nodeproc import READY_TIMEOUT_S, NodeProc, Spares, read_output, wait_for_line
 from rmptwin.emulation.hostload import LoadSampler, overload_verdict, run_lateness
 from rmptwin.emulation.containerstats import ContainerStatsSampler
 from rmptwin.runtime.priority import ReleasePriority
@@ -106,6 +107,7 @@ class Run:
         self.load = LoadSampler()
         self.container_stats: ContainerStatsSampler | None = None   # Docker hosts only, once they run
         self.procs: dict[str, NodeProc] = {}
+        self.spares = Spares(None, {})   # replaced in _start_nodes
         self.captures: list[subprocess.Popen] = []
         self.t0: int | None = None
         self.net = None
@@ -169,12 +171,13 @@ class Run:
                                   state_dir=self.run.venue_state_dir,
                                   access_in_node=getattr(self.net, "access_in_nodes", frozenset()))
 
-    def _start_node(self, name: str, config: Path, incarnation: int) -> NodeProc:
+    def _start_node(self, name: str, config: Path, incarnation: int, spare: bool = False) -> NodeProc:
         host = self.net.host(name)
         err = open(self.run.node_stderr_path(name, incarnation), "wb")
         env = {"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "PYTHONUNBUFFERED": "1",
                "HOME": "/tmp", **corebuild.child_env()}   # the nodes run the cores this process runs
         cmd = [sys.executable, "-m", "rmptwin.runtime.node", str(config), name, "--incarnation", str(incarnation)]
+        cmd += ["--spare"] if spare else []
         proc = host.popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=env, cwd="/")
         err.close()
         np = NodeProc(name, self.loaded.topology.host(name).role, incarnation, proc)
@@ -222,9 +225,14 @@ class Run:
                 except subprocess.TimeoutExpired:
                     return  # never crashed: nothing to recover
             inc = (old.incarnation + 1) if old else 1
-            path = self._node_config(t0_ns=self.t0).write(self.run.node_config_path(fault.node, inc))
-            np = self._start_node(fault.node, path, inc)
+            np = self.spares.take(fault.node, inc)
+            if np is not None:
+                np.send(f"WAKE {self.t0}")
+            else:
+                path = self._node_config(t0_ns=self.t0).write(self.run.node_config_path(fault.node, inc))
+                np = self._start_node(fault.node, path, inc)
             self.procs[fault.node] = np
+            self.spares.prepare(fault.node, inc + 1)
             log.add(t, fault.node, np.role, Event(Kind.RECOVER, detail={"incarnation": inc}))
         elif fault.action in ("link_down", "link_up"):
             self.net.set_link(fault.link, fault.action == "link_up")
@@ -329,10 +337,15 @@ class Run:
         self.progress(0.0, f"starting {len(topo.hosts)} nodes")
         for h in topo.hosts:
             self.procs[h.name] = self._start_node(h.name, path, 0)
+        recovers = Counter(f.node for f in nemesis.steps(self.exp.faults) if f.action == "recover")
+        self.spares = Spares(lambda name, inc: self._start_node(name, path, inc, spare=True), recovers)
+        spares = [np for name in recovers if (np := self.spares.prepare(name, 1)) is not None]
         deadline = time.monotonic() + READY_TIMEOUT_S
         for i, np in enumerate(self.procs.values()):
             wait_for_line(np, "READY", deadline, self.run.node_stderr_path(np.name, 0))
             self.progress(0.0, f"nodes ready {i + 1}/{len(self.procs)}")
+        for np in spares:   # imported before t0, not in the middle of the run
+            wait_for_line(np, "SPARE", deadline, self.run.node_stderr_path(np.name, np.incarnation))
 
     def _apply_schedule(self, log: EventWriter) -> None:
         """From t0 to the end of the duration: each fault at its time, the progress meanwhile."""
@@ -414,6 +427,7 @@ class Run:
         self.missing_joins = sorted(f"{n}:{ip}" for ip, n in missing)
 
     def _teardown_nodes(self) -> None:
+        self.spares.close()
         for np in self.procs.values():
             if np.proc.poll() is None:
                 np.send("STOP")

@@ -79,3 +79,50 @@ def wait_for_line(np: NodeProc, want: str, deadline: float, err_path: Path) -> N
         if line == "EOF":
             tail = err_path.read_text(errors="replace").strip().splitlines()[-1:] if err_path.exists() else []
             raise UserError(f"node {np.name} exited at start ({tail[0] if tail else 'no message'}); see {err_path}")
+
+
+class Spares:
+    """The next incarnation of each node the fault schedule recovers, started ahead
+    (``runtime.node --spare``): at its recover fault a spare needs only ``WAKE <t0>``, not an
+    interpreter's start, which took 2.5 s on the loaded 2-CPU machine (a restarted EV missed a
+    3.5 s run). At most one spare per node waits at a time; ``start(name, incarnation)``
+    starts one process (the runner's ``_start_node``)."""
+
+    def __init__(self, start, recovers: dict[str, int]) -> None:
+        self._start = start
+        self._left = {name: n for name, n in recovers.items() if n > 0}   # recover faults still to come
+        self._waiting: dict[str, NodeProc] = {}
+
+    def prepare(self, name: str, incarnation: int) -> NodeProc | None:
+        """Start ``name``'s spare for ``incarnation`` if a recover of it is still to come."""
+        if self._left.get(name, 0) <= 0 or name in self._waiting:
+            return None
+        self._left[name] -= 1
+        np = self._waiting[name] = self._start(name, incarnation)
+        return np
+
+    def take(self, name: str, incarnation: int) -> NodeProc | None:
+        """The waiting spare of ``name`` if it is ``incarnation`` and alive (else None: start one)."""
+        np = self._waiting.pop(name, None)
+        if np is not None and (np.incarnation != incarnation or np.proc.poll() is not None):
+            self._end(np)
+            return None
+        return np
+
+    def close(self) -> None:
+        """End every spare still waiting (EOF on its stdin makes it exit)."""
+        for np in self._waiting.values():
+            self._end(np)
+        self._waiting.clear()
+
+    @staticmethod
+    def _end(np: NodeProc) -> None:
+        try:
+            np.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            np.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            np.proc.kill()
+            np.proc.wait()
