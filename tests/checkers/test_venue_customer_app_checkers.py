@@ -17,7 +17,7 @@ from rmptwin.checkers.customers import (
 )
 from rmptwin.checkers.history import event_dict
 from rmptwin.checkers.linearizable import linearizable
-from rmptwin.checkers.venue import VenueHistory, cas_history, venue
+from rmptwin.checkers.venue import VenueHistory, cas_history, venue, venue_history
 from rmptwin.core.striping import session_name
 
 
@@ -74,6 +74,35 @@ def test_clean_venue_passes():
 def test_venue_catches_planted(plant):
     v = venue(PLANTED_VENUE[plant](clean_venue()))
     assert v is not None and v.checker == "venue" and v.events
+
+
+class _Topo:
+    def hosts_with_role(self, role):
+        names = {"venue": ["ev1", "ev2"], "history": ["hr1"]}.get(role, [])
+        return [type("Host", (), {"name": n})() for n in names]
+
+
+class _Loaded:
+    topology = _Topo()
+
+
+def _trades_at_20(hr_stored: int) -> pd.DataFrame:
+    """ev1 and ev2 each produce position 20's two trades; ev2 is killed, restarts and replays
+    position 20 (its second incarnation logs the same two trades); the HR stored ``hr_stored``."""
+    trade = lambda t, node: (t, node, "trade", "IBM", 7, 20, "{}")   # noqa: E731
+    rows = [trade(10, "ev1"), trade(10, "ev1"), trade(11, "ev2"), trade(11, "ev2"),
+            (12, "hr1", "hr_store", "gw0", 13, 20, '{"trades": %d}' % hr_stored),
+            (20, "ev2", "crash", "", -1, -1, "{}"), (30, "ev2", "recover", "", -1, -1, "{}"),
+            trade(40, "ev2"), trade(40, "ev2")]
+    return pd.DataFrame(rows, columns=["t_ns", "node", "kind", "src", "src_seq", "gseq", "detail"])
+
+
+def test_a_restarted_evs_replayed_trades_are_not_counted_twice():
+    # measured emulated (ev_kill9, with a spare): ev2's second incarnation replayed position 20
+    # from the HR, and the checker counted 4 trades against the HR's 2
+    assert venue(venue_history(_trades_at_20(2), _Loaded())) is None
+    v = venue(venue_history(_trades_at_20(1), _Loaded()))
+    assert v is not None and "position 20 produced 2 trade(s), the history recorder stored 1" in v.message
 
 
 def test_cas_history_from_events_makes_retries_indeterminate():

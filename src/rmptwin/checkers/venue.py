@@ -77,6 +77,7 @@ def venue_history(df: pd.DataFrame, loaded) -> VenueHistory:
     mask = df.node.isin(list(evs)) & df.kind.isin([Kind.SEQ_POSITION, Kind.VENUE_STATE, Kind.TRADE])
     rows = df[mask]
     positions, states, produced = [], [], {}
+    producer: dict[int, tuple[str, int]] = {}   # position -> the EV incarnation whose trades count
     for t, node, kind, src, sseq, g, det, i in zip(rows.t_ns, rows.node, rows.kind, rows.src, rows.src_seq, rows.gseq,
                                                    rows.detail, inc[mask]):
         ev = event_dict(t, node, kind, src, sseq, g, det)
@@ -86,8 +87,10 @@ def venue_history(df: pd.DataFrame, loaded) -> VenueHistory:
             d = _detail(det)
             states.append((node, int(g), (d.get("state_hash"), d.get("trade_hash")), ev))
         elif kind == Kind.TRADE:
-            n, e = produced.get(int(g), (0, ev))
-            if e["node"] == node:   # one EV's trades per position (each EV produces the same)
+            # one EV incarnation's trades per position: each EV produces the same, and a
+            # restarted EV replaying the hardened requests produces them again
+            if producer.setdefault(int(g), (node, int(i))) == (node, int(i)):
+                n, e = produced.get(int(g), (0, ev))
                 produced[int(g)] = (n + 1, e)
     stored = None
     if loaded.topology.hosts_with_role("history"):
