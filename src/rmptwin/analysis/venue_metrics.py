@@ -69,14 +69,19 @@ def _order_and_consistency(df: pd.DataFrame, sp: pd.DataFrame, venues: list[str]
 
 
 def _same_trades_and_states(df: pd.DataFrame, venues: list[str]) -> bool:
-    """Every EV produced the same trades at each position and logged the same checkpoint hashes."""
+    """Every EV incarnation produced the same trades at each position (a restarted EV replays
+    positions its earlier incarnation executed, and logs their trades again) and every EV
+    logged the same checkpoint hashes."""
     agree = True
-    tr = df[(df.kind == Kind.TRADE) & df.node.isin(venues)]
-    trades_at: dict[tuple[str, int], list] = {}
-    for node, g, q, b, d in zip(tr.node, tr.gseq, tr.src_seq, tr.bytes, tr.detail):
-        trades_at.setdefault((node, int(g)), []).append((int(q), int(b), d))
+    vdf = df[df.node.isin(venues) & df.kind.isin([Kind.TRADE, Kind.RECOVER])].sort_values("t_ns", kind="stable")
+    incarnation = (vdf.kind == Kind.RECOVER).astype(int).groupby(vdf.node.to_numpy()).cumsum()
+    is_trade = vdf.kind == Kind.TRADE
+    tr = vdf[is_trade]
+    trades_at: dict[tuple[str, int, int], list] = {}
+    for node, i, g, q, b, d in zip(tr.node, incarnation[is_trade], tr.gseq, tr.src_seq, tr.bytes, tr.detail):
+        trades_at.setdefault((node, int(i), int(g)), []).append((int(q), int(b), d))
     ref_trades: dict[int, list] = {}
-    for (node, g), ts in trades_at.items():
+    for (node, _, g), ts in trades_at.items():
         if ref_trades.setdefault(g, ts) != ts:
             agree = False
     vs = df[(df.kind == Kind.VENUE_STATE) & df.node.isin(venues)]
