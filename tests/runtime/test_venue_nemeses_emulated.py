@@ -7,7 +7,9 @@ Measured as root on the emulated network, 2026-11-26, at 300 req/s (``RATE``; at
 5,000 req/s both EVs fell seconds behind and every scenario failed on agreement): all four keep
 every invariant; outages 114 ms (ev_kill9), 351 ms (ev_partition), 2,014 ms (etcd_member_pause:
 the sequencer host's client waits its 2 s timeout on the paused member before asking the next)
-and 4,370 ms (gateway_restart: the gateway is down 1 s, its clients wait on it). Before this
+and 4,370 ms (gateway_restart: the gateway is down 1 s, its clients wait on it). Measured again
+(2026-11-26 23:37, etcd's gRPC API, a restarted node a spare started ahead): 103, 144, 2,007 and
+1,240 ms (the restarted gateway no longer spends its interpreter's start after the fault). Before this
 round's fixes none passed: the partitioned EV asked for one missing body per timer and never
 caught up (648 against 1,828 positions), and the CAS checker charged a retried proposal from the
 retry, not its first copy, and gave up after 2 M steps on 100-180 indeterminate copies.
