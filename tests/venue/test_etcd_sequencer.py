@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from rmptwin.core.events import Kind
+from rmptwin.errors import UserError
 from rmptwin.factories import build_core
 from rmptwin.core.sansio import Unicast
 from rmptwin.runtime.etcd_client import ETCD_APIS, EtcdCas, EtcdCasClient, etcd_cas, leader_first, serve_propose
@@ -125,6 +126,41 @@ def test_one_key_per_batch_a_late_proposer_mid_batch_learns_what_stands_and_too_
         status = json.loads(urllib.request.urlopen(urllib.request.Request(
             lead[0] + "/v3/maintenance/status", data=b"{}", method="POST"), timeout=5).read())
         assert status["leader"] == status["header"]["member_id"]   # the first is the raft leader
+
+
+def test_a_serializable_read_answers_as_a_linearizable_one_at_the_leader_from_its_own_store(api):
+    """A promoted standby's read (``serializable=True``, ``bench.venue_procs``): at the leader it
+    answers what a linearizable read answers; and it is served from the member's own store:
+    with both followers paused (no quorum) the leader still answers it, where a linearizable
+    read (etcd's ReadIndex, a quorum round) gets no answer."""
+    with EtcdCluster(3) as cluster:
+        lead = leader_first(cluster.endpoints)
+        cas = etcd_cas(lead, api=api, prefix="test/serial", window=100)
+        cas.init()
+        for n in range(0, 12, 3):
+            assert cas.propose(n, [(0, n + i) for i in range(3)], owner=0)[0] == wire.WON
+        for n in (0, 2, 5, 9, 11, 12, 13, SEQ_PROBE):   # from the first position, mid-batch, the top, above, a probe
+            assert cas.propose(n, [], serializable=True) == cas.propose(n, [])
+        assert cas.propose(0, [], serializable=True) == (wire.LOST, 12, [(0, i) for i in range(12)])
+        read = wire.propose_frame(1, 4, [])
+        assert serve_propose(cas, read, serializable=True) == serve_propose(cas, read)
+        with pytest.raises(ValueError):
+            cas.propose(12, [(1, 0)], serializable=True)   # a write is never a serializable read
+        cas.close()
+        leader = cluster.endpoints.index(lead[0])
+        alone = etcd_cas(lead[:1], api=api, prefix="test/serial", window=100, timeout_s=0.5, give_up_s=1.0)
+        assert alone.propose(12, []) == (wire.LOST, 12, [])   # connected, quorum there
+        followers = [i for i in range(3) if i != leader]
+        for i in followers:
+            cluster.pause(i)
+        try:
+            assert alone.propose(9, [], serializable=True) == (wire.LOST, 12, [(0, 9), (0, 10), (0, 11)])
+            with pytest.raises(UserError):
+                alone.propose(9, [])
+        finally:
+            for i in followers:
+                cluster.resume(i)
+        alone.close()
 
 
 def test_the_http_client_reads_chunked_and_sized_answers_on_one_kept_alive_connection():

@@ -220,7 +220,8 @@ def _standby_rows(cluster: EtcdCluster, where: str, quick: bool) -> list[dict]:
             f"for 4 s; the EV that took over last killed (SIGKILL) at 1, 2 and 3 s (first EV 2); the supervisor, "
             f"once it has reaped it, raises PROMOTE for the standby (shared memory, a datagram wakes its loop); "
             f"the standby had followed the HR's HARDENED multicasts and executed them; promoted, it reads the "
-            f"sequencer from its first unknown position (one etcd transaction with no write) and executes what it "
+            f"sequencer from its first unknown position (one etcd transaction with no write, a serializable read "
+            f"at the leader) and executes what it "
             f"learns; in sync = it has executed every position ordered when that answer came (SYNC_DONE, timed "
             f"from its promote call); the killed EV is forked again as the next standby (checkpoint + hardened "
             f"requests, then silent); load avg {r['load_avg']:.1f}")
@@ -228,6 +229,9 @@ def _standby_rows(cluster: EtcdCluster, where: str, quick: bool) -> list[dict]:
             "from the supervisor seeing the exit to in sync, ms: "
             + ", ".join(f"{x['seen_to_sync_ms']:.2f}" for x in sync)
             + "; of which until the standby's promote call: " + ", ".join(f"{x['seen_to_promote_ms']:.2f}" for x in sync)
+            + "; the promotion's etcd read (serializable, at the leader), from the promote call to its start at "
+            "the worker thread / to its answer, ms: "
+            + ", ".join(f"{x['txns_ms'][0][0]:.2f}/{x['txns_ms'][0][1]:.2f}" if x["txns_ms"] else "n/a" for x in sync)
             + "; the replacement standby's own recovery (fork excluded), ms: "
             + ", ".join(f"{x['new_standby_sync_ms']:.1f}" for x in sync)
             + f"; EVs agree at the end (all 3): {r['agree']}; {r['completed']:,}/{r['accepted']:,} completed")

@@ -177,13 +177,15 @@ class EtcdProposer:
         self._thread = threading.Thread(target=self._work, name=f"etcd-{ev}", daemon=True)
         self._thread.start()
 
-    def submit(self, propose: bytes) -> None:
-        self._queue.put(propose)
+    def submit(self, propose: bytes, serializable: bool = False) -> None:
+        """Queue a PROPOSE; ``serializable``: it is a read, asked as ``EtcdCas.propose`` says."""
+        self._queue.put((propose, serializable))
 
     def _work(self) -> None:
-        while (data := self._queue.get()) is not None:
+        while (item := self._queue.get()) is not None:
+            data, serializable = item
             try:
-                answer = serve_propose(self.cas, data, self.stats.record)
+                answer = serve_propose(self.cas, data, self.stats.record, serializable=serializable)
             except UserError as e:   # etcd unreachable for give_up_s: the EV asks again after its retry time
                 sys.stderr.write(f"rmptwin: {e}\n")
                 continue

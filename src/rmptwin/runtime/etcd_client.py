@@ -54,7 +54,7 @@ from rmptwin.venue.sequencer import REPLY_MAX
 Key = tuple[int, int]
 # What a transaction says, in neither API's terms (each subclass spells it its own way):
 # a compare is ("value", key, value) "key's value == value" or ("absent", key, b"") "key was never created";
-# an op is ("put", key, value), ("range", key, range_end, limit) or ("delete", key, range_end)
+# an op is ("put", key, value), ("range", key, range_end, limit, serializable) or ("delete", key, range_end)
 Compare = tuple[str, bytes, bytes]
 Op = tuple[Any, ...]
 Reply = tuple[bool, list[list[bytes]]]   # succeeded?, and per op the values a range found ([] for the others)
@@ -152,15 +152,28 @@ class EtcdCas:
         """Create ``next = 0`` unless it exists (every proposer may call this)."""
         self._txn([("absent", self._next, b"")], [("put", self._next, self._num(0))], [])
 
-    def _reads(self, n: int, count: int) -> list[Op]:
-        return [("range", self._next, b"", 0),
-                ("range", self._batch_key(n), self._batches_end, count)]   # each batch holds >= 1 position
+    def _reads(self, n: int, count: int, serializable: bool = False) -> list[Op]:
+        return [("range", self._next, b"", 0, serializable),
+                ("range", self._batch_key(n), self._batches_end, count, serializable)]   # each batch holds >= 1 position
 
-    def propose(self, n: int, keys: list[Key], owner: int = NO_OWNER) -> tuple[int, int, list[Key]]:
+    def propose(self, n: int, keys: list[Key], owner: int = NO_OWNER, *,
+                serializable: bool = False) -> tuple[int, int, list[Key]]:
         """(status, next, keys standing at n, n+1, ...), as ``CasLog.propose``, with one
         difference: a proposal that finds its OWN batch standing at n (the same proposer, the
         same keys: an earlier copy of it won, its answer lost, or this client's own retry after
-        a broken connection) is told WON, which it did, not LOST to itself."""
+        a broken connection) is told WON, which it did, not LOST to itself.
+
+        ``serializable`` (a read only: no keys) asks the member this client talks to, from its
+        own store, without the quorum round (and the wait for pending writes) of etcd's
+        linearizable read: a promoted standby's one read (``bench.venue_procs``). At the leader,
+        which every EV talks to (``leader_first``), it misses no acknowledged proposal (each was
+        applied there before its answer), so it sees every position ordered before the
+        promotion; at a follower or a deposed leader it may be stale, and then the reader's next
+        proposal, at too low a position, is answered LOST with what stands there (the compare
+        keeps the order): a round trip more, never a wrong order. A stale answer is not
+        linearizable, though (``checkers.linearizable`` would flag it): every other read stays so."""
+        if serializable and keys:
+            raise ValueError("only a read (a proposal with no keys) can be serializable")
         if len(keys) > MAX_BATCH:
             raise UserError(f"a proposal of {len(keys)} positions exceeds the etcd sequencer's {MAX_BATCH}")
         count = max(len(keys), REPLY_MAX)
@@ -177,7 +190,7 @@ class EtcdCas:
             if owner != NO_OWNER and found[1] and self._batch(found[1][0]) == (n, owner, list(keys)):
                 return wire.WON, end, list(keys)
         else:
-            _, found = self._txn([], self._reads(n, count), [])
+            _, found = self._txn([], self._reads(n, count, serializable), [])   # etcd: serializable if every range is
         return self._answer(n, found, count)
 
     @staticmethod
@@ -242,10 +255,11 @@ def leader_first(endpoints: list[str], timeout_s: float = 1.0) -> list[str]:
     return list(endpoints)
 
 
-def serve_propose(cas: EtcdCas, data: bytes,
-                  timed: Callable[[int, float], None] | None = None) -> bytes | None:
+def serve_propose(cas: EtcdCas, data: bytes, timed: Callable[[int, float], None] | None = None, *,
+                  serializable: bool = False) -> bytes | None:
     """Answer one PROPOSE datagram from a venue core with a DECIDE datagram (a driver's adapter).
-    ``timed(positions, seconds)``, when given, hears each transaction's size and duration."""
+    ``timed(positions, seconds)``, when given, hears each transaction's size and duration;
+    ``serializable``: the PROPOSE is a read, to be asked as ``EtcdCas.propose`` says."""
     try:
         ftype, f = wire.decode(data)
     except wire.VenueWireError:
@@ -254,7 +268,7 @@ def serve_propose(cas: EtcdCas, data: bytes,
         return None
     owner, n, keys = f
     t = time.perf_counter()
-    status, nxt, standing = cas.propose(n, keys, owner)
+    status, nxt, standing = cas.propose(n, keys, owner, serializable=serializable)
     if timed is not None:
         timed(len(keys), time.perf_counter() - t)
     return wire.decide_frame(status, n, nxt, standing)

@@ -47,7 +47,8 @@ def _op(op: Op) -> pb.RequestOp:
     if kind == "put":
         return pb.RequestOp(request_put=pb.PutRequest(key=op[1], value=op[2]))
     if kind == "range":
-        return pb.RequestOp(request_range=pb.RangeRequest(key=op[1], range_end=op[2], limit=op[3]))
+        return pb.RequestOp(request_range=pb.RangeRequest(key=op[1], range_end=op[2], limit=op[3],
+                                                          serializable=op[4]))
     return pb.RequestOp(request_delete_range=pb.DeleteRangeRequest(key=op[1], range_end=op[2]))
 
 

@@ -77,11 +77,13 @@ def _op(op: Op) -> dict:
     if kind == "put":
         return {"request_put": {"key": key, "value": _b64(op[2])}}
     if kind == "range":
-        r = {"key": key}
+        r: dict = {"key": key}
         if op[2]:
             r["range_end"] = _b64(op[2])
         if op[3]:
             r["limit"] = str(op[3])
+        if op[4]:
+            r["serializable"] = True
         return {"request_range": r}
     return {"request_delete_range": {"key": key, "range_end": _b64(op[2])}}
 

@@ -36,14 +36,16 @@ class KeyValue(_message.Message):
     def __init__(self, key: _Optional[bytes] = ..., create_revision: _Optional[int] = ..., mod_revision: _Optional[int] = ..., version: _Optional[int] = ..., value: _Optional[bytes] = ..., lease: _Optional[int] = ...) -> None: ...
 
 class RangeRequest(_message.Message):
-    __slots__ = ("key", "range_end", "limit")
+    __slots__ = ("key", "range_end", "limit", "serializable")
     KEY_FIELD_NUMBER: _ClassVar[int]
     RANGE_END_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
+    SERIALIZABLE_FIELD_NUMBER: _ClassVar[int]
     key: bytes
     range_end: bytes
     limit: int
-    def __init__(self, key: _Optional[bytes] = ..., range_end: _Optional[bytes] = ..., limit: _Optional[int] = ...) -> None: ...
+    serializable: bool
+    def __init__(self, key: _Optional[bytes] = ..., range_end: _Optional[bytes] = ..., limit: _Optional[int] = ..., serializable: _Optional[bool] = ...) -> None: ...
 
 class RangeResponse(_message.Message):
     __slots__ = ("header", "kvs", "more", "count")
