@@ -224,16 +224,21 @@ class EtcdCas:
         return self._positions(self._ask(lambda conn: self._range_on(conn, self._batch_key(0), self._batches_end)))
 
 
-def etcd_cas(endpoints: list[str], *, api: str = ETCD_APIS[0], **kwargs: Any) -> EtcdCas:
-    """An ``EtcdCas`` that talks ``api`` (one of ``ETCD_APIS``); ``kwargs`` as ``EtcdCas``'s.
-    The API's module is imported here, so a JSON client never loads grpc."""
+def etcd_cas_class(api: str) -> type[EtcdCas]:
+    """The ``EtcdCas`` subclass that talks ``api`` (one of ``ETCD_APIS``), its module imported
+    here, so a JSON client never loads grpc (a parent that forks clients calls this first)."""
     if api == "grpc":
         from rmptwin.runtime.etcd_grpc import GrpcEtcdCas
-        return GrpcEtcdCas(endpoints, **kwargs)
+        return GrpcEtcdCas
     if api == "json":
         from rmptwin.runtime.etcd_json import JsonEtcdCas
-        return JsonEtcdCas(endpoints, **kwargs)
+        return JsonEtcdCas
     raise UserError(f"unknown etcd API {api!r} (one of {', '.join(ETCD_APIS)})")
+
+
+def etcd_cas(endpoints: list[str], *, api: str = ETCD_APIS[0], **kwargs: Any) -> EtcdCas:
+    """An ``EtcdCas`` that talks ``api``; ``kwargs`` as ``EtcdCas``'s."""
+    return etcd_cas_class(api)(endpoints, **kwargs)
 
 
 def leader_first(endpoints: list[str], timeout_s: float = 1.0) -> list[str]:
