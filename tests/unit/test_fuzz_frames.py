@@ -15,6 +15,7 @@ get no replays: they hold no messages, so a replay is only another control frame
 from __future__ import annotations
 
 import random
+import zlib
 
 import pytest
 
@@ -166,8 +167,23 @@ def test_rmp_cores_count_every_hostile_frame_and_deliver_none(name):
     core.datagrams_to_send(0)
     _events(core)
     replays = name in ("primary", "secondary")
-    frames = _mutants(random.Random(hash(name) & 0xFFFF), legit, held, forged, PER_CORE, rmp=True, replays=replays)
+    # a seed fixed per core (hash() of a str changes with PYTHONHASHSEED: the test threw another
+    # corpus each run, and 2 seeds of 150 fail: test_replayed_invitation_after_an_old_new_ring)
+    frames = _mutants(random.Random(zlib.crc32(name.encode())), legit, held, forged, PER_CORE, rmp=True, replays=replays)
     _throw(core, frames, 10 * MS)
+
+
+@pytest.mark.xfail(strict=True, reason="finding: with corpus seed 27 the primary, after replays of authenticated "
+                   "frames it already held, takes a replayed INVITE (epoch 9) as new and sends a JOIN, counting "
+                   "nothing: old control frames replayed in another order move its ring state (not fixed yet)")
+def test_replayed_invitation_after_an_old_new_ring():
+    core = _rmp_cores()["primary"]
+    legit, held, forged = _rmp_corpus()
+    for f in held:
+        core.receive_datagram(f, "rp1", 0)
+    core.datagrams_to_send(0)
+    _events(core)
+    _throw(core, _mutants(random.Random(27), legit, held, forged, PER_CORE, rmp=True, replays=True), 10 * MS)
 
 
 @pytest.mark.parametrize("name", sorted(_mold_cores()))
