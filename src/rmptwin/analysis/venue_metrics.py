@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from rmptwin.analysis.incarnations import incarnations, ordered
 from rmptwin.core.events import Kind
 from rmptwin.analysis.stats import percentiles
 
@@ -73,8 +74,8 @@ def _same_trades_and_states(df: pd.DataFrame, venues: list[str]) -> bool:
     positions its earlier incarnation executed, and logs their trades again) and every EV
     logged the same checkpoint hashes."""
     agree = True
-    vdf = df[df.node.isin(venues) & df.kind.isin([Kind.TRADE, Kind.RECOVER])].sort_values("t_ns", kind="stable")
-    incarnation = (vdf.kind == Kind.RECOVER).astype(int).groupby(vdf.node.to_numpy()).cumsum()
+    vdf = ordered(df[df.node.isin(venues) & df.kind.isin([Kind.TRADE, Kind.RECOVER])])
+    incarnation = incarnations(vdf)
     is_trade = vdf.kind == Kind.TRADE
     tr = vdf[is_trade]
     trades_at: dict[tuple[str, int, int], list] = {}

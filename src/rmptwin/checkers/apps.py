@@ -12,7 +12,8 @@ import pandas as pd
 
 from rmptwin.core.events import Kind
 from rmptwin.checkers import Violation
-from rmptwin.checkers.history import event_dict, ordered
+from rmptwin.analysis.incarnations import ordered
+from rmptwin.checkers.history import event_dict
 
 
 def _last_per_node(df: pd.DataFrame, kind: str) -> tuple[dict, ...]:

@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 import pandas as pd
 
+from rmptwin.analysis.incarnations import incarnations, ordered
 from rmptwin.core.events import Kind
 
 RECEIVER_ROLES = ("primary", "secondary")
@@ -80,17 +81,6 @@ def _rows(df: pd.DataFrame):
     for i, (t, node, kind, src, sseq, gseq, det) in enumerate(
             zip(df.t_ns, df.node, df.kind, df.src, df.src_seq, df.gseq, df.detail)):
         yield stripes[i], event_dict(t, node, kind, src, sseq, gseq, det)
-
-
-def ordered(df: pd.DataFrame) -> pd.DataFrame:
-    """Events in time order, ties in the order they were logged."""
-    return df.sort_values("t_ns", kind="stable")
-
-
-def incarnations(df: pd.DataFrame) -> pd.Series:
-    """Per row of the time-ordered ``df``: RECOVERs of its node at or before it, in logged order
-    (a core that starts over logs RECOVER after what it delivered at the same instant)."""
-    return (df.kind == Kind.RECOVER).astype(int).groupby(df.node.to_numpy()).cumsum()
 
 
 def lifecycle(df: pd.DataFrame) -> Lifecycle:

@@ -18,7 +18,8 @@ import pandas as pd
 
 from rmptwin.core.events import Kind
 from rmptwin.checkers import Violation
-from rmptwin.checkers.history import event_dict, incarnations, ordered
+from rmptwin.analysis.incarnations import incarnations, ordered
+from rmptwin.checkers.history import event_dict
 from rmptwin.checkers.linearizable import CasOp
 
 NAME = "venue"
