@@ -71,8 +71,8 @@ class Node:
     driver: NodeDriver
 
 
-def _open_node(cfg: NodeConfig, name: str, incarnation: int) -> Node:
-    loaded = cfg.loaded()
+def _open_node(cfg: NodeConfig, name: str, incarnation: int, loaded: LoadedExperiment | None = None) -> Node:
+    loaded = loaded or cfg.loaded()
     host = loaded.topology.host(name)
     recovering = incarnation > 0
     tag = f"recover{incarnation}" if recovering else "start"
@@ -186,8 +186,8 @@ def _counters(node: Node, reason: str, timing: dict) -> dict:
             "send_errors": d.send_errors, "malformed": getattr(node.core, "malformed", 0), **timing}
 
 
-async def _run(cfg: NodeConfig, name: str, incarnation: int) -> dict:
-    node = _open_node(cfg, name, incarnation)
+async def _run(cfg: NodeConfig, name: str, incarnation: int, loaded: LoadedExperiment | None = None) -> dict:
+    node = _open_node(cfg, name, incarnation, loaded)
     driver = node.driver
     asked = boost_priority() if node.host.role in RELEASE_ROLES else "none"
     loop = asyncio.get_running_loop()
@@ -241,15 +241,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--spare", action="store_true", help="start ahead: wait for WAKE <t0_ns> before opening anything")
     args = ap.parse_args(argv)
     try:
-        cfg = NodeConfig.read(args.config)
+        cfg, loaded = NodeConfig.read(args.config), None
         if args.spare:
-            cfg.loaded()   # the parse, done while waiting
+            loaded = cfg.loaded()   # parsed while waiting, not after WAKE
             _say("SPARE")
             t0 = wake_time(sys.stdin.readline())
             if t0 is None:
                 return 0
             cfg = replace(cfg, t0_ns=t0)
-        counters = asyncio.run(_run(cfg, args.name, args.incarnation))
+        counters = asyncio.run(_run(cfg, args.name, args.incarnation, loaded))
     except UserError as e:
         sys.stderr.write(f"rmptwin node {args.name}: {e}\n")
         return 2
