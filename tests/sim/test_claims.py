@@ -69,6 +69,29 @@ def test_every_shipped_claim_plans_an_emulated_sweep_or_says_why_not():
         assert c.emulated.not_applicable or c.emulated.seeds >= 1
 
 
+def test_every_emulated_sweep_builds():
+    """Each emulated point is a valid experiment: a topology path or a set key that does not
+    exist is caught here, not by the emulated run (issue 26 gave five claims smaller sweeps)."""
+    from rmptwin.spec import load_experiment
+    from rmptwin.sweeps.points import make_points
+
+    for c in load_claims(CLAIMS_DIR):
+        if c.emulated is None or c.emulated.not_applicable:
+            continue
+        assert make_points(load_experiment(c.experiment_path), c.emulated.sets or c.sets), c.name
+
+
+def test_the_security_claims_emulated_sweep_slows_the_flooder_not_another_host():
+    """security-sources sets topology.hosts.14.rate_factor: host 14 must stay the flooder."""
+    from rmptwin.spec import load_experiment
+    from rmptwin.sweeps.points import make_points
+
+    claim = load_claim(CLAIMS_DIR / "security-sources.yaml")
+    (point,) = make_points(load_experiment(claim.experiment_path), claim.emulated.sets)
+    host = point.loaded.topology.hosts[14]
+    assert (host.role, host.mode, host.rate_factor) == ("attacker", "flood", 2.0)
+
+
 def test_twin_verdict_compares_the_two_halves_only_when_both_were_judged():
     from rmptwin.claims.evaluate import AGREE, DIFFER, NOT_APPLICABLE, NOT_RUN, twin_verdict
 
