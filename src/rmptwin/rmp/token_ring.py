@@ -223,10 +223,17 @@ class RingMember(StreamReceiver):
 
     # ----------------------------------------------------------------- reformation
     def on_other(self, frame: wire.Frame, src: str, now: int) -> None:
+        # Control frames are idempotent (``rmp.seal``): one already acted on, replayed or
+        # repeated, changes nothing, but is counted like a replayed ack, so that no
+        # authenticated frame passes unseen.
         if isinstance(frame, wire.Invite):
             self.on_invite(frame, now)
         elif isinstance(frame, wire.JoinAck) and frame.member == self.me and frame.epoch == self.joining:
+            if self.join_acked:
+                self.core.duplicates += 1
             self.join_acked = True
+        else:
+            self.core.ignored += 1      # a JOIN_ACK not for our join, a JOIN or REPORT (a server's)
 
     def freeze(self) -> None:
         self.frozen = True
@@ -235,6 +242,7 @@ class RingMember(StreamReceiver):
 
     def on_invite(self, inv: wire.Invite, now: int) -> None:
         if inv.epoch <= self.epoch or (self.joining is not None and inv.epoch <= self.joining and self.join_acked):
+            self.core.duplicates += 1   # a ring we are in, or a join already acknowledged
             return
         self.freeze()
         if inv.reformer in self.reformers:
@@ -262,6 +270,7 @@ class RingMember(StreamReceiver):
 
     def on_new_ring(self, nr: wire.NewRing, src: str, now: int) -> None:
         if nr.epoch <= self.epoch:
+            self.core.duplicates += 1   # a ring we know, or an older one
             return
         self.fence(nr.last_t, nr.epoch, now, nr.lineage)
         self.sent_t = None
