@@ -186,8 +186,6 @@ class StreamReceiver:
                 self.server = a.token_site
             self.on_new_highest(a, now)
         self.advance(now)
-        if self.t_r <= self.highest_seen and self.t_r not in self.acks:
-            self.want("acks", now)
 
     # ----------------------------------------------------------------- placement
     def advance(self, now: int) -> None:
@@ -207,6 +205,13 @@ class StreamReceiver:
             self.t_r += 1
             progressed = True
             self.on_processed(a, now)
+        if self.t_r <= self.highest_seen and self.t_r not in self.acks:
+            # Checked after every advance, not only when an ack arrives: an ack above a gap
+            # (17 while 14-16 were lost) can come while t_r (13) still waits for a message;
+            # once that message places t_r, nothing else asks for 14-16 (the "msgs" request
+            # finds nothing from the missing t_r on and ends), and the receiver would never
+            # place them, nor accept a token passed to it.
+            self.want("acks", now)
         if progressed:
             for req in self.requests.values():
                 req.attempts = 0
@@ -406,6 +411,13 @@ class StreamReceiver:
             self._drop_ack(t)
         self.highest_seen = max([self.t_r - 1, last_t, *self.acks.keys()])
         self.expect_t = 0
+        for req in self.requests.values():
+            # Start each open request over with the new ring's recovery site, which holds every
+            # ack up to last_t (it is why the reformation server chose it): a request kept the
+            # rotation it reached in the old ring would go on round the members that lacked
+            # the ack (after a paused token site, each had dropped it behind its invitation's
+            # fence) and ask the recovery site last, after the next reformation had begun.
+            req.attempts, req.rotation = 0, 0
         if self.t_r <= last_t:
             self.want("acks", now, delay=0)
 
