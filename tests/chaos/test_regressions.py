@@ -9,10 +9,13 @@ while the finding stands (xfail, strict: once fixed, the test passes and must lo
   Singapore link while rptyo's t_r (13) waited for srcny#78; ack 17 came meanwhile, and once
   #78 placed ack 13 nothing asked for 14-16. It passes now and has no mark.
 - quickstart (agreed), rpsgp paused 1.6 s holding the token of stripe 1: rpchi never delivered
-  srctyo#60 (bench campaign seed 1, run 8). Fixed: every member but rpsgp had dropped ack 11
-  behind its invitation's fence; the new ring named rpsgp its recovery site, but rpchi's open
-  request kept its old rotation and asked rplon and rpfra (who lacked it) until the next
-  reformation began. A NEW_RING now starts open requests over with its recovery site.
+  srctyo#60 (bench campaign seed 1, run 8). Every member but rpsgp had dropped ack 11 behind
+  its invitation's fence; the new ring named rpsgp its recovery site, but rpchi's open request
+  kept the rotation it had reached in the old ring and asked rplon and rpfra (who lacked it)
+  until the next reformation began and fenced ack 11 off again. Starting open requests over
+  with the recovery site on NEW_RING fixes it, but also ends the agreed-delivery splits that
+  tests/sim/test_rmp_safe_delivery.py keeps as witnesses (seeds 943, 1023, 1279, 1581): not
+  applied yet.
 
 Agreed delivery's order splits (README: 4 of 1,600 seeds on random trees) have not come up in
 the campaigns run so far (60 quickstart schedules); when one does, its repro goes here.
@@ -57,6 +60,7 @@ def test_no_message_lost_after_a_clock_jump():
     assert v is None, v.line()
 
 
+@pytest.mark.xfail(strict=True, reason="finding: after a new ring an open request asks its recovery site last")
 def test_no_message_lost_after_the_token_site_pauses():
     v = _violation("quickstart-pause-token-site-new-ring.yaml")
     assert v is None, v.line()

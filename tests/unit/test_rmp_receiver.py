@@ -4,6 +4,8 @@ token is accepted only once everything up to it is held."""
 
 from __future__ import annotations
 
+import pytest
+
 from rmptwin.core.sansio import Unicast
 from rmptwin.core.events import Kind
 from rmptwin.rmp import wire
@@ -174,9 +176,12 @@ def test_acks_lost_above_a_message_gap_are_requested_once_the_message_places():
     assert nacks and nacks[0] == (wire.WANT_ACKS, 2, 3, Unicast("rp3"))
 
 
+
+@pytest.mark.xfail(strict=True, reason="finding: an open request keeps the old ring's rotation after a NEW_RING "
+                                       "(quickstart pause regression); the fix also ends the agreed-split witnesses")
 def test_after_a_new_ring_an_open_request_asks_the_recovery_site_first():
     """A NEW_RING names the recovery site that holds every ack up to last_t: an open request
-    starts over with it, instead of going on round the members where the old ring left it."""
+    should start over with it, not go on round the members where the old ring left it."""
     c = member(ring=("rp1", "rp2", "rp3", "rp4"))
     tm = c.tm
     c.receive_datagram(ack(2, [], 1, site="rp3", nxt="rp4"), "rp3", 0)   # ack 1 missed

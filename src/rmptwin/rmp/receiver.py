@@ -411,13 +411,6 @@ class StreamReceiver:
             self._drop_ack(t)
         self.highest_seen = max([self.t_r - 1, last_t, *self.acks.keys()])
         self.expect_t = 0
-        for req in self.requests.values():
-            # Start each open request over with the new ring's recovery site, which holds every
-            # ack up to last_t (it is why the reformation server chose it): a request kept the
-            # rotation it reached in the old ring would go on round the members that lacked
-            # the ack (after a paused token site, each had dropped it behind its invitation's
-            # fence) and ask the recovery site last, after the next reformation had begun.
-            req.attempts, req.rotation = 0, 0
         if self.t_r <= last_t:
             self.want("acks", now, delay=0)
 
