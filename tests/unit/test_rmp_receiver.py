@@ -4,6 +4,8 @@ token is accepted only once everything up to it is held."""
 
 from __future__ import annotations
 
+import pytest
+
 from rmptwin.core.sansio import Unicast
 from rmptwin.core.events import Kind
 from rmptwin.rmp import wire
@@ -154,3 +156,39 @@ def test_malformed_datagrams_are_counted_not_raised():
     for junk in (b"\xa5", b"\xa5\x01\x63\x00\x00", wire.encode(wire.Invite(0, 2, "x"))[:-1]):
         c.receive_datagram(junk, "x", 0)
     assert c.malformed == 3
+
+
+def test_acks_lost_above_a_message_gap_are_requested_once_the_message_places():
+    """Seed 2.1: a receiver requests an ack with a larger t than expected until it has it.
+    Ack 4 arrives while ack 1 waits for its message; acks 2-3 were lost. Once the message
+    places ack 1, acks 2-3 are asked for (before the fix nothing asked: the message request
+    found nothing from the missing t_r on and ended; quickstart clock-jump regression)."""
+    c = member()
+    tm = c.tm
+    c.receive_datagram(ack(1, [("s1", 1)], 1, site="rp1", nxt="rp1"), "rp1", 0)
+    c.receive_datagram(ack(4, [], 2, site="rp3", nxt="rp1"), "rp3", 0)
+    fire(c, tm.dn)
+    assert [(f.want, f.src, f.lo) for f, _ in sent(c) if isinstance(f, wire.Nack)] == [(wire.WANT_MSGS, "s1", 1)]
+    c.receive_datagram(data(1), "rp1", tm.dn)
+    assert [e.gseq for e in drain(c) if e.kind == Kind.DELIVER] == [1]
+    fire(c, tm.dn + 2 * tm.tau_r)
+    nacks = [(f.want, f.lo, f.hi, d) for f, d in sent(c) if isinstance(f, wire.Nack)]
+    assert nacks and nacks[0] == (wire.WANT_ACKS, 2, 3, Unicast("rp3"))
+
+
+
+@pytest.mark.xfail(strict=True, reason="finding: an open request keeps the old ring's rotation after a NEW_RING "
+                                       "(quickstart pause regression); the fix also ends the agreed-split witnesses")
+def test_after_a_new_ring_an_open_request_asks_the_recovery_site_first():
+    """A NEW_RING names the recovery site that holds every ack up to last_t: an open request
+    should start over with it, not go on round the members where the old ring left it."""
+    c = member(ring=("rp1", "rp2", "rp3", "rp4"))
+    tm = c.tm
+    c.receive_datagram(ack(2, [], 1, site="rp3", nxt="rp4"), "rp3", 0)   # ack 1 missed
+    t = tm.dn // 2 + tm.k_r * tm.tau_r
+    fire(c, t)                              # rp3 silent k_r times: rp1 is asked next
+    assert [d.node for f, d in sent(c) if isinstance(f, wire.Nack)][-1] == "rp1"
+    nr = wire.NewRing(0, 2, 3, 2, 2, 0, "rp4", "rp4", ("rp1", "rp2", "rp3", "rp4"))
+    c.receive_datagram(wire.encode(nr), "xr1", t + 1)
+    fire(c, t + 1 + tm.tau_r)
+    assert [d.node for f, d in sent(c) if isinstance(f, wire.Nack)] == ["rp4"]

@@ -186,8 +186,6 @@ class StreamReceiver:
                 self.server = a.token_site
             self.on_new_highest(a, now)
         self.advance(now)
-        if self.t_r <= self.highest_seen and self.t_r not in self.acks:
-            self.want("acks", now)
 
     # ----------------------------------------------------------------- placement
     def advance(self, now: int) -> None:
@@ -207,6 +205,13 @@ class StreamReceiver:
             self.t_r += 1
             progressed = True
             self.on_processed(a, now)
+        if self.t_r <= self.highest_seen and self.t_r not in self.acks:
+            # Checked after every advance, not only when an ack arrives: an ack above a gap
+            # (17 while 14-16 were lost) can come while t_r (13) still waits for a message;
+            # once that message places t_r, nothing else asks for 14-16 (the "msgs" request
+            # finds nothing from the missing t_r on and ends), and the receiver would never
+            # place them, nor accept a token passed to it.
+            self.want("acks", now)
         if progressed:
             for req in self.requests.values():
                 req.attempts = 0
