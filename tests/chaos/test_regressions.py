@@ -2,8 +2,9 @@
 what it reproduces in its first line). Each test states the invariant and is expected to fail
 while the finding stands (xfail, strict: once fixed, the test passes and must lose its mark).
 
-- line3, retransmit server rx1 crashed and a partition: guaranteed customer c1 skips position
-  54 after its re-requests are exhausted (campaign seed 7, run 3; 2 faults after shrinking);
+- line3, retransmit server rx1 crashed and a partition: guaranteed customer c1 skipped position
+  54 after its re-requests were exhausted (campaign seed 7, run 3; 2 faults after shrinking).
+  Fixed: a guaranteed customer no longer gives a position up for want of an answer;
 - quickstart (agreed), one clock jump of +88 ms on rptyo: rptyo never delivered srcny#79 of
   stripe 0 (bench campaign seed 1, run 4). Fixed: acks 14-16 were lost on the bursty London-
   Singapore link while rptyo's t_r (13) waited for srcny#78; ack 17 came meanwhile, and once
@@ -46,9 +47,10 @@ def test_each_regression_names_what_it_reproduces():
         assert said and ":" in said[0][len("# Reproduces: "):]
 
 
-@pytest.mark.xfail(strict=True, reason="finding: a guaranteed customer skips a position when its retransmit "
-                                        "server is down and a partition cuts its other repair path")
 def test_guaranteed_customer_gap_free_with_rx_crashed_and_partition():
+    """c1 (rx1 crashed) found position 54 missing after the partition healed and asked rx1,
+    rx1, rp1 (rejoining: no copy yet), then gave it up after k_r = 3; it now asks on, rp2 next,
+    and is repaired (rmp.customer)."""
     v = _violation("line3-rx-crash-partition-customer-gap.yaml")
     assert v is None, v.line()
 

@@ -338,29 +338,94 @@ def test_tail_loss_is_found_by_the_heartbeat_and_repaired():
     assert all(e.detail["repair"] for e in net.kinds("c1", Kind.CUST_RECV))
 
 
-def test_guaranteed_customer_gives_up_after_k_r_requests():
-    """The retransmit server never gets the lost messages either (and its R_T is mute)."""
-    loaded = make_loaded(customers=[{"name": "c1", "regions": ["eu"], "retransmit": "rx1"}],
-                         retransmits=[("rx1", ["us"])], rts=[("rt1", ["eu"])], k_r=3)
-    rel = releases(50)
-    nodes = {"rt1": FakeRT(["eu"], 0, rel),
-             "rx1": build_retransmit(loaded.topology.host("rx1"), loaded, random.Random(2)),
-             "c1": build_customer(loaded.topology.host("c1"), loaded, random.Random(1))}
-    gone = set(range(FIRST_MOLD_SEQ + 10, FIRST_MOLD_SEQ + 13))
-
+def _rx_down_rt_cut_off(nodes, gone, answers_from):
+    """c1's R_x rx1 is down for good; the R_T remulticast of the messages ``gone`` never reaches
+    c1 (the first 100 ms); R_T ``name`` hears c1's requests only from ``answers_from[name]`` ns
+    on (never when absent: cut off, or still rejoining its ring). Returns the Net."""
     def loss(src, dst, data):
-        if src != "rt1":
+        if "rx1" in (src, dst):
+            return True
+        if dst != "c1" or net_now["t"] >= 100 * MS:
             return False
         p = decode_packet(data)
         return bool(gone & set(range(p.seq, p.next_seq)))
-    net = Net(nodes, loss)
+    net_now = {"t": 0}
+    for name, node in nodes.items():
+        def receive(data, src, now, name=name, inner=node.receive_datagram):
+            net_now["t"] = now
+            if src == "c1" and now < answers_from.get(name, float("inf")):
+                return
+            inner(data, src, now)
+        node.receive_datagram = receive
+    return Net(nodes, loss)
+
+
+def _rx_rta_rtb_and_c1(k_r=3):
+    loaded = make_loaded(customers=[{"name": "c1", "regions": ["eu"], "retransmit": "rx1"}],
+                         retransmits=[("rx1", ["eu"])], rts=[("rta", ["eu"]), ("rtb", ["eu"])], k_r=k_r)
+    rel = releases(50)
+    nodes = {"rta": FakeRT(["eu"], 0, rel), "rtb": FakeRT(["eu"], 0, rel),
+             "c1": build_customer(loaded.topology.host("c1"), loaded, random.Random(1))}
+    return rel, nodes
+
+
+def test_guaranteed_customer_fails_over_past_k_r_to_an_rt_that_holds_the_gap():
+    """The line3 chaos finding, reduced: c1's R_x is down and the first R_T of its region does
+    not answer; after k_r = 3 requests (rx1, rx1, rta) c1 used to give the gap up
+    (retries_exhausted) though rtb held it. Guaranteed delivery recovers every message (seed
+    4.1): it asks on, rtb next, and is repaired."""
+    rel, nodes = _rx_rta_rtb_and_c1()
+    gone = set(range(FIRST_MOLD_SEQ + 10, FIRST_MOLD_SEQ + 13))
+    net = _rx_down_rt_cut_off(nodes, gone, {"rtb": 0})
     net.run(2_000 * MS)
-    c = nodes["c1"]
-    assert c.delivered[0] == [g for _, g, _ in rel if g not in gone]
+    assert nodes["c1"].delivered[0] == [g for _, g, _ in rel]
+    assert not net.kinds("c1", Kind.CUST_SKIP)
+    asked = [e.detail["to"] for e in net.kinds("c1", Kind.NACK_SENT)]
+    assert asked == ["rx1", "rx1", "rta", "rtb"]   # RX_TRIES to the R_x, then the R_T in turn
+    assert sorted(e.gseq for e in net.kinds("c1", Kind.CUST_RECV) if e.detail["repair"]) == sorted(gone)
+
+
+def test_guaranteed_customer_keeps_asking_until_a_partition_heals():
+    """Every repair path of c1 is down far longer than k_r tries (R_x crashed, both R_T cut off
+    until 600 ms, 15 tau_r): it gives nothing up and is repaired once the path heals."""
+    rel, nodes = _rx_rta_rtb_and_c1()
+    gone = set(range(FIRST_MOLD_SEQ + 10, FIRST_MOLD_SEQ + 13))
+    net = _rx_down_rt_cut_off(nodes, gone, {"rta": 600 * MS, "rtb": 600 * MS})
+    net.run(2_000 * MS)
+    assert nodes["c1"].delivered[0] == [g for _, g, _ in rel]
+    assert not net.kinds("c1", Kind.CUST_SKIP)
     reqs = net.kinds("c1", Kind.NACK_SENT)
-    assert len(reqs) == 3 and all(e.detail["first"] == min(gone) and e.detail["count"] == 3 for e in reqs)
-    [skip] = net.kinds("c1", Kind.CUST_SKIP)
-    assert (skip.detail["first"], skip.detail["count"], skip.detail["reason"]) == (min(gone), 3, "retries_exhausted")
+    assert len(reqs) > 3 * 3 and {e.detail["to"] for e in reqs} == {"rx1", "rta", "rtb"}   # round all three
+
+
+def test_guaranteed_customer_gives_a_gap_up_only_when_the_stream_is_max_gap_past_it():
+    """The one bound on asking: a position MAX_GAP behind the stream is too far behind (what
+    the tracker jumps over at once), so a customer cut from every server does not hold the
+    ticker's messages behind it without end."""
+    from rmptwin.rmp.repair import MAX_GAP
+
+    loaded = make_loaded(customers=[{"name": "c1", "regions": ["eu"], "retransmit": "rx1"}],
+                         retransmits=[("rx1", ["eu"])], rts=[("rta", ["eu"])], k_r=3)
+    c = build_customer(loaded.topology.host("c1"), loaded, random.Random(1))
+    session = session_name(0)
+    c.receive_datagram(MoldPacket(session, FIRST_MOLD_SEQ, (trade(0),)).encode(), "rta", 0)
+    c.receive_datagram(MoldPacket(session, FIRST_MOLD_SEQ + 2, (trade(2),)).encode(), "rta", MS)  # 1 gap
+    now = MS
+    for _ in range(20):   # far past k_r: still asking
+        now = c.get_timer()
+        c.handle_timer(now)
+    assert c.skipped == 0 and c.delivered[0] == [FIRST_MOLD_SEQ]
+    # the stream moves on in steps short of a jump, to MAX_GAP + 1 past the gap at 1 (and
+    # MAX_GAP - 1 past the next one, 3 .. its top)
+    for upto in (FIRST_MOLD_SEQ + 2 + MAX_GAP // 2, FIRST_MOLD_SEQ + MAX_GAP + 1):
+        c.receive_datagram(MoldPacket(session, upto, (trade(upto),)).encode(), "rta", now)
+    for _ in range(10):
+        now = c.get_timer()
+        c.handle_timer(now)
+    skips = [e for e in c._events if e.kind == Kind.CUST_SKIP]
+    assert [(e.detail["first"], e.detail["count"], e.detail["reason"]) for e in skips] == \
+        [(FIRST_MOLD_SEQ + 1, 1, "too_far_behind")]
+    assert c.delivered[0][:2] == [FIRST_MOLD_SEQ, FIRST_MOLD_SEQ + 2]
 
 
 def test_malformed_packets_are_counted_and_never_crash():

@@ -5,10 +5,13 @@ R_T remulticasts as MoldUDP64 (one session per stripe, Mold sequence = gseq), an
 trade reports to its application in sequence order. Copies of the same sequence number
 from overlapping regions are deduplicated. A missing sequence number is a gap; after
 ``dN`` (a copy may still come through the other region) a guaranteed-grade customer
-re-requests it from its retransmit server R_x (retry every tau_r, give up after k_r tries
-with CUST_SKIP reason ``retries_exhausted``), a best-effort customer skips it (CUST_SKIP
-reason ``best_effort``): stale prices have no value to it (seed 7.1). The gap bookkeeping
-and re-requests are ``repair``'s, shared with the retransmit server.
+re-requests it from its retransmit server R_x, failing over to the R_T of its regions in
+turn (retry every tau_r), and keeps asking while it is up: guaranteed delivery "recovers all
+of the messages" (seed 4.1), so it never skips a position for want of an answer; only one
+the stream has left ``MAX_GAP`` behind is given up (CUST_SKIP ``too_far_behind``, as the
+tracker does on a jump). A best-effort customer skips a gap (CUST_SKIP reason
+``best_effort``): stale prices have no value to it (seed 7.1). The gap bookkeeping and
+re-requests are ``repair``'s, shared with the retransmit server.
 
 Forgeries (seed 6): a second, different payload under a sequence number already held or
 recently delivered raises an ALARM ``conflicting_payload`` (src: the sending host) and is
@@ -35,7 +38,7 @@ from rmptwin.rmp.repair import GapRepairer, RepairConfig, SequenceTracker, in_tu
 from rmptwin.rmp.seal import PURPOSE_REPAIR, KeySet, Reason, SealError, Sealer, alarm
 from rmptwin.core.striping import session_name, session_stripe
 from rmptwin.rmp.feed_watch import STALE_FEED, FeedWatch, FeedWatchConfig
-from rmptwin.rmp.repair import MAX_REQUEST
+from rmptwin.rmp.repair import MAX_GAP, MAX_REQUEST
 
 # Requests a guaranteed customer sends its R_x before also asking the R_T of its regions.
 RX_TRIES = 2
@@ -269,11 +272,27 @@ class CustomerCore(GapRepairer[Held]):
             due = track.due(now)
             if not due:
                 continue
-            # A best-effort customer never re-requests: stale prices have no value to it.
+            if not best_effort and track.top is not None:
+                # The one bound on a guaranteed customer's asking: a position the stream has
+                # left MAX_GAP behind (what the tracker jumps over at once) is too far behind to
+                # repair; until then the messages after it wait in the buffer.
+                behind = [s for s in due if track.top - s > MAX_GAP]
+                if behind:
+                    self.skipped += self._give_up(stripe, track, behind, "too_far_behind")
+                    due = [s for s in due if track.top - s <= MAX_GAP]
+            # A best-effort customer never re-requests: stale prices have no value to it. A
+            # guaranteed one never gives a position up for want of an answer (seed 4.1:
+            # guaranteed delivery "recovers all of the messages"; a receiver "periodically
+            # requests the message until it receives the message"). Its repair source may be
+            # down (a crashed R_x) or cut off (a partition) for longer than k_r tries: it
+            # fails over round the R_T of its regions (``_server``) and keeps asking, so the
+            # position is repaired once any server holding it is reachable again. Giving up
+            # after k_r tries (two to a crashed R_x, one to an R_T still rejoining after a
+            # partition) skipped a position every other R_T held.
             self.skipped += self._repair(
-                stripe, track, due, now, max_tries=0 if best_effort else self.k_r,
+                stripe, track, due, now, max_tries=0 if best_effort else None,
                 servers=self.servers[stripe], server_for=functools.partial(self._server, stripe),
-                reason="best_effort" if best_effort else "retries_exhausted")
+                reason="best_effort")
             self._deliver(stripe, track)
 
     # ------------------------------------------------------------------ internals

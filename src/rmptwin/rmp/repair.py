@@ -6,8 +6,9 @@ and ``GapRepairer`` (per-stripe trackers; when a missing number's deadline passe
 up or re-request it, in runs of at most ``MAX_REQUEST``, from the server ``in_turn``).
 
 A missing sequence number first waits ``wait_ns`` (dN: a copy may still come through
-another region), then is re-requested every ``retry_ns`` (tau_r) until ``k_r`` tries; the
-owner decides whom to ask and when to give up.
+another region), then is re-requested every ``retry_ns`` (tau_r); the owner decides whom to
+ask and when to give up (an R_x after ``k_r`` tries; a guaranteed customer only once the
+stream is ``MAX_GAP`` past it: ``customer``).
 
 On a slow access line the wait between re-requests also counts the line: the answer of n
 messages must cross it behind a packet of the live feed already queued there
@@ -256,20 +257,17 @@ class GapRepairer(QueuedEvents, Generic[Item]):
                 "first": first, "count": count, "stripe": stripe, "reason": "too_far_behind"}))
         return sum(count for _, count in jumped)
 
-    def _repair(self, stripe: int, track: SequenceTracker[Item], due: list[int], now: int, *, max_tries: int,
-                servers: list[str], server_for: Callable[[int], str], reason: str) -> int:
-        """Give up the ``due`` numbers that had ``max_tries`` requests or have no server (CUST_SKIP
-        ``reason``); re-request the others from ``server_for(attempt)`` and retry them after
-        ``retry_ns``. Returns how many were given up."""
+    def _repair(self, stripe: int, track: SequenceTracker[Item], due: list[int], now: int, *,
+                max_tries: int | None, servers: list[str], server_for: Callable[[int], str], reason: str) -> int:
+        """Give up the ``due`` numbers that had ``max_tries`` requests (None: never for the count
+        of tries) or have no server (CUST_SKIP ``reason``); re-request the others from
+        ``server_for(attempt)`` and retry them after ``retry_ns``. Returns how many were given up."""
         ask: list[int] = []
         give_up: list[int] = []
         for s in due:
-            (give_up if not servers or track.tries(s) >= max_tries else ask).append(s)
-        for s in give_up:
-            track.skip(s)
-        for first, count in runs(sorted(give_up)):
-            self._events.append(Event(Kind.CUST_SKIP, gseq=first, detail={
-                "first": first, "count": count, "stripe": stripe, "reason": reason}))
+            (give_up if not servers or (max_tries is not None and track.tries(s) >= max_tries)
+             else ask).append(s)
+        self._give_up(stripe, track, give_up, reason)
         # every answer of this round shares our line: wait for all of them before asking again
         deadline = now + self.retry_ns + self.answer_ns(len(ask)) if ask else now
         for s in ask:
@@ -277,6 +275,15 @@ class GapRepairer(QueuedEvents, Generic[Item]):
         for first, count in runs(sorted(ask)):
             self._request(stripe, first, count, server_for(track.tries(first)))
         return len(give_up)
+
+    def _give_up(self, stripe: int, track: SequenceTracker[Item], seqs: list[int], reason: str) -> int:
+        """Pass over ``seqs`` for good (CUST_SKIP ``reason``, a run at a time): how many."""
+        for s in seqs:
+            track.skip(s)
+        for first, count in runs(sorted(seqs)):
+            self._events.append(Event(Kind.CUST_SKIP, gseq=first, detail={
+                "first": first, "count": count, "stripe": stripe, "reason": reason}))
+        return len(seqs)
 
     def answer_ns(self, count: int) -> int:
         """How long an answer of ``count`` messages takes to cross our access line, behind one

@@ -201,8 +201,9 @@ def generate_experiment(p: GenParams, seed: int, topology: dict, topo_ref: str) 
     return exp   # loss too high for 12 tries: the bound warning says so when it runs
 
 
-# Expected guaranteed-customer gaps left unrepaired per run that k_r must keep below (a
-# customer gives up after k_r requests: RX_TRIES to its R_x, then to an R_T of its region).
+# Expected guaranteed-customer gaps left unrepaired per run that k_r must keep below (the
+# drain leaves a customer k_r requests: RX_TRIES to its R_x, then the R_T of its region; a
+# guaranteed customer asks on after that, but the run may end first).
 UNREPAIRED_PER_RUN = 0.002
 
 
