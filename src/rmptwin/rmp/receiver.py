@@ -186,8 +186,6 @@ class StreamReceiver:
                 self.server = a.token_site
             self.on_new_highest(a, now)
         self.advance(now)
-        if self.t_r <= self.highest_seen and self.t_r not in self.acks:
-            self.want("acks", now)
 
     # ----------------------------------------------------------------- placement
     def advance(self, now: int) -> None:
@@ -207,6 +205,13 @@ class StreamReceiver:
             self.t_r += 1
             progressed = True
             self.on_processed(a, now)
+        if self.t_r <= self.highest_seen and self.t_r not in self.acks:
+            # Checked after every placement, not only when an ack arrives: an ack held for its
+            # messages can hide a gap above it (hold 12 and 14, not 13). When the messages of
+            # 12 come, 12 is placed and 13 is next; no later ack may come to notice it (the
+            # token waits at us, its passes are duplicates), so asking only on an ack's
+            # arrival left the receiver without a request and the ring stalled for good.
+            self.want("acks", now)
         if progressed:
             for req in self.requests.values():
                 req.attempts = 0
@@ -406,6 +411,15 @@ class StreamReceiver:
             self._drop_ack(t)
         self.highest_seen = max([self.t_r - 1, last_t, *self.acks.keys()])
         self.expect_t = 0
+        # The new ring names the server to ask (its recovery site, which holds every ack up to
+        # last_t: seed 4.3, a token site with t_r >= t). Requests still open had gone round the
+        # old ring's members while the old server was cut off; left there they would ask
+        # members that lack what is missing (who stay silent) k_r tau_r each before reaching
+        # it: after a healed partition the members behind never caught up and the new token
+        # stalled at them. Ask the new server first, now.
+        for chan, req in self.requests.items():
+            req.attempts = req.rotation = 0
+            self.core.timers.set_earlier((self.stripe, "req", chan), now)
         if self.t_r <= last_t:
             self.want("acks", now, delay=0)
 
