@@ -51,11 +51,12 @@ def test_safe_delivery_never_places_two_messages_at_one_number(seed, dn_factor):
     assert chaotic(seed, "safe", dn_factor=dn_factor)["order_consistent"]
 
 
-@pytest.mark.parametrize("seed", [943, 1279])
+@pytest.mark.parametrize("seed", [1023])
 def test_where_agreed_delivery_disagrees_safe_delivery_does_not(seed):
-    """Two runs (of the 4 in seeds 0-1599 that break: 943, 1023, 1279, 1581) where the seed's
-    simplified reformation lets receivers disagree under agreed delivery: a member that
-    missed its one invitation went on acknowledging with the old ring."""
+    """A run where the seed's simplified reformation lets receivers disagree under agreed
+    delivery: a member that missed its one invitation went on acknowledging with the old ring.
+    (Seeds 943, 1279 and 1581 split too until receivers asked a new ring's recovery site
+    first and asked for every gap in the acks: they recover before being suspected now.)"""
     assert not chaotic(seed, "agreed")["order_consistent"]
     assert chaotic(seed, "safe")["order_consistent"]
 

@@ -411,6 +411,15 @@ class StreamReceiver:
             self._drop_ack(t)
         self.highest_seen = max([self.t_r - 1, last_t, *self.acks.keys()])
         self.expect_t = 0
+        # The new ring names the server to ask (its recovery site, which holds every ack up to
+        # last_t: seed 4.3, a token site with t_r >= t). Requests still open had gone round the
+        # old ring's members while the old server was cut off; left there they would ask
+        # members that lack what is missing (who stay silent) k_r tau_r each before reaching
+        # it: after a healed partition the members behind never caught up and the new token
+        # stalled at them. Ask the new server first, now.
+        for chan, req in self.requests.items():
+            req.attempts = req.rotation = 0
+            self.core.timers.set_earlier((self.stripe, "req", chan), now)
         if self.t_r <= last_t:
             self.want("acks", now, delay=0)
 

@@ -299,6 +299,16 @@ class RingMember(StreamReceiver):
         if nr.token_site == self.me:
             self.pending_ring = nr
             self.try_take_ring_token(now)
+            return
+        # The new ring's first ack can overtake its NEW_RING (fence keeps it). If it passed us
+        # the token, we placed it while still frozen in the old epoch, when on_processed could
+        # not accept it; its re-sent passes are duplicates from then on. Accept it now: left
+        # alone the token stopped here until the next site was reported and the ring reformed
+        # once more (its messages, acknowledged to their sources, undelivered meanwhile).
+        last = self.acks.get(self.t_r - 1)
+        if last is not None and last.token > nr.last_t and last.epoch == self.epoch \
+                and last.next_site == self.me and last.token > self.token_t:
+            self.accept(last.token, last.ts_ns, now)
 
     def try_take_ring_token(self, now: int) -> None:
         nr = self.pending_ring
