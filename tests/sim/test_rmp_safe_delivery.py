@@ -53,10 +53,11 @@ def test_safe_delivery_never_places_two_messages_at_one_number(seed, dn_factor):
 
 @pytest.mark.parametrize("seed", [1023])
 def test_where_agreed_delivery_disagrees_safe_delivery_does_not(seed):
-    """A run where the seed's simplified reformation lets receivers disagree under agreed
-    delivery: a member that missed its one invitation went on acknowledging with the old ring.
-    (Seeds 943, 1279 and 1581 split too until receivers asked a new ring's recovery site
-    first and asked for every gap in the acks: they recover before being suspected now.)"""
+    """A run where two reformation servers race and install rings that share no member, each
+    numbering the history anew: under agreed delivery their members deliver different messages
+    at one number; safe delivery, which forms rings of a majority only, does not. (Seeds 943,
+    1279 and 1581 split too until a NEW_RING started open requests over with its recovery site
+    and receivers asked for every gap in the acks: docs/experiments.md.)"""
     assert not chaotic(seed, "agreed")["order_consistent"]
     assert chaotic(seed, "safe")["order_consistent"]
 

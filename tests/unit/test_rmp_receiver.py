@@ -177,8 +177,6 @@ def test_acks_lost_above_a_message_gap_are_requested_once_the_message_places():
 
 
 
-@pytest.mark.xfail(strict=True, reason="finding: an open request keeps the old ring's rotation after a NEW_RING "
-                                       "(quickstart pause regression); the fix also ends the agreed-split witnesses")
 def test_after_a_new_ring_an_open_request_asks_the_recovery_site_first():
     """A NEW_RING names the recovery site that holds every ack up to last_t: an open request
     should start over with it, not go on round the members where the old ring left it."""
