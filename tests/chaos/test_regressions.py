@@ -26,8 +26,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from rmptwin.checkers import first_violation
 from rmptwin.checkers.run import check_events
 from rmptwin.sim.simulate import simulate
