@@ -18,8 +18,9 @@ while the finding stands (xfail, strict: once fixed, the test passes and must lo
 - quickstart (safe), rpny crashed (safe crash run 67): the new ring's first ack, passing the
   token to rplon, overtook NEW_RING; rplon placed it while frozen and never took the token. Fixed.
 
-Agreed delivery's order splits (README: 4 of 1,600 seeds on random trees) have not come up in
-the campaigns run so far (60 quickstart schedules); when one does, its repro goes here.
+Agreed delivery's order splits (docs/experiments.md: random trees, two racing reformation
+servers) have not come up in the campaigns run so far (2,040 quickstart schedules); when one
+does, its repro goes here.
 """
 
 from __future__ import annotations
