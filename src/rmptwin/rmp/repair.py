@@ -252,9 +252,7 @@ class GapRepairer(QueuedEvents, Generic[Item]):
         for first, count in gaps:
             self._events.append(Event(Kind.CUST_GAP, gseq=first, detail={
                 "first": first, "count": count, "stripe": stripe, "session": session_name(stripe)}))
-        for first, count in jumped:
-            self._events.append(Event(Kind.CUST_SKIP, gseq=first, detail={
-                "first": first, "count": count, "stripe": stripe, "reason": "too_far_behind"}))
+        self._log_skips(stripe, jumped, "too_far_behind")
         return sum(count for _, count in jumped)
 
     def _repair(self, stripe: int, track: SequenceTracker[Item], due: list[int], now: int, *,
@@ -280,10 +278,14 @@ class GapRepairer(QueuedEvents, Generic[Item]):
         """Pass over ``seqs`` for good (CUST_SKIP ``reason``, a run at a time): how many."""
         for s in seqs:
             track.skip(s)
-        for first, count in runs(sorted(seqs)):
+        self._log_skips(stripe, runs(sorted(seqs)), reason)
+        return len(seqs)
+
+    def _log_skips(self, stripe: int, skipped: Runs, reason: str) -> None:
+        """One CUST_SKIP per run of numbers passed over for good."""
+        for first, count in skipped:
             self._events.append(Event(Kind.CUST_SKIP, gseq=first, detail={
                 "first": first, "count": count, "stripe": stripe, "reason": reason}))
-        return len(seqs)
 
     def answer_ns(self, count: int) -> int:
         """How long an answer of ``count`` messages takes to cross our access line, behind one
