@@ -129,6 +129,27 @@ def test_an_emulated_sweep_whose_runs_were_overloaded_is_not_judged(tmp_path):
     assert twin_verdict("holds", verdict) == OVERLOADED
 
 
+def test_an_overloaded_sweep_is_judged_only_where_late_timers_cannot_make_the_claim_pass(tmp_path):
+    from rmptwin.claims.evaluate import OVERLOADED, measure
+    from rmptwin.sweeps.task import run_simulated
+
+    def hot_machine(tasks, on_rows):
+        for task in tasks:
+            on_rows([{**run_simulated(task), "runtime.overloaded": True, "runtime.load.timer_lateness_p99_ms": 9.0}])
+
+    why = "counts what must all arrive"
+    emulated = {"sets": {"workload.rate_per_source": [20]}, "seeds": 1, "late_timers_cannot_pass": why}
+    holds = load_claim(_claim_file(tmp_path, "counts", emulated=emulated))
+    verdict, ours, _ = measure(holds, tmp_path / "out", "emulation", runner=hot_machine)
+    assert verdict == "holds" and f"timer lateness p99 up to 9 ms; judged: {why}]" in ours
+
+    # The same sweep under a bound it misses: a late timer may be why, so it is not judged.
+    fails = load_claim(_claim_file(tmp_path, "counts-fail", emulated=emulated,
+                                   verdict={"kind": "within", "metric": "control_per_data", "low": 5, "high": 6}))
+    verdict, ours, _ = measure(fails, tmp_path / "out", "emulation", runner=hot_machine)
+    assert verdict == OVERLOADED and "judged" not in ours
+
+
 def test_a_secure_claim_gets_a_key_set_where_it_has_none(tmp_path, monkeypatch):
     from rmptwin.claims.evaluate import _keys_for
     from rmptwin.factories.keys import key_path

@@ -24,7 +24,8 @@ from rmptwin.claims.verdicts import judge
 
 NOT_MEASURED, NOT_RUN, NOT_APPLICABLE = "not yet measured", "not run", "not applicable"
 # An emulated run whose timers ran late (the machine, not the protocol: emulation.hostload) is
-# not judged: the twin tests treat such runs the same way.
+# not judged: the twin tests treat such runs the same way. The one exception is a claim whose
+# figure late timers cannot make pass (Emulated.late_timers_cannot_pass): its "holds" stands.
 OVERLOADED = "not judged (overloaded)"
 OVERLOAD_KEY, LATENESS_KEY = "runtime.overloaded", "runtime.load.timer_lateness_p99_ms"
 AGREE, DIFFER = "agree", "differ"
@@ -81,7 +82,12 @@ def measure(claim: Claim, out: Path, backend: str, runner=None, master: str | No
         hot = int(df[OVERLOAD_KEY].fillna(False).astype(bool).sum()) if OVERLOAD_KEY in df.columns else 0
         if hot:
             late = df[LATENESS_KEY].max() if LATENESS_KEY in df.columns else float("nan")
-            return OVERLOADED, f"{ours} [{hot} of {len(df)} runs overloaded: timer lateness p99 up to {late:.0f} ms]", len(df)
+            ours = f"{ours} [{hot} of {len(df)} runs overloaded: timer lateness p99 up to {late:.0f} ms"
+            # Late timers can only make such a claim fail (claim.emulated says why), so its "holds" stands.
+            if backend == "emulation" and claim.emulated and claim.emulated.late_timers_cannot_pass \
+                    and verdict == "holds":
+                return verdict, f"{ours}; judged: {claim.emulated.late_timers_cannot_pass}]", len(df)
+            return OVERLOADED, f"{ours}]", len(df)
     except UserError as e:
         return NOT_MEASURED, f"{NOT_MEASURED}: {e}", 0
     except (KeyError, TypeError, ValueError, NameError, ZeroDivisionError) as e:

@@ -10,7 +10,9 @@ the sweep that measures it, and the rule that gives the verdict. Adding a claim 
     seeds: 3
     probes: [rmp]                               # sweeps.probes: extra figures per run
     emulated: {sets: {...}, seeds: 1}           # the smaller sweep `rmptwin claims --emulated` runs
-                                                # ({not_applicable: why} where it cannot run emulated)
+                                                # ({not_applicable: why} where it cannot run emulated;
+                                                # late_timers_cannot_pass: why an overloaded run's
+                                                # "holds" still stands)
     verdict: {kind: zero_from, metric: fairness_spread_ms.p99, param: protocol.delta_a_ms, threshold: 143,
               tolerance: runtime.load.timer_lateness_p99_ms}    # 0 up to the run's measured timer lateness
     note: what the reader should know about how we measured it
@@ -63,6 +65,10 @@ class Emulated(_Strict):
     seeds: int = 1
     not_applicable: str | None = Field(None, description="why this claim cannot run emulated on one machine "
                                        "(the row says 'not applicable' and this reason)")
+    late_timers_cannot_pass: str | None = Field(
+        None, description="why timers firing late cannot make this claim hold where it does not (its figure "
+        "counts what must never happen or what must all arrive, not when): an overloaded emulated sweep that "
+        "holds is then judged, its lateness shown; one that does not hold stays not judged")
 
 
 class Claim(_Strict):
