@@ -123,16 +123,19 @@ class SourceCore(CoreBase):
         st = self.stripes.get(a.stripe)
         if st is None or a.epoch < st.epoch and a.token > st.highest_t:
             return
-        if a.token > st.highest_t:
+        heard = a.token <= st.highest_t
+        if not heard:
             st.highest_t = a.token
             st.site = a.next_site
             st.progress_at = now
+        fresh = 0
         for i, (s, seq) in enumerate(a.msgs):
             if s != self.label:
                 continue
             out = st.outstanding.pop(seq, None)
             if out is None:
                 continue
+            fresh += 1
             self.timers.cancel((a.stripe, seq))
             st.acked_t[seq] = (a.epoch, a.token)
             st.payloads[seq] = out.payload
@@ -142,6 +145,8 @@ class SourceCore(CoreBase):
                 st.acked_below += 1
             self.emit(Event(Kind.SRC_ACKED, self.label, seq, a.first_gseq + i, len(out.payload),
                             {"stripe": a.stripe, "token": a.token}))
+        if heard and not fresh:
+            self.duplicates += 1   # an ack heard before (a re-sent pass, a replay): nothing in it was new
         while len(st.acked_t) > ACK_MEMORY:
             old = next(iter(st.acked_t))
             del st.acked_t[old]
