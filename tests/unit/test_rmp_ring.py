@@ -171,6 +171,27 @@ def test_secondary_asks_only_its_primary():
     assert not [f for f, _ in out if isinstance(f, wire.Ack)]    # never acknowledges
 
 
+def test_secondary_asks_the_new_rings_members_once_a_reformation_left_its_primary_out():
+    """Seed 4.3: the reformation reassigns a dead primary's secondaries. The re-opened
+    requests go to a member of the new ring at once, not k_r times to the primary it left out;
+    a later ring that takes the primary back gives it its secondary again."""
+    tm = timing()
+    rs = SecondaryCore("rs1", [0], tm, ["xr1"], primary="rp2", primaries={0: ["rp1", "rp2", "rp3"]},
+                       ring="east", ring_members={0: ["rp2", "rs1"]})
+    rs.receive_datagram(ack(2, [], 1, site="rp3", nxt="rp1"), "rp3", 0)     # ack 1 missed
+    drain(rs)
+    sent(rs)
+    rs.receive_datagram(wire.encode(wire.NewRing(0, 2, 4, 3, 2, 0, "rp3", "rp3", ("rp3", "rp1"))), "xr1", 1)
+    fire(rs, tm.tau_r)
+    asked = {d for f, d in sent(rs) if isinstance(f, wire.Nack)}
+    assert asked and Unicast("rp2") not in asked and asked <= {Unicast("rp1"), Unicast("rp3")}
+
+    rs.receive_datagram(wire.encode(wire.NewRing(0, 3, 6, 5, 2, 0, "rp1", "rp1", ("rp1", "rp2", "rp3"))), "xr1",
+                        2 * tm.tau_r)
+    fire(rs, 3 * tm.tau_r)
+    assert {d for f, d in sent(rs) if isinstance(f, wire.Nack)} == {Unicast("rp2")}
+
+
 # ----------------------------------------------------------------------------- reformation
 
 

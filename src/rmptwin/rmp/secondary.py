@@ -29,6 +29,7 @@ class SecondaryReceiver(StreamReceiver):
         self.primary = primary
         self.server = primary
         self.alternates = [p for p in primaries if p != primary]
+        self.ranked = [primary] + self.alternates   # whom to ask, in turn
         self.ring_asks = 0
         self.ring_asked_at: int | None = None
 
@@ -57,15 +58,21 @@ class SecondaryReceiver(StreamReceiver):
 
     def request_target(self, chan: Channel, rotation: int) -> str | None:
         # its own R_P first; the other primaries only while that one does not answer
-        candidates = [self.primary] + self.alternates
-        return candidates[rotation % len(candidates)]
+        return self.ranked[rotation % len(self.ranked)]
 
     def on_new_highest(self, a: wire.Ack, now: int) -> None:
-        self.server = self.primary   # never the token site: R_S add no load to the primary ring
+        self.server = self.ranked[0]   # never the token site: R_S add no load to the primary ring
 
     def on_new_ring(self, nr: wire.NewRing, src: str, now: int) -> None:
+        # Seed 4.3: a reformation reassigns the secondaries of a primary it left out. Ours out of
+        # the ring, the ring's members come first (ours again once a ring takes it back): before,
+        # every request fence() re-opened went to the dead primary k_r times before moving on.
+        # Ranked before super(): its fence() sends the re-opened requests at once.
+        if nr.epoch > self.epoch and nr.members:
+            everyone = [self.primary] + self.alternates
+            self.ranked = [p for p in everyone if p in nr.members] + [p for p in everyone if p not in nr.members]
         super().on_new_ring(nr, src, now)
-        self.server = self.primary
+        self.server = self.ranked[0]
 
 
 class SecondaryCore(ReceiverHost):
