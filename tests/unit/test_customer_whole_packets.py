@@ -16,7 +16,7 @@ from rmptwin.factories.rmp import build_customer, customer_config
 from rmptwin.rmp.customer import CustomerCore
 from rmptwin.rmp.moldudp64 import MoldPacket, decode_request, is_request
 from rmptwin.core.striping import session_name
-from test_customer import MS, make_loaded, trade
+from customer_net import MS, make_loaded, trade
 
 
 # The reference is a Python subclass of CustomerCore, which a compiled class does not take:
