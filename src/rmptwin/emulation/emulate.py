@@ -343,6 +343,7 @@ class Run:
         deadline = time.monotonic() + READY_TIMEOUT_S
         for i, np in enumerate(self.procs.values()):
             wait_for_line(np, "READY", deadline, self.run.node_stderr_path(np.name, 0))
+            self.spares.hold(np.name, np.groups)   # a crash withdraws no membership (runtime.node)
             self.progress(0.0, f"nodes ready {i + 1}/{len(self.procs)}")
         for np in spares:   # imported before t0, not in the middle of the run
             wait_for_line(np, "SPARE", deadline, self.run.node_stderr_path(np.name, np.incarnation))

@@ -92,6 +92,7 @@ class Spares:
         self._start = start
         self._left = {name: n for name, n in recovers.items() if n > 0}   # recover faults still to come
         self._waiting: dict[str, NodeProc] = {}
+        self._groups: dict[str, list[str]] = {}
 
     def prepare(self, name: str, incarnation: int) -> NodeProc | None:
         """Start ``name``'s spare for ``incarnation`` if a recover of it is still to come."""
@@ -99,7 +100,18 @@ class Spares:
             return None
         self._left[name] -= 1
         np = self._waiting[name] = self._start(name, incarnation)
+        if name in self._groups:
+            np.send("HOLD " + json.dumps(self._groups[name]))
         return np
+
+    def hold(self, name: str, groups: list[str]) -> None:
+        """The groups ``name``'s first incarnation joined (its READY): each of its spares holds
+        them (``runtime.node``'s HOLD), so a crash of the node withdraws no membership."""
+        if name not in self._left:
+            return
+        self._groups[name] = list(groups)
+        if name in self._waiting:
+            self._waiting[name].send("HOLD " + json.dumps(self._groups[name]))
 
     def take(self, name: str, incarnation: int) -> NodeProc | None:
         """The waiting spare of ``name`` if it is ``incarnation`` and alive (else None: start one)."""

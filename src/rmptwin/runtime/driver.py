@@ -97,9 +97,16 @@ class LocalClock:
         self.off += jump_ns
 
 
+# Linux's IP_MULTICAST_ALL (not in Python 3.11's socket module). Off, a socket bound to a port
+# receives only the groups it joined itself, not every group some other socket of the host
+# joined: a spare's membership keeper (below) must not feed the running node a group it left.
+IP_MULTICAST_ALL = getattr(socket, "IP_MULTICAST_ALL", 49)
+
+
 def _udp_socket(ip: str, port: int) -> socket.socket:
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.setsockopt(socket.IPPROTO_IP, IP_MULTICAST_ALL, 0)
     for opt in (socket.SO_RCVBUF, socket.SO_SNDBUF):
         try:
             s.setsockopt(socket.SOL_SOCKET, opt, SOCKET_BUFFER)
@@ -110,6 +117,27 @@ def _udp_socket(ip: str, port: int) -> socket.socket:
     s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_LOOP, 0)
     s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton(ip))
     s.setblocking(False)
+    return s
+
+
+def membership_keeper(ip: str, groups: list[str]) -> socket.socket:
+    """A socket that only holds the host's memberships of ``groups`` (bound to no node port, it
+    receives nothing). A crashed machine sends no IGMP leave: its switch port keeps forwarding its
+    groups until the membership times out (260 s in IGMPv2), longer than any run. A killed node
+    process would leave them at once (the kernel drops a closed socket's joins), so a spare holds
+    them from before the crash until its own sockets have joined (``runtime.node``); the
+    restarted node then hears its groups from its first instant, as the venue seed's step (1)
+    has it ("EV2 can receive all trade requests after k")."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.IPPROTO_IP, IP_MULTICAST_ALL, 0)
+    s.bind((ip, 0))
+    for name in groups:
+        mreq = struct.pack("4s4s", socket.inet_aton(group_ip(name)), socket.inet_aton(ip))
+        try:
+            s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, mreq)
+        except OSError as e:
+            if e.errno != errno.EADDRINUSE:
+                raise
     return s
 
 
