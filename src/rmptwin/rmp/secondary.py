@@ -28,8 +28,8 @@ class SecondaryReceiver(StreamReceiver):
         super().__init__(core, stripe, timing, reporter, remulticaster)
         self.primary = primary
         self.server = primary
-        self.alternates = [p for p in primaries if p != primary]
-        self.ranked = [primary] + self.alternates   # whom to ask, in turn
+        self.preference = [primary] + [p for p in primaries if p != primary]   # ours, then the others
+        self.ranked = list(self.preference)   # whom to ask, in turn (a reformation may reorder it)
         self.ring_asks = 0
         self.ring_asked_at: int | None = None
 
@@ -69,8 +69,8 @@ class SecondaryReceiver(StreamReceiver):
         # every request fence() re-opened went to the dead primary k_r times before moving on.
         # Ranked before super(): its fence() sends the re-opened requests at once.
         if nr.epoch > self.epoch and nr.members:
-            everyone = [self.primary] + self.alternates
-            self.ranked = [p for p in everyone if p in nr.members] + [p for p in everyone if p not in nr.members]
+            self.ranked = [p for p in self.preference if p in nr.members] + \
+                [p for p in self.preference if p not in nr.members]
         super().on_new_ring(nr, src, now)
         self.server = self.ranked[0]
 

@@ -120,6 +120,11 @@ def _udp_socket(ip: str, port: int) -> socket.socket:
     return s
 
 
+def _mreq(group: str, ip: str) -> bytes:
+    """The ip_mreq of logical group ``group`` on the interface of ``ip``."""
+    return struct.pack("4s4s", socket.inet_aton(group_ip(group)), socket.inet_aton(ip))
+
+
 def membership_keeper(ip: str, groups: list[str]) -> socket.socket:
     """A socket that only holds the host's memberships of ``groups`` (bound to no node port, it
     receives nothing). A crashed machine sends no IGMP leave: its switch port keeps forwarding its
@@ -132,9 +137,8 @@ def membership_keeper(ip: str, groups: list[str]) -> socket.socket:
     s.setsockopt(socket.IPPROTO_IP, IP_MULTICAST_ALL, 0)
     s.bind((ip, 0))
     for name in groups:
-        mreq = struct.pack("4s4s", socket.inet_aton(group_ip(name)), socket.inet_aton(ip))
         try:
-            s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, mreq)
+            s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, _mreq(name, ip))
         except OSError as e:
             if e.errno != errno.EADDRINUSE:
                 raise
@@ -194,10 +198,9 @@ class NodeDriver:
         self._sync_groups()
 
     def _membership(self, name: str, join: bool) -> None:
-        mreq = struct.pack("4s4s", socket.inet_aton(group_ip(name)), socket.inet_aton(self.ip))
         opt = socket.IP_ADD_MEMBERSHIP if join else socket.IP_DROP_MEMBERSHIP
         try:
-            self.socks[port_for_group(name)].setsockopt(socket.IPPROTO_IP, opt, mreq)
+            self.socks[port_for_group(name)].setsockopt(socket.IPPROTO_IP, opt, _mreq(name, self.ip))
         except OSError as e:
             if not (join and e.errno == errno.EADDRINUSE):  # already joined: fine
                 raise
