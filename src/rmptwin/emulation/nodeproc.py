@@ -4,7 +4,8 @@ Node control is a line protocol on the node's stdin (works the same through mnex
 through a container): ``GO <t0_ns>`` starts it, ``STOP`` ends it cleanly; EOF (the runner
 died) stops it too. A crash fault is SIGKILL: the node loses whatever it had not flushed.
 The runner also sends ``ETCD pause|resume <member>`` and ``CLOCK <jump_ms> <drift_ppm>``
-(nemesis steps). On stdout the node prints ``READY <groups>`` once bound and joined,
+(nemesis steps), and a spare ``HOLD <groups>`` (it answers ``HELD <n>``) then ``WAKE <t0_ns>``
+(``runtime.node``). On stdout the node prints ``READY <groups>`` once bound and joined,
 ``STATUS <json>`` as it goes (read for the drain), ``DONE <json>`` (its counters) at the end.
 """
 
