@@ -101,8 +101,7 @@ class Spares:
             return None
         self._left[name] -= 1
         np = self._waiting[name] = self._start(name, incarnation)
-        if name in self._groups:
-            np.send("HOLD " + json.dumps(self._groups[name]))
+        self._send_hold(name)
         return np
 
     def hold(self, name: str, groups: list[str]) -> None:
@@ -111,7 +110,11 @@ class Spares:
         if name not in self._left:
             return
         self._groups[name] = list(groups)
-        if name in self._waiting:
+        self._send_hold(name)
+
+    def _send_hold(self, name: str) -> None:
+        """``HOLD <groups>`` to ``name``'s waiting spare, once both are known."""
+        if name in self._waiting and name in self._groups:
             self._waiting[name].send("HOLD " + json.dumps(self._groups[name]))
 
     def take(self, name: str, incarnation: int) -> NodeProc | None:

@@ -136,12 +136,8 @@ def membership_keeper(ip: str, groups: list[str]) -> socket.socket:
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.setsockopt(socket.IPPROTO_IP, IP_MULTICAST_ALL, 0)
     s.bind((ip, 0))
-    for name in groups:
-        try:
-            s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, _mreq(name, ip))
-        except OSError as e:
-            if e.errno != errno.EADDRINUSE:
-                raise
+    for name in dict.fromkeys(groups):   # each once: a second join of a group is EADDRINUSE
+        s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, _mreq(name, ip))
     return s
 
 
