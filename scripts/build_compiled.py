@@ -39,7 +39,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
-from rmptwin.corebuild import BUILD_DIR, COMPILED, MANIFEST, check, read_manifest, source_hash  # noqa: E402
+from rmptwin.corebuild import BUILD_DIR, COMPILED, MANIFEST, check, read_manifest, source_hash
 
 SRC = REPO / "src"
 GROUP = "rmptwin_cores"      # the shared library: rmptwin_cores__mypyc.*.so
@@ -217,8 +217,8 @@ def missing_tools() -> str | None:
     if not (include / "Python.h").exists():
         return f"no Python headers ({include}/Python.h; Debian: python3-dev)"
     try:
-        import mypyc.build  # noqa: F401
-        import setuptools  # noqa: F401
+        import mypyc.build  # noqa: F401 - only whether it imports
+        import setuptools  # noqa: F401 - only whether it imports
     except ImportError as e:
         return f"no {e.name} (the dev packages of requirements.lock)"
     return None

@@ -259,7 +259,7 @@ def on_files(files, config):
     return files
 
 
-def on_page_markdown(markdown, page, config, files):   # noqa: ARG001 - MkDocs' hook signature
+def on_page_markdown(markdown, page, config, files):
     from mkdocs.exceptions import PluginError
     try:
         return expand(markdown, Path(config.config_file_path).parent)

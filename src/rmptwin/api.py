@@ -36,8 +36,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from rmptwin.errors import UserError
-from rmptwin.runs.experiment import EmulationOptions, ProgressFn, RunOutcome, run_experiment
 from rmptwin.rundir.run import RunDir
+from rmptwin.runs.experiment import EmulationOptions, ProgressFn, RunOutcome, run_experiment
 from rmptwin.spec import LoadedExperiment, Topology, read_yaml
 from rmptwin.spec import load_experiment as _load_experiment
 from rmptwin.spec import load_topology as _load_topology
@@ -164,15 +164,15 @@ class Run:
         """The event log (``tables.EVENT_SCHEMA``) as an Arrow table."""
         return self.dir.read_events()
 
-    def events(self) -> "pd.DataFrame":
+    def events(self) -> pd.DataFrame:
         """The event log as pandas: one row per protocol event (t_ns, node, kind, src, ...)."""
         return self.events_arrow().to_pandas()
 
-    def drops(self) -> "pd.DataFrame":
+    def drops(self) -> pd.DataFrame:
         """Ground truth: one row per packet lost on a link (``tables.DROP_SCHEMA``)."""
         return self.dir.read_drops().to_pandas()
 
-    def counts(self) -> "pd.DataFrame":
+    def counts(self) -> pd.DataFrame:
         """Per link direction and frame type, packets offered and dropped."""
         return self.dir.read_link_counts().to_pandas()
 
@@ -184,7 +184,7 @@ class Run:
 
         return loaded_from_manifest(self.manifest, str(self.dir.manifest_path))
 
-    def releases(self) -> "pd.DataFrame":
+    def releases(self) -> pd.DataFrame:
         """One row per release by a primary or secondary (node, stripe, src, src_seq, gseq,
         send_ns, release_ns, latency_ms, operable): summary.json's ``delivery_latency_ms`` is
         the percentiles of ``latency_ms``, its ``fairness_spread_ms`` those of each message's
@@ -193,7 +193,7 @@ class Run:
 
         return release_table(self.events(), self.experiment)
 
-    def first_copies(self) -> "pd.DataFrame":
+    def first_copies(self) -> pd.DataFrame:
         """One row per (packet, receiver that expected it): src, stripe, src_seq, node, send_ns,
         received, first (it heard the packet's first copy, not a repair or the source's
         re-send): the per-receiver losses that loss correlation and MINC read
@@ -202,7 +202,7 @@ class Run:
 
         return fates(self.events(), self.experiment)
 
-    def minc(self) -> "pd.DataFrame":
+    def minc(self) -> pd.DataFrame:
         """MINC loss inference, without Spark: one row per logical link of every (source, stripe)
         multicast tree (src, stripe, link, packets, gamma, estimate, configured, truth). truth is
         the first copies the run's drop log lost on the link over those that reached it (None
@@ -263,7 +263,7 @@ def _unchecked(run: Run | str | Path) -> Run:
     return run if isinstance(run, Run) else Run(run, check=False)
 
 
-def replay_of(run: Run | str | Path) -> "Replay":
+def replay_of(run: Run | str | Path) -> Replay:
     """How ``rerun`` repeats ``run``: the experiment and topology its manifest recorded (resolved,
     every default filled), the seed, the backend and, emulated, the node mode, the impairment
     actually used and the hosts captured; a UserError if the manifest cannot be repeated."""
@@ -299,7 +299,7 @@ def spark_session(master: str | None = None) -> Iterator:
         session.stop()
 
 
-def analyze(run: Run | str | Path, master: str | None = None, spark=None, console: "Console | None" = None) -> Path:
+def analyze(run: Run | str | Path, master: str | None = None, spark=None, console: Console | None = None) -> Path:
     """`rmptwin analyze`: the Spark analysis (embedded, or on ``master``); report.html's path.
     ``spark``: a SparkSession to use (and leave running) instead of starting one for the call.
     ``console``: a rich Console to show the analysis's progress bar on (the command line's)."""
@@ -325,12 +325,12 @@ class Comparison:
     html: Path | None      # the side-by-side page (None with analyze=False)
     passed: bool | None    # the twin verdict (None with verdict=False)
     text: str              # what `rmptwin compare` prints ("" when given a console: it went there)
-    rules: "pd.DataFrame | None" = None   # the verdict, one row per rule: metric a b tolerance status note
+    rules: pd.DataFrame | None = None   # the verdict, one row per rule: metric a b tolerance status note
 
 
 def compare(sim_run: Run | str | Path, emu_run: Run | str | Path, html: str | Path | None = None,
             verdict: bool = True, analyze_missing: bool = True, master: str | None = None,
-            console: "Console | None" = None) -> Comparison:
+            console: Console | None = None) -> Comparison:
     """`rmptwin compare`: two runs side by side (analysing either first if it has no metrics)
     and the twin verdict of B against A. ``console``: a rich Console to print on as the command
     does, the analyses' progress bars included (the command line's); ``text`` is then empty."""
@@ -360,7 +360,7 @@ def compare(sim_run: Run | str | Path, emu_run: Run | str | Path, html: str | Pa
     return Comparison(page, ok, _printed(out, console), table)
 
 
-def _printed(out: "Console", given: "Console | None") -> str:
+def _printed(out: Console, given: Console | None) -> str:
     """What went into ``out``: the quiet console's text, or "" when it was the caller's."""
     return "" if given is not None else out.file.getvalue()
 
@@ -371,7 +371,7 @@ def _printed(out: "Console", given: "Console | None") -> str:
 @dataclass(frozen=True)
 class SweepResult:
     path: Path              # the sweep directory (sweep.parquet, sweep.html)
-    table: "pd.DataFrame"   # one row per (point, seed): parameters, seed, every summary figure
+    table: pd.DataFrame   # one row per (point, seed): parameters, seed, every summary figure
     report_path: Path | None   # sweep.html (None with report=False)
     ran: int                # runs executed by this call (the rest were already in the table)
     skipped: int
@@ -387,15 +387,15 @@ class SweepResult:
 def sweep(experiment: LoadedExperiment | str | Path, sets: dict[str, list], seeds: int = 3,
           master: str | None = None, out: str | Path | None = None, probes: list[str] | None = None,
           keep_runs: bool = False, backend: str = "sim", in_process: bool = False,
-          report: bool = True, progress: "Callable[[int, int], None] | None" = None) -> SweepResult:
+          report: bool = True, progress: Callable[[int, int], None] | None = None) -> SweepResult:
     """`rmptwin sweep`: every combination of ``sets`` (key -> values), ``seeds`` seeds each
     (the experiment's seed, +1, ...); resumes in ``out`` like the command. ``in_process``: the
     simulated runs one after another in this process instead of as Spark tasks (no JVM to
     start: quicker for a few short runs, e.g. in a notebook); the rows are the same. ``report=False``
     skips sweep.html (a plot per metric: seconds) for a caller that draws its own.
     ``progress(done, total)``: called as runs finish (the command's bar)."""
-    from rmptwin.sweeps.sweep_report import write_outcome_report
     from rmptwin.sweeps.engine import SweepPlan, describe, run_loop, run_sweep
+    from rmptwin.sweeps.sweep_report import write_outcome_report
 
     if backend not in ("sim", "emulation"):
         raise UserError(f"backend {backend!r}: choose sim or emulation")

@@ -26,12 +26,12 @@ import importlib.util
 import json
 import os
 import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib.abc import MetaPathFinder
 from importlib.machinery import ModuleSpec
 from pathlib import Path
 from types import ModuleType
-from typing import Mapping, Sequence
 
 SRC = Path(__file__).resolve().parents[1]          # src/, which holds the rmptwin package
 REPO = SRC.parent

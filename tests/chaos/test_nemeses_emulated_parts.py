@@ -1,14 +1,12 @@
 """The emulated side of the nemeses, in the parts that run without a network: the relay's
-direction (the shared link model's duplicates and reordering), the node's CLOCK command and
-its local clock. The emulated runs themselves: tests/emulation/test_nemeses_emulated.py."""
+direction (the shared link model's duplicates and reordering), the node's CLOCK command (the clock
+itself: tests/unit/test_host_model.py). The emulated runs themselves: tests/emulation/test_nemeses_emulated.py."""
 
 from __future__ import annotations
 
 from rmptwin.emulation.relay import Direction
-from rmptwin.runtime.driver import LocalClock
 from rmptwin.runtime.node import clock_command
 from rmptwin.spec import LinkParams
-from rmptwin.spec.experiment import Clock
 
 
 def _frame(i: int) -> bytes:
@@ -34,15 +32,11 @@ def test_relay_direction_duplicates_and_keeps_its_line_in_time_order():
     assert len(d.line) == before + 1
 
 
-def test_clock_command_and_local_clock_change():
-    assert clock_command(["CLOCK", "250.0", "-"]) == (250.0, None)
+def test_clock_command_carries_the_jump_in_ns():
+    assert clock_command(["CLOCK", "250000000", "-"]) == (250_000_000, None)
     assert clock_command(["CLOCK", "-", "-40"]) == (None, -40.0)
+    assert clock_command(["CLOCK", "250.0", "-"]) is None, "a jump in ms (the old protocol) is refused"
     assert clock_command(["CLOCK", "x", "-"]) is None and clock_command(["GO", "1"]) is None
-    c = LocalClock(Clock(offset_ms=1.0, drift_ppm=10))
-    at = c.local(2_000_000_000)
-    c.change(2_000_000_000, jump_ns=5_000_000, drift_ppm=200)
-    assert c.local(2_000_000_000) == at + 5_000_000
-    assert c.local(3_000_000_000) - c.local(2_000_000_000) == 1_000_200_000
 
 
 def test_etcd_member_command():

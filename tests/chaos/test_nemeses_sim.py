@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from rmptwin.errors import UserError
 from rmptwin.core.events import Kind
 from rmptwin.core.linkmodel import LinkConfig, LinkDirection
-from rmptwin.core.packetkey import packet_key
 from rmptwin.core.nemesis import partition_links, steps
+from rmptwin.core.packetkey import packet_key
+from rmptwin.errors import UserError
 from rmptwin.sim.simulate import Simulation, simulate
 from rmptwin.spec import load_experiment
 from rmptwin.spec.experiment import Fault
@@ -79,11 +79,11 @@ def test_clock_jump_and_drift_change_move_one_node_clock():
     sim.start()
     rp1, rp3 = sim.by_name["rp1"], sim.by_name["rp3"]
     sim.sched.run_until(1_500_000_000)
-    assert rp1.local(1_500_000_000) == 1_750_000_000
-    before = rp3.local(2_000_000_000)
+    assert rp1.clock.local(1_500_000_000) == 1_750_000_000
+    before = rp3.clock.local(2_000_000_000)
     sim.sched.run_until(2_500_000_000)
-    assert rp3.local(2_000_000_000) == before, "a drift change does not step the clock"
-    assert rp3.local(3_000_000_000) - rp3.local(2_000_000_000) == 1_000_500_000
+    assert rp3.clock.local(2_000_000_000) == before, "a drift change does not step the clock"
+    assert rp3.clock.local(3_000_000_000) - rp3.clock.local(2_000_000_000) == 1_000_500_000
     r = simulate(loaded)
     assert len(events(r, Kind.CLOCK)) == 2
 

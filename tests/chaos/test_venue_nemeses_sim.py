@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from rmptwin.chaos.venue_nemeses import SCENARIOS, scenario
-from rmptwin.checkers.probe import venue_outage_ms
 from rmptwin.checkers import first_violation
+from rmptwin.checkers.probe import venue_outage_ms
 from rmptwin.checkers.run import check_events
 from rmptwin.core.events import Kind
 from rmptwin.sim.simulate import simulate

@@ -89,9 +89,9 @@ class _Loaded:
 def _trades_at_20(hr_stored: int) -> pd.DataFrame:
     """ev1 and ev2 each produce position 20's two trades; ev2 is killed, restarts and replays
     position 20 (its second incarnation logs the same two trades); the HR stored ``hr_stored``."""
-    trade = lambda t, node: (t, node, "trade", "IBM", 7, 20, "{}")   # noqa: E731
+    trade = lambda t, node: (t, node, "trade", "IBM", 7, 20, "{}")
     rows = [trade(10, "ev2"), trade(10, "ev2"), trade(11, "ev1"), trade(11, "ev1"),
-            (12, "hr1", "hr_store", "gw0", 13, 20, '{"trades": %d}' % hr_stored),
+            (12, "hr1", "hr_store", "gw0", 13, 20, f'{{"trades": {hr_stored}}}'),
             (20, "ev2", "crash", "", -1, -1, "{}"), (30, "ev2", "recover", "", -1, -1, "{}"),
             trade(40, "ev2"), trade(40, "ev2")]
     return pd.DataFrame(rows, columns=["t_ns", "node", "kind", "src", "src_seq", "gseq", "detail"])

@@ -13,12 +13,20 @@ import socket
 import struct
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from rmptwin.core.groups import group_ip, host_ip
-from rmptwin.core.groups import region_group, rmp_group
+from rmptwin.core.groups import group_ip, host_ip, region_group, rmp_group
 from rmptwin.emulation.flows import (
-    ETH_ARP, ETH_IP, HostPort, Policy, SwitchState, Wiring, diff, igmp_changes, known_group_names,
+    ETH_ARP,
+    ETH_IP,
+    HostPort,
+    Policy,
+    SwitchState,
+    Wiring,
+    diff,
+    igmp_changes,
+    known_group_names,
 )
 from rmptwin.spec import Topology
 

@@ -9,15 +9,13 @@ from __future__ import annotations
 import sys
 
 from os_ken.ofproto import ofproto_v1_3, ofproto_v1_3_parser
-
-from rmptwin.core.groups import group_ip
-from rmptwin.core.groups import rmp_group
-from rmptwin.emulation.flows import Policy, SwitchState, diff
-
 from test_flows import make_wiring  # tests/controllers is on sys.path (rootdir conftest)
 
+from rmptwin.core.groups import group_ip, rmp_group
+from rmptwin.emulation.flows import Policy, SwitchState, diff
+
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[2] / "controllers"))
-from rmptwin_controller import apply_diff, clear_switch  # noqa: E402
+from rmptwin_controller import apply_diff, clear_switch
 
 
 class RecordingDatapath:

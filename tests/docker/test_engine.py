@@ -191,7 +191,7 @@ def test_the_node_images_dockerfile_builds_through_the_sdk_on_the_cached_base(lo
             built = engine.build_image(image.NODES, tag, {"BASE": image.base_tag()}, log)
         assert built == engine.image_id(tag)
         # the same definition as the cached node image: the same layers on the same base
-        layers = lambda t: engine.client().api.inspect_image(t)["RootFS"]["Layers"]   # noqa: E731
+        layers = lambda t: engine.client().api.inspect_image(t)["RootFS"]["Layers"]
         assert layers(tag) == layers(local_image)
     finally:
         engine.remove_images([tag])

@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from emukit import NET4, describe_leftovers, project_leftovers  # tests/emulation is on sys.path (rootdir conftest)
 
 pytestmark = [pytest.mark.root, pytest.mark.emulation]

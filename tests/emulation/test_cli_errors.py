@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from emukit import NET4  # tests/emulation is on sys.path (rootdir conftest)
 
 RMPTWIN = [sys.executable, "-m", "rmptwin.cli.main"]

@@ -12,14 +12,12 @@ non-empty, so no check compares two empty sets.
 from __future__ import annotations
 
 import pytest
+from emukit import DOCKER_CPUS, DOCKER_MEMORY_MB, METER_PPS, NET4, link_count  # tests/emulation is on sys.path
 
-from rmptwin.core.groups import group_ip
-from rmptwin.core.groups import region_group, rmp_group
+from rmptwin.core.groups import group_ip, region_group, rmp_group
 from rmptwin.emulation.losscheck import misses_explained, relay_count
 from rmptwin.emulation.measure import run_probe
 from rmptwin.spec import load_topology
-
-from emukit import DOCKER_CPUS, DOCKER_MEMORY_MB, METER_PPS, NET4, link_count  # tests/emulation is on sys.path
 
 pytestmark = [pytest.mark.root, pytest.mark.emulation]
 TOPO = load_topology(NET4)

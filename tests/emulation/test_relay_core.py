@@ -10,7 +10,8 @@ import socket
 import struct
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rmptwin.emulation.droplog import drops_table, read_drop_file
 from rmptwin.emulation.relay import DROP_RECORD, LOSS, QUEUE, Direction

@@ -10,8 +10,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from emukit import NET4
+
 from rmptwin.errors import UserError
 from rmptwin.spec import load_topology
 

@@ -18,10 +18,11 @@ from pathlib import Path
 
 import pytest
 
+from rmptwin.emulation.flatnet import FlatNetwork, leftover_namespaces
 from rmptwin.rmp.repair import FIRST_MOLD_SEQ
+from rmptwin.rundir.run import NODE_FILES
 from rmptwin.runtime.config import NodeConfig
 from rmptwin.runtime.eventlog import merge_logs
-from rmptwin.emulation.flatnet import FlatNetwork, leftover_namespaces
 from rmptwin.spec import Experiment, LoadedExperiment, Topology
 
 pytestmark = [pytest.mark.root]
@@ -71,7 +72,7 @@ NODE_SCRIPT = textwrap.dedent('''
     core = {"primary": lambda: LossyRT(host.regions, N),
             "retransmit": lambda: build_retransmit(host, loaded, random.Random(1)),
             "customer": lambda: build_customer(host, loaded, random.Random(2))}[host.role]()
-    log = EventWriter(cfg.log_dir + "/" + name + ".0.jsonl")
+    log = EventWriter(cfg.node_file("events", name, 0))
     d = NodeDriver(core, name, host.role, cfg.hosts, cfg.t0_ns, log)
     d.open()
     async def main():
@@ -107,7 +108,7 @@ def test_driver_multicast_unicast_and_repairs_across_namespaces(tmp_path: Path):
     procs = {}
     with FlatNetwork(loaded.topology, tag="t1") as net:
         hosts = {n: h.ip for n, h in net.hosts.items()}
-        cfg = NodeConfig.for_run(loaded, 1, hosts, logs, t0_ns=time.time_ns() + 1_500_000_000)
+        cfg = NodeConfig.for_run(loaded, 1, hosts, logs, NODE_FILES, t0_ns=time.time_ns() + 1_500_000_000)
         path = cfg.write(tmp_path / "node.json")
         env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
         try:

@@ -23,19 +23,18 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from twin_checks import ORDER_RULE, assert_twin_verdict
 
 from rmptwin.analysis.summary import summarize
 from rmptwin.analysis.twin_verdict import NOT_COMPARABLE, NOT_DETERMINISTIC, PASS
-from rmptwin.runs.experiment import EmulationOptions, run_experiment
-from rmptwin.core.groups import REGION_PORT, REREQUEST_PORT, group_ip
-from rmptwin.core.groups import region_group
+from rmptwin.core.groups import REGION_PORT, REREQUEST_PORT, group_ip, region_group
+from rmptwin.core.striping import session_name
 from rmptwin.emulation.losscheck import repaired_first_copies, repairs_without_a_drop
 from rmptwin.rmp.repair import FIRST_MOLD_SEQ
-from rmptwin.spec.queries import customer_stripes
-from rmptwin.core.striping import session_name
 from rmptwin.rundir.run import RunDir
+from rmptwin.runs.experiment import EmulationOptions, run_experiment
 from rmptwin.spec import load_experiment
-from twin_checks import ORDER_RULE, assert_twin_verdict
+from rmptwin.spec.queries import customer_stripes
 
 pytestmark = [pytest.mark.root, pytest.mark.emulation]
 

@@ -1,5 +1,5 @@
-"""Runtime pieces that need no network: port routing, node clocks, node logs, the node
-config, CLI errors; and (as root) a whole `rmptwin run` on the flat bridge network."""
+"""Runtime pieces that need no network: node logs, the node config, CLI errors (port
+routing and node clocks: tests/unit/test_host_model.py); and (as root) a whole `rmptwin run` on the flat bridge network."""
 
 from __future__ import annotations
 
@@ -11,34 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from rmptwin.core.groups import REGION_PORT, REREQUEST_PORT, RMP_PORT
 from rmptwin.core.events import Event, Kind
-from rmptwin.rmp.moldudp64 import MoldPacket, MoldRequest
-from rmptwin.core.striping import session_name
-from rmptwin.rundir.run import RunDir
+from rmptwin.rundir.run import NODE_FILES, RunDir
 from rmptwin.runtime.config import NodeConfig
-from rmptwin.runtime.driver import LocalClock, port_for_datagram, port_for_group
 from rmptwin.runtime.eventlog import EventWriter, merge_logs
-from rmptwin.spec import Clock, load_experiment
+from rmptwin.spec import load_experiment
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def test_datagrams_go_to_the_port_of_their_kind():
-    assert port_for_group("rmp/3") == RMP_PORT
-    assert port_for_group("region/europe/3") == REGION_PORT
-    assert port_for_datagram(bytes([0xA5, 1, 2, 3])) == RMP_PORT
-    assert port_for_datagram(MoldRequest(session_name(1), 5, 3).encode()) == REREQUEST_PORT
-    assert port_for_datagram(MoldPacket(session_name(1), 5, (b"x",)).encode()) == REGION_PORT
-    assert port_for_datagram(MoldPacket(session_name(1), 5).encode()) == REGION_PORT  # heartbeat
-
-
-def test_local_clock_offset_and_drift_round_trip():
-    c = LocalClock(Clock(offset_ms=3.0, drift_ppm=100.0))
-    t = 2_000_000_000
-    assert c.local(t) == t + 3_000_000 + 200_000
-    assert abs(c.true(c.local(t)) - t) <= 1
-    assert LocalClock(None).local(t) == t
 
 
 def test_node_logs_merge_in_time_order_and_skip_a_torn_last_line(tmp_path: Path):
@@ -59,7 +38,7 @@ def test_node_logs_merge_in_time_order_and_skip_a_torn_last_line(tmp_path: Path)
 
 def test_node_config_carries_the_resolved_spec(tmp_path: Path):
     loaded = load_experiment(REPO / "experiments" / "line3.yaml")
-    cfg = NodeConfig.for_run(loaded, 7, {"src1": "10.0.0.1"}, tmp_path)
+    cfg = NodeConfig.for_run(loaded, 7, {"src1": "10.0.0.1"}, tmp_path, NODE_FILES)
     back = NodeConfig.read(cfg.write(tmp_path / "c.json")).loaded()
     assert back.experiment == loaded.experiment and back.topology == loaded.topology
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from rmptwin.analysis.security_summary import HEADLINE
-from rmptwin.runs.experiment import EmulationOptions, run_experiment
 from rmptwin.factories.keys import generate, key_path, write_keys
+from rmptwin.runs.experiment import EmulationOptions, run_experiment
 from rmptwin.spec import load_experiment
 
 pytestmark = [pytest.mark.root, pytest.mark.emulation]

@@ -16,6 +16,7 @@ import pytest
 
 from rmptwin.core.groups import group_ip
 from rmptwin.emulation.nodeproc import NodeProc, Spares
+from rmptwin.rundir.run import NODE_FILES
 from rmptwin.runtime.config import NodeConfig
 from rmptwin.runtime.node import hold_groups, wake_time
 from rmptwin.spec import load_experiment
@@ -70,7 +71,7 @@ def test_wake_time_reads_only_a_well_formed_wake():
 def test_a_spare_node_says_spare_opens_nothing_and_leaves_quietly_without_wake(tmp_path):
     loaded = load_experiment(REPO / "labs" / "venue-failover" / "failover.yaml")
     hosts = {h.name: f"10.0.0.{i + 1}" for i, h in enumerate(loaded.topology.hosts)}
-    cfg = NodeConfig.for_run(loaded, 1, hosts, tmp_path / "nodes").write(tmp_path / "config.json")
+    cfg = NodeConfig.for_run(loaded, 1, hosts, tmp_path / "nodes", NODE_FILES).write(tmp_path / "config.json")
     p = subprocess.run([sys.executable, "-m", "rmptwin.runtime.node", str(cfg), "ev1", "--incarnation", "1", "--spare"],
                        input=b"", capture_output=True, timeout=120, env={"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin"})
     assert p.returncode == 0, p.stderr.decode()
@@ -84,7 +85,7 @@ def test_a_spare_holds_the_groups_it_is_given_so_a_crash_withdraws_no_membership
     membership table, which the switch's IGMP view follows) until the spare exits."""
     loaded = load_experiment(REPO / "labs" / "venue-failover" / "failover.yaml")
     hosts = {h.name: f"10.77.0.{i + 1}" for i, h in enumerate(loaded.topology.hosts)}
-    cfg = NodeConfig.for_run(loaded, 1, hosts, tmp_path / "nodes").write(tmp_path / "config.json")
+    cfg = NodeConfig.for_run(loaded, 1, hosts, tmp_path / "nodes", NODE_FILES).write(tmp_path / "config.json")
     ns = f"rmptw-spare-{os.getpid()}"
     groups = [wire.REQUEST_GROUP, wire.HARDENED_GROUP]
 

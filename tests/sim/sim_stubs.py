@@ -6,8 +6,8 @@ from __future__ import annotations
 import struct
 from collections import deque
 
-from rmptwin.core.sansio import Group, Unicast
 from rmptwin.core.events import Event, Kind
+from rmptwin.core.sansio import Group, Unicast
 from rmptwin.spec import Experiment, LoadedExperiment, Topology
 
 # A MoldUDP64-shaped datagram (session, seq, count=1, one 8-byte message: the sender's local

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from rmptwin.studies.taxonomy_compare import measure_run
 from rmptwin.cli.main import app
 from rmptwin.rundir.run import RunDir
+from rmptwin.studies.taxonomy_compare import measure_run
 
 REPO = Path(__file__).resolve().parents[2]
 WIDE = {"COLUMNS": "200"}  # one table row per line, whatever the terminal

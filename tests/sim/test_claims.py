@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rmptwin.claims.model import load_claim, load_claims
 from rmptwin.claims.evaluate import CLAIMS_DIR, NOT_MEASURED, run_claims, write_report
+from rmptwin.claims.model import load_claim, load_claims
 from rmptwin.errors import UserError
 from rmptwin.sweeps.engine import run_loop
 

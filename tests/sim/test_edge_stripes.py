@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from rmptwin.errors import UserError
 from rmptwin.core.events import Kind
-from rmptwin.runs.experiment import run_experiment
-from rmptwin.spec.queries import edge_plan
-from rmptwin.rmp.edge_stripes import message_bits, plan_edges, stripes_within
 from rmptwin.core.striping import session_name
+from rmptwin.errors import UserError
+from rmptwin.rmp.edge_stripes import message_bits, plan_edges, stripes_within
+from rmptwin.runs.experiment import run_experiment
 from rmptwin.spec import load_experiment
+from rmptwin.spec.queries import edge_plan
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -103,6 +103,7 @@ def test_a_modem_repairs_a_lost_packet_of_its_stripe_within_its_line(tmp_path):
     75 ms at 56 Kbps behind the live feed) arrived 94 ms after the request, after a customer
     that re-requested every tau_r (30 ms) had given the 7 messages up (retries_exhausted)."""
     import pyarrow.parquet as pq
+
     from rmptwin.sweeps.points import make_point
 
     loaded = load_experiment(REPO / "experiments" / "edge-stripes.yaml")
@@ -116,5 +117,5 @@ def test_a_modem_repairs_a_lost_packet_of_its_stripe_within_its_line(tmp_path):
     assert [(g["first"], g["count"]) for g in gaps] == [(35, 7)]     # the loss this test is about
     assert (m.kind == Kind.CUST_SKIP).sum() == 0
     assert (m.kind == Kind.NACK_SENT).sum() == 1                     # one request, one answer on the line
-    repaired = m[(m.kind == Kind.CUST_RECV) & (m.d_repair == True)]  # noqa: E712
+    repaired = m[(m.kind == Kind.CUST_RECV) & (m.d_repair == True)]
     assert sorted(repaired.gseq) == list(range(35, 42))

@@ -10,8 +10,9 @@ from rmptwin.analysis.summary import summarize
 from rmptwin.errors import UserError
 from rmptwin.sim.simulate import simulate
 from rmptwin.spec import load_experiment
+from rmptwin.topotools.generate import campaign_params as params_for
+from rmptwin.topotools.generate import generate
 from rmptwin.topotools.yaml_files import dump_yaml
-from rmptwin.topotools.generate import campaign_params as params_for, generate
 
 SEEDS = range(120)
 

@@ -15,9 +15,9 @@ from rmptwin import spec
 from rmptwin.analysis.summary import summarize
 from rmptwin.cli.main import app
 from rmptwin.errors import UserError
-from rmptwin.runs.rerun import replay_from_manifest
-from rmptwin.rundir.run import RunDir
 from rmptwin.records.tables import DROP_SCHEMA, LINK_COUNT_SCHEMA, EventLog
+from rmptwin.rundir.run import RunDir
+from rmptwin.runs.rerun import replay_from_manifest
 
 REPO = Path(__file__).resolve().parents[2]
 QUICKSTART = REPO / "experiments" / "quickstart.yaml"

@@ -9,12 +9,11 @@ import random
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from rmp_checks import assert_agreement_and_no_loss, frame
 
 from rmptwin.analysis.summary import summarize
 from rmptwin.sim.random_trees import loaded_experiment, max_path_delay_ms, random_tree
 from rmptwin.sim.simulate import simulate
-
-from rmp_checks import assert_agreement_and_no_loss, frame
 
 SETTINGS = settings(max_examples=20, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow])

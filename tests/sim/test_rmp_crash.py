@@ -8,12 +8,11 @@ import json
 import random
 
 import pytest
+from rmp_checks import assert_agreement_and_no_loss, frame
 
 from rmptwin.analysis.summary import summarize
 from rmptwin.sim.random_trees import loaded_experiment, max_path_delay_ms, random_tree
 from rmptwin.sim.simulate import simulate
-
-from rmp_checks import assert_agreement_and_no_loss, frame
 
 CRASH_S = 1.0
 

@@ -7,11 +7,10 @@ from __future__ import annotations
 import random
 
 import pytest
+from rmp_checks import assert_agreement_and_no_loss, frame
 
 from rmptwin.sim.random_trees import loaded_experiment, max_path_delay_ms, random_tree
 from rmptwin.sim.simulate import simulate
-
-from rmp_checks import assert_agreement_and_no_loss, frame
 
 
 def _run(seed: int, delta_a_ms: float | None, max_loss: float):

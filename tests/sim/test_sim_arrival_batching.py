@@ -4,8 +4,9 @@ the packet at its own arrival time, in the order one entry per host would give."
 
 from __future__ import annotations
 
-from rmptwin.sim.simulate import Simulation
 from sim_stubs import Group, StubCore, builder, line_topo, loaded, recv_rows
+
+from rmptwin.sim.simulate import Simulation
 
 MSGS = 400
 

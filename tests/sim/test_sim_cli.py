@@ -7,13 +7,13 @@ import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import sim_stubs
 from typer.testing import CliRunner
 
-import sim_stubs
 from rmptwin import factories
 from rmptwin.cli.main import app
-from rmptwin.rundir.run import RunDir
 from rmptwin.records.tables import DROP_SCHEMA, EVENT_SCHEMA, LINK_COUNT_SCHEMA
+from rmptwin.rundir.run import RunDir
 
 REPO = Path(__file__).resolve().parents[2]
 SUMMARY_KEYS = {"receivers", "agreement", "messages_sent", "messages_delivered_min", "messages_lost",

@@ -7,12 +7,12 @@ import math
 
 import pandas as pd
 import pytest
+from sim_stubs import Group, StubCore, Unicast, builder, line_topo, loaded, recv_rows
 
 from rmptwin.analysis.summary import summarize
 from rmptwin.core.linkmodel import WIRE_HEADER_BYTES
-from rmptwin.sim.simulate import Simulation, simulate
 from rmptwin.sim.scheduler import Scheduler
-from sim_stubs import Group, StubCore, Unicast, builder, line_topo, loaded, recv_rows
+from rmptwin.sim.simulate import Simulation, simulate
 
 
 def _fanout(source_dest=Group("g"), period_ns=None):

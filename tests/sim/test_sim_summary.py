@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
+from sim_stubs import loaded
 
 from rmptwin.analysis.summary import summarize
 from rmptwin.core.events import Event
 from rmptwin.records.tables import EventLog
-from sim_stubs import loaded
 
 MS = 1_000_000
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import math
 
+from sim_stubs import loaded
+
 from rmptwin.core.striping import symbol_stripe
 from rmptwin.core.trade_report import TradeReport
 from rmptwin.factories.ticker_workload import schedule
-from sim_stubs import loaded
 
 TOPO = {
     "name": "t", "switches": ["a"],

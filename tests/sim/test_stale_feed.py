@@ -50,6 +50,7 @@ def _run(tmp_path, loaded):
 def _table(run):
     import pandas as pd
     import pyarrow.parquet as pq
+
     from rmptwin.rundir.run import RunDir
     _, _, files = RunDir(run.path).check()
     return pd.concat([pq.read_table(f).to_pandas() for f in files])

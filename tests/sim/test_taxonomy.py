@@ -9,8 +9,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from rmptwin.studies.taxonomy_compare import TAXONOMY, Point, run_point
 from rmptwin.analysis.taxonomy_report import COLUMNS, write_outputs
+from rmptwin.studies.taxonomy_compare import TAXONOMY, Point, run_point
 
 # GUP moves one update at a time (2 round trips each): it is given a load it can carry.
 RATE = {"ub": 100.0, "bb": 100.0, "uub": 100.0, "gup": 20.0}

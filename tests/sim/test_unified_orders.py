@@ -19,8 +19,8 @@ import pytest
 import yaml
 
 from rmptwin.analysis.orders_summary import figures
-from rmptwin.errors import UserError
 from rmptwin.core.events import Kind
+from rmptwin.errors import UserError
 from rmptwin.sim.simulate import simulate
 from rmptwin.spec import load_experiment
 from rmptwin.venue.orderbook import BUY, SELL, OrderBook

@@ -9,7 +9,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from shared_runs import LINE3, LINE3_SWEEP
 
 

@@ -17,10 +17,9 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from shared_runs import LINE3, LINE3_SWEEP
 
 from rmptwin.analysis import cluster
-
-from shared_runs import LINE3, LINE3_SWEEP
 
 pytestmark = pytest.mark.spark
 

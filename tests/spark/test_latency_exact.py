@@ -23,7 +23,7 @@ def test_latency_summary_equals_sparks_percentile_and_mean_exactly(spark):
             for _ in range(n)]
     lat = spark.createDataFrame(rows, "stage string, region string, latency_ns long")
     got = {(r["stage"], r["region"]): r for r in latency.latency_summary(lat, [0.0, 0.3, 1.0])}
-    spark_says = lambda df: df.agg(  # noqa: E731
+    spark_says = lambda df: df.agg(
         F.percentile("latency_ns", [0.5, 0.99]).alias("p"), F.mean("latency_ns").alias("m"),
         F.count("*").alias("n"), F.max("latency_ns").alias("max")).first()
     for stage, region in [("deliver", "east"), ("deliver", "west"), ("customer", "east"), ("deliver", "all")]:

@@ -12,8 +12,8 @@ import pytest
 
 from rmptwin.analysis import extract, job, link_loss, loss
 from rmptwin.runs.experiment import run_experiment
-from rmptwin.studies.labs import LABS_DIR
 from rmptwin.spec import load_experiment
+from rmptwin.studies.labs import LABS_DIR
 from rmptwin.sweeps.points import make_point
 
 pytestmark = pytest.mark.spark

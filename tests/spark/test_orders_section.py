@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from rmptwin.analysis import extract, orders_summary
-from rmptwin.runs.experiment import run_experiment
 from rmptwin.rundir.run import RunDir
+from rmptwin.runs.experiment import run_experiment
 from rmptwin.spec import load_experiment
 
 pytestmark = pytest.mark.spark

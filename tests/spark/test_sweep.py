@@ -13,8 +13,8 @@ from rmptwin.errors import UserError
 from rmptwin.spec import load_experiment
 from rmptwin.sweeps.engine import SweepPlan, run_sweep
 from rmptwin.sweeps.points import make_points, parse_sets
-from rmptwin.sweeps.sweep_report import write_report
 from rmptwin.sweeps.spark import run_spark
+from rmptwin.sweeps.sweep_report import write_report
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 

@@ -23,7 +23,7 @@ import runpy
 import selectors
 import sys
 
-import rmptwin.cli  # noqa: F401 - the package, which `python -m` imports before running main
+import rmptwin.cli
 import rmptwin.cli.main  # noqa: F401 - everything main imports, loaded once for every child
 
 # main itself runs afresh in each child, as __main__ (left in sys.modules, runpy would warn)

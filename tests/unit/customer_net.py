@@ -8,10 +8,10 @@ import heapq
 import random
 
 from rmptwin.core.sansio import Unicast
+from rmptwin.core.trade_report import TradeReport
 from rmptwin.rmp.remulticast import Remulticaster
 from rmptwin.rmp.repair import FIRST_MOLD_SEQ
 from rmptwin.spec import Experiment, LoadedExperiment, Topology
-from rmptwin.core.trade_report import TradeReport
 
 MS = 1_000_000
 

@@ -4,14 +4,14 @@ a ``drop(data, src, dst)`` predicate loses chosen ones, timers fire in time orde
 from __future__ import annotations
 
 import heapq
-from typing import Callable
+from collections.abc import Callable
 
 from rmptwin.core.sansio import Unicast
-from rmptwin.rmp import wire
 from rmptwin.core.timing import Timing
-from rmptwin.spec.queries import timing_from_protocol
+from rmptwin.rmp import wire
 from rmptwin.rmp.primary import PrimaryCore
 from rmptwin.spec import Protocol
+from rmptwin.spec.queries import timing_from_protocol
 
 
 class Bus:

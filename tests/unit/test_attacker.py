@@ -7,18 +7,18 @@ from pathlib import Path
 
 import pytest
 
-from rmptwin.errors import UserError
 from rmptwin.core.events import Kind
-from rmptwin.factories.attacker import attacker_config, legitimate_rate
 from rmptwin.core.groups import region_group, rmp_group
+from rmptwin.core.sansio import Group
+from rmptwin.core.striping import session_name
+from rmptwin.core.trade_report import TradeReport
+from rmptwin.errors import UserError
+from rmptwin.factories.attacker import attacker_config, legitimate_rate
 from rmptwin.rmp import wire
 from rmptwin.rmp.attacker import FORGED_SYMBOL, AttackerConfig, AttackerCore
 from rmptwin.rmp.moldudp64 import MoldPacket, decode_packet
 from rmptwin.rmp.seal import PURPOSE_REGION, key_id, key_name
-from rmptwin.core.striping import session_name
-from rmptwin.core.sansio import Group
 from rmptwin.spec import load_experiment
-from rmptwin.core.trade_report import TradeReport
 
 REPO = Path(__file__).resolve().parents[2]
 MS = 1_000_000

@@ -17,7 +17,7 @@ from rmptwin import corebuild
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts"))
-import build_compiled  # noqa: E402
+import build_compiled
 
 sys.path.pop(0)
 

@@ -18,11 +18,10 @@ import sys
 import pytest
 import typer
 import typer.main
+from cli_forks import SRC, run_cli_cases
 
 from rmptwin.cli import main as cli
 from rmptwin.errors import UserError
-
-from cli_forks import SRC, run_cli_cases
 
 BOGUS = "--bogus-flag-xyz"
 

@@ -10,7 +10,12 @@ import pytest
 from rmptwin.analysis import report
 from rmptwin.emulation import cleanup, engine, env
 from rmptwin.emulation.containerstats import (
-    ContainerStatsSampler, StatsSample, mem_bytes, node_figures, read_ns, sample_of,
+    ContainerStatsSampler,
+    StatsSample,
+    mem_bytes,
+    node_figures,
+    read_ns,
+    sample_of,
 )
 from rmptwin.errors import UserError
 

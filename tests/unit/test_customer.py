@@ -9,21 +9,18 @@ from __future__ import annotations
 import random
 
 import pytest
-
-from rmptwin.core.sansio import Group, Unicast
-from rmptwin.core.groups import region_group
-from rmptwin.core.events import Kind
-from rmptwin.factories.rmp import build_customer, build_retransmit
-from rmptwin.spec.queries import customer_stripes
-from rmptwin.rmp.moldudp64 import MoldPacket, MoldRequest, decode_packet
-from rmptwin.rmp.remulticast import Remulticaster
-from rmptwin.rmp.repair import FIRST_MOLD_SEQ
-from rmptwin.core.striping import session_name
-from rmptwin.rmp.moldudp64 import request_stripe
-from rmptwin.core.trade_report import TradeReport
-
 from customer_net import MS, FakeRT, Net, make_loaded, releases, trade
 
+from rmptwin.core.events import Kind
+from rmptwin.core.groups import region_group
+from rmptwin.core.sansio import Group, Unicast
+from rmptwin.core.striping import session_name
+from rmptwin.core.trade_report import TradeReport
+from rmptwin.factories.rmp import build_customer, build_retransmit
+from rmptwin.rmp.moldudp64 import MoldPacket, MoldRequest, decode_packet, request_stripe
+from rmptwin.rmp.remulticast import Remulticaster
+from rmptwin.rmp.repair import FIRST_MOLD_SEQ
+from rmptwin.spec.queries import customer_stripes
 
 # ------------------------------------------------------------------ remulticast
 

@@ -10,18 +10,16 @@ from __future__ import annotations
 
 import random
 
+from customer_net import MS, FakeRT, Net, make_loaded, releases, trade
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from rmptwin.core.sansio import Unicast
 from rmptwin.core.events import Kind
-from rmptwin.factories.rmp import build_customer, build_retransmit
-from rmptwin.rmp.moldudp64 import MoldPacket, decode_packet
-from rmptwin.rmp.repair import FIRST_MOLD_SEQ
+from rmptwin.core.sansio import Unicast
 from rmptwin.core.striping import session_name
-from rmptwin.rmp.moldudp64 import request_stripe
-
-from customer_net import MS, FakeRT, Net, make_loaded, releases, trade
+from rmptwin.factories.rmp import build_customer, build_retransmit
+from rmptwin.rmp.moldudp64 import MoldPacket, decode_packet, request_stripe
+from rmptwin.rmp.repair import FIRST_MOLD_SEQ
 
 
 def _rx_down_rt_cut_off(nodes, gone, answers_from):

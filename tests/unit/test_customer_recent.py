@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import random
 
+from rmp_bus import MS, drain
+
 from rmptwin.core.events import Kind
+from rmptwin.core.striping import session_name
+from rmptwin.core.trade_report import TradeReport
 from rmptwin.rmp.customer import RECENT, CustomerConfig, CustomerCore
 from rmptwin.rmp.moldudp64 import MoldPacket
 from rmptwin.rmp.repair import RepairConfig
-from rmptwin.core.striping import session_name
-from rmptwin.core.trade_report import TradeReport
-
-from rmp_bus import MS, drain
 
 
 def trade(i: int) -> bytes:

@@ -10,14 +10,13 @@ import heapq
 import random
 
 import pytest
+from customer_net import MS, make_loaded, trade
 
 from rmptwin import corebuild
+from rmptwin.core.striping import session_name
 from rmptwin.factories.rmp import build_customer, customer_config
 from rmptwin.rmp.customer import CustomerCore
 from rmptwin.rmp.moldudp64 import MoldPacket, decode_request, is_request
-from rmptwin.core.striping import session_name
-from customer_net import MS, make_loaded, trade
-
 
 # The reference is a Python subclass of CustomerCore, which a compiled class does not take:
 # under the compiled build this module runs interpreted, from tests/sim/test_compiled_builds.py.

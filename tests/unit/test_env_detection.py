@@ -6,8 +6,7 @@ from __future__ import annotations
 import pytest
 
 from rmptwin.emulation import env
-from rmptwin.emulation.cgroups import (Limits, Mount, limit_files, parse_limits, parse_mountinfo,
-                                       parse_proc_cgroup)
+from rmptwin.emulation.cgroups import Limits, Mount, limit_files, parse_limits, parse_mountinfo, parse_proc_cgroup
 from rmptwin.emulation.env import MachineEnv, TcProbe, cgroup_version, netem_from
 from rmptwin.errors import UserError
 

@@ -10,11 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rmptwin.core.events import Kind
+from rmptwin.core.striping import session_name
 from rmptwin.rmp.customer import CustomerConfig, CustomerCore
 from rmptwin.rmp.feed_watch import FeedWatch, FeedWatchConfig
 from rmptwin.rmp.moldudp64 import MoldPacket, decode_request
 from rmptwin.rmp.repair import RepairConfig
-from rmptwin.core.striping import session_name
 
 MS = 1_000_000
 STALE = 750 * MS

@@ -7,9 +7,9 @@ import struct
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rmptwin.records.frame_names import describe
 from rmptwin.rmp import wire
 from rmptwin.venue import wire as vwire
-from rmptwin.records.frame_names import describe
 
 
 def test_rmp_frames_are_named_with_their_message():

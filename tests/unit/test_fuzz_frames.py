@@ -18,8 +18,10 @@ import random
 import zlib
 
 import pytest
+from rmp_bus import MS, timing
 
 from rmptwin.core.events import Kind
+from rmptwin.core.striping import session_name
 from rmptwin.rmp import wire
 from rmptwin.rmp.customer import CustomerConfig, CustomerCore
 from rmptwin.rmp.moldudp64 import MoldPacket
@@ -30,9 +32,6 @@ from rmptwin.rmp.retransmit import RetransmitConfig, RetransmitCore
 from rmptwin.rmp.seal import KeySet, Sealer
 from rmptwin.rmp.secondary import SecondaryCore
 from rmptwin.rmp.source import SourceCore
-from rmptwin.core.striping import session_name
-
-from rmp_bus import MS, timing
 
 PER_CORE = 15_000          # x 7 cores = 105,000 frames
 LEGIT = 24

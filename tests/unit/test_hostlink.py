@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 
+from rmptwin.core.linkmodel import WIRE_HEADER_BYTES, LinkConfig, LinkDirection, stream_seed
 from rmptwin.emulation.droplog import counts_table, drops_table, read_access_reports
-from rmptwin.core.linkmodel import LinkConfig, LinkDirection, stream_seed
 from rmptwin.rmp.wire import Data, encode
-from rmptwin.core.linkmodel import WIRE_HEADER_BYTES
-from rmptwin.runtime.hostlink import HostLink, access_report_path
+from rmptwin.rundir.run import NODE_FILES
+from rmptwin.runtime.hostlink import HostLink
 from rmptwin.spec import LinkParams
 
 
@@ -40,7 +40,7 @@ def test_a_full_queue_drops_and_leaves_the_relays_records(tmp_path):
     for i in range(5):
         link.receive(0, _data(i), "srcny", "10.0.0.1", "10.0.0.29", 7000)
     assert len(link.down.items) == 3 and link.down.dropped[1] == 2
-    path = access_report_path(tmp_path, "csyd2", 0)
+    path = tmp_path / NODE_FILES["access_link"].format(host="csyd2", incarnation=0)
     path.write_text(json.dumps({"counts": link.counts(), "drops": link.dropped_frames}))
     frames, counts = read_access_reports([path], clock_shift_ns=1_000)
     drops = drops_table(frames, {"10.0.0.1": "srcny"}, {}).to_pylist()

@@ -21,12 +21,20 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rmptwin.core import linkmodel
-from rmptwin.corebuild import source_path
-from rmptwin.errors import UserError
 from rmptwin.core.linkmodel import (
-    DOWN, LOSS, QUEUE, BernoulliConfig, GilbertElliottConfig, LinkConfig, LinkDirection, reason, stream_seed,
+    DOWN,
+    LOSS,
+    QUEUE,
+    BernoulliConfig,
+    GilbertElliottConfig,
+    LinkConfig,
+    LinkDirection,
+    reason,
+    stream_seed,
 )
 from rmptwin.core.packetkey import UNKEYED, frame_key, packet_key
+from rmptwin.corebuild import source_path
+from rmptwin.errors import UserError
 from rmptwin.rmp import wire
 from rmptwin.spec import GilbertElliott, LinkParams
 

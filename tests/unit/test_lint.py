@@ -37,3 +37,16 @@ def test_the_lint_sees_a_stale_import(tmp_path):
     r = subprocess.run([*ruff(), "check", "--no-cache", "--isolated", "--select", "F", str(bad)],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 1 and "F401" in r.stdout and "F821" in r.stdout
+
+
+def test_every_noqa_says_why():
+    """A ``noqa`` names its rule and, after " - ", why the rule does not hold there."""
+    import re
+    bare = []
+    for top in ("src", "tests", "controllers", "labs", "scripts", "notebooks"):
+        for path in (REPO / top).rglob("*.py"):
+            for n, line in enumerate(path.read_text().splitlines(), 1):
+                m = re.search(r"#\s*noqa\b(.*)", line)
+                if m and not re.match(r":\s*[A-Z]+[0-9]+(,\s*[A-Z]+[0-9]+)*\s+-\s+\S", m.group(1)):
+                    bare.append(f"{path.relative_to(REPO)}:{n}: {line.strip()}")
+    assert bare == [], "noqa without a reason:\n" + "\n".join(bare)

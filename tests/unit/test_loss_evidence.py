@@ -10,8 +10,14 @@ import json
 import pyarrow as pa
 import pytest
 
-from rmptwin.emulation.losscheck import (LinkCount, misses_explained, netem_count, relay_count,
-                                         repaired_first_copies, repairs_without_a_drop)
+from rmptwin.emulation.losscheck import (
+    LinkCount,
+    misses_explained,
+    netem_count,
+    relay_count,
+    repaired_first_copies,
+    repairs_without_a_drop,
+)
 from rmptwin.emulation.measure import ProbeResult
 from rmptwin.records.tables import DROP_SCHEMA, EVENT_SCHEMA, LINK_COUNT_SCHEMA
 

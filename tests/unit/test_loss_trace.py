@@ -10,16 +10,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_linkmodel import _data, _ethernet
 
+from rmptwin.core.linkmodel import LOSS, LinkConfig, LinkDirection, TraceConfig, loss_config
 from rmptwin.emulation.impair import impair_for_traces, traced_links
 from rmptwin.emulation.relay import Direction
 from rmptwin.errors import UserError
-from rmptwin.core.linkmodel import LOSS, LinkConfig, LinkDirection, TraceConfig, loss_config
 from rmptwin.spec import LinkParams, load_experiment, load_topology
 from rmptwin.spec.traces import parse_trace
 from rmptwin.topotools.trace_fit import fit
-
-from test_linkmodel import _data, _ethernet
 
 ROOT = Path(__file__).resolve().parents[2]
 BITS = "0010011100000001"

@@ -9,7 +9,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rmptwin.rmp.moldudp64 import (
-    HEADER_SIZE, MoldDecodeError, MoldPacket, MoldRequest, decode_packet, decode_request, is_request,
+    HEADER_SIZE,
+    MoldDecodeError,
+    MoldPacket,
+    MoldRequest,
+    decode_packet,
+    decode_request,
+    is_request,
     pack_messages,
 )
 

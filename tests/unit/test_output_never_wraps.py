@@ -16,7 +16,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from cli_forks import run_cli_cases
 
 REPO = Path(__file__).resolve().parents[2]

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import random
 
+from rmp_bus import MS, drain
+
 from rmptwin.core.events import Kind
 from rmptwin.core.striping import session_name
 from rmptwin.core.trade_report import TradeReport
 from rmptwin.rmp.customer import CustomerConfig, CustomerCore
 from rmptwin.rmp.moldudp64 import MoldPacket
 from rmptwin.rmp.repair import RepairConfig
-
-from rmp_bus import MS, drain
 
 TAU_R = 30 * MS
 

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rmp_bus import timing
 
 from rmptwin.core.events import Kind
 from rmptwin.rmp import wire
 from rmptwin.rmp.primary import PrimaryCore
 from rmptwin.rmp.secondary import SecondaryCore
-
-from rmp_bus import timing
 
 
 @st.composite

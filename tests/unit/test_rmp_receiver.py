@@ -4,12 +4,12 @@ token is accepted only once everything up to it is held."""
 
 from __future__ import annotations
 
+from rmp_bus import MS, ack, data, drain, fire, member, sent
 
-from rmptwin.core.sansio import Unicast
 from rmptwin.core.events import Kind
+from rmptwin.core.sansio import Unicast
 from rmptwin.rmp import wire
 
-from rmp_bus import MS, ack, data, drain, fire, member, sent
 
 def test_message_then_ack_places_in_order_and_duplicates_are_ignored():
     c = member()

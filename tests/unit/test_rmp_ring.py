@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rmp_bus import MS, Bus, ack, data, drain, fire, member, sent, timing
 
-from rmptwin.core.sansio import Group, Unicast
 from rmptwin.core.events import Kind
+from rmptwin.core.sansio import Group, Unicast
 from rmptwin.core.timing import token_passing_time_ms
 from rmptwin.rmp import wire
 from rmptwin.rmp.nack_reduction import request_sets, request_slot
@@ -16,8 +17,6 @@ from rmptwin.rmp.primary import PrimaryCore
 from rmptwin.rmp.reformation import ReformationCore, start_token
 from rmptwin.rmp.secondary import SecondaryCore
 from rmptwin.rmp.source import SourceCore
-
-from rmp_bus import MS, Bus, ack, data, drain, fire, member, sent, timing
 
 # ----------------------------------------------------------------------------- seed formulas
 

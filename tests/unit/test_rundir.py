@@ -11,10 +11,10 @@ import pyarrow as pa
 import pytest
 
 import rmptwin
-from rmptwin.rundir import run as rundir
 from rmptwin.errors import UserError
-from rmptwin.rundir.run import RunDir
 from rmptwin.records.tables import EventLog
+from rmptwin.rundir import run as rundir
+from rmptwin.rundir.run import RunDir
 
 SRC = Path(rmptwin.__file__).resolve().parent
 

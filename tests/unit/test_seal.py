@@ -8,7 +8,15 @@ import pytest
 from rmptwin.core.events import Kind
 from rmptwin.rmp import wire
 from rmptwin.rmp.seal import (
-    MAC_BYTES, OVERHEAD, PURPOSE_REGION, PURPOSE_REPAIR, KeySet, Reason, SealError, Sealer, alarm,
+    MAC_BYTES,
+    OVERHEAD,
+    PURPOSE_REGION,
+    PURPOSE_REPAIR,
+    KeySet,
+    Reason,
+    Sealer,
+    SealError,
+    alarm,
 )
 
 

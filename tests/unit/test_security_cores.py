@@ -8,9 +8,13 @@ from __future__ import annotations
 import random
 
 import pytest
+from rmp_bus import MS, drain, fire, timing
 
 from rmptwin.core.events import Kind
 from rmptwin.core.groups import region_group
+from rmptwin.core.sansio import Group
+from rmptwin.core.striping import session_name
+from rmptwin.core.trade_report import TradeReport
 from rmptwin.rmp import wire
 from rmptwin.rmp.customer import CustomerConfig, CustomerCore
 from rmptwin.rmp.moldudp64 import MoldPacket, MoldRequest, decode_packet
@@ -18,12 +22,7 @@ from rmptwin.rmp.primary import PrimaryCore
 from rmptwin.rmp.remulticast import Remulticaster
 from rmptwin.rmp.repair import RepairConfig
 from rmptwin.rmp.retransmit import RetransmitConfig, RetransmitCore
-from rmptwin.rmp.seal import KeySet, Reason, SealError, Sealer
-from rmptwin.core.striping import session_name
-from rmptwin.core.sansio import Group
-from rmptwin.core.trade_report import TradeReport
-
-from rmp_bus import MS, drain, fire, timing
+from rmptwin.rmp.seal import KeySet, Reason, Sealer, SealError
 
 KEYS = KeySet(sources={"s1": b"\x11" * 32}, regions={"eu": b"\x22" * 32}, retransmit={"eu": b"\x33" * 32},
               control=b"\x44" * 32)

@@ -121,7 +121,7 @@ def test_gilbert_elliott_loss_counts_at_its_stationary_mean():
     # Long bursts: a stationary mean of 20 %, worse than the 10 % Bernoulli links above.
     heavy = GilbertElliott(p_gb=0.05, p_bg=0.2, loss_bad=1.0)
     assert rare.mean < 0.01 and heavy.mean == pytest.approx(0.2)
-    links = lambda m: {"s1-s2": {"loss": m}, "s2-s3": {"loss": m}}  # noqa: E731
+    links = lambda m: {"s1-s2": {"loss": m}, "s2-s3": {"loss": m}}
     assert "k_r_vs_loss" not in _keys(_with(LINE3_CRASH, topo_links=links(rare), **TD_OK))
     assert "k_r_vs_loss" in _keys(_with(LINE3_CRASH, topo_links=links(heavy), **TD_OK))
 

@@ -6,12 +6,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rmptwin.rmp.moldudp64 import MoldRequest
 from rmptwin.core.striping import (
-    customer_stripes, host_stripes, serves_stripe, session_name, session_stripe, symbol_stripe,
+    customer_stripes,
+    host_stripes,
+    serves_stripe,
+    session_name,
+    session_stripe,
+    symbol_stripe,
     symbols_on,
 )
-from rmptwin.rmp.moldudp64 import request_stripe
+from rmptwin.rmp.moldudp64 import MoldRequest, request_stripe
 
 
 def test_symbols_are_dealt_round_the_stripes():

@@ -15,12 +15,12 @@ import pytest
 
 from rmptwin.analysis.summary import summarize
 from rmptwin.core.events import Event, Kind
-from rmptwin.rmp.corebase import Timers
-from rmptwin.runtime.driver import EARLY_WAKE_NS, NodeDriver, is_release_deadline
 from rmptwin.emulation.hostload import overload_verdict, procs_running
-from rmptwin.spec import load_experiment
 from rmptwin.records.tables import EVENT_SCHEMA, row
 from rmptwin.records.timer_lateness import LatenessHistogram
+from rmptwin.rmp.corebase import Timers
+from rmptwin.runtime.driver import EARLY_WAKE_NS, NodeDriver, is_release_deadline
+from rmptwin.spec import load_experiment
 
 REPO = Path(__file__).resolve().parents[2]
 MS = 1_000_000

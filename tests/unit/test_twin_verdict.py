@@ -9,11 +9,22 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from rmptwin.analysis.twin_verdict import (FAIL, NOT_COMPARABLE, NOT_DETERMINISTIC, PASS, TwinInputs,
-                                           delivered_order, first_copy_loss, message_times, multicast_edges,
-                                           one_source_per_stripe,
-                                           passed, timer_lateness_ms, twin_verdict)
 from rmptwin.analysis.first_copy import first_copy_slack_ms
+from rmptwin.analysis.twin_verdict import (
+    FAIL,
+    NOT_COMPARABLE,
+    NOT_DETERMINISTIC,
+    PASS,
+    TwinInputs,
+    delivered_order,
+    first_copy_loss,
+    message_times,
+    multicast_edges,
+    one_source_per_stripe,
+    passed,
+    timer_lateness_ms,
+    twin_verdict,
+)
 from rmptwin.emulation.droplog import rebased
 from rmptwin.records.tables import DROP_SCHEMA, EVENT_SCHEMA, detail_values
 

@@ -8,6 +8,7 @@ import dataclasses
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rmp_bus import timing
 
 from rmptwin.apps.unified_orders import offers
 from rmptwin.apps.unified_orders.admission import NS, Account, Admission, AdmissionConfig, account_token
@@ -17,11 +18,9 @@ from rmptwin.apps.unified_orders.offers import BUY, SELL, Offer
 from rmptwin.apps.unified_orders.plan import paired_plan, random_plan
 from rmptwin.apps.unified_orders.portal import OrderEntry, PortalCore
 from rmptwin.core.events import Kind
+from rmptwin.core.sansio import Group, Unicast
 from rmptwin.rmp import wire
 from rmptwin.rmp.source import SourceCore
-from rmptwin.core.sansio import Group, Unicast
-
-from rmp_bus import timing
 
 SECRET = "test-portal-secret"
 PRICE = 100 * 10_000

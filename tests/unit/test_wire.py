@@ -11,8 +11,27 @@ from hypothesis import strategies as st
 
 from rmptwin.rmp import wire
 from rmptwin.rmp.wire import (
-    Ack, BadField, BadMagic, BadText, BadVersion, Data, Invite, Join, JoinAck, LengthMismatch, Nack,
-    NewRing, Report, ReportAck, Retx, SecToken, TruncatedFrame, UnknownType, WireError, decode, encode,
+    Ack,
+    BadField,
+    BadMagic,
+    BadText,
+    BadVersion,
+    Data,
+    Invite,
+    Join,
+    JoinAck,
+    LengthMismatch,
+    Nack,
+    NewRing,
+    Report,
+    ReportAck,
+    Retx,
+    SecToken,
+    TruncatedFrame,
+    UnknownType,
+    WireError,
+    decode,
+    encode,
 )
 
 names = st.text(min_size=0, max_size=12)

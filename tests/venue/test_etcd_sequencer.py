@@ -22,12 +22,12 @@ from pathlib import Path
 import pytest
 
 from rmptwin.core.events import Kind
+from rmptwin.core.sansio import Unicast
 from rmptwin.errors import UserError
 from rmptwin.factories import build_core
-from rmptwin.core.sansio import Unicast
 from rmptwin.runtime.etcd_client import ETCD_APIS, EtcdCas, EtcdCasClient, etcd_cas, leader_first, serve_propose
-from rmptwin.runtime.etcd_json import _Http
 from rmptwin.runtime.etcd_cluster import EtcdCluster
+from rmptwin.runtime.etcd_json import _Http
 from rmptwin.runtime.venue_adapters import node_adapters
 from rmptwin.spec import load_experiment
 from rmptwin.venue import wire

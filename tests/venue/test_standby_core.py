@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import random
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rmptwin.core.events import Kind
 from rmptwin.core.sansio import Unicast

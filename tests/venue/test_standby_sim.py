@@ -5,13 +5,12 @@ seed's 5 ms, with no trade lost and every EV's state the same."""
 from __future__ import annotations
 
 import pytest
+from test_venue_sim import REPO, run, with_venue
 
 from rmptwin.core.events import Kind
 from rmptwin.errors import UserError
 from rmptwin.spec import Fault, LoadedExperiment, load_experiment
 from rmptwin.spec.loading import cross_check
-
-from test_venue_sim import REPO, run, with_venue
 
 
 @pytest.fixture(scope="module")

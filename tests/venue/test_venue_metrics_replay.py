@@ -13,7 +13,7 @@ COLUMNS = ["t_ns", "node", "kind", "src_seq", "gseq", "bytes", "detail"]
 
 
 def _run(replayed: str) -> pd.DataFrame:
-    trade = lambda t, node, d: (t, node, "trade", 7, 20, 0, d)   # noqa: E731
+    trade = lambda t, node, d: (t, node, "trade", 7, 20, 0, d)
     rows = [trade(10, "ev2", '{"price":1}'), trade(10, "ev2", '{"price":2}'),
             trade(11, "ev1", '{"price":1}'), trade(11, "ev1", '{"price":2}'),
             (20, "ev2", "crash", -1, -1, 0, "{}"), (30, "ev2", "recover", -1, -1, 0, "{}"),

@@ -181,7 +181,7 @@ def up(workers: int = 2, cores: int = 1, memory: str = "1g", port: int = DEFAULT
     return cluster
 
 
-def _ended(proc: "subprocess.Popen[bytes] | None") -> str:
+def _ended(proc: subprocess.Popen[bytes] | None) -> str:
     """How a daemon process ended, for an error about it: its exit code or the signal."""
     code = proc.poll() if proc is not None else None
     if code is None:
@@ -190,7 +190,7 @@ def _ended(proc: "subprocess.Popen[bytes] | None") -> str:
 
 
 def _wait(cluster: Cluster, ready, what: str, timeout_s: float,
-          procs: "dict[str, subprocess.Popen[bytes]] | None" = None) -> None:
+          procs: dict[str, subprocess.Popen[bytes]] | None = None) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         info = _master_json(cluster.webui_port)

@@ -7,19 +7,13 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from rich.table import Table
-
-from rmptwin.errors import UserError
-from rmptwin.rundir.run import RunDir
-
-
-
-
-
 from rich.console import Console
+from rich.table import Table
 
 from rmptwin.analysis.report import CSS, fmt
 from rmptwin.analysis.twin_verdict import FAIL, PASS, Rule, inputs_of, passed, twin_verdict
+from rmptwin.errors import UserError
+from rmptwin.rundir.run import RunDir
 
 
 def load_metrics(run: Path) -> dict:

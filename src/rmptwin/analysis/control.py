@@ -11,9 +11,9 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from rmptwin.core.events import Kind
 from rmptwin.analysis.extract import RECEIVER_ROLES
 from rmptwin.analysis.summary import MESSAGE_WORK
+from rmptwin.core.events import Kind
 
 
 def control_per_data(events: DataFrame, duration_ns: int) -> DataFrame:

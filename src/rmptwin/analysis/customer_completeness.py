@@ -30,10 +30,10 @@ import json
 
 import pandas as pd
 
-from rmptwin.core.events import Kind
-from rmptwin.spec.queries import customer_stripes
-from rmptwin.rmp.feed_watch import STALE_FEED
 from rmptwin.analysis.stripe_delivery import RELEASE_KINDS, rt_names, stripe_delivery, stripe_of
+from rmptwin.core.events import Kind
+from rmptwin.rmp.feed_watch import STALE_FEED
+from rmptwin.spec.queries import customer_stripes
 
 KINDS = (*RELEASE_KINDS, Kind.CUST_RECV, Kind.CUST_SKIP, Kind.ALARM, Kind.CRASH, Kind.RECOVER)
 KEY = "customers_incomplete"
@@ -105,9 +105,9 @@ def summarize(df: pd.DataFrame, loaded) -> dict:
 def spark_metrics(spark, events, rd) -> dict:
     """The same figure from the run's raw events (their detail is needed, which the parsed
     frame drops), filtered by Spark to the kinds it reads."""
+    from rmptwin.analysis import schemas
     from rmptwin.rundir.run import RunDir
     from rmptwin.spec import Experiment, LoadedExperiment
-    from rmptwin.analysis import schemas
 
     if not rd.topology.hosts_with_role("customer"):
         return {}

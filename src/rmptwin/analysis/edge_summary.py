@@ -20,10 +20,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from rmptwin.spec.queries import edge_plan
-from rmptwin.spec.queries import customer_stripes
-from rmptwin.rmp.edge_stripes import PACKET_OVERHEAD
 from rmptwin.analysis.stripe_delivery import rt_names, stripe_delivery
+from rmptwin.rmp.edge_stripes import PACKET_OVERHEAD
+from rmptwin.spec.queries import customer_stripes, edge_plan
 
 
 def summarize(df: pd.DataFrame, loaded) -> dict:

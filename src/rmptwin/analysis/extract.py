@@ -9,11 +9,11 @@ import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from rmptwin.analysis import schemas
 from rmptwin.core.events import Kind
+from rmptwin.records.tables import DETAIL_COLUMNS
 from rmptwin.rundir.run import RunDir
 from rmptwin.spec import Topology
-from rmptwin.records.tables import DETAIL_COLUMNS
-from rmptwin.analysis import schemas
 
 RECEIVER_ROLES = ("primary", "secondary")
 # The event columns every transform may read, beside the detail columns.

@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from rmptwin.spec.queries import timing_from_protocol
 from rmptwin.spec import Protocol
+from rmptwin.spec.queries import timing_from_protocol
 
 
 def first_copy_slack_ms(protocol: dict | None) -> float:

@@ -45,8 +45,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from rmptwin.core.events import Kind
 from rmptwin.analysis.stats import percentiles
+from rmptwin.core.events import Kind
 
 KINDS = (Kind.FLOOR_REPORT, Kind.FLOOR_TRADE, Kind.FLOOR_STATE, Kind.TOKEN_ACCEPT, Kind.CRASH, Kind.RECOVER)
 PLOT = "floor_confirm_latency.png"
@@ -169,7 +169,7 @@ def spark_metrics(spark, events, rd) -> dict:
 
 
 def plot_confirm_latency(m: dict, path: Path) -> Path:
-    from rmptwin.analysis.plots import plt, save_figure   # matplotlib: only when drawing
+    from rmptwin.analysis.plots import plt, save_figure  # matplotlib: only when drawing
 
     lat = m.get("confirm_latencies_ms") or []
     fig, ax = plt.subplots(figsize=(6, 3.6))

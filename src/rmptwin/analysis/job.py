@@ -18,11 +18,11 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from rmptwin.rundir.run import RunDir
 from rmptwin.analysis import control, extract, latency, loss, minc, report, throughput
 from rmptwin.analysis.first_copy import first_copy_slack_ms
 from rmptwin.analysis.reformations import read_reformation_events, reformation_list
 from rmptwin.analysis.sections import spark_sections
+from rmptwin.rundir.run import RunDir
 
 QUANTILES = [i / 100 for i in range(101)]
 STEPS = ["extract", "latency", "fairness", "loss", "minc", "control", "throughput", "report"]
@@ -199,7 +199,7 @@ def headline(m: dict) -> dict:
     events, receivers, control_per_data, release_latency_* and release_spread_* are
     summary.json's messages_sent, events, receivers, control_per_data, delivery_latency_ms
     and fairness_spread_ms."""
-    ms = lambda x: None if x is None else x / 1e6  # noqa: E731
+    ms = lambda x: None if x is None else x / 1e6
     dl = _find(m["latency"], stage="deliver", region="all")
     rl_lat = _find(m["latency"], stage="release", region="all")
     cu = _find(m["latency"], stage="customer", region="all")

@@ -15,8 +15,8 @@ import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from rmptwin.core.events import Kind
 from rmptwin.analysis.extract import RECEIVER_ROLES
+from rmptwin.core.events import Kind
 
 # p50 and p99 of every latency and spread table: exact, interpolated linearly between the two
 # nearest values, as summary.json's (analysis.summary.percentiles).

@@ -25,9 +25,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from rmptwin.analysis.first_copy import first_copy_slack_ms
 from rmptwin.core.events import Kind
 from rmptwin.spec import LoadedExperiment
-from rmptwin.analysis.first_copy import first_copy_slack_ms
 
 RECEIVER_ROLES = ("primary", "secondary")
 

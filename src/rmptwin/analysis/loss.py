@@ -11,9 +11,9 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from rmptwin.core.events import Kind
 from rmptwin.analysis.extract import RECEIVER_ROLES
 from rmptwin.analysis.latency import sends
+from rmptwin.core.events import Kind
 
 
 def down_intervals(events: DataFrame) -> DataFrame:
@@ -93,7 +93,7 @@ def receiver_loss(fate: DataFrame) -> DataFrame:
     """Per receiver: expected, first_received, received, first_loss, residual_loss, repaired,
     repair_median_ns (send -> arrival of the repair) and repair_extra_median_ns (that minus the
     receiver's median first-copy latency: how much later than normal a repaired packet arrived)."""
-    med = lambda c: F.percentile_approx(c, 0.5, 10000).cast("double")  # noqa: E731
+    med = lambda c: F.percentile_approx(c, 0.5, 10000).cast("double")
     per = fate.groupBy("node").agg(
         F.count("*").alias("expected"),
         F.sum(F.col("first").cast("long")).alias("first_received"),

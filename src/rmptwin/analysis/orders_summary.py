@@ -58,8 +58,8 @@ from pathlib import Path
 import pandas as pd
 
 from rmptwin.core.events import Kind
-from rmptwin.spec.queries import path_delay_ms
 from rmptwin.rundir.run import RunDir
+from rmptwin.spec.queries import path_delay_ms
 
 PLOT = "near_first_fraction.png"
 OFFER_KINDS = (Kind.OFFER_SENT, Kind.OFFER_ADMIT, Kind.OFFER_REJECT, Kind.OFFER_EXEC, Kind.TRADE)
@@ -180,7 +180,7 @@ def spark_metrics(spark, events, rd) -> dict:
 
 
 def plot_near_first(m: dict, path: Path) -> Path:
-    from rmptwin.analysis.plots import plt, save_figure   # matplotlib: only when drawing
+    from rmptwin.analysis.plots import plt, save_figure  # matplotlib: only when drawing
 
     fr = sorted(((float(k), v) for k, v in (m.get("near_first_fraction") or {}).items()))
     fig, ax = plt.subplots(figsize=(6, 3.6))

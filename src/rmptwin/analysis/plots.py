@@ -104,7 +104,7 @@ def minc_vs_truth(m: dict, path: Path) -> Path:
         _empty(ax, "multicast trees")
         return save_figure(fig, path)
     x = np.arange(len(first))
-    val = lambda k: [100 * (r[k] if r[k] is not None else np.nan) for r in first]  # noqa: E731
+    val = lambda k: [100 * (r[k] if r[k] is not None else np.nan) for r in first]
     ax.bar(x - 0.27, val("estimate"), 0.27, label="MINC estimate")
     ax.bar(x, val("truth"), 0.27, label="ground truth (drops)")
     ax.bar(x + 0.27, val("configured"), 0.27, label="configured")

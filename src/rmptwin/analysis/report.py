@@ -10,8 +10,8 @@ import html
 import json
 from pathlib import Path
 
-from rmptwin.rundir.run import ANALYSIS, METRICS, RunDir
 from rmptwin.analysis.sections import report_sections
+from rmptwin.rundir.run import ANALYSIS, METRICS, RunDir
 
 CSS = """body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}

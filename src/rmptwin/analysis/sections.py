@@ -19,7 +19,12 @@ from __future__ import annotations
 from types import ModuleType
 
 from rmptwin.analysis import (
-    customer_completeness, edge_summary, floor_summary, orders_summary, security_summary, taxonomy_summary,
+    customer_completeness,
+    edge_summary,
+    floor_summary,
+    orders_summary,
+    security_summary,
+    taxonomy_summary,
 )
 
 SECTIONS: dict[str, ModuleType] = {

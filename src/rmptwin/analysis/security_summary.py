@@ -44,11 +44,11 @@ from collections import Counter
 
 import pandas as pd
 
-from rmptwin.core.events import Kind
-from rmptwin.rmp.attacker import FORGED_SYMBOL
-from rmptwin.core.striping import serves_stripe
-from rmptwin.spec import Topology
 from rmptwin.analysis.stats import percentiles
+from rmptwin.core.events import Kind
+from rmptwin.core.striping import serves_stripe
+from rmptwin.rmp.attacker import FORGED_SYMBOL
+from rmptwin.spec import Topology
 
 ALARM = Kind.ALARM
 RT_ROLES = ("primary", "secondary")
@@ -184,8 +184,8 @@ def summarize(df: pd.DataFrame, loaded) -> dict:
 def spark_metrics(spark, events, rd) -> dict:
     """The same figures as summary.json, from the run's raw events (detail is needed here,
     which the parsed frame drops), filtered to the kinds they read by Spark."""
-    from rmptwin.rundir.run import RunDir
     from rmptwin.analysis import schemas
+    from rmptwin.rundir.run import RunDir
 
     enabled = bool(((rd.manifest.get("experiment") or {}).get("security") or {}).get("enabled"))
     if not _applies(rd.topology, enabled):

@@ -7,8 +7,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from rmptwin.errors import UserError
 from rmptwin.analysis.spark_log import jvm_stderr_to_log, spark_log_path
+from rmptwin.errors import UserError
 
 DEFAULT_MASTER = "local[2]"
 LOG4J = Path(__file__).with_name("log4j2.properties")

@@ -81,15 +81,15 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from rmptwin.core.events import Kind
-from rmptwin.spec.queries import customer_stripes
-from rmptwin.spec import LoadedExperiment
-from rmptwin.records.timer_lateness import lateness_by_role
 from rmptwin.analysis.reformations import reformation_list
 from rmptwin.analysis.sections import summary_sections
 from rmptwin.analysis.stats import percentiles
-from rmptwin.analysis.venue_metrics import venue_summary
 from rmptwin.analysis.stripe_delivery import RT_ROLES, stripe_delivery, stripe_of
+from rmptwin.analysis.venue_metrics import venue_summary
+from rmptwin.core.events import Kind
+from rmptwin.records.timer_lateness import lateness_by_role
+from rmptwin.spec import LoadedExperiment
+from rmptwin.spec.queries import customer_stripes
 
 Message = tuple[int, str, int]  # (stripe, src, src_seq)
 

@@ -12,9 +12,9 @@ import numpy as np
 import pyarrow as pa
 
 from rmptwin.core.events import Kind
+from rmptwin.records.tables import DROP_SCHEMA, EVENT_SCHEMA, LINK_COUNT_SCHEMA, detail_arrays
 from rmptwin.rundir.run import RunDir
 from rmptwin.spec import Experiment, Topology
-from rmptwin.records.tables import DROP_SCHEMA, EVENT_SCHEMA, LINK_COUNT_SCHEMA, detail_arrays
 
 SWITCH_LINKS = [("s1", "s2"), ("s1", "s3"), ("s2", "s4"), ("s2", "s5"), ("s3", "s6"), ("s3", "s7")]
 LEAF_SWITCHES = ["s4", "s5", "s6", "s7"]
@@ -32,7 +32,7 @@ def default_losses(seed: int = 7) -> dict[tuple[str, str], float]:
 
 
 def topology(losses: dict[tuple[str, str], float]) -> Topology:
-    acc = lambda u, v, d: {"delay_ms": d, "loss": losses.get((u, v), 0.0)}  # noqa: E731
+    acc = lambda u, v, d: {"delay_ms": d, "loss": losses.get((u, v), 0.0)}
     hosts = [{"name": "src", "role": "source", "switch": "s1", "link": acc("src", "s1", 1.0)}]
     for i, r in enumerate(RECEIVERS):
         sw = LEAF_SWITCHES[i // 2]

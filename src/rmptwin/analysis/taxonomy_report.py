@@ -77,7 +77,7 @@ def verdict(rows: list[dict]) -> list[str]:
 def _plot_steady(rows, metric, ylabel, path: Path, against: str) -> None:
     """``metric`` of the steady rows against ``against`` on log-log axes, one line per protocol:
     against "receivers" at the first steady row's rate, against "rate" at the largest group."""
-    from rmptwin.analysis.plots import plt, save_figure   # matplotlib: only when drawing
+    from rmptwin.analysis.plots import plt, save_figure  # matplotlib: only when drawing
     steady = [r for r in rows if r["scenario"] == "steady"]
     if against == "receivers":
         held, at = "rate", steady[0]["rate"] if steady else None
@@ -102,7 +102,7 @@ def _plot_steady(rows, metric, ylabel, path: Path, against: str) -> None:
 
 
 def _plot_faults(rows, path: Path) -> None:
-    from rmptwin.analysis.plots import plt, save_figure   # matplotlib: only when drawing
+    from rmptwin.analysis.plots import plt, save_figure  # matplotlib: only when drawing
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     for ax, scenario, metric, label in ((axes[0], "lossy", "lossy_p99_ms", "p99 latency at the lossy receiver (ms)"),
                                         (axes[1], "crash", "resume_ms", "time to resume after a sequencer crash (ms)")):

@@ -35,8 +35,8 @@ from collections import defaultdict
 
 import pandas as pd
 
-from rmptwin.core.events import Kind
 from rmptwin.analysis.stats import percentiles
+from rmptwin.core.events import Kind
 
 ROLE = "taxonomy_member"
 KINDS = (Kind.SEND, Kind.DELIVER, Kind.ORDER_IN, Kind.SEQ_POSITION, Kind.CRASH, Kind.RECOVER)

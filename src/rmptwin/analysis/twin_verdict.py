@@ -63,8 +63,7 @@ from rmptwin.analysis.summary import control_window_end_ns
 from rmptwin.core.events import Kind
 from rmptwin.rundir.run import RunDir
 from rmptwin.spec import Topology
-from rmptwin.spec.tree import multicast_tree
-from rmptwin.spec.tree import worst_delay_ms
+from rmptwin.spec.tree import multicast_tree, worst_delay_ms
 
 PASS, FAIL = "pass", "fail"
 NOT_COMPARABLE, NOT_DETERMINISTIC = "not comparable", "not deterministic"

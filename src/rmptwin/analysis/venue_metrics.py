@@ -25,8 +25,8 @@ import numpy as np
 import pandas as pd
 
 from rmptwin.analysis.incarnations import incarnations, ordered
-from rmptwin.core.events import Kind
 from rmptwin.analysis.stats import percentiles
+from rmptwin.core.events import Kind
 
 GAP_SAMPLE_MS = 10.0
 

@@ -7,8 +7,8 @@ import argparse
 import importlib
 import json
 import os
-import platform
 import pkgutil
+import platform
 import time
 import traceback
 
@@ -17,12 +17,11 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 import rmptwin.bench as pkg
+from rmptwin.bench import harness
+from rmptwin.bench.harness import BenchFiles
 from rmptwin.cli.console import make_console, print_error
 from rmptwin.errors import UserError
 from rmptwin.rundir.provenance import git_commit
-
-from rmptwin.bench import harness
-from rmptwin.bench.harness import BenchFiles
 
 COLUMNS = ("bench", "metric", "value", "range", "n", "unit", "better", "reference", "vs reference", "goal", "ok",
            "conditions", "note")
@@ -65,7 +64,7 @@ def run_one(name: str, quick: bool) -> list[dict]:
     t0 = time.perf_counter()
     try:
         rows = importlib.import_module(f"rmptwin.bench.bench_{name}").run(quick)
-    except Exception as e:  # noqa: BLE001 - one broken benchmark must not hide the others
+    except Exception as e:
         tb = traceback.format_exc().strip().splitlines()[-1]
         return [{"bench": name, "metric": "(failed)", "value": type(e).__name__, "ok": False, "note": tb}]
     wall = time.perf_counter() - t0

@@ -19,11 +19,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from rmptwin.core.groups import group_ip, host_ip, region_group, rmp_group
 from rmptwin.emulation import env
 from rmptwin.emulation.flows import HostPort, Policy, Wiring, known_group_names
 from rmptwin.emulation.measure import run_probe
 from rmptwin.emulation.network import EmulatedNetwork
-from rmptwin.core.groups import group_ip, host_ip, region_group, rmp_group
 from rmptwin.spec import Topology, load_experiment
 
 REPO = Path(__file__).resolve().parents[3]

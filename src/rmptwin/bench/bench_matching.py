@@ -12,9 +12,8 @@ from __future__ import annotations
 import random
 import time
 
-from rmptwin.venue.orderbook import BookError, OrderBook
-
 from rmptwin.bench.baseline_books import SortedContainersBook
+from rmptwin.venue.orderbook import BookError, OrderBook
 
 RUNS = 1          # the module repeats each timing itself (TIMINGS times)
 TIMINGS = 5

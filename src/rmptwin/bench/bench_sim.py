@@ -23,12 +23,12 @@ import random
 import time
 from pathlib import Path
 
-from rmptwin.factories import build_core
+from rmptwin.bench.simpy_ring import RingWorkload, run_ours, run_simpy, simpy_available
 from rmptwin.core.sansio import Group
-from rmptwin.spec import Experiment, LoadedExperiment, Topology, load_experiment, load_topology
+from rmptwin.factories import build_core
 from rmptwin.sim.random_trees import loaded_experiment, max_path_delay_ms, random_tree
 from rmptwin.sim.simulate import Simulation
-from rmptwin.bench.simpy_ring import RingWorkload, run_ours, run_simpy, simpy_available
+from rmptwin.spec import Experiment, LoadedExperiment, Topology, load_experiment, load_topology
 
 REPO = Path(__file__).resolve().parents[3]
 GROUP = "tick"

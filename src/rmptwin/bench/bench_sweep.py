@@ -45,7 +45,7 @@ def run(quick: bool) -> list[dict]:
         startup = time.perf_counter() - t0
         try:
             cores = spark.sparkContext.defaultParallelism
-            on_spark = lambda tasks, on_rows: run_spark(tasks, on_rows, spark=spark)  # noqa: E731
+            on_spark = lambda tasks, on_rows: run_spark(tasks, on_rows, spark=spark)
             warmup, _ = _timed(plan, tmp / "warmup", on_spark)
             spark_walls = [_timed(plan, tmp / f"spark{i}", on_spark)[0] for i in range(TIMINGS)]
         finally:

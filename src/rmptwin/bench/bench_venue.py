@@ -15,10 +15,10 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from rmptwin.bench.venue_procs import run_processes
 from rmptwin.runs.experiment import EmulationOptions, run_experiment
 from rmptwin.runtime.etcd_client import ETCD_APIS, etcd_cas
 from rmptwin.runtime.etcd_cluster import EtcdCluster
-from rmptwin.bench.venue_procs import run_processes
 from rmptwin.spec import load_experiment
 
 STATE_DIR = "/var/tmp"   # the gateway log and the HR database: on disk, their fsyncs are real

@@ -30,8 +30,8 @@ import time
 from collections import deque
 from pathlib import Path
 
-from rmptwin.errors import UserError
 from rmptwin.core.sansio import Group, Unicast
+from rmptwin.errors import UserError
 from rmptwin.runtime.etcd_client import EtcdCas, serve_propose
 
 RCVBUF = 4 << 20

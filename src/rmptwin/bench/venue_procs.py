@@ -42,18 +42,18 @@ from pathlib import Path
 
 import numpy as np
 
+from rmptwin.bench.venue_node import EtcdProposer, EtcdStats, Transport, pump
+from rmptwin.bench.venue_trace import StageStamps, stage_breakdown
 from rmptwin.core.events import Kind
 from rmptwin.core.sansio import Unicast
+from rmptwin.runtime.durable_stores import FileGatewayLog, FileHistoryStore
+from rmptwin.runtime.etcd_client import ETCD_APIS, etcd_cas, etcd_cas_class, leader_first
 from rmptwin.venue import wire
 from rmptwin.venue.client import ClientConfig, ClientCore
 from rmptwin.venue.gateway import GatewayConfig, GatewayCore
 from rmptwin.venue.history import HistoryConfig, HistoryCore
 from rmptwin.venue.standby import StandbyVenueCore
 from rmptwin.venue.venue import VenueConfig, VenueCore
-from rmptwin.runtime.durable_stores import FileGatewayLog, FileHistoryStore
-from rmptwin.runtime.etcd_client import ETCD_APIS, etcd_cas, etcd_cas_class, leader_first
-from rmptwin.bench.venue_node import EtcdProposer, EtcdStats, Transport, pump
-from rmptwin.bench.venue_trace import StageStamps, stage_breakdown
 
 START_DELAY_NS = 200_000_000   # the clients start this long after every process is ready
 DRAIN_CAP_S = 2.0              # after the load, wait at most this long for every completion

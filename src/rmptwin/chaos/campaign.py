@@ -15,11 +15,11 @@ from pathlib import Path
 import pyarrow as pa
 import yaml
 
-from rmptwin.spec import Experiment, LoadedExperiment
-from rmptwin.sweeps.task import payload
-from rmptwin.rundir.chaos import ChaosDir
 from rmptwin.chaos.schedule import Plan, draw, nemeses_of, recovery_s
 from rmptwin.chaos.shrink import ddmin
+from rmptwin.rundir.chaos import ChaosDir
+from rmptwin.spec import Experiment, LoadedExperiment
+from rmptwin.sweeps.task import payload
 
 RUN, VERDICT, FIRST = "run", "checks.verdict", "checks.first"
 Progress = Callable[[int, int], None]

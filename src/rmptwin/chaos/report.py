@@ -7,9 +7,9 @@ import json
 
 import pyarrow as pa
 
+from rmptwin.chaos.schedule import NEMESES
 from rmptwin.checkers.run import CHECKERS
 from rmptwin.rundir.chaos import ChaosDir
-from rmptwin.chaos.schedule import NEMESES
 
 STYLE = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin:1em 0}"
          "td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px;text-align:left}"

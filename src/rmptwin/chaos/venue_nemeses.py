@@ -13,7 +13,6 @@ equal) and whose outage ``checkers.probe.venue_outage_ms`` measures.
 
 from __future__ import annotations
 
-
 from rmptwin.spec import Topology
 
 SCENARIOS = ("ev_kill9", "ev_partition", "etcd_member_pause", "gateway_restart")

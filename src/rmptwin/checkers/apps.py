@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from rmptwin.core.events import Kind
-from rmptwin.checkers import Violation
 from rmptwin.analysis.incarnations import ordered
+from rmptwin.checkers import Violation
 from rmptwin.checkers.history import event_dict
+from rmptwin.core.events import Kind
 
 
 def _last_per_node(df: pd.DataFrame, kind: str) -> tuple[dict, ...]:

@@ -13,9 +13,9 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rmptwin.checkers import Violation
 from rmptwin.core.packetkey import udp_payload_start
 from rmptwin.core.striping import session_stripe
-from rmptwin.checkers import Violation
 
 NAME = "customers"
 

@@ -25,9 +25,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rmptwin.checkers import Violation
 from rmptwin.venue import wire
 from rmptwin.venue.sequencer import REPLY_MAX
-from rmptwin.checkers import Violation
 
 NAME = "cas_linearizable"
 INF = float("inf")

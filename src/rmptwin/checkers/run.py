@@ -9,9 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from rmptwin.core.events import Kind
-from rmptwin.spec.queries import customer_stripes
-from rmptwin.rundir.run import RunDir
+from rmptwin.analysis.stripe_delivery import RELEASE_KINDS
 from rmptwin.checkers import OK, SKIPPED, VIOLATION, Verdict, Violation
 from rmptwin.checkers.apps import floor_verdict, orders_verdict
 from rmptwin.checkers.customers import CustomerHistory, gap_free, mold_sequences, pcap_frames
@@ -20,7 +18,9 @@ from rmptwin.checkers.linearizable import linearizable
 from rmptwin.checkers.messages import messages
 from rmptwin.checkers.order import total_order
 from rmptwin.checkers.venue import cas_history, venue, venue_history
-from rmptwin.analysis.stripe_delivery import RELEASE_KINDS
+from rmptwin.core.events import Kind
+from rmptwin.rundir.run import RunDir
+from rmptwin.spec.queries import customer_stripes
 
 CHECKERS = ("total_order", "messages", "customers", "cas_linearizable", "venue", "floor", "orders")
 

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from rmptwin.core.events import Kind
-from rmptwin.checkers import Violation
 from rmptwin.analysis.incarnations import incarnations, ordered
+from rmptwin.checkers import Violation
 from rmptwin.checkers.history import event_dict
 from rmptwin.checkers.linearizable import CasOp
+from rmptwin.core.events import Kind
 
 NAME = "venue"
 

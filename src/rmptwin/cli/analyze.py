@@ -9,7 +9,6 @@ the rest of the CLI must start without it.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
@@ -23,8 +22,8 @@ console = make_console()
 
 @app.command()
 def analyze(
-    runs: List[Path] = typer.Argument(..., help="run directories (results/<experiment>/<run-id>)"),
-    master: Optional[str] = typer.Option(None, help="Spark master URL; default embedded local[2]"),
+    runs: list[Path] = typer.Argument(..., help="run directories (results/<experiment>/<run-id>)"),
+    master: str | None = typer.Option(None, help="Spark master URL; default embedded local[2]"),
 ) -> None:
     """Analyse runs with PySpark: metrics parquet, metrics.json and report.html in RUN/analysis/."""
     opened = [rt.open_run(run) for run in runs]  # fail on a bad path before paying for Spark's start-up
@@ -37,8 +36,8 @@ def analyze(
 def compare(
     run_a: Path = typer.Argument(..., metavar="SIM_RUN", help="run A: the simulated run"),
     run_b: Path = typer.Argument(..., metavar="EMU_RUN", help="run B: the emulated run of the same experiment and seed"),
-    html: Optional[Path] = typer.Option(None, help="HTML output (default RUN_A/analysis/compare-<B>.html)"),
-    master: Optional[str] = typer.Option(None, help="Spark master for runs not analysed yet"),
+    html: Path | None = typer.Option(None, help="HTML output (default RUN_A/analysis/compare-<B>.html)"),
+    master: str | None = typer.Option(None, help="Spark master for runs not analysed yet"),
     verdict: bool = typer.Option(True, "--verdict/--no-verdict",
                                  help="judge B against A (exit 1 on a failed rule); --no-verdict: side by side "
                                       "only, exit 0 (two runs that are not twins, e.g. different settings)"),

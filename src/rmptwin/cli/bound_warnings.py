@@ -16,9 +16,9 @@ from rich.text import Text
 from rmptwin.cli.console import make_console
 from rmptwin.errors import UserError
 from rmptwin.spec import LoadedExperiment, Topology, read_yaml
+from rmptwin.spec.bounds import format_violation, violated_bounds
 from rmptwin.spec.loading import finding_line
 from rmptwin.spec.role_checks import Finding, experiment_warnings, topology_warnings
-from rmptwin.spec.bounds import format_violation, violated_bounds
 
 
 def print_bound_warnings(loaded: LoadedExperiment, file: Path, *, strict: bool = False) -> None:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import typer
 
-from rmptwin.cli.console import make_console
 import rmptwin.api as rt
+from rmptwin.cli.console import make_console
 from rmptwin.errors import UserError
 
 app = typer.Typer(add_completion=False)

@@ -8,9 +8,9 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
+from rmptwin.checkers import Verdict, first_violation
 from rmptwin.cli.console import make_console
 from rmptwin.rundir.run import RunDir
-from rmptwin.checkers import Verdict, first_violation
 
 app = typer.Typer(add_completion=False)
 console = make_console()

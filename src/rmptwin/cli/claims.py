@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
-from rmptwin.cli.console import make_console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+
+from rmptwin.cli.console import make_console
 
 app = typer.Typer(add_completion=False)
 console = make_console()
@@ -18,14 +18,14 @@ console = make_console()
 def claims(
     emulated: bool = typer.Option(False, "--emulated", help="also run each claim's emulated sweep (root; minutes "
                                   "per claim)"),
-    only: Optional[str] = typer.Option(None, "--only", help="one claim: the name of experiments/claims/NAME.yaml"),
+    only: str | None = typer.Option(None, "--only", help="one claim: the name of experiments/claims/NAME.yaml"),
     out: Path = typer.Option(Path("results/claims"), "--out", help="where the sweeps, claims.html and claims.json go"),
-    master: Optional[str] = typer.Option(None, "--master", help="Spark master (default: embedded local[*])"),
+    master: str | None = typer.Option(None, "--master", help="Spark master (default: embedded local[*])"),
 ) -> None:
     """Run one sweep per claim of the seeds (experiments/claims/*.yaml; simulated, resumable) and write one
     HTML table: the claim, the seed's figure, ours simulated, ours emulated, verdict."""
-    from rmptwin.claims.model import load_claims
     from rmptwin.claims.evaluate import CLAIMS_DIR, run_claims, write_report
+    from rmptwin.claims.model import load_claims
 
     chosen = load_claims(CLAIMS_DIR, only)
     columns = (TextColumn("[bold]claims[/] {task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())

@@ -14,32 +14,32 @@ import json
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Optional
 
 import typer
 
 import rmptwin.api as rt
-from rmptwin.cli.console import make_console, print_error
 from rmptwin.cli import analyze as analysis_cli
-from rmptwin.cli import venue as venue_cli
-from rmptwin.cli import spark as cluster_cli
-from rmptwin.cli import net as emulation_cli
-from rmptwin.errors import UserError
-from rmptwin.runs.rerun import environment_line, replay_line, summary_line
-from rmptwin.cli.display import print_sim_summary, print_summary, progress_bar
-from rmptwin.cli import run as runtime_cli
-from rmptwin.spec import json_schemas
-from rmptwin.cli import sweep as sweeps_cli
-from rmptwin.cli import claims as claims_cli
-from rmptwin.cli import check as checkers_cli
 from rmptwin.cli import chaos as chaos_cli
-from rmptwin.cli import flags  # noqa: F401 - flags' help without a '<bool>' placeholder
-from rmptwin.cli.bound_warnings import print_bound_warnings
-from rmptwin.cli.overrides import SET_HELP, with_overrides
-from rmptwin.cli.bound_warnings import print_topology_warnings
+from rmptwin.cli import check as checkers_cli
+from rmptwin.cli import claims as claims_cli
+from rmptwin.cli import (
+    flags,  # noqa: F401 - flags' help without a '<bool>' placeholder
+    keys,
+)
+from rmptwin.cli import net as emulation_cli
+from rmptwin.cli import run as runtime_cli
+from rmptwin.cli import spark as cluster_cli
+from rmptwin.cli import sweep as sweeps_cli
 from rmptwin.cli import taxonomy as taxonomy_cli
 from rmptwin.cli import topo as topo_cli
-from rmptwin.cli import keys
+from rmptwin.cli import venue as venue_cli
+from rmptwin.cli.bound_warnings import print_bound_warnings, print_topology_warnings
+from rmptwin.cli.console import make_console, print_error
+from rmptwin.cli.display import print_sim_summary, print_summary, progress_bar
+from rmptwin.cli.overrides import SET_HELP, with_overrides
+from rmptwin.errors import UserError
+from rmptwin.runs.rerun import environment_line, replay_line, summary_line
+from rmptwin.spec import json_schemas
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="rmptwin: RMP and exchange-venue testbed")
 console = make_console()
@@ -83,8 +83,8 @@ def schema(kind: SchemaKind = typer.Argument(..., help="which YAML: topology or 
 @app.command()
 def sim(
     experiment: Path,
-    seed: Optional[int] = typer.Option(None, help="overrides the experiment's seed"),
-    out: Optional[Path] = typer.Option(None, help="run directory (default results/<experiment>/<run-id>)"),
+    seed: int | None = typer.Option(None, help="overrides the experiment's seed"),
+    out: Path | None = typer.Option(None, help="run directory (default results/<experiment>/<run-id>)"),
     strict: bool = typer.Option(False, "--strict", help="warnings (parameters outside the seed's bounds) are "
                                                      "errors: exit 2 before running"),
     sets: list[str] = typer.Option([], "--set", metavar="KEY=VALUE", help=SET_HELP),
@@ -100,7 +100,7 @@ def sim(
 @app.command()
 def rerun(
     run_dir: Path = typer.Argument(..., help="a run directory written by `rmptwin sim` or `rmptwin run`"),
-    out: Optional[Path] = typer.Option(None, help="new run directory (default results/<experiment>/<run-id>)"),
+    out: Path | None = typer.Option(None, help="new run directory (default results/<experiment>/<run-id>)"),
 ) -> None:
     """Repeat a run from its manifest.json alone: same spec, seed and backend, into a new run directory."""
     original = rt.open_run(run_dir, check=False)   # its manifest is all a rerun reads

@@ -10,18 +10,18 @@ import signal
 from pathlib import Path
 
 import typer
-from rmptwin.cli.console import make_console
 from rich.table import Table
 
-from rmptwin import corebuild
-from rmptwin.errors import UserError
 import rmptwin.api as rt
-from rmptwin.spec import read_yaml
+from rmptwin import corebuild
+from rmptwin.cli.console import make_console
 from rmptwin.emulation import env
 from rmptwin.emulation.cleanup import cleanup_all
 from rmptwin.emulation.image import ensure_image
 from rmptwin.emulation.network import DEFAULT_STATE_DIR, EmulatedNetwork
 from rmptwin.emulation.selftest import selftest
+from rmptwin.errors import UserError
+from rmptwin.spec import read_yaml
 
 console = make_console()
 net_app = typer.Typer(help="the emulated network: Mininet + Open vSwitch + os-ken", no_args_is_help=True)
@@ -101,7 +101,7 @@ def up(
 
 
 def _mininet_cli(net: EmulatedNetwork) -> None:
-    from mininet.cli import CLI   # mininet is optional: only a network's commands need it
+    from mininet.cli import CLI  # mininet is optional: only a network's commands need it
     from mininet.log import setLogLevel
 
     setLogLevel("output")   # the build ran quietly; the CLI prints at this level

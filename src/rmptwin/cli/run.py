@@ -4,16 +4,15 @@ command the root CLI (rmptwin.cli.main) mounts at the top level."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
 import rmptwin.api as rt
-from rmptwin.cli.console import make_console
-from rmptwin.errors import UserError
-from rmptwin.cli.display import print_emulation_summary, progress_bar
 from rmptwin.cli.bound_warnings import print_bound_warnings
+from rmptwin.cli.console import make_console
+from rmptwin.cli.display import print_emulation_summary, progress_bar
 from rmptwin.cli.overrides import SET_HELP, with_overrides
+from rmptwin.errors import UserError
 
 app = typer.Typer(add_completion=False, help="emulated runs: every role its own process in its own host")
 console = make_console()
@@ -35,8 +34,8 @@ def capture_hosts(loaded: rt.LoadedExperiment, capture: str) -> list[str] | None
 @app.command("run")
 def run(
     experiment: Path,
-    seed: Optional[int] = typer.Option(None, help="overrides the experiment's seed"),
-    out: Optional[Path] = typer.Option(None, help="run directory (default results/<experiment>/<run-id>)"),
+    seed: int | None = typer.Option(None, help="overrides the experiment's seed"),
+    out: Path | None = typer.Option(None, help="run directory (default results/<experiment>/<run-id>)"),
     nodes: str = typer.Option("docker", help="host kind: docker (containers), ns (namespaces) or "
                                              "flat (namespaces on one bridge, no switches or impairment)"),
     impair: str = typer.Option("auto", help="link impairment backend: auto, netem or relay"),

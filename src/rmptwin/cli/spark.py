@@ -4,12 +4,11 @@ for `analyze`, `sweep` and `claims` with ``--master spark://127.0.0.1:7077``."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
-from rmptwin.cli.console import make_console
 from rmptwin.analysis import cluster as standalone
+from rmptwin.cli.console import make_console
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="a standalone Spark cluster on 127.0.0.1 from the installed pyspark")
@@ -25,7 +24,7 @@ def up(
     memory: str = typer.Option("1g", "--memory", help="memory each worker offers executors (Spark syntax: 512m, 2g)"),
     port: int = typer.Option(standalone.DEFAULT_PORT, "--port", help="master port"),
     webui_port: int = typer.Option(standalone.DEFAULT_WEBUI_PORT, "--webui-port", help="master web UI port"),
-    state: Optional[Path] = typer.Option(None, "--state-dir", help=STATE_HELP),
+    state: Path | None = typer.Option(None, "--state-dir", help=STATE_HELP),
 ) -> None:
     """Start a Spark master and workers on 127.0.0.1; print the URL to give --master."""
     c = standalone.up(workers, cores, memory, port, webui_port, state)
@@ -36,7 +35,7 @@ def up(
 
 
 @app.command()
-def down(state: Optional[Path] = typer.Option(None, "--state-dir", help=STATE_HELP)) -> None:
+def down(state: Path | None = typer.Option(None, "--state-dir", help=STATE_HELP)) -> None:
     """Stop the cluster `rmptwin spark up` started."""
     stopped = standalone.down(state)
     console.print(f"stopped {', '.join(stopped)}" if stopped else "no Spark cluster was running",
@@ -44,7 +43,7 @@ def down(state: Optional[Path] = typer.Option(None, "--state-dir", help=STATE_HE
 
 
 @app.command()
-def status(state: Optional[Path] = typer.Option(None, "--state-dir", help=STATE_HELP)) -> None:
+def status(state: Path | None = typer.Option(None, "--state-dir", help=STATE_HELP)) -> None:
     """The cluster's master URL and its workers, if one is up."""
     c = standalone.read_state(state)
     alive = c and [n for n, p in c.pids.items() if standalone._is_spark_daemon(p)]

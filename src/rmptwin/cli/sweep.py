@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -39,8 +38,8 @@ def sweep(
                                    "(protocol.delta_a_ms, workload.rate_per_source, topology.links.0.loss) and "
                                    "its values; several --set sweep their cross product"),
     seeds: int = typer.Option(3, "--seeds", min=1, help="seeds per point: the experiment's seed, +1, ..."),
-    master: Optional[str] = typer.Option(None, "--master", help="Spark master (default: embedded local[*])"),
-    out: Optional[Path] = typer.Option(None, "--out", help="sweep directory (default "
+    master: str | None = typer.Option(None, "--master", help="Spark master (default: embedded local[*])"),
+    out: Path | None = typer.Option(None, "--out", help="sweep directory (default "
                                        "results/sweeps/<experiment>/<id>; the same sweep resumes there)"),
     keep_runs: bool = typer.Option(False, "--keep-runs", help="also write each run's directory under runs/"),
     backend: str = typer.Option("sim", "--backend", help="sim (Spark tasks) or emulation (one point after "

@@ -10,21 +10,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 import typer
-from rmptwin.cli.console import make_console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from rmptwin.cli.console import make_console
 from rmptwin.errors import UserError
 from rmptwin.rundir.run import RunDir
 from rmptwin.studies.taxonomy_compare import PROTOCOLS, Point, measure_run, run_point
-
-
-
-
-
-
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Sequencer taxonomy (seed sequencer-taxonomy) beside RMP and the CAS sequencer")
@@ -59,7 +52,7 @@ def compare(
     seed: int = typer.Option(1),
     quick: bool = typer.Option(False, help="5 and 20 receivers, 100 msg/s, 1 s: a minute, for a first look"),
     out: Path = typer.Option(Path("results/taxonomy"), help="where the table and plots go"),
-    reuse: Optional[Path] = typer.Option(None, help="rows.jsonl of an earlier run: its points are not run again"),
+    reuse: Path | None = typer.Option(None, help="rows.jsonl of an earlier run: its points are not run again"),
 ) -> None:
     """Same topology, same workload, every protocol: one table (Parquet + markdown) and plots."""
     try:

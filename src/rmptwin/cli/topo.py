@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Optional
 
 import typer
+
 from rmptwin.cli.console import make_console
 from rmptwin.errors import UserError
 from rmptwin.topotools.yaml_files import EXPERIMENT_HEADER, TOPOLOGY_HEADER, dump_yaml, write_text
@@ -33,8 +33,8 @@ def gen(
     primaries: int = typer.Option(3, "--primaries", help="ring size (at least one per region)"),
     customers_per_region: int = typer.Option(2, "--customers-per-region"),
     stripes: int = typer.Option(1, "--stripes"),
-    out: Optional[Path] = typer.Option(None, "--out", help="topology YAML (default: print it)"),
-    experiment_out: Optional[Path] = typer.Option(
+    out: Path | None = typer.Option(None, "--out", help="topology YAML (default: print it)"),
+    experiment_out: Path | None = typer.Option(
         None, "--experiment-out", help="also write an experiment fitted to it (needs --out)"),
 ) -> None:
     """Write a random valid topology: a tree (or a mesh with --mesh), connected regions, every RMP role
@@ -67,8 +67,8 @@ def gen(
 @app.command("import")
 def import_(
     file: Path = typer.Argument(..., help="a GraphML or GML graph (Internet Topology Zoo style: Latitude, Longitude)"),
-    out: Optional[Path] = typer.Option(None, "--out", help="topology YAML (default: print it)"),
-    region_by: Optional[str] = typer.Option(None, "--region-by", help="node attribute (e.g. Country): a region per "
+    out: Path | None = typer.Option(None, "--out", help="topology YAML (default: print it)"),
+    region_by: str | None = typer.Option(None, "--region-by", help="node attribute (e.g. Country): a region per "
                                             "connected group of nodes sharing its value; default one region"),
     sources: int = typer.Option(1, "--sources", help="sources, on the highest-degree switches"),
     primaries: int = typer.Option(3, "--primaries", help="ring size (raised to one R_T per region)"),
@@ -80,7 +80,7 @@ def import_(
                                             help="leave out nodes without coordinates (default: an error)"),
     largest_component: bool = typer.Option(False, "--largest-component",
                                            help="keep the largest connected part (default: an error)"),
-    experiment_out: Optional[Path] = typer.Option(
+    experiment_out: Path | None = typer.Option(
         None, "--experiment-out", help="also write an experiment fitted to it (needs --out)"),
     seed: int = typer.Option(1, "--seed", help="the experiment's seed"),
 ) -> None:
@@ -131,7 +131,7 @@ campaign_app = typer.Typer(add_completion=False, no_args_is_help=True,
 def campaign_twin(
     count: int = typer.Option(..., "--count", help="generated experiments to run"),
     seed: int = typer.Option(1, "--seed", help="run i uses seed S + i (shape, topology, experiment, run)"),
-    out: Optional[Path] = typer.Option(None, "--out", help="campaign directory (default "
+    out: Path | None = typer.Option(None, "--out", help="campaign directory (default "
                                        "results/campaigns/twin-<backend>-s<seed>-n<count>-<time>)"),
     backend: str = typer.Option("sim", "--backend", help="sim, or emulation: each run simulated and emulated "
                                 "(relay links, as root) and judged by the twin verdict"),

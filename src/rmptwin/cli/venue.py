@@ -6,18 +6,20 @@ import json
 from pathlib import Path
 
 import typer
-from rmptwin.cli.console import make_console
 from rich.progress import Progress
 from rich.table import Table
 
+from rmptwin.cli.console import make_console
 from rmptwin.rundir.run import RunDir
-from rmptwin.studies.venue_sweeps import LATENCY_CONFIGS, gap_table, latency_sweep, markdown, plot_gap, plot_latency, plot_timeline
-
-
-
-
-
-
+from rmptwin.studies.venue_sweeps import (
+    LATENCY_CONFIGS,
+    gap_table,
+    latency_sweep,
+    markdown,
+    plot_gap,
+    plot_latency,
+    plot_timeline,
+)
 
 app = typer.Typer(no_args_is_help=True, help="exchange venues: gap table and latency sweep (simulator)")
 console = make_console()

@@ -244,7 +244,7 @@ class LinkConfig:
             raise UserError(f"link: reorder delay must be >= 0, got {self.reorder_ns} ns")
 
     @classmethod
-    def from_spec(cls, params: Any, *, count_in_flight: bool = True) -> "LinkConfig":
+    def from_spec(cls, params: Any, *, count_in_flight: bool = True) -> LinkConfig:
         """From a ``spec.LinkParams`` or anything with its attributes and ``queue_limit()``."""
         return cls(
             delay_ns=round(params.delay_ms * 1e6),
@@ -369,7 +369,7 @@ class LinkDirection:
 
     # ------------------------------------------------------------------ the decision
 
-    def offer(self, now_ns: int, size: int, key: PacketKey = UNKEYED) -> int:
+    def offer(self, now_ns: int, size: int, key: PacketKey = UNKEYED) -> int:  # noqa: C901 - one packet's whole path through the model, inlined: the relay's hot loop
         """Arrival time at the far end of ``size`` bytes offered at ``now_ns``, or LOSS/QUEUE/DOWN.
 
         ``key`` is the packet's ``packet_key`` (computed once per packet, not per link)."""

@@ -1,4 +1,4 @@
-"""Nemeses: each fault of an experiment's schedule as timed steps, the same for both backends.
+"""Nemeses: an experiment's fault schedule as timed steps, and the one interpreter of those steps.
 
 ``steps(faults)`` turns the schedule into primitive steps in schedule order (a fault's own
 steps follow each other; no sorting, so faults at one instant keep their order):
@@ -11,6 +11,12 @@ steps follow each other; no sorting, so faults at one instant keep their order):
     flap (link, period_ms, duration_s)           link_down, link_up, ... every period; ends up
     dup_reorder (link, duplicate, reorder, ...)  link_chaos, then link_calm at + duration_s (if given)
 
+``FaultInterpreter`` applies a step to a backend through ``FaultTarget``, the few things a
+backend must be able to do to a host or a link: the simulator (``rmptwin.sim.simulate``) and
+the emulated runner (``rmptwin.emulation.emulate``) each implement it, so a partition cuts the
+same links and a heal restores the same ones in both. Every time is true run time in ns, and
+every duration in a step is in ns (a spec's ms become ns once, here).
+
 ``partition_links(topology, groups)`` names the switch links a partition cuts: those whose
 ends are in different sets (the switches named in no set form one more set). Pure: the
 fault and topology objects are read, never imported.
@@ -18,11 +24,14 @@ fault and topology objects are read, never imported.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Protocol
 
-FAULT_FIELDS = ("node", "link", "loss", "groups", "jump_ms", "drift_ppm", "duplicate", "reorder", "reorder_ms",
-                "member")
+from rmptwin.errors import UserError
+
+FAULT_FIELDS = ("node", "link", "loss", "groups", "drift_ppm", "duplicate", "reorder", "member")
+DEFAULT_REORDER_NS = 20_000_000   # the spec's reorder_ms default
 
 
 @dataclass(frozen=True)
@@ -33,11 +42,11 @@ class Step:
     link: str | None = None
     loss: Any = None                # a spec loss model, passed on as it is (read by linkmodel.loss_config)
     groups: tuple[tuple[str, ...], ...] | None = None
-    jump_ms: float | None = None
+    jump_ns: int | None = None
     drift_ppm: float | None = None
     duplicate: float | None = None
     reorder: float | None = None
-    reorder_ms: float = 20.0
+    reorder_ns: int = DEFAULT_REORDER_NS
     member: int | None = None      # pause/resume of one etcd member of a sequencer host
 
 
@@ -45,12 +54,18 @@ def _ns(s: float) -> int:
     return round(s * 1e9)
 
 
+def _ms_ns(ms: float | None) -> int | None:
+    return None if ms is None else round(ms * 1e6)
+
+
 def _step(fault: Any, at_ns: int, action: str | None = None) -> Step:
     kw: dict[str, Any] = {k: getattr(fault, k, None) for k in FAULT_FIELDS}
     if kw["groups"] is not None:
         kw["groups"] = tuple(tuple(g) for g in kw["groups"])
-    if kw["reorder_ms"] is None:
-        kw.pop("reorder_ms")
+    kw["jump_ns"] = _ms_ns(getattr(fault, "jump_ms", None))
+    reorder_ns = _ms_ns(getattr(fault, "reorder_ms", None))
+    if reorder_ns is not None:
+        kw["reorder_ns"] = reorder_ns
     return Step(at_ns, action or fault.action, **kw)
 
 
@@ -90,3 +105,71 @@ def partition_links(topology: Any, groups: Iterable[Iterable[str]]) -> list[str]
         for sw in g:
             side[sw] = i
     return [lk.name for lk in topology.links if side.get(lk.a, -1) != side.get(lk.b, -1)]
+
+
+class FaultTarget(Protocol):
+    """What a backend does for each primitive step (``t``: true run time in ns)."""
+
+    def crash(self, t: int, node: str) -> None: ...
+    def recover(self, t: int, node: str) -> None: ...
+    def pause(self, t: int, node: str, member: int | None) -> None: ...
+    def resume(self, t: int, node: str, member: int | None) -> None: ...
+    def set_link(self, t: int, link: str, up: bool) -> None: ...
+    def set_loss(self, t: int, link: str, loss: Any) -> None: ...
+    def set_chaos(self, t: int, link: str, duplicate: float, reorder: float, reorder_ns: int) -> None: ...
+    def clock(self, t: int, node: str, jump_ns: int | None, drift_ppm: float | None) -> None: ...
+
+
+class FaultInterpreter:
+    """Applies steps to a ``FaultTarget``; keeps what spans steps (the links a partition cut)."""
+
+    def __init__(self, topology: Any, target: FaultTarget) -> None:
+        self.topology = topology
+        self.target = target
+        self.cut: list[str] = []   # links a partition cut, until it heals
+
+    def apply(self, t: int, step: Step) -> None:
+        a, do = step.action, self.target
+        if a == "crash":
+            do.crash(t, _node(step))
+        elif a == "recover":
+            do.recover(t, _node(step))
+        elif a in ("link_down", "link_up"):
+            do.set_link(t, _link(step), a == "link_up")
+        elif a == "loss":
+            do.set_loss(t, _link(step), step.loss)
+        elif a == "partition":
+            for link in partition_links(self.topology, step.groups or ()):
+                if link not in self.cut:
+                    self.cut.append(link)
+                    do.set_link(t, link, False)
+        elif a == "heal":
+            for link in self.cut:
+                do.set_link(t, link, True)
+            self.cut = []
+        elif a == "link_chaos":
+            do.set_chaos(t, _link(step), step.duplicate or 0.0, step.reorder or 0.0, step.reorder_ns)
+        elif a == "link_calm":
+            do.set_chaos(t, _link(step), 0.0, 0.0, 0)
+        elif a == "pause":
+            do.pause(t, _node(step), step.member)
+        elif a == "resume":
+            do.resume(t, _node(step), step.member)
+        elif a == "clock":
+            do.clock(t, _node(step), step.jump_ns, step.drift_ppm)
+        else:
+            raise UserError(f"fault action {a!r}: no backend knows it")
+
+
+def _node(step: Step) -> str:
+    """The host a node step acts on (the spec requires one for these actions)."""
+    if step.node is None:
+        raise UserError(f"fault {step.action!r} at {step.at_ns} ns names no host")
+    return step.node
+
+
+def _link(step: Step) -> str:
+    """The link a link step acts on (the spec requires one for these actions)."""
+    if step.link is None:
+        raise UserError(f"fault {step.action!r} at {step.at_ns} ns names no link")
+    return step.link

@@ -20,7 +20,9 @@ UNKEYED: PacketKey = (b"?", None, -1)   # no identity: keyed by its place among 
 
 _FROM_BYTES = int.from_bytes
 
-_RMP_MAGIC, _RMP_DATA, _RMP_ACK, _RMP_NULL, _RMP_RETX = 0xA5, 1, 2, 3, 5
+RMP_MAGIC = 0xA5   # the first byte of every RMP frame (rmptwin.rmp.wire's MAGIC)
+_RMP_DATA, _RMP_ACK, _RMP_NULL, _RMP_RETX = 1, 2, 3, 5
+MOLD_HEADER_SIZE = 20
 _RMP_KINDS = tuple(b"K%d" % t for t in range(256))
 _VENUE_KINDS = tuple(b"V%d" % t for t in range(256))
 _MOLD_REQUEST: PacketKey = (b"MQ", None, -1)
@@ -53,18 +55,26 @@ def packet_key(data: bytes, start: int = 0) -> PacketKey:
     n = len(data) - start
     if n <= 0:
         return UNKEYED
-    if data[start] == _RMP_MAGIC:
+    if data[start] == RMP_MAGIC:
         return _rmp_key(data, start, b"")
     if n >= 6 and data[start] == 1 and _FROM_BYTES(data[start + 2:start + 6], "big") == n - 6:
         return (_VENUE_KINDS[data[start + 1]], None, -1)
-    if n >= 20:
-        count = _FROM_BYTES(data[start + 18:start + 20], "big")
-        if n == 20 and 0 < count < 0xFFFF:
+    if n >= MOLD_HEADER_SIZE:
+        if is_mold_request(data, start):
             return _MOLD_REQUEST
         stream = b"M" + data[start:start + 10]
         seq = data[start + 10:start + 18]
         return (stream + seq, stream, _FROM_BYTES(seq, "big"))
     return UNKEYED
+
+
+def is_mold_request(data: bytes, start: int = 0) -> bool:
+    """Whether ``data[start:]`` is a MoldUDP64 re-request: exactly the 20-byte header, with a
+    message count in 1..0xFFFE, which no downstream packet can be (``rmptwin.rmp.moldudp64``)."""
+    if len(data) - start != MOLD_HEADER_SIZE:
+        return False
+    count = _FROM_BYTES(data[start + 18:start + 20], "big")
+    return 0 < count < 0xFFFF
 
 
 def udp_payload_start(frame: bytes) -> int:

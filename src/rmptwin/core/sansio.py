@@ -9,9 +9,9 @@ asyncio runtime are two drivers of the same cores.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
 from collections.abc import Sequence
-from typing import Protocol, Union
+from dataclasses import dataclass
+from typing import Protocol
 
 from rmptwin.core.events import Event
 
@@ -30,7 +30,7 @@ class Unicast:
     node: str
 
 
-Dest = Union[Group, Unicast]
+Dest = Group | Unicast
 
 
 class Core(Protocol):

@@ -18,7 +18,6 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Iterable
 
-
 SESSION_PREFIX = "RMPT"
 
 

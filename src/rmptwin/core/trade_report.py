@@ -34,7 +34,7 @@ class TradeReport:
         return body.ljust(pad_to, b"\0")
 
     @classmethod
-    def decode(cls, data: bytes) -> "TradeReport":
+    def decode(cls, data: bytes) -> TradeReport:
         if len(data) < SIZE:
             raise TickerDecodeError(f"trade report needs {SIZE} bytes, got {len(data)}")
         sym, price, size, venue, t = _FMT.unpack_from(data)

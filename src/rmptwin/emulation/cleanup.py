@@ -25,8 +25,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rmptwin.errors import UserError
 from rmptwin.emulation import engine
+from rmptwin.errors import UserError
 
 REGISTRY = Path("/run/rmptwin/state-dirs")
 TAG_DIR = Path("/run/rmptwin/tags")

@@ -21,9 +21,9 @@ from pathlib import Path
 
 from mininet.node import Host
 
-from rmptwin.errors import UserError
 from rmptwin.emulation import engine
 from rmptwin.emulation.cleanup import CONTAINER_LABEL
+from rmptwin.errors import UserError
 
 REPO = Path(__file__).resolve().parents[3]
 # What the hosts need instead of --privileged: links and raw sockets (tcpdump, AF_PACKET),

@@ -18,9 +18,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rmptwin.emulation.relay import DROP_RECORD, REASONS
 from rmptwin.records.frame_names import describe
 from rmptwin.records.tables import DROP_SCHEMA, LINK_COUNT_SCHEMA
-from rmptwin.emulation.relay import DROP_RECORD, REASONS
 
 
 @dataclass(frozen=True)

@@ -25,41 +25,38 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import pyarrow as pa
 
 from rmptwin import corebuild
-from rmptwin.emulation.droplog import read_access_reports, rebased
-from rmptwin.errors import UserError
+from rmptwin.core import nemesis
 from rmptwin.core.events import Event, Kind
 from rmptwin.core.groups import group_ip
-
-from rmptwin.rundir.run import RunDir
-from rmptwin.spec import LoadedExperiment
-from rmptwin.records.tables import DROP_SCHEMA
-from rmptwin.factories.keys import key_path, load_keys
+from rmptwin.core.host import RELEASE_ROLES
+from rmptwin.core.nemesis import FaultInterpreter, Step
 from rmptwin.emulation.authorized import authorized_senders
-
-from rmptwin.spec.queries import edge_plan, stripe_count
-from rmptwin.core import nemesis
-from rmptwin.core.nemesis import partition_links
-
-
-from rmptwin.emulation.env import has_netem
-from rmptwin.rundir.provenance import NA, safe
-from rmptwin.emulation.image import image_id
+from rmptwin.emulation.containerstats import ContainerStatsSampler
+from rmptwin.emulation.droplog import read_access_reports, rebased
 from rmptwin.emulation.edge_drops import log_edge_drops
+from rmptwin.emulation.env import has_netem
+from rmptwin.emulation.flatnet import FlatNetwork
+from rmptwin.emulation.hostload import LoadSampler, overload_verdict, run_lateness
+from rmptwin.emulation.image import image_id
+from rmptwin.emulation.nodeproc import READY_TIMEOUT_S, NodeProc, Spares, read_output, wait_for_line
+from rmptwin.errors import UserError
+from rmptwin.factories.keys import key_path, load_keys
+from rmptwin.records.tables import DROP_SCHEMA
+from rmptwin.rundir.provenance import NA, safe
+from rmptwin.rundir.run import NODE_FILES, RunDir
 from rmptwin.runtime.config import NodeConfig
 from rmptwin.runtime.drain import DRAIN_MAX_S, owed_stripes, quiescent
 from rmptwin.runtime.eventlog import EventWriter, merge_logs
-from rmptwin.emulation.flatnet import FlatNetwork
-from rmptwin.emulation.nodeproc import READY_TIMEOUT_S, NodeProc, Spares, read_output, wait_for_line
-from rmptwin.emulation.hostload import LoadSampler, overload_verdict, run_lateness
-from rmptwin.emulation.containerstats import ContainerStatsSampler
 from rmptwin.runtime.priority import ReleasePriority
+from rmptwin.spec import LoadedExperiment
+from rmptwin.spec.queries import edge_plan, stripe_count
 
 REPO = Path(__file__).resolve().parents[3]
 SETTLE_S = 1.0           # after the controller saw every join: its flow mods land before t0
@@ -69,7 +66,6 @@ CAPTURE_PORTS = "udp"    # everything UDP: RMP, remulticast and re-requests
 # runaway node cannot take both CPUs from the release path; 512 MB is ~10x a node's use.
 NODE_CPUS = 1.0
 NODE_MEMORY_MB = 512
-RELEASE_ROLES = ("primary", "secondary")  # their timers make the fairness spread
 
 
 
@@ -112,8 +108,9 @@ class Run:
         self.t0: int | None = None
         self.net = None
         self.faults_applied: list[dict] = []
-        self.cut: list[str] = []              # links a partition cut, until it heals
+        self.faults = FaultInterpreter(loaded.topology, self)   # calls the FaultTarget methods below
         self.paused: dict[str, int] = {}      # node -> when it was stopped (SIGSTOP)
+        self.runner_log: EventWriter | None = None   # the runner's own events (faults), from t0 on
         self.hosts: dict[str, str] = {}   # host name -> IP, once the network is up
         self.missing_joins: list[str] = []
         self.drain_s = 0.0
@@ -167,7 +164,7 @@ class Run:
 
     def _node_config(self, t0_ns: int | None = None) -> NodeConfig:
         """What every node starts from (a recovering one with t0 given)."""
-        return NodeConfig.for_run(self.loaded, self.seed, self.hosts, self.run.nodes_dir, t0_ns=t0_ns,
+        return NodeConfig.for_run(self.loaded, self.seed, self.hosts, self.run.nodes_dir, NODE_FILES, t0_ns=t0_ns,
                                   state_dir=self.run.venue_state_dir,
                                   access_in_node=getattr(self.net, "access_in_nodes", frozenset()))
 
@@ -209,76 +206,79 @@ class Run:
 
     # ------------------------------------------------------------------ faults
 
-    def _fault(self, fault, log: EventWriter) -> None:
+    def _fault(self, step: Step) -> None:
         t = time.time_ns() - self.t0
-        if fault.action == "crash":
-            np = self.procs.get(fault.node)
-            if np is None or np.proc.poll() is not None:
-                return
-            np.proc.kill()
-            log.add(t, fault.node, np.role, Event(Kind.CRASH))
-        elif fault.action == "recover":
-            old = self.procs.get(fault.node)
-            if old is not None and old.proc.poll() is None:
-                try:
-                    old.proc.wait(timeout=2)
-                except subprocess.TimeoutExpired:
-                    return  # never crashed: nothing to recover
-            inc = (old.incarnation + 1) if old else 1
-            np = self.spares.take(fault.node, inc)
-            if np is not None:
-                np.send(f"WAKE {self.t0}")
-            else:
-                path = self._node_config(t0_ns=self.t0).write(self.run.node_config_path(fault.node, inc))
-                np = self._start_node(fault.node, path, inc)
-            self.procs[fault.node] = np
-            self.spares.prepare(fault.node, inc + 1)
-            log.add(t, fault.node, np.role, Event(Kind.RECOVER, detail={"incarnation": inc}))
-        elif fault.action in ("link_down", "link_up"):
-            self.net.set_link(fault.link, fault.action == "link_up")
-        elif fault.action == "loss":
-            self.net.set_loss(fault.link, fault.loss)
-        else:
-            self._nemesis(t, fault, log)
-        self.faults_applied.append({"t_ns": t, "action": fault.action, "node": fault.node, "link": fault.link})
+        self.faults.apply(t, step)
+        self.faults_applied.append({"t_ns": t, "action": step.action, "node": step.node, "link": step.link})
 
-    def _nemesis(self, t: int, step, log: EventWriter) -> None:
-        """The newer nemeses' steps (``rmptwin.core.nemesis``), as the simulator applies them."""
-        a = step.action
-        if a == "partition":
-            for link in partition_links(self.loaded.topology, step.groups):
-                if link not in self.cut:
-                    self.cut.append(link)
-                    self.net.set_link(link, False)
-        elif a == "heal":
-            for link in self.cut:
-                self.net.set_link(link, True)
-            self.cut = []
-        elif a in ("link_chaos", "link_calm"):
-            calm = a == "link_calm"
-            self.net.set_chaos(step.link, duplicate=0.0 if calm else (step.duplicate or 0.0),
-                               reorder=0.0 if calm else (step.reorder or 0.0), reorder_ms=step.reorder_ms)
-        elif a in ("pause", "resume"):
-            np = self.procs.get(step.node)
-            if np is None or np.proc.poll() is not None:
-                return
-            if step.member is not None:   # one etcd member of the sequencer host: the node stops it
-                np.send(f"ETCD {a} {step.member}")
-                kind = Kind.PAUSE if a == "pause" else Kind.RESUME
-                log.add(t, step.node, np.role, Event(kind, detail={"member": step.member}))
-            elif a == "pause":   # the process stops with its state; datagrams wait in its socket buffers
-                np.proc.send_signal(signal.SIGSTOP)
-                self.paused[step.node] = t
-                log.add(t, step.node, np.role, Event(Kind.PAUSE))
-            elif step.node in self.paused:
-                np.proc.send_signal(signal.SIGCONT)
-                log.add(t, step.node, np.role, Event(Kind.RESUME,
-                                                     detail={"paused_ns": t - self.paused.pop(step.node)}))
-        elif a == "clock":
-            np = self.procs.get(step.node)
-            if np is not None and np.proc.poll() is None:
-                fmt = lambda v: "-" if v is None else repr(float(v))   # noqa: E731
-                np.send(f"CLOCK {fmt(step.jump_ms)} {fmt(step.drift_ppm)}")   # the node logs CLOCK itself
+    # ------------------------------------------------------------------ the FaultTarget of core.nemesis
+
+    def _live(self, node: str) -> NodeProc | None:
+        np = self.procs.get(node)
+        return np if np is not None and np.proc.poll() is None else None
+
+    def crash(self, t: int, node: str) -> None:
+        np = self._live(node)
+        if np is None:
+            return
+        np.proc.kill()
+        self.runner_log.add(t, node, np.role, Event(Kind.CRASH))
+
+    def recover(self, t: int, node: str) -> None:
+        old = self.procs.get(node)
+        if old is not None and old.proc.poll() is None:
+            try:
+                old.proc.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                return  # never crashed: nothing to recover
+        inc = (old.incarnation + 1) if old else 1
+        np = self.spares.take(node, inc)
+        if np is not None:
+            np.send(f"WAKE {self.t0}")
+        else:
+            path = self._node_config(t0_ns=self.t0).write(self.run.node_config_path(node, inc))
+            np = self._start_node(node, path, inc)
+        self.procs[node] = np
+        self.spares.prepare(node, inc + 1)
+        self.runner_log.add(t, node, np.role, Event(Kind.RECOVER, detail={"incarnation": inc}))
+
+    def set_link(self, t: int, link: str, up: bool) -> None:
+        self.net.set_link(link, up)
+
+    def set_loss(self, t: int, link: str, loss) -> None:
+        self.net.set_loss(link, loss)
+
+    def set_chaos(self, t: int, link: str, duplicate: float, reorder: float, reorder_ns: int) -> None:
+        self.net.set_chaos(link, duplicate=duplicate, reorder=reorder, reorder_ns=reorder_ns)
+
+    def pause(self, t: int, node: str, member: int | None) -> None:
+        self._pause_or_resume(t, node, member, "pause")
+
+    def resume(self, t: int, node: str, member: int | None) -> None:
+        self._pause_or_resume(t, node, member, "resume")
+
+    def _pause_or_resume(self, t: int, node: str, member: int | None, a: str) -> None:
+        np = self._live(node)
+        if np is None:
+            return
+        if member is not None:   # one etcd member of the sequencer host: the node stops it
+            np.send(f"ETCD {a} {member}")
+            log_kind = Kind.PAUSE if a == "pause" else Kind.RESUME
+            self.runner_log.add(t, node, np.role, Event(log_kind, detail={"member": member}))
+        elif a == "pause":   # the process stops with its state; datagrams wait in its socket buffers
+            np.proc.send_signal(signal.SIGSTOP)
+            self.paused[node] = t
+            self.runner_log.add(t, node, np.role, Event(Kind.PAUSE))
+        elif node in self.paused:
+            np.proc.send_signal(signal.SIGCONT)
+            self.runner_log.add(t, node, np.role, Event(Kind.RESUME, detail={"paused_ns": t - self.paused.pop(node)}))
+
+    def clock(self, t: int, node: str, jump_ns: int | None, drift_ppm: float | None) -> None:
+        np = self._live(node)
+        if np is not None:
+            jump = "-" if jump_ns is None else str(jump_ns)
+            drift = "-" if drift_ppm is None else repr(float(drift_ppm))
+            np.send(f"CLOCK {jump} {drift}")   # the node logs CLOCK itself
 
     # ------------------------------------------------------------------ run
 
@@ -306,11 +306,11 @@ class Run:
         self.t0 = time.time_ns() + int(self.settle_s * 1e9)
         for np in self.procs.values():
             np.send(f"GO {self.t0}")
-        log = EventWriter(self.run.runner_log_path)
+        self.runner_log = log = EventWriter(self.run.runner_log_path)
         self.load.start()
         self.container_stats = ContainerStatsSampler(getattr(self.net, "containers_by_host", dict)()).start()
         try:
-            self._apply_schedule(log)
+            self._apply_schedule()
             self._drain()
         finally:
             self.load.stop()
@@ -348,7 +348,7 @@ class Run:
         for np in spares:   # imported before t0, not in the middle of the run
             wait_for_line(np, "SPARE", deadline, self.run.node_stderr_path(np.name, np.incarnation))
 
-    def _apply_schedule(self, log: EventWriter) -> None:
+    def _apply_schedule(self) -> None:
         """From t0 to the end of the duration: each fault at its time, the progress meanwhile."""
         duration = self.exp.duration_s
         faults = sorted(nemesis.steps(self.exp.faults), key=lambda f: f.at_ns)
@@ -356,7 +356,7 @@ class Run:
         while True:
             now = time.time_ns()
             if faults and now >= self.t0 + faults[0].at_ns:
-                self._fault(faults.pop(0), log)
+                self._fault(faults.pop(0))
                 continue
             if now >= end_ns:
                 break

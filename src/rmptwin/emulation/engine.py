@@ -19,10 +19,11 @@ uses the engine.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO
 
 from rmptwin.errors import UserError
 
@@ -120,7 +121,7 @@ def running() -> bool:
         return False
     try:
         return bool(c.ping())
-    except Exception:  # noqa: BLE001 - any failure is "not running"
+    except Exception:
         return False
     finally:
         c.close()
@@ -192,7 +193,7 @@ def remove_containers(names: list[str]) -> int:
         try:
             api.remove_container(n, force=True)
             return True
-        except Exception:  # noqa: BLE001 - gone already, or the engine failed: counted as not removed
+        except Exception:
             return False
 
     with ThreadPoolExecutor(max_workers=min(REMOVE_THREADS, len(names))) as pool:

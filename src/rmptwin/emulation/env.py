@@ -20,10 +20,10 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from rmptwin.errors import UserError
 from rmptwin.emulation import engine
 from rmptwin.emulation.cgroups import parse_mountinfo
 from rmptwin.emulation.relay import boost_priority
+from rmptwin.errors import UserError
 
 IMPAIR_BACKENDS = ("netem", "relay")
 
@@ -173,7 +173,7 @@ class MachineEnv:
 
 def detect() -> MachineEnv:
     try:
-        import mininet.net  # noqa: F401
+        import mininet.net  # noqa: F401 - only whether it imports
 
         mininet_ok = True
     except ImportError:

@@ -61,7 +61,7 @@ class FlatNetwork:
         self.bridge_ns = f"{PREFIX}{tag}br"
         self._made: list[str] = []
 
-    def __enter__(self) -> "FlatNetwork":
+    def __enter__(self) -> FlatNetwork:
         try:
             self.start()
         except BaseException:

@@ -31,8 +31,7 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rmptwin.core.groups import group_ip
-from rmptwin.core.groups import group_region, region_group, rmp_group
+from rmptwin.core.groups import group_ip, group_region, region_group, rmp_group
 from rmptwin.spec import Topology
 from rmptwin.spec.tree import Tree, adjacency, multicast_tree, shortest_path_parents, unicast_path
 
@@ -165,7 +164,7 @@ class Wiring:
         }
 
     @classmethod
-    def from_json(cls, d: dict) -> "Wiring":
+    def from_json(cls, d: dict) -> Wiring:
         return cls(
             topology=Topology.model_validate(d["topology"]),
             dpids={k: int(v) for k, v in d["dpids"].items()},
@@ -178,7 +177,7 @@ class Wiring:
         )
 
     @classmethod
-    def load(cls, path: str | Path) -> "Wiring":
+    def load(cls, path: str | Path) -> Wiring:
         return cls.from_json(json.loads(Path(path).read_text()))
 
 

@@ -40,7 +40,7 @@ class LoadSampler:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
-    def start(self) -> "LoadSampler":
+    def start(self) -> LoadSampler:
         self._thread.start()
         return self
 

@@ -24,11 +24,11 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
-from rmptwin.errors import UserError
 from rmptwin.emulation import engine
+from rmptwin.errors import UserError
 
 REPO = Path(__file__).resolve().parents[3]
 NODES = REPO / "nodes"

@@ -18,8 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rmptwin.errors import UserError
-from rmptwin.spec import Bernoulli, GilbertElliott, LinkParams
-from rmptwin.spec import Topology, Trace
+from rmptwin.spec import Bernoulli, GilbertElliott, LinkParams, Topology, Trace
 
 
 def is_impaired(p: LinkParams) -> bool:

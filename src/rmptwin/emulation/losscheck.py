@@ -26,7 +26,7 @@ class LinkCount:
     entered: int
     dropped: int
 
-    def __sub__(self, before: "LinkCount") -> "LinkCount":
+    def __sub__(self, before: LinkCount) -> LinkCount:
         return LinkCount(self.entered - before.entered, self.dropped - before.dropped)
 
 

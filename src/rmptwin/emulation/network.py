@@ -21,22 +21,22 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from rmptwin.core.groups import host_ip
-from rmptwin.errors import UserError
-from rmptwin.spec import Bernoulli, Topology, load_topology
 from rmptwin.emulation import env as envmod
 from rmptwin.emulation.cleanup import claim_tag, cleanup_state_dir, register_state_dir
 from rmptwin.emulation.droplog import counts_table, drops_table, read_drop_file
 from rmptwin.emulation.flows import DEFAULT_METER_PPS, Wiring, authorized_by_ip, known_group_names
 from rmptwin.emulation.image import ensure_image
-from rmptwin.emulation.impair import NetemLink, RelayLink
-from rmptwin.emulation.impair import impair_for_traces
+from rmptwin.emulation.impair import NetemLink, RelayLink, impair_for_traces
+from rmptwin.errors import UserError
+from rmptwin.spec import Bernoulli, Topology, load_topology
 
 if TYPE_CHECKING:   # topo subclasses Mininet's classes; mininet is imported only to build
     from rmptwin.emulation.topo import ImpairedLink
@@ -140,7 +140,7 @@ class EmulatedNetwork:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def __enter__(self) -> "EmulatedNetwork":
+    def __enter__(self) -> EmulatedNetwork:
         try:
             self.start()
         except BaseException:
@@ -228,7 +228,7 @@ class EmulatedNetwork:
                      link_nodes=self.mininet_topo.relay_nodes)
 
     def _mininet_topo(self):
-        from rmptwin.emulation.topo import RmpTopo   # subclasses Mininet's Topo: mininet is imported only to build
+        from rmptwin.emulation.topo import RmpTopo  # subclasses Mininet's Topo: mininet is imported only to build
 
         topo = RmpTopo(self.topo, impair=self.impair, tag=self.tag, access_in_nodes=self.access_requested)
         self.access_in_nodes = topo.access_in_nodes
@@ -385,13 +385,13 @@ class EmulatedNetwork:
     def set_link(self, link: str, up: bool) -> None:
         self._link(link).set(up=bool(up))
 
-    def set_chaos(self, link: str, duplicate: float = 0.0, reorder: float = 0.0, reorder_ms: float = 20.0) -> None:
+    def set_chaos(self, link: str, duplicate: float = 0.0, reorder: float = 0.0, reorder_ns: int = 0) -> None:
         """The dup_reorder nemesis: the shared link model duplicates and reorders, so only a relay link can."""
         lk = self._link(link)
         if not isinstance(lk, RelayLink):
             raise UserError(f"link {link}: duplicates and reordering need the relay (run with --impair relay)")
         lk.command({"op": "set", "duplicate": float(duplicate), "reorder": float(reorder),
-                    "reorder_ms": float(reorder_ms)})
+                    "reorder_ns": int(reorder_ns)})
 
     def containers_by_host(self) -> dict[str, str]:
         """host name -> its container's name (Docker hosts; namespace hosts have none)."""
@@ -441,17 +441,17 @@ class EmulatedNetwork:
             try:
                 lk.flush()
                 lk.signal_stop()
-            except Exception as e:  # noqa: BLE001 - keep tearing down
+            except Exception as e:
                 errors.append(e)
         for lk in self.links.values():
             try:
                 lk.stop()
-            except Exception as e:  # noqa: BLE001 - keep tearing down
+            except Exception as e:
                 errors.append(e)
         if self.net is not None:
             try:
                 self.net.stop()
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 errors.append(e)
         if self.controller_proc is not None and self.controller_proc.poll() is None:
             self.controller_proc.terminate()

@@ -3,7 +3,7 @@
 Node control is a line protocol on the node's stdin (works the same through mnexec and
 through a container): ``GO <t0_ns>`` starts it, ``STOP`` ends it cleanly; EOF (the runner
 died) stops it too. A crash fault is SIGKILL: the node loses whatever it had not flushed.
-The runner also sends ``ETCD pause|resume <member>`` and ``CLOCK <jump_ms> <drift_ppm>``
+The runner also sends ``ETCD pause|resume <member>`` and ``CLOCK <jump_ns> <drift_ppm>``
 (nemesis steps), and a spare ``HOLD <groups>`` (it answers ``HELD <n>``) then ``WAKE <t0_ns>``
 (``runtime.node``). On stdout the node prints ``READY <groups>`` once bound and joined,
 ``STATUS <json>`` as it goes (read for the drain), ``DONE <json>`` (its counters) at the end.
@@ -31,7 +31,7 @@ class NodeProc:
     role: str
     incarnation: int
     proc: subprocess.Popen
-    lines: "queue.Queue[str]" = field(default_factory=queue.Queue)
+    lines: queue.Queue[str] = field(default_factory=queue.Queue)
     done: dict | None = None
     status: dict | None = None
     groups: list[str] = field(default_factory=list)

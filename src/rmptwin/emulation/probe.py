@@ -122,7 +122,7 @@ def recv(port: int, group: str | None, intf: str | None, intf_ip: str | None, ra
             left_at = time.time_ns()
         try:
             data, anc, _, _ = sock.recvmsg(65535, 64)
-        except socket.timeout:
+        except TimeoutError:
             continue
         t = _kernel_time(anc, time.time_ns())
         if raw:

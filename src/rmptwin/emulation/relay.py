@@ -210,7 +210,7 @@ class Relay:
                         break
                     data += chunk
                 reply = self.command(json.loads(data or b"{}"))
-            except Exception as e:  # noqa: BLE001 - a bad command must not stop the link
+            except Exception as e:
                 reply = {"ok": False, "error": f"{type(e).__name__}: {e}"}
             try:
                 conn.sendall(json.dumps(reply).encode() + b"\n")
@@ -232,7 +232,7 @@ class Relay:
                     direction.up = bool(msg["up"])
                 if "duplicate" in msg or "reorder" in msg:
                     direction.model.set_chaos(float(msg.get("duplicate", 0.0)), float(msg.get("reorder", 0.0)),
-                                              round(float(msg.get("reorder_ms", 0.0)) * 1e6))
+                                              int(msg.get("reorder_ns", 0)))
             return {"ok": True}
         if op == "flush":
             self.flush()

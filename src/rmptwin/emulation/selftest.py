@@ -13,10 +13,10 @@ from __future__ import annotations
 import subprocess
 from dataclasses import dataclass
 
-from rmptwin.spec import LinkParams
 from rmptwin.emulation.impair import disable_tx_offload, is_impaired
 from rmptwin.emulation.measure import run_probe
 from rmptwin.emulation.network import EmuHost, EmulatedNetwork
+from rmptwin.spec import LinkParams
 
 COOKIE = "0x7e57"
 LOSS_TOL, DELAY_TOL_MS, BW_TOL = 0.015, 2.0, 0.10

@@ -47,17 +47,17 @@ def _put_rmptwin_on_path() -> None:
 if not __package__:   # executed by `mn --custom`, not imported as rmptwin.emulation.topo
     _put_rmptwin_on_path()
 
-from mininet.link import TCLink  # noqa: E402 - mininet is this module's reason to exist
-from mininet.log import info  # noqa: E402
-from mininet.node import Switch  # noqa: E402
-from mininet.topo import Topo  # noqa: E402
+from mininet.link import TCLink
+from mininet.log import info
+from mininet.node import Switch
+from mininet.topo import Topo
 
-from rmptwin.emulation.env import has_netem  # noqa: E402
-from rmptwin.emulation.flows import HostPort  # noqa: E402
-from rmptwin.emulation.impair import delay_only, disable_tx_offload, is_impaired, traced_links  # noqa: E402
-from rmptwin.errors import UserError  # noqa: E402
-from rmptwin.core.groups import host_ip  # noqa: E402
-from rmptwin.spec import Bernoulli, LinkParams, Topology, load_topology  # noqa: E402
+from rmptwin.core.groups import host_ip
+from rmptwin.emulation.env import has_netem
+from rmptwin.emulation.flows import HostPort
+from rmptwin.emulation.impair import delay_only, disable_tx_offload, is_impaired, traced_links
+from rmptwin.errors import UserError
+from rmptwin.spec import Bernoulli, LinkParams, Topology, load_topology
 
 TOPO_IMPAIR = ("none", "netem", "relay")
 

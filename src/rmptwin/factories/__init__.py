@@ -12,9 +12,9 @@ from collections.abc import Callable
 
 from rmptwin.core.sansio import Core
 from rmptwin.errors import UserError
-from rmptwin.spec import LoadedExperiment
 from rmptwin.factories import attacker, floor, orders, rmp, taxonomy, venue
 from rmptwin.factories.adapters import Adapters
+from rmptwin.spec import LoadedExperiment
 
 Factory = Callable[..., Core]
 

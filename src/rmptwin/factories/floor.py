@@ -12,11 +12,11 @@ from rmptwin.apps.trading_floor.rules import RuleParams
 from rmptwin.apps.trading_floor.state import FloorState
 from rmptwin.apps.trading_floor.workload import TICK, OrderWorkload, order_schedule
 from rmptwin.errors import UserError
+from rmptwin.factories import rmp
 from rmptwin.rmp.secondary import SecondaryCore
 from rmptwin.rmp.source import SourceCore
-from rmptwin.spec.queries import primary_ring, reformation_servers, timing_from_protocol
 from rmptwin.spec import LoadedExperiment
-from rmptwin.factories import rmp
+from rmptwin.spec.queries import primary_ring, reformation_servers, timing_from_protocol
 
 
 def floor_spec(loaded: LoadedExperiment):

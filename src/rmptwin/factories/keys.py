@@ -25,6 +25,7 @@ from rmptwin.errors import UserError
 from rmptwin.rmp.seal import KEY_BYTES, KeySet
 from rmptwin.spec import LoadedExperiment
 
+
 def default_key_dir() -> Path:
     base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
     return Path(base) / "rmptwin" / "keys"

@@ -19,12 +19,12 @@ from rmptwin.apps.unified_orders.exchange import ExchangeCore
 from rmptwin.apps.unified_orders.plan import paired_plan, random_plan
 from rmptwin.apps.unified_orders.portal import OrderEntry, PortalCore
 from rmptwin.apps.unified_orders.trader import TraderConfig, TraderCore
+from rmptwin.core.striping import symbol_stripe
 from rmptwin.errors import UserError
+from rmptwin.factories.rmp import build_source
 from rmptwin.rmp.customer import CustomerConfig
 from rmptwin.rmp.repair import RepairConfig
-from rmptwin.core.striping import symbol_stripe
 from rmptwin.spec import LoadedExperiment, Orders
-from rmptwin.factories.rmp import build_source
 from rmptwin.spec.queries import remulticasters, stripes_of
 
 PRICE_UNIT = 10_000   # prices travel as price x 10,000

@@ -16,11 +16,7 @@ from __future__ import annotations
 
 import random
 
-from rmptwin.spec import LoadedExperiment
-from rmptwin.spec.queries import (
-    REMULTICAST_ROLES, all_stripes, customer_stripes, primary_ring, protocol_timing, reformation_servers,
-    edge_plan, remulticast_hosts, remulticasters, secondary_ring, stripes_of,
-)
+from rmptwin.core.timing import MS
 from rmptwin.rmp.customer import CustomerConfig, CustomerCore
 from rmptwin.rmp.feed_watch import FeedWatchConfig
 from rmptwin.rmp.primary import PrimaryCore
@@ -28,11 +24,25 @@ from rmptwin.rmp.reformation import ReformationCore
 from rmptwin.rmp.remulticast import DEFAULT_HEARTBEAT_NS
 from rmptwin.rmp.repair import RepairConfig
 from rmptwin.rmp.retransmit import RetransmitConfig, RetransmitCore
+from rmptwin.rmp.seal import OVERHEAD as SEAL_OVERHEAD
+from rmptwin.rmp.seal import KeySet
 from rmptwin.rmp.secondary import SecondaryCore
 from rmptwin.rmp.source import SourceCore
-from rmptwin.rmp.seal import OVERHEAD as SEAL_OVERHEAD, KeySet
-from rmptwin.core.timing import MS
+from rmptwin.spec import LoadedExperiment
 from rmptwin.spec.bounds import stripe_rate
+from rmptwin.spec.queries import (
+    REMULTICAST_ROLES,
+    all_stripes,
+    customer_stripes,
+    edge_plan,
+    primary_ring,
+    protocol_timing,
+    reformation_servers,
+    remulticast_hosts,
+    remulticasters,
+    secondary_ring,
+    stripes_of,
+)
 
 # A stripe's feed is watched from when its first message is all but sure to be out: this
 # many mean inter-arrival times after the workload starts (Poisson: P(none yet) = e^-10).
@@ -101,7 +111,7 @@ def keys_for(host, loaded: LoadedExperiment) -> KeySet | None:
     key. Reformation server: the control key. R_x: its regions' remulticast and retransmit
     keys. Customer: its regions' remulticast keys, and their retransmit keys only when of
     guaranteed grade. Any other role (e.g. an attacker): nothing."""
-    from rmptwin.factories.keys import load_keys   # file I/O: only when a run asks for security
+    from rmptwin.factories.keys import load_keys  # file I/O: only when a run asks for security
 
     keys = load_keys(loaded)
     if keys is None:

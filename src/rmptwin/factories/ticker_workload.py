@@ -15,8 +15,8 @@ import random
 from dataclasses import dataclass
 
 from rmptwin.core.striping import host_stripes, symbol_stripe, symbols_on
-from rmptwin.spec import LoadedExperiment
 from rmptwin.core.trade_report import TradeReport, symbol_name
+from rmptwin.spec import LoadedExperiment
 from rmptwin.spec.queries import workload_sources
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 
 from rmptwin.errors import UserError
+from rmptwin.factories.adapters import Adapters
 from rmptwin.spec import LoadedExperiment, VenueWorkload
 from rmptwin.venue.client import ClientConfig, ClientCore
 from rmptwin.venue.gateway import GatewayConfig, GatewayCore
@@ -18,7 +19,6 @@ from rmptwin.venue.history import HistoryConfig, HistoryCore
 from rmptwin.venue.sequencer import CasProxyCore, SequencerConfig, SequencerCore
 from rmptwin.venue.standby import StandbyVenueCore
 from rmptwin.venue.venue import VenueConfig, VenueCore
-from rmptwin.factories.adapters import Adapters
 
 
 def _venue(loaded: LoadedExperiment) -> VenueWorkload:

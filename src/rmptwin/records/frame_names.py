@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import struct
 
+from rmptwin.core.packetkey import RMP_MAGIC
 from rmptwin.rmp.wire import decode as decode_rmp
 from rmptwin.venue.wire import TYPE_NAMES as VENUE_TYPE_NAMES
 
-RMP_MAGIC = 0xA5
 _MOLD = struct.Struct("!10sQH")
 _VENUE = struct.Struct("!BBI")
 _NONE = ("OTHER", "", -1, -1)
@@ -35,7 +35,7 @@ def _first_int(obj, names) -> int:
 def _rmp(data: bytes) -> tuple[str, str, int, int]:
     try:
         frame = decode_rmp(data)
-    except Exception:  # noqa: BLE001 - a malformed frame is named, never raised
+    except Exception:
         return (f"RMP{data[2]}" if len(data) > 2 else "RMP?", "", -1, -1)
     inner = getattr(frame, "original", None) or getattr(frame, "frame", None)
     name = getattr(frame, "TYPE_NAME", None) or getattr(frame, "type_name", None) or type(frame).__name__

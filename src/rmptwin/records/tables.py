@@ -4,8 +4,8 @@ the buffer that turns core events into event rows. Driver side: cores never impo
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from json.encoder import c_make_encoder, encode_basestring_ascii
-from typing import Callable
 
 import pyarrow as pa
 

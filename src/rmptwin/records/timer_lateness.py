@@ -48,7 +48,7 @@ class LatenessHistogram:
         if ns > self.max_ns:
             self.max_ns = ns
 
-    def merge(self, other: "LatenessHistogram") -> None:
+    def merge(self, other: LatenessHistogram) -> None:
         for b, c in other.counts.items():
             self.counts[b] = self.counts.get(b, 0) + c
         self.n += other.n
@@ -79,7 +79,7 @@ class LatenessHistogram:
                 "max_ns": self.max_ns, "n": self.n}
 
     @classmethod
-    def from_detail(cls, d: dict) -> "LatenessHistogram":
+    def from_detail(cls, d: dict) -> LatenessHistogram:
         h = cls()
         h.counts = {int(b): int(c) for b, c in (d.get("buckets") or {}).items()}
         h.n = int(d.get("n", sum(h.counts.values())))

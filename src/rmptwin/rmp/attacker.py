@@ -30,11 +30,11 @@ from dataclasses import dataclass
 from rmptwin.core.events import Event, Kind
 from rmptwin.core.groups import region_group, rmp_group
 from rmptwin.core.sansio import Dest, Group
+from rmptwin.core.striping import session_name, session_stripe
 from rmptwin.core.trade_report import TradeReport
 from rmptwin.rmp import wire
 from rmptwin.rmp.moldudp64 import MoldDecodeError, MoldPacket, decode_packet
 from rmptwin.rmp.seal import OVERHEAD, PURPOSE_REGION, PURPOSE_SOURCE, TAG_BYTES, key_id, key_name
-from rmptwin.core.striping import session_name, session_stripe
 
 MODES = ("unauthorized", "replay", "forge", "flood")
 FORGED_SYMBOL = "FORGED"      # the symbol of every trade report an attacker makes up

@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from collections.abc import Sequence
-from typing import Any, Generic, Hashable, TypeVar
+from collections.abc import Hashable, Sequence
+from typing import Any, Generic, TypeVar
 
-from rmptwin.core.sansio import Dest, Group, QueuedEvents
-from rmptwin.core.groups import rmp_group
 from rmptwin.core.events import Event, Kind
+from rmptwin.core.groups import rmp_group
+from rmptwin.core.sansio import Dest, Group, QueuedEvents
 from rmptwin.rmp import wire
-from rmptwin.rmp.seal import MAC_BYTES, KeySet, SealError, Sealer, alarm
-
+from rmptwin.rmp.seal import MAC_BYTES, KeySet, Sealer, SealError, alarm
 
 Key = TypeVar("Key", bound=Hashable)
 # An RMP core's timer names: tuples, e.g. (stripe, "pass"), ("report", key), ("sec", ring, "wait").

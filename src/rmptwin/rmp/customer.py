@@ -32,13 +32,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from rmptwin.core.events import Event, Kind
-from rmptwin.core.trade_report import TickerDecodeError, TradeReport
-from rmptwin.rmp.moldudp64 import HEADER_SIZE, MoldDecodeError, MoldPacket, decode_packet, is_request
-from rmptwin.rmp.repair import GapRepairer, RepairConfig, SequenceTracker, in_turn
-from rmptwin.rmp.seal import PURPOSE_REPAIR, KeySet, Reason, SealError, Sealer, alarm
 from rmptwin.core.striping import session_name, session_stripe
+from rmptwin.core.trade_report import TickerDecodeError, TradeReport
 from rmptwin.rmp.feed_watch import STALE_FEED, FeedWatch, FeedWatchConfig
-from rmptwin.rmp.repair import MAX_GAP, MAX_REQUEST
+from rmptwin.rmp.moldudp64 import HEADER_SIZE, MoldDecodeError, MoldPacket, decode_packet, is_request
+from rmptwin.rmp.repair import MAX_GAP, MAX_REQUEST, GapRepairer, RepairConfig, SequenceTracker, in_turn
+from rmptwin.rmp.seal import PURPOSE_REPAIR, KeySet, Reason, Sealer, SealError, alarm
 
 # Requests a guaranteed customer sends its R_x before also asking the R_T of its regions.
 RX_TRIES = 2
@@ -199,7 +198,7 @@ class CustomerCore(GapRepairer[Held]):
 
     # ------------------------------------------------------------------ core API
 
-    def receive_datagram(self, data: bytes, src: str, now: int) -> None:
+    def receive_datagram(self, data: bytes, src: str, now: int) -> None:  # noqa: C901 - one branch per frame kind a customer hears, in the order the seed lists them
         if len(data) == HEADER_SIZE and is_request(data):
             self.foreign += 1  # customers serve nobody
             return

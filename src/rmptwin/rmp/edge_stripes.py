@@ -28,10 +28,10 @@ from typing import Any
 
 from rmptwin.core.events import Event, Kind
 from rmptwin.core.sansio import Dest
+from rmptwin.core.striping import session_stripe, symbols_on
 from rmptwin.core.trade_report import TickerDecodeError, TradeReport, symbol_name
 from rmptwin.rmp.moldudp64 import MoldDecodeError, decode_request, is_request
 from rmptwin.rmp.remulticast import Remulticaster
-from rmptwin.core.striping import session_stripe, symbols_on
 
 # UDP/IP/Ethernet (42) + MoldUDP64 header (20) per packet; a narrow stripe's messages are
 # too sparse to share packets, so each is counted with a whole header, plus 2 bytes of

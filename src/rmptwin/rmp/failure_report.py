@@ -3,12 +3,12 @@ and the next X_R in the list when one does not answer."""
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from rmptwin.core.sansio import Unicast
+from rmptwin.core.timing import Timing
 from rmptwin.rmp import wire
 from rmptwin.rmp.corebase import CoreBase, TimerKey
-from rmptwin.core.timing import Timing
 
 
 class Reporter:

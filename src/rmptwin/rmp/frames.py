@@ -50,7 +50,7 @@ class Data:
     payload: bytes
 
     @property
-    def TYPE_NAME(self) -> str:  # noqa: N802 - reads like a constant
+    def TYPE_NAME(self) -> str:
         return "DATA"
 
 
@@ -70,7 +70,7 @@ class Ack:
     stable: int = 0     # every ack up to this token is held by every ring member (0: none known)
 
     @property
-    def TYPE_NAME(self) -> str:  # noqa: N802 - reads like a constant
+    def TYPE_NAME(self) -> str:
         return "ACK" if self.msgs else "NULL_TOKEN"
 
     @property
@@ -90,7 +90,7 @@ class Nack:
     src: str = ""
 
     @property
-    def TYPE_NAME(self) -> str:  # noqa: N802 - reads like a constant
+    def TYPE_NAME(self) -> str:
         return "NACK"
 
 
@@ -102,7 +102,7 @@ class Retx:
     original: Data | Ack
 
     @property
-    def TYPE_NAME(self) -> str:  # noqa: N802 - reads like a constant
+    def TYPE_NAME(self) -> str:
         return "RETX"
 
 
@@ -117,7 +117,7 @@ class Report:
     ring: str = ""
 
     @property
-    def TYPE_NAME(self) -> str:  # noqa: N802 - reads like a constant
+    def TYPE_NAME(self) -> str:
         return "REPORT"
 
 
@@ -128,7 +128,7 @@ class ReportAck:
     reporter: str
 
     @property
-    def TYPE_NAME(self) -> str:  # noqa: N802 - reads like a constant
+    def TYPE_NAME(self) -> str:
         return "REPORT_ACK"
 
 
@@ -139,7 +139,7 @@ class Invite:
     reformer: str
 
     @property
-    def TYPE_NAME(self) -> str:  # noqa: N802 - reads like a constant
+    def TYPE_NAME(self) -> str:
         return "INVITE"
 
 
@@ -157,7 +157,7 @@ class Join:
     have_epoch: int = 0     # epoch of the ring that issued ack ``have``
 
     @property
-    def TYPE_NAME(self) -> str:  # noqa: N802 - reads like a constant
+    def TYPE_NAME(self) -> str:
         return "JOIN"
 
 
@@ -168,7 +168,7 @@ class JoinAck:
     member: str
 
     @property
-    def TYPE_NAME(self) -> str:  # noqa: N802 - reads like a constant
+    def TYPE_NAME(self) -> str:
         return "JOIN_ACK"
 
 
@@ -192,7 +192,7 @@ class NewRing:
     lineage: tuple[tuple[int, int], ...] = ()
 
     @property
-    def TYPE_NAME(self) -> str:  # noqa: N802 - reads like a constant
+    def TYPE_NAME(self) -> str:
         return "NEW_RING"
 
 
@@ -227,7 +227,7 @@ class SecToken:
     round: int
 
     @property
-    def TYPE_NAME(self) -> str:  # noqa: N802 - reads like a constant
+    def TYPE_NAME(self) -> str:
         return "SEC_TOKEN"
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from rmptwin.core.packetkey import is_mold_request
 from rmptwin.core.striping import session_stripe
 
 _HEADER = struct.Struct("!10sQH")
@@ -110,11 +111,9 @@ def _decode_session(raw: bytes) -> str:
 
 
 def is_request(data: bytes) -> bool:
-    """True when ``data`` has the shape of a re-request (see the module docstring)."""
-    if len(data) != HEADER_SIZE:
-        return False
-    count: int = _LEN.unpack_from(data, 18)[0]
-    return 1 <= count <= MAX_MESSAGE_COUNT
+    """True when ``data`` has the shape of a re-request (see the module docstring): the
+    shape test is ``core.packetkey``'s, which the link model and the port rules use too."""
+    return is_mold_request(data)
 
 
 def decode_packet(data: bytes) -> MoldPacket:

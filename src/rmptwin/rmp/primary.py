@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rmptwin.core.timing import Timing
 from rmptwin.rmp.receiver_host import ReceiverHost
 from rmptwin.rmp.seal import KeySet
 from rmptwin.rmp.secondary_ring import SecondaryRing
-from rmptwin.core.timing import Timing
 from rmptwin.rmp.token_ring import RingMember
 
 

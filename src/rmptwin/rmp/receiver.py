@@ -31,15 +31,15 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from rmptwin.core.sansio import Dest, Unicast
 from rmptwin.core.events import Event, Kind
+from rmptwin.core.sansio import Dest, Unicast
+from rmptwin.core.timing import Timing
 from rmptwin.rmp import wire
 from rmptwin.rmp.corebase import CoreBase, TimerKey
 from rmptwin.rmp.failure_report import Reporter
 from rmptwin.rmp.nack_ranges import held_frames, missing_ack_of, missing_acks, missing_msgs, source_holes
 from rmptwin.rmp.remulticast import RegionalFeed
-from rmptwin.rmp.seal import Reason, SealError, Sealer
-from rmptwin.core.timing import Timing
+from rmptwin.rmp.seal import Reason, Sealer, SealError
 
 # What a receiver asks for: "acks", "msgs", "ackof", or ("srcgap", source) for a hole in a
 # source's waiting messages (asked of the source itself).

@@ -7,17 +7,17 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from rmptwin.core.groups import rmp_group
+from rmptwin.core.sansio import Dest
+from rmptwin.core.striping import session_stripe
+from rmptwin.core.timing import Timing
 from rmptwin.rmp import wire
 from rmptwin.rmp.corebase import CoreBase, TimerKey
-from rmptwin.rmp.receiver import StreamReceiver
-from rmptwin.rmp.moldudp64 import MoldDecodeError, decode_request, is_request
-from rmptwin.rmp.remulticast import RegionalFeed, Remulticaster
 from rmptwin.rmp.failure_report import Reporter
+from rmptwin.rmp.moldudp64 import MoldDecodeError, decode_request, is_request
+from rmptwin.rmp.receiver import StreamReceiver
+from rmptwin.rmp.remulticast import RegionalFeed, Remulticaster
 from rmptwin.rmp.seal import KeySet
 from rmptwin.rmp.secondary_ring import SecondaryRing
-from rmptwin.core.striping import session_stripe
-from rmptwin.core.sansio import Dest
-from rmptwin.core.timing import Timing
 
 if TYPE_CHECKING:
     from rmptwin.rmp.edge_stripes import EdgePlan

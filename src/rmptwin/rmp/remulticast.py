@@ -30,14 +30,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
-from rmptwin.core.sansio import Dest, Group, Unicast
 from rmptwin.core.groups import region_group
+from rmptwin.core.sansio import Dest, Group, Unicast
+from rmptwin.core.striping import session_name
 from rmptwin.rmp.moldudp64 import (
-    DEFAULT_MAX_PACKET, MAX_MESSAGE_COUNT, MoldDecodeError, MoldPacket, decode_request, is_request,
+    DEFAULT_MAX_PACKET,
+    MAX_MESSAGE_COUNT,
+    MoldDecodeError,
+    MoldPacket,
+    decode_request,
+    is_request,
     pack_messages,
 )
 from rmptwin.rmp.seal import Sealer
-from rmptwin.core.striping import session_name
 
 DEFAULT_HEARTBEAT_NS = 250_000_000
 DEFAULT_HISTORY = 1 << 17

@@ -27,13 +27,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from rmptwin.core.sansio import Dest, QueuedEvents, Unicast
-from rmptwin.core.groups import region_group
 from rmptwin.core.events import Event, Kind
+from rmptwin.core.groups import region_group
 from rmptwin.core.linkmodel import WIRE_HEADER_BYTES
+from rmptwin.core.sansio import Dest, QueuedEvents, Unicast
+from rmptwin.core.striping import session_name
 from rmptwin.rmp.moldudp64 import DEFAULT_MAX_PACKET, HEADER_SIZE, LENGTH_SIZE, MoldRequest
 from rmptwin.rmp.remulticast import runs
-from rmptwin.core.striping import session_name
 
 # The first Mold sequence number of every session: the first gseq the rings assign.
 FIRST_MOLD_SEQ = 1  # the rings number messages from t = 1 (rmp.receiver)

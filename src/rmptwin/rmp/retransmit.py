@@ -22,15 +22,21 @@ import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from rmptwin.core.sansio import Group, Unicast
-from rmptwin.core.groups import region_group
 from rmptwin.core.events import Event, Kind
-from rmptwin.rmp.moldudp64 import (DEFAULT_MAX_PACKET, MoldDecodeError, decode_packet, decode_request, is_request,
-                                   pack_messages)
+from rmptwin.core.groups import region_group
+from rmptwin.core.sansio import Group, Unicast
+from rmptwin.core.striping import session_name, session_stripe
+from rmptwin.rmp.moldudp64 import (
+    DEFAULT_MAX_PACKET,
+    MoldDecodeError,
+    decode_packet,
+    decode_request,
+    is_request,
+    pack_messages,
+)
 from rmptwin.rmp.remulticast import DEFAULT_HISTORY, MAX_SERVE, MessageHistory, runs
 from rmptwin.rmp.repair import MAX_REQUEST, GapRepairer, RepairConfig, in_turn
-from rmptwin.rmp.seal import KeySet, Reason, SealError, Sealer, alarm
-from rmptwin.core.striping import session_name, session_stripe
+from rmptwin.rmp.seal import KeySet, Reason, Sealer, SealError, alarm
 
 
 @dataclass(frozen=True)

@@ -70,9 +70,9 @@ import hashlib
 import hmac
 import struct
 from collections.abc import Iterable, Mapping
-from typing import Any, Final
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any, Final
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives import hashes
@@ -170,7 +170,7 @@ class KeySet:
                 f"retransmit={sorted(self.retransmit)}, control={self.control is not None})")
 
     def only(self, *, sources: Iterable[str] = (), regions: Iterable[str] = (), retransmit: Iterable[str] = (),
-             control: bool = False) -> "KeySet":
+             control: bool = False) -> KeySet:
         """The subset a role is entitled to (names this set lacks are left out)."""
         return KeySet(
             sources={s: self.sources[s] for s in sources if s in self.sources},
@@ -192,7 +192,7 @@ class KeySet:
                 "control": base64.b64encode(self.control).decode("ascii") if self.control else None}
 
     @classmethod
-    def from_json_dict(cls, d: Mapping[str, Any]) -> "KeySet":
+    def from_json_dict(cls, d: Mapping[str, Any]) -> KeySet:
         """Inverse of ``to_json_dict``; ValueError (saying what is wrong) for anything else."""
         if not isinstance(d, Mapping) or d.get("version") != 1:
             raise ValueError("not a version 1 rmptwin key set")

@@ -8,15 +8,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rmptwin.core.sansio import Unicast
+from rmptwin.core.timing import Timing
 from rmptwin.rmp import wire
 from rmptwin.rmp.corebase import CoreBase
-from rmptwin.rmp.receiver import Channel, StreamReceiver
-from rmptwin.rmp.remulticast import RegionalFeed
-from rmptwin.rmp.receiver_host import ReceiverHost
 from rmptwin.rmp.failure_report import Reporter
+from rmptwin.rmp.receiver import Channel, StreamReceiver
+from rmptwin.rmp.receiver_host import ReceiverHost
+from rmptwin.rmp.remulticast import RegionalFeed
 from rmptwin.rmp.seal import KeySet
 from rmptwin.rmp.secondary_ring import SecondaryRing
-from rmptwin.core.timing import Timing
 
 
 class SecondaryReceiver(StreamReceiver):

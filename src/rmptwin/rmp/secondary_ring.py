@@ -20,13 +20,13 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import replace
 
-from rmptwin.core.sansio import Unicast
 from rmptwin.core.events import Event, Kind
+from rmptwin.core.sansio import Unicast
+from rmptwin.core.timing import Timing
 from rmptwin.rmp import wire
 from rmptwin.rmp.corebase import CoreBase
-from rmptwin.rmp.receiver import StreamReceiver
 from rmptwin.rmp.failure_report import Reporter
-from rmptwin.core.timing import Timing
+from rmptwin.rmp.receiver import StreamReceiver
 
 
 class SecondaryRing:

@@ -14,14 +14,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rmptwin.core.sansio import Unicast
-from rmptwin.core.groups import rmp_group
 from rmptwin.core.events import Event, Kind
+from rmptwin.core.groups import rmp_group
+from rmptwin.core.sansio import Unicast
+from rmptwin.core.timing import Timing
 from rmptwin.rmp import wire
 from rmptwin.rmp.corebase import CoreBase, TimerKey
 from rmptwin.rmp.failure_report import Reporter
 from rmptwin.rmp.seal import KeySet
-from rmptwin.core.timing import Timing
 
 # acks remembered per stripe to re-send what a reformation dropped
 ACK_MEMORY = 4096

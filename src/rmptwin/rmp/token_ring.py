@@ -16,17 +16,17 @@ server to let it in (JOIN) and takes part in forming the next ring (INVITE, NEW_
 
 from __future__ import annotations
 
-from rmptwin.core.sansio import Dest, Group, Unicast
-from rmptwin.core.groups import rmp_group
 from rmptwin.core.events import Event, Kind
+from rmptwin.core.groups import rmp_group
+from rmptwin.core.sansio import Dest, Group, Unicast
+from rmptwin.core.timing import Timing
 from rmptwin.rmp import wire
 from rmptwin.rmp.corebase import CoreBase, TimerKey
-from rmptwin.rmp.nack_reduction import request_slot
+from rmptwin.rmp.failure_report import Reporter
 from rmptwin.rmp.nack_ranges import MAX_RANGE
+from rmptwin.rmp.nack_reduction import request_slot
 from rmptwin.rmp.receiver import Channel, StreamReceiver, source_node
 from rmptwin.rmp.remulticast import RegionalFeed
-from rmptwin.rmp.failure_report import Reporter
-from rmptwin.core.timing import Timing
 
 
 class RingMember(StreamReceiver):

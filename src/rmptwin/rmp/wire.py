@@ -13,14 +13,49 @@ from __future__ import annotations
 import struct
 from functools import lru_cache
 
+from rmptwin.core.packetkey import RMP_MAGIC
 from rmptwin.rmp.frames import (  # noqa: F401 - re-exported: wire is where callers find every frame name
-    DATA, ACK, NULL_TOKEN, NACK, RETX, REPORT, REPORT_ACK, INVITE, JOIN, JOIN_ACK, NEW_RING, SEC_TOKEN,
-    TYPE_NAMES, WANT_ACKS, WANT_MSGS, WANT_ACK_OF, REASON_NO_ACK, REASON_TOKEN_LOST, REASON_NO_ANSWER,
-    REASON_MISSING_TOKEN, REASON_SECONDARY, REASON_JOIN, REASONS, Data, Ack, Nack, Retx, Report, ReportAck,
-    Invite, Join, JoinAck, NewRing, lineage_epoch, superseded, SecToken, Frame, type_name,
+    ACK,
+    DATA,
+    INVITE,
+    JOIN,
+    JOIN_ACK,
+    NACK,
+    NEW_RING,
+    NULL_TOKEN,
+    REASON_JOIN,
+    REASON_MISSING_TOKEN,
+    REASON_NO_ACK,
+    REASON_NO_ANSWER,
+    REASON_SECONDARY,
+    REASON_TOKEN_LOST,
+    REASONS,
+    REPORT,
+    REPORT_ACK,
+    RETX,
+    SEC_TOKEN,
+    TYPE_NAMES,
+    WANT_ACK_OF,
+    WANT_ACKS,
+    WANT_MSGS,
+    Ack,
+    Data,
+    Frame,
+    Invite,
+    Join,
+    JoinAck,
+    Nack,
+    NewRing,
+    Report,
+    ReportAck,
+    Retx,
+    SecToken,
+    lineage_epoch,
+    superseded,
+    type_name,
 )
 
-MAGIC = 0xA5
+MAGIC = RMP_MAGIC   # its one definition is core's: the link model and the port rules read it too
 VERSION = 2     # 2: ACK carries the stable token
 _HEADER = struct.Struct("!BBBH")
 HEADER_SIZE = _HEADER.size
@@ -71,30 +106,30 @@ class _Writer:
     def __init__(self) -> None:
         self.parts: list[bytes] = []
 
-    def u8(self, v: int) -> "_Writer":
+    def u8(self, v: int) -> _Writer:
         self.parts.append(_B.pack(v))
         return self
 
-    def u16(self, v: int) -> "_Writer":
+    def u16(self, v: int) -> _Writer:
         self.parts.append(_H.pack(v))
         return self
 
-    def u32(self, v: int) -> "_Writer":
+    def u32(self, v: int) -> _Writer:
         self.parts.append(_I.pack(v))
         return self
 
-    def i64(self, v: int) -> "_Writer":
+    def i64(self, v: int) -> _Writer:
         self.parts.append(_Q.pack(v))
         return self
 
-    def text(self, s: str) -> "_Writer":
+    def text(self, s: str) -> _Writer:
         b = s.encode("utf-8")
         if len(b) > 255:
             raise ValueError(f"name too long for the wire: {s[:20]!r}...")
         self.parts.append(_B.pack(len(b)) + b)
         return self
 
-    def raw(self, b: bytes) -> "_Writer":
+    def raw(self, b: bytes) -> _Writer:
         self.parts.append(bytes(b))
         return self
 
@@ -170,7 +205,7 @@ def _name_bytes(name: str) -> bytes:
 # ----------------------------------------------------------------------------- decoding
 
 
-def _decode_msgs(r: "_Reader", n: int) -> tuple[tuple[str, int], ...]:
+def _decode_msgs(r: _Reader, n: int) -> tuple[tuple[str, int], ...]:
     """The (src, src_seq) list of an ACK: the hot loop of every receiver, kept tight."""
     data, pos, size = r.data, r.pos, len(r.data)
     names: dict[bytes, str] = {}
@@ -246,7 +281,7 @@ class _Reader:
             raise LengthMismatch(f"{self.name} frame has {len(self.data) - self.pos} stray bytes")
 
 
-def _decode_body(code: int, r: _Reader, depth: int) -> Frame:
+def _decode_body(code: int, r: _Reader, depth: int) -> Frame:  # noqa: C901 - one branch per frame type: the codec's table
     f: Frame
     if code == DATA:
         return Data(r.u16(), r.text(), r.i64(), r.i64(), r.rest())

@@ -170,7 +170,7 @@ def _usable_cpus() -> int | None:
 def safe(fn, *args):
     try:
         return fn(*args)
-    except Exception:  # noqa: BLE001 - provenance never fails a run
+    except Exception:
         return None
 
 

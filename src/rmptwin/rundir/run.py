@@ -22,9 +22,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rmptwin.rundir import provenance
 from rmptwin.errors import UserError
-from rmptwin.runtime.hostlink import ACCESS_LINK_SUFFIX
+from rmptwin.rundir import provenance
 from rmptwin.spec import Protocol, Topology
 
 # The names, spelled here and nowhere else.
@@ -38,6 +37,12 @@ PCAPS = "pcaps"
 NODES = "nodes"
 ANALYSIS = "analysis"
 METRICS = "metrics.json"
+# A node's own files in nodes/, which the node names from these patterns (runtime.config's
+# NodeConfig.node_files): its event log and what its self-shaped access link counted and dropped.
+EVENT_LOG_SUFFIX = ".jsonl"
+ACCESS_LINK_SUFFIX = ".access-link.json"
+NODE_FILES = {"events": "{host}.{incarnation}" + EVENT_LOG_SUFFIX,
+              "access_link": "{host}.{incarnation}" + ACCESS_LINK_SUFFIX}
 REPORT = "report.html"
 
 
@@ -69,7 +74,7 @@ class RunDir:
         return str(self.path)
 
     @classmethod
-    def create(cls, experiment: str, out: str | Path | None = None, base: str | Path = "results") -> "RunDir":
+    def create(cls, experiment: str, out: str | Path | None = None, base: str | Path = "results") -> RunDir:
         """``out`` if given, else results/<experiment>/<UTC timestamp>; created, must be empty."""
         path = Path(out) if out else Path(base) / experiment / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         if path.exists() and any(path.iterdir()):
@@ -163,14 +168,15 @@ class RunDir:
     @property
     def runner_log_path(self) -> Path:
         """The runner's own event log (faults it applied), merged with the nodes' logs."""
-        return self.nodes_dir / "runner.jsonl"
+        return self.nodes_dir / ("runner" + EVENT_LOG_SUFFIX)
 
     def node_event_logs(self) -> list[Path]:
-        return sorted(self.nodes_dir.glob("*.jsonl"))
+        """Every node's event log and the runner's, to merge."""
+        return sorted(self.nodes_dir.glob("*" + EVENT_LOG_SUFFIX))
 
     def access_link_reports(self) -> list[Path]:
         """Counts and drops of the access links the nodes shaped themselves (``runtime.hostlink``)."""
-        return sorted(self.nodes_dir.glob(f"*{ACCESS_LINK_SUFFIX}"))
+        return sorted(self.nodes_dir.glob("*" + ACCESS_LINK_SUFFIX))
 
     @property
     def venue_state_dir(self) -> Path:

@@ -50,7 +50,7 @@ class SweepDir:
 
     @classmethod
     def for_sweep(cls, experiment: str, spec: dict, out: str | Path | None = None,
-                  base: str | Path = "results") -> "SweepDir":
+                  base: str | Path = "results") -> SweepDir:
         path = Path(out) if out else Path(base) / "sweeps" / experiment / sweep_id(spec)
         sweep = cls(path)
         sweep.path.mkdir(parents=True, exist_ok=True)

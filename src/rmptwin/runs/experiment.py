@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import NamedTuple
 
 from rmptwin.analysis.summary import summarize
+from rmptwin.emulation import emulate as runner
 from rmptwin.errors import UserError
 from rmptwin.rundir.run import RunDir
-from rmptwin.emulation import emulate as runner
 from rmptwin.sim.simulate import simulate
 from rmptwin.spec import LoadedExperiment
 

@@ -18,9 +18,9 @@ from pydantic import ValidationError
 
 from rmptwin.emulation.env import has_netem, is_root
 from rmptwin.errors import UserError
-from rmptwin.runs.experiment import EmulationOptions, ProgressFn, RunOutcome, run_experiment
 from rmptwin.rundir.provenance import differences
 from rmptwin.rundir.run import RunDir
+from rmptwin.runs.experiment import EmulationOptions, ProgressFn, RunOutcome, run_experiment
 from rmptwin.spec import Experiment, LoadedExperiment, Topology, cross_check
 
 NODE_MODES = ("docker", "ns", "flat")

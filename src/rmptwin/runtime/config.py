@@ -29,16 +29,27 @@ class NodeConfig:
     state_dir: str | None = None   # the venue roles' durable stores (RunDir.venue_state_dir)
     keys_file: str | None = None   # security on: the key file (outside the run directory)
     access_in_node: list[str] | None = None   # hosts whose node shapes its own access link (hostlink)
+    # What a node names its own files in log_dir: kind -> a pattern of {host} and {incarnation}.
+    # The run directory's owner gives them (``rundir.run.NODE_FILES``); a node never spells one.
+    node_files: dict[str, str] | None = None
 
     @classmethod
     def for_run(cls, loaded: LoadedExperiment, seed: int, hosts: dict[str, str], log_dir: Path,
-                t0_ns: int | None = None, state_dir: Path | None = None,
-                access_in_node: list[str] | None = None) -> "NodeConfig":
+                node_files: dict[str, str], t0_ns: int | None = None, state_dir: Path | None = None,
+                access_in_node: list[str] | None = None) -> NodeConfig:
         """``state_dir`` defaults to ``log_dir`` (a test's one scratch directory)."""
         m = loaded.to_manifest()
         keys = str(key_path(loaded)) if loaded.experiment.security.enabled else None
         return cls(m["experiment"], m["topology"], m["experiment_file"], seed, dict(hosts), str(log_dir), t0_ns,
-                   str(state_dir or log_dir), keys, sorted(access_in_node or []))
+                   str(state_dir or log_dir), keys, sorted(access_in_node or []), dict(node_files))
+
+    def node_file(self, kind: str, host: str, incarnation: int) -> Path:
+        """Where the node ``host`` (its ``incarnation``-th start) writes its file of ``kind``
+        (``events``: its event log; ``access_link``: its access link's counts and drops)."""
+        pattern = (self.node_files or {}).get(kind)
+        if pattern is None:
+            raise KeyError(f"the node config names no {kind!r} file (node_files)")
+        return Path(self.log_dir) / pattern.format(host=host, incarnation=incarnation)
 
     def loaded(self) -> LoadedExperiment:
         exp = Experiment.model_validate(self.experiment)
@@ -52,5 +63,5 @@ class NodeConfig:
         return path
 
     @classmethod
-    def read(cls, path: str | Path) -> "NodeConfig":
+    def read(cls, path: str | Path) -> NodeConfig:
         return cls(**json.loads(Path(path).read_text()))

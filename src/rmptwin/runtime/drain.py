@@ -21,8 +21,8 @@ Best-effort customers skip gaps by design and are not waited for.
 from __future__ import annotations
 
 from rmptwin.core.events import Event, Kind
-from rmptwin.spec.queries import customer_stripes, stripes_of
 from rmptwin.spec import LoadedExperiment
+from rmptwin.spec.queries import customer_stripes, stripes_of
 
 STATUS_EVERY_S = 0.25
 DRAIN_MAX_S = 60.0  # past the duration; a run that needs more has a real problem

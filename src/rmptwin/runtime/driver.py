@@ -4,12 +4,11 @@ The driver owns three sockets bound to the well-known ports of ``rmptwin.core.gr
 RMP_PORT (the stripes' global groups and unicast RMP control), REGION_PORT (MoldUDP64
 remulticast and retransmissions to customers), REREQUEST_PORT (MoldUDP64 re-requests).
 A core's groups are joined on the socket of their port; what a core sends goes to the
-port its bytes belong to: RMP frames start with 0xA5, a MoldUDP64 re-request is a bare
-20-byte header, other MoldUDP64 packets carry an ``RMPT`` session.
+port its bytes belong to (the port rules of ``rmptwin.core.host``).
 
 Time: ``true`` ns since the run's start (CLOCK_REALTIME minus t0, the same clock for every
-node on this kernel) stamps events; the core sees its own clock (offset and drift from
-``experiment.clocks``), exactly as in the simulator.
+node on this kernel) stamps events; the core sees its host's clock (``core.host.NodeClock``,
+the simulator's too: offset and drift from ``experiment.clocks``, the clock nemesis).
 
 Timers: the core's deadline is mapped to the loop's clock when it is armed (``call_at``, an
 absolute time, recomputed from the wall clock at each arming so nothing accumulates). The
@@ -32,69 +31,27 @@ import os
 import socket
 import struct
 import time
-from typing import Callable
+from collections.abc import Callable
 
-from rmptwin.core.groups import REGION_PORT, REREQUEST_PORT, RMP_PORT, group_ip
-from rmptwin.core.sansio import Group, Unicast
-from rmptwin.rmp.moldudp64 import is_request
-from rmptwin.spec import Clock
-from rmptwin.records.timer_lateness import LatenessHistogram
 from rmptwin.core.events import Event, Kind
+from rmptwin.core.groups import REGION_PORT, REREQUEST_PORT, RMP_PORT, group_ip
+from rmptwin.core.host import RELEASE_ROLES, NodeClock, port_for_datagram, port_for_group
+from rmptwin.core.sansio import Group, Unicast
+from rmptwin.records.timer_lateness import LatenessHistogram
 from rmptwin.runtime.drain import NodeProgress
 from rmptwin.runtime.eventlog import EventWriter
 from rmptwin.runtime.hostlink import HostLink
+from rmptwin.spec import Clock
 
-RMP_MAGIC = 0xA5
 SOCKET_BUFFER = 4 << 20
 MAX_READS_PER_WAKEUP = 256
 EARLY_WAKE_NS = 2_000_000  # > the selector's 1 ms rounding plus a typical wake-up delay
-RELEASE_ROLES = ("primary", "secondary")   # the roles whose cores release at ack ts + Delta_A
 # Events on disk before the datagrams of the same call go out: a CAS proposal's invocation is
 # history (checkers.linearizable) only if it survives a kill -9 of its EV, as a Jepsen client
 # records an operation before invoking it. (Measured emulated: a killed EV's last proposals,
 # won at etcd, were missing from the history and made it unexplainable.) One flush per proposal.
 WRITE_AHEAD = frozenset({Kind.CAS_INVOKE})
 ACCESS_SLACK_NS = 200_000  # awake anyway: a datagram due this soon goes now (as a relay's slack)
-
-
-def port_for_group(name: str) -> int:
-    return REGION_PORT if name.startswith("region/") else RMP_PORT
-
-
-def port_for_datagram(data: bytes) -> int:
-    """The port a unicast datagram goes to, from its first bytes."""
-    if data[:1] == bytes([RMP_MAGIC]):
-        return RMP_PORT
-    if is_request(data):
-        return REREQUEST_PORT
-    if data[:4] == b"RMPT":
-        return REGION_PORT
-    return RMP_PORT
-
-
-class LocalClock:
-    """Maps true run time to a node's local clock and back (offset + drift)."""
-
-    def __init__(self, clock: Clock | None) -> None:
-        self.off = round(clock.offset_ms * 1e6) if clock else 0
-        self.k = clock.drift_ppm * 1e-6 if clock else 0.0
-
-    def local(self, t: int) -> int:
-        return t + self.off + (round(t * self.k) if self.k else 0)
-
-    def true(self, local: int) -> int:
-        if not self.k:
-            return local - self.off
-        return round((local - self.off) / (1.0 + self.k))
-
-    def change(self, t: int, jump_ns: int = 0, drift_ppm: float | None = None) -> None:
-        """The clock nemesis at true time ``t``: a new drift from the reading it has at ``t``
-        (no step), then a step of ``jump_ns`` (the simulator does the same, sim.runner)."""
-        if drift_ppm is not None:
-            k = drift_ppm * 1e-6
-            self.off += round(t * self.k) - round(t * k)
-            self.k = k
-        self.off += jump_ns
 
 
 # Linux's IP_MULTICAST_ALL (not in Python 3.11's socket module). Off, a socket bound to a port
@@ -165,7 +122,7 @@ class NodeDriver:
         self.ip = hosts[name]
         self.ip_names = {ip: n for n, ip in hosts.items()}
         self.t0 = t0_ns
-        self.clock = LocalClock(clock)
+        self.clock = NodeClock.of(clock)
         self.log = log
         self._unflushed_ahead = False   # an event in WRITE_AHEAD logged since the last flush
         self.progress = NodeProgress(guaranteed)
@@ -338,12 +295,13 @@ class NodeDriver:
         if self.access is not None and self.loop is not None:
             self._arm_access()
 
-    def change_clock(self, jump_ms: float | None, drift_ppm: float | None) -> None:
+    def change_clock(self, jump_ns: int | None, drift_ppm: float | None) -> None:
         """The runner's CLOCK command: step and/or re-drift this node's clock; the core's
         deadline, in its local time, now falls at another true time."""
-        self.clock.change(self.true_now(), round((jump_ms or 0.0) * 1e6), drift_ppm)
-        self.log.add(self.true_now(), self.name, self.role, Event(Kind.CLOCK, detail={"jump_ms": jump_ms,
-                                                                                      "drift_ppm": drift_ppm}))
+        t = self.true_now()
+        self.clock.change(t, jump_ns, drift_ppm)
+        jump_ms = None if jump_ns is None else jump_ns / 1e6   # the CLOCK event's detail, as the simulator logs it
+        self.log.add(t, self.name, self.role, Event(Kind.CLOCK, detail={"jump_ms": jump_ms, "drift_ppm": drift_ppm}))
         self._arm(self._timer_local)
 
     def _arm(self, deadline: int | None) -> None:

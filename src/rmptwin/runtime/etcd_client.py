@@ -44,7 +44,8 @@ import struct
 import sys
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 from rmptwin.errors import UserError

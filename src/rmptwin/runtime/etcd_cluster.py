@@ -81,7 +81,7 @@ class EtcdCluster:
         finally:
             log.close()
 
-    def start(self, timeout_s: float = 20.0) -> "EtcdCluster":
+    def start(self, timeout_s: float = 20.0) -> EtcdCluster:
         try:
             for i in range(self.n):
                 self._spawn(i, "new")
@@ -164,7 +164,7 @@ class EtcdCluster:
             self.procs[i] = None
         shutil.rmtree(self.root, ignore_errors=True)
 
-    def __enter__(self) -> "EtcdCluster":
+    def __enter__(self) -> EtcdCluster:
         return self.start()
 
     def __exit__(self, *exc) -> None:

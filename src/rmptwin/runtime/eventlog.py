@@ -20,9 +20,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from rmptwin.records.tables import DETAIL_COLUMNS, EVENT_SCHEMA, detail_arrays
 from rmptwin.core.events import Event
-
+from rmptwin.records.tables import DETAIL_COLUMNS, EVENT_SCHEMA, detail_arrays
 
 _COMPACT = json.JSONEncoder(separators=(",", ":"))   # one encoder, not one per json.dumps call
 

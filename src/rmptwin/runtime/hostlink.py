@@ -22,25 +22,8 @@ Pure bookkeeping: the driver passes the time in and does the sending and deliver
 from __future__ import annotations
 
 from collections import deque
-from pathlib import Path
 
 from rmptwin.core.linkmodel import REASONS, WIRE_HEADER_BYTES, LinkConfig, LinkDirection, stream_seed
-
-
-
-
-
-
-
-
-# <host>.<incarnation> + this, in the node's log directory: what a node's shaped access link
-# counted and dropped (the run directory finds them: ``RunDir.access_link_reports``)
-ACCESS_LINK_SUFFIX = ".access-link.json"
-
-
-def access_report_path(log_dir: Path, host: str, incarnation: int) -> Path:
-    """Where a node leaves its access link's counts and drops (``RunDir.access_link_reports``)."""
-    return log_dir / f"{host}.{incarnation}{ACCESS_LINK_SUFFIX}"
 
 
 def access_link_name(host: str, switch: str) -> str:

@@ -4,7 +4,7 @@ Started by the runner inside the node's own host (container or namespace). It bu
 host's core through ``rmptwin.factories.build_core`` (the same per-host RNG as the simulator),
 binds its sockets and joins its groups, prints ``READY <groups as JSON>``, then waits for ``GO <t0_ns>`` on
 stdin (a recovering node is given t0 in the config and starts at once). It logs events to
-``<log_dir>/<name>.<incarnation>.jsonl`` and prints its progress (``STATUS <json>``, see
+its ``events`` file (``NodeConfig.node_file``) and prints its progress (``STATUS <json>``, see
 ``runtime.drain``) a few times a second until the runner says ``STOP`` once the run is
 quiescent (or stdin closes, or the drain cap has passed), then prints ``DONE <counters>``
 and exits. SIGTERM ends it early with the log flushed.
@@ -42,22 +42,22 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from rmptwin.errors import UserError
 from rmptwin.core.events import Event, Kind
-from rmptwin.factories import build_core
+from rmptwin.core.host import RELEASE_ROLES
 from rmptwin.core.sansio import Core
-from rmptwin.spec import HostSpec, LoadedExperiment
+from rmptwin.errors import UserError
+from rmptwin.factories import build_core
 from rmptwin.factories.ticker_workload import schedule
 from rmptwin.runtime.config import NodeConfig
 from rmptwin.runtime.drain import DRAIN_MAX_S, STATUS_EVERY_S
 from rmptwin.runtime.driver import NodeDriver, membership_keeper
 from rmptwin.runtime.eventlog import EventWriter
-from rmptwin.runtime.hostlink import HostLink, access_report_path
+from rmptwin.runtime.hostlink import HostLink
 from rmptwin.runtime.priority import RT_PRIORITY
 from rmptwin.runtime.venue_adapters import NodeAdapters, node_adapters
+from rmptwin.spec import HostSpec, LoadedExperiment
 
 FLUSH_EVERY_S = 0.2
-RELEASE_ROLES = ("primary", "secondary")
 
 
 def _say(msg: str) -> None:
@@ -85,7 +85,7 @@ def _open_node(cfg: NodeConfig, name: str, incarnation: int, loaded: LoadedExper
     rng = random.Random(f"{cfg.seed}:host:{name}:{tag}")
     adapters = node_adapters(host, loaded, Path(cfg.state_dir or cfg.log_dir))   # venue stores, etcd: this node's own
     core = build_core(host, loaded, rng, recovering=recovering, adapters=adapters)
-    log = EventWriter(Path(cfg.log_dir) / f"{name}.{incarnation}.jsonl")
+    log = EventWriter(cfg.node_file("events", name, incarnation))
     access = HostLink(name, host.switch, host.link, cfg.seed) if name in (cfg.access_in_node or ()) else None
     driver = NodeDriver(core, name, host.role, cfg.hosts, cfg.t0_ns or 0, log, loaded.experiment.clocks.get(name),
                         guaranteed=host.role == "customer" and host.grade == "guaranteed", access=access)
@@ -98,14 +98,16 @@ def _settle(fut: asyncio.Future, value) -> None:
         fut.set_result(value)
 
 
-def clock_command(cmd: list[str]) -> tuple[float | None, float | None] | None:
-    """``CLOCK <jump_ms> <drift_ppm>`` ("-" for neither): the clock nemesis; None if malformed."""
+def clock_command(cmd: list[str]) -> tuple[int | None, float | None] | None:
+    """``CLOCK <jump_ns> <drift_ppm>`` ("-" for neither): the clock nemesis; None if malformed."""
     if len(cmd) != 3 or cmd[0] != "CLOCK":
         return None
     try:
-        return tuple(None if v == "-" else float(v) for v in cmd[1:])  # type: ignore[return-value]
+        jump_ns = None if cmd[1] == "-" else int(cmd[1])
+        drift_ppm = None if cmd[2] == "-" else float(cmd[2])
     except ValueError:
         return None
+    return jump_ns, drift_ppm
 
 
 def etcd_command(cmd: list[str]) -> tuple[str, int] | None:
@@ -232,7 +234,7 @@ async def _run(cfg: NodeConfig, name: str, incarnation: int, loaded: LoadedExper
     node.log.close()
     if driver.access is not None:   # the access link's ground truth, as a relay would leave it
         report = {"counts": driver.access.counts(), "drops": driver.access.dropped_frames}
-        access_report_path(Path(cfg.log_dir), name, incarnation).write_text(json.dumps(report))
+        cfg.node_file("access_link", name, incarnation).write_text(json.dumps(report))
     return _counters(node, reason, timing)
 
 

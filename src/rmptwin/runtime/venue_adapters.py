@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rmptwin.factories.adapters import Adapters
-from rmptwin.spec import LoadedExperiment
 from rmptwin.runtime.durable_stores import DurableStores
 from rmptwin.runtime.etcd_client import Answer, EtcdCasClient, etcd_cas
 from rmptwin.runtime.etcd_cluster import EtcdCluster
+from rmptwin.spec import LoadedExperiment
 
 ETCD_MEMBERS = 3
 

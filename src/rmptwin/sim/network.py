@@ -19,21 +19,21 @@ frame type the packets offered and dropped.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from heapq import heappush
-from collections.abc import Mapping, Sequence
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
 
-from rmptwin.core.sansio import Dest, Group, Unicast
 from rmptwin.core.groups import group_region
-from rmptwin.records.tables import DROP_SCHEMA, LINK_COUNT_SCHEMA
 from rmptwin.core.linkmodel import REASONS, WIRE_HEADER_BYTES, LinkConfig, LinkDirection, stream_seed
 from rmptwin.core.packetkey import PacketKey, packet_key
+from rmptwin.core.sansio import Dest, Group, Unicast
+from rmptwin.records.frame_names import describe
+from rmptwin.records.tables import DROP_SCHEMA, LINK_COUNT_SCHEMA
+from rmptwin.sim.scheduler import Scheduler
 from rmptwin.spec import Bernoulli, GilbertElliott, LinkParams, Topology
 from rmptwin.spec.tree import multicast_tree, unicast_path
-from rmptwin.records.frame_names import describe
-from rmptwin.sim.scheduler import Scheduler
 
 DeliverFn = Callable[[list[int], bytes, str, int], None]  # (host indices, data, sender name, t_ns)
 TapFn = Callable[[int, int, bytes, Dest], None]          # (t_ns, sender index, data, destination)
@@ -54,7 +54,7 @@ class _HostBatch:
 
     __slots__ = ("delay_ns", "hosts", "members", "links", "counts", "_links_by_host")
 
-    def __init__(self, delay_ns: int, hosts: list[int], links: list["LinkDir"]) -> None:
+    def __init__(self, delay_ns: int, hosts: list[int], links: list[LinkDir]) -> None:
         self.delay_ns = delay_ns
         self.hosts = tuple(hosts)
         self.members = frozenset(hosts)
@@ -305,7 +305,7 @@ class SimNetwork:
             return self._drop(ld, t, pkt, REASONS[-arr - 1], c)
         return arr
 
-    def _at_switch(self, t: int, pkt: Packet, hop: Hop) -> None:
+    def _at_switch(self, t: int, pkt: Packet, hop: Hop) -> None:  # noqa: C901 - a frame's whole switch hop inlined: the simulator's hot loop
         s = self.sched
         heap, counter = s.heap, s.counter
         frame = pkt[2][0]

@@ -2,7 +2,7 @@
 
 One record per datagram a core sends, at its send time, before any link: Ethernet, IPv4
 and UDP headers built as the emulation would address the datagram (hosts at
-``groups.host_ip``, groups at ``groups.group_ip``, the port ``runtime.driver`` picks for its
+``groups.host_ip``, groups at ``groups.group_ip``, the port ``core.host`` gives its
 group or bytes). It shows what the protocol says, not what a link lost or delayed (the drop
 log has that).
 """
@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rmptwin.core.groups import group_ip, host_ip
-from rmptwin.runtime.driver import port_for_datagram, port_for_group
+from rmptwin.core.host import port_for_datagram, port_for_group
 from rmptwin.core.sansio import Dest, Group
-from rmptwin.spec import LoadedExperiment
 from rmptwin.sim.simulate import Simulation
+from rmptwin.spec import LoadedExperiment
 
 _PCAP_HEADER = struct.Struct("<IHHiIII")
 _RECORD = struct.Struct("<IIII")

@@ -9,8 +9,9 @@ from __future__ import annotations
 import gc
 import heapq
 import itertools
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any
 
 Handler = Callable[[int, Any, Any], None]
 Entry = tuple[int, int, Handler, Any, Any]   # (time_ns, sequence, handler, a, b)

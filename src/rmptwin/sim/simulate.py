@@ -14,31 +14,31 @@ no summary and prints nothing (``rmptwin.runs.experiment`` and the CLI do).
 
 from __future__ import annotations
 
-import math
 import random
 import time
-from collections.abc import Sequence
-from itertools import chain
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Callable
+from itertools import chain
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from rmptwin import factories
-from rmptwin.errors import UserError
-from rmptwin.records.tables import EVENT_SCHEMA, encoded_details
+from rmptwin.core import nemesis
 from rmptwin.core.events import Event, Kind
+from rmptwin.core.host import NodeClock
+from rmptwin.core.nemesis import FaultInterpreter, Step
 from rmptwin.core.sansio import Core, Dest
-from rmptwin.spec import Clock, LoadedExperiment
-from rmptwin.spec.hosts import HostSpec
+from rmptwin.errors import UserError
 from rmptwin.factories.adapters import Adapters
 from rmptwin.factories.ticker_workload import Publish, schedule
-from rmptwin.core import nemesis
-from rmptwin.core.nemesis import Step, partition_links
+from rmptwin.records.tables import EVENT_SCHEMA, encoded_details
 from rmptwin.sim.network import SimNetwork
 from rmptwin.sim.scheduler import Scheduler, gc_paused
+from rmptwin.spec import Clock, LoadedExperiment
+from rmptwin.spec.hosts import HostSpec
 
 BuildFn = Callable[..., Core]  # (host, loaded, rng, *, recovering=False) -> Core
 
@@ -71,16 +71,9 @@ def _drain(next_event: Callable[[], Event | None], first: Event) -> tuple[Event,
     return tuple(out)
 
 
-def _link(step: Step) -> str:
-    """The link a link step acts on (the spec requires one for these actions)."""
-    if step.link is None:
-        raise UserError(f"fault {step.action!r} at {step.at_ns} ns names no link")
-    return step.link
-
-
 class _Node:
     __slots__ = ("idx", "host", "name", "role", "core", "crashed", "timer_local", "timer_gen",
-                 "groups", "off_ns", "k", "recoveries", "recv", "get_groups", "to_send", "take_events",
+                 "groups", "clock", "recoveries", "recv", "get_groups", "to_send", "take_events",
                  "next_event", "get_timer", "paused", "backlog")
 
     core: Core   # from attach() on; the bound methods below are its own
@@ -97,8 +90,7 @@ class _Node:
         self.timer_local: int | None = None
         self.timer_gen = 0
         self.groups: frozenset[str] = frozenset()
-        self.off_ns = round(clock.offset_ms * 1e6) if clock else 0
-        self.k = clock.drift_ppm * 1e-6 if clock else 0.0
+        self.clock = NodeClock.of(clock)   # its local() and true() map its core's time
         self.recoveries = 0
         self.paused: int | None = None      # true time the node was paused (a frozen core), or None
         self.backlog: list[tuple[Any, ...]] = []   # what reached it meanwhile: ("d", data, src) / ("p", publish)
@@ -109,23 +101,6 @@ class _Node:
         self.recv, self.get_groups = core.receive_datagram, core.groups
         self.to_send, self.next_event, self.get_timer = core.datagrams_to_send, core.next_event, core.get_timer
         self.take_events = _event_drain(core)
-
-    def local(self, t: int) -> int:
-        """The node's clock reading at true time ``t``."""
-        if self.k:
-            return t + self.off_ns + round(t * self.k)
-        return t + self.off_ns
-
-    def true(self, local: int) -> int:
-        """The earliest true time at which the node's clock reads ``local`` or later."""
-        if not self.k:
-            return local - self.off_ns
-        t = math.ceil((local - self.off_ns) / (1.0 + self.k))
-        while self.local(t) < local:
-            t += 1
-        while self.local(t - 1) >= local:
-            t -= 1
-        return t
 
 
 class Simulation:
@@ -144,7 +119,7 @@ class Simulation:
         self.by_name = {n.name: n for n in self.nodes}
         self.end_ns = round(self.exp.duration_s * 1e9)
         self._workload: list[Publish] = []
-        self._cut: list[str] = []   # links a partition cut, until it heals
+        self.faults = FaultInterpreter(loaded.topology, self)   # calls the FaultTarget methods below
 
     # ------------------------------------------------------------------ core plumbing
 
@@ -165,7 +140,7 @@ class Simulation:
         if g is not node.groups:
             node.groups = g
             self.net.set_groups(node.idx, g)
-        out = core.datagrams_to_send(node.local(t))
+        out = core.datagrams_to_send(node.clock.local(t))
         if out:
             send = self.net.send
             for data, dest in out:
@@ -178,7 +153,7 @@ class Simulation:
             node.timer_local = deadline
             node.timer_gen += 1
             if deadline is not None:
-                self.sched.at(max(node.true(deadline), t), self._fire, node, node.timer_gen)
+                self.sched.at(max(node.clock.true(deadline), t), self._fire, node, node.timer_gen)
 
     def _log_events(self, node: _Node, t: int) -> None:
         """Every event ``node``'s core queued, logged at true time ``t``."""
@@ -196,7 +171,7 @@ class Simulation:
         if node.paused is not None:
             return   # a frozen core's timer fires when it resumes (the deadline stays set)
         fired, node.timer_local = node.timer_local, None
-        node.core.handle_timer(node.local(t))
+        node.core.handle_timer(node.clock.local(t))
         self._after(node, t, fired)
 
     def _deliver(self, hosts: list[int], data: bytes, src: str, t: int) -> None:
@@ -209,7 +184,8 @@ class Simulation:
             if node.paused is not None:   # a stopped process: the datagram waits in its socket buffer
                 node.backlog.append(("d", data, src))
                 continue
-            now = t + node.off_ns + round(t * node.k) if node.k else t + node.off_ns
+            c = node.clock
+            now = t + c.off_ns + round(t * c.k) if c.k else t + c.off_ns
             node.recv(data, src, now)
             g = node.get_groups()
             if g is not node.groups:
@@ -235,7 +211,7 @@ class Simulation:
                 node.timer_local = deadline
                 node.timer_gen += 1
                 if deadline is not None:
-                    self.sched.at(max(node.true(deadline), t), self._fire, node, node.timer_gen)
+                    self.sched.at(max(node.clock.true(deadline), t), self._fire, node, node.timer_gen)
 
     # ------------------------------------------------------------------ workload and faults
 
@@ -252,43 +228,73 @@ class Simulation:
         publish = getattr(node.core, "publish", None)
         if publish is None:
             raise UserError(f"host {node.name}: its {node.role} core cannot publish (no publish method)")
-        publish(p.stripe, p.payload, node.local(t))
+        publish(p.stripe, p.payload, node.clock.local(t))
         self._after(node, t)
 
-    def _node_of(self, step: Step) -> _Node:
-        """The host a node step acts on (the spec requires one for these actions)."""
-        if step.node is None:
-            raise UserError(f"fault {step.action!r} at {step.at_ns} ns names no host")
-        return self.by_name[step.node]
+    def _fault(self, t: int, step: Step, _unused: None) -> None:
+        self.faults.apply(t, step)
 
-    def _fault(self, t: int, fault: Step, _unused: None) -> None:
-        if fault.action == "crash":
-            node = self._node_of(fault)
-            if node.crashed:
-                return
-            node.crashed = True
-            node.paused, node.backlog = None, []   # a paused process killed: its socket buffer goes too
-            node.timer_gen += 1
-            node.timer_local = None
-            node.groups = frozenset()
-            self.net.set_groups(node.idx, node.groups)
-            self._log.append((t, node, (Event(Kind.CRASH),)))
-            self._promote_standby(t, node)
-        elif fault.action == "recover":
-            node = self._node_of(fault)
-            if not node.crashed:
-                return
-            node.recoveries += 1
-            node.attach(self._make_core(node, recovering=True))
-            node.crashed = False
-            self._log.append((t, node, (Event(Kind.RECOVER),)))
-            self._after(node, t)
-        elif fault.action in ("link_down", "link_up"):
-            self.net.set_link_up(_link(fault), fault.action == "link_up")
-        elif fault.action == "loss":
-            self.net.set_loss(_link(fault), fault.loss)
-        else:
-            self._nemesis(t, fault)
+    # ------------------------------------------------------------------ the FaultTarget of core.nemesis
+
+    def crash(self, t: int, node: str) -> None:
+        n = self.by_name[node]
+        if n.crashed:
+            return
+        n.crashed = True
+        n.paused, n.backlog = None, []   # a paused process killed: its socket buffer goes too
+        n.timer_gen += 1
+        n.timer_local = None
+        n.groups = frozenset()
+        self.net.set_groups(n.idx, n.groups)
+        self._log.append((t, n, (Event(Kind.CRASH),)))
+        self._promote_standby(t, n)
+
+    def recover(self, t: int, node: str) -> None:
+        n = self.by_name[node]
+        if not n.crashed:
+            return
+        n.recoveries += 1
+        n.attach(self._make_core(n, recovering=True))
+        n.crashed = False
+        self._log.append((t, n, (Event(Kind.RECOVER),)))
+        self._after(n, t)
+
+    def set_link(self, t: int, link: str, up: bool) -> None:
+        self.net.set_link_up(link, up)
+
+    def set_loss(self, t: int, link: str, loss: Any) -> None:
+        self.net.set_loss(link, loss)
+
+    def set_chaos(self, t: int, link: str, duplicate: float, reorder: float, reorder_ns: int) -> None:
+        self.net.set_chaos(link, duplicate, reorder, reorder_ns)
+
+    def pause(self, t: int, node: str, member: int | None) -> None:
+        n = self.by_name[node]
+        if member is not None:
+            # one etcd member of three: the simulator's sequencer is the in-memory CAS, whose
+            # answers a majority of members gives unchanged; logged, nothing stops
+            self._log.append((t, n, (Event(Kind.PAUSE, detail={"member": member}),)))
+            return
+        if n.crashed or n.paused is not None:
+            return
+        n.paused = t
+        self._log.append((t, n, (Event(Kind.PAUSE),)))
+
+    def resume(self, t: int, node: str, member: int | None) -> None:
+        n = self.by_name[node]
+        if member is not None:
+            self._log.append((t, n, (Event(Kind.RESUME, detail={"member": member}),)))
+            return
+        self._resume(t, n)
+
+    def clock(self, t: int, node: str, jump_ns: int | None, drift_ppm: float | None) -> None:
+        n = self.by_name[node]
+        n.clock.change(t, jump_ns, drift_ppm)
+        jump_ms = None if jump_ns is None else jump_ns / 1e6
+        self._log.append((t, n, (Event(Kind.CLOCK, detail={"jump_ms": jump_ms, "drift_ppm": drift_ppm}),)))
+        if not n.crashed and n.timer_local is not None:   # its deadline, in true time, moved
+            n.timer_gen += 1
+            self.sched.at(max(n.clock.true(n.timer_local), t), self._fire, n, n.timer_gen)
 
     def _promote_standby(self, t: int, crashed: _Node) -> None:
         """The supervisor of a ``venue.standby`` experiment: an EV's crash promotes the standby EV
@@ -302,53 +308,8 @@ class Simulation:
         if standby is crashed or standby.crashed or standby.paused is not None or promote is None \
                 or not getattr(standby.core, "standby", False):
             return
-        promote(standby.local(t))
+        promote(standby.clock.local(t))
         self._after(standby, t)
-
-    def _nemesis(self, t: int, step: Step) -> None:
-        """The steps of the newer nemeses (``rmptwin.core.nemesis``)."""
-        a = step.action
-        if a == "partition":
-            for link in partition_links(self.loaded.topology, step.groups or ()):
-                if link not in self._cut:
-                    self._cut.append(link)
-                    self.net.set_link_up(link, False)
-        elif a == "heal":
-            for link in self._cut:
-                self.net.set_link_up(link, True)
-            self._cut = []
-        elif a == "link_chaos":
-            self.net.set_chaos(_link(step), step.duplicate or 0.0, step.reorder or 0.0, round(step.reorder_ms * 1e6))
-        elif a == "link_calm":
-            self.net.set_chaos(_link(step))
-        elif a in ("pause", "resume") and step.member is not None:
-            # one etcd member of three: the simulator's sequencer is the in-memory CAS, whose
-            # answers a majority of members gives unchanged; logged, nothing stops
-            kind = Kind.PAUSE if a == "pause" else Kind.RESUME
-            self._log.append((t, self._node_of(step), (Event(kind, detail={"member": step.member}),)))
-        elif a == "pause":
-            node = self._node_of(step)
-            if node.crashed or node.paused is not None:
-                return
-            node.paused = t
-            self._log.append((t, node, (Event(Kind.PAUSE),)))
-        elif a == "resume":
-            self._resume(t, self._node_of(step))
-        elif a == "clock":
-            node = self._node_of(step)
-            if step.drift_ppm is not None:
-                k = step.drift_ppm * 1e-6
-                node.off_ns += round(t * node.k) - round(t * k)   # the clock goes on from where it reads
-                node.k = k
-            if step.jump_ms is not None:
-                node.off_ns += round(step.jump_ms * 1e6)
-            self._log.append((t, node, (Event(Kind.CLOCK, detail={"jump_ms": step.jump_ms,
-                                                                   "drift_ppm": step.drift_ppm}),)))
-            if not node.crashed and node.timer_local is not None:   # its deadline, in true time, moved
-                node.timer_gen += 1
-                self.sched.at(max(node.true(node.timer_local), t), self._fire, node, node.timer_gen)
-        else:
-            raise UserError(f"fault action {a!r}: the simulator does not know it")
 
     def _resume(self, t: int, node: _Node) -> None:
         if node.paused is None:
@@ -358,7 +319,7 @@ class Simulation:
         self._log.append((t, node, (Event(Kind.RESUME, detail={"paused_ns": t - paused}),)))
         if node.crashed:
             return
-        now = node.local(t)
+        now = node.clock.local(t)
         for item in backlog:   # what waited in its socket buffer, in arrival order, then its late timer
             if item[0] == "d":
                 node.recv(item[1], item[2], now)
@@ -366,7 +327,7 @@ class Simulation:
                 p = item[1]
                 getattr(node.core, "publish")(p.stripe, p.payload, now)   # only a source is given publications
         self._after(node, t)
-        if node.timer_local is not None and node.true(node.timer_local) <= t:
+        if node.timer_local is not None and node.clock.true(node.timer_local) <= t:
             node.timer_gen += 1   # a deadline that passed while frozen: it fires now, once
             self.sched.at(t, self._fire, node, node.timer_gen)
 

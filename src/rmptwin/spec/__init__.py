@@ -46,8 +46,7 @@ from rmptwin.spec.hosts import (
     TraderHost,
     VenueHost,
 )
-from rmptwin.spec.links import Bernoulli, GilbertElliott, LinkParams, LinkSpec, LossModel
-from rmptwin.spec.links import Trace
+from rmptwin.spec.links import Bernoulli, GilbertElliott, LinkParams, LinkSpec, LossModel, Trace
 from rmptwin.spec.loading import (
     cross_check,
     json_schemas,

@@ -60,11 +60,10 @@ import math
 from dataclasses import dataclass
 from itertools import permutations
 
-from rmptwin.spec.queries import primary_ring, stripes_of
-from rmptwin.spec import LoadedExperiment, Topology
 from rmptwin.core.striping import symbol_stripe, symbols_on
+from rmptwin.spec import LoadedExperiment, Topology
+from rmptwin.spec.queries import primary_ring, stripes_of, workload_sources
 from rmptwin.spec.tree import links_delay_ms, switch_path_links
-from rmptwin.spec.queries import workload_sources
 
 FALSE_FAILURES_PER_RUN = 0.1   # expected false failure reports per run that k_r_vs_loss tolerates
 

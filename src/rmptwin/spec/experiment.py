@@ -109,7 +109,7 @@ class Fault(_Model):
     _coerce = field_validator("loss", mode="before")(_coerce_loss)
 
     @model_validator(mode="after")
-    def _target(self) -> "Fault":
+    def _target(self) -> Fault:
         a = self.action
         if a in ("crash", "recover", "pause", "clock") and not self.node:
             raise ValueError(f"{a} needs node")

@@ -5,7 +5,7 @@ A new role is a model here, a member of ``HostSpec`` and a name in ``ROLES``.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
@@ -79,7 +79,7 @@ class AttackerHost(_Host):
     stop_s: float | None = Field(None, gt=0, description="None: when the workload stops")
 
     @model_validator(mode="after")
-    def _needs_region(self) -> "AttackerHost":
+    def _needs_region(self) -> AttackerHost:
         if self.mode == "forge" and not self.region:
             raise ValueError("a forge attacker needs region (the region whose remulticast it forges)")
         return self
@@ -163,11 +163,7 @@ class ParticipantHost(_Host):
 
 
 HostSpec = Annotated[
-    Union[
-        SourceHost, PrimaryHost, SecondaryHost, RetransmitHost, ReformationHost, CustomerHost,
-        GatewayHost, VenueHost, SequencerHost, HistoryHost, ClientHost, AttackerHost,
-        TraderHost, PortalHost, BrokerHost, ExchangeHost, TaxonomyMemberHost, ParticipantHost,
-    ],
+    SourceHost | PrimaryHost | SecondaryHost | RetransmitHost | ReformationHost | CustomerHost | GatewayHost | VenueHost | SequencerHost | HistoryHost | ClientHost | AttackerHost | TraderHost | PortalHost | BrokerHost | ExchangeHost | TaxonomyMemberHost | ParticipantHost,
     Field(discriminator="role"),
 ]
 

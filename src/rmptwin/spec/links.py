@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -51,7 +51,7 @@ class Trace(_Model):
         None, description="loss intervals [start, end) in ms of run time (filled from file by the loader)")
 
     @model_validator(mode="after")
-    def _one_trace(self) -> "Trace":
+    def _one_trace(self) -> Trace:
         if self.packets is not None and self.intervals_ms is not None:
             raise ValueError("a trace is either packets or intervals_ms, not both")
         if not (self.file or self.packets or self.intervals_ms):
@@ -70,7 +70,7 @@ class Trace(_Model):
         return 0.0
 
 
-LossModel = Annotated[Union[Bernoulli, GilbertElliott, Trace], Field(discriminator="model")]
+LossModel = Annotated[Bernoulli | GilbertElliott | Trace, Field(discriminator="model")]
 
 
 def _coerce_loss(v):

@@ -8,13 +8,13 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from rmptwin.errors import UserError
 from rmptwin.core.striping import serves_stripe
+from rmptwin.errors import UserError
 from rmptwin.spec.experiment import Experiment, LoadedExperiment
 from rmptwin.spec.hosts import ROLES
+from rmptwin.spec.role_checks import Finding, experiment_errors, topology_errors
 from rmptwin.spec.topology import Topology
 from rmptwin.spec.traces import fill_traces
-from rmptwin.spec.role_checks import Finding, experiment_errors, topology_errors
 
 
 def _line_index(text: str) -> dict[tuple, int]:
@@ -151,7 +151,7 @@ def load_experiment(path: str | Path) -> LoadedExperiment:
     topo = load_topology(topo_path)
     cross_check(path, exp, topo)
     loaded = LoadedExperiment(experiment=exp, topology=topo, path=path.resolve())
-    from rmptwin.spec.queries import customer_stripes   # queries import this package: at call time
+    from rmptwin.spec.queries import customer_stripes  # queries import this package: at call time
     _reject_first(path, text, experiment_errors(exp, topo, lambda h: customer_stripes(h, loaded)))
     return loaded
 
@@ -171,7 +171,7 @@ def _reject_first(path: Path, text: str, findings: list[Finding]) -> None:
         raise UserError(finding_line(path, text, findings[0]) + more)
 
 
-def cross_check(path: Path, exp: Experiment, topo: Topology) -> None:
+def cross_check(path: Path, exp: Experiment, topo: Topology) -> None:  # noqa: C901 - one check per cross-reference a user can get wrong, each one line
     names = {h.name for h in topo.hosts}
     link_names = {lk.name for lk in topo.links} | {f"{lk.b}-{lk.a}" for lk in topo.links}
     sources = {h.name for h in topo.hosts_with_role("source")}

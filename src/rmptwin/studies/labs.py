@@ -19,8 +19,8 @@ import pandas as pd
 
 from rmptwin.errors import UserError
 from rmptwin.rundir.run import RunDir
-from rmptwin.spec import LoadedExperiment, load_experiment
 from rmptwin.rundir.sweep import SweepDir
+from rmptwin.spec import LoadedExperiment, load_experiment
 
 LABS_DIR = Path(__file__).resolve().parents[3] / "labs"
 

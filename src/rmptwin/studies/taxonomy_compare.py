@@ -48,13 +48,13 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute  # noqa: F401 - pa.compute
+import pyarrow.compute
 
 from rmptwin import factories
+from rmptwin.analysis.taxonomy_summary import order_figures
 from rmptwin.core.events import Kind
 from rmptwin.sim.simulate import simulate
 from rmptwin.spec import Experiment, LoadedExperiment, Topology
-from rmptwin.analysis.taxonomy_summary import order_figures
 
 PROTOCOLS = ("ub", "bb", "uub", "gup", "rmp_time", "rmp_event", "cas")
 TAXONOMY = ("ub", "bb", "uub", "gup")

@@ -26,8 +26,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rmptwin.errors import UserError
-from rmptwin.topotools.yaml_files import dump_yaml, write_text
 from rmptwin.topotools.generate import campaign_params, generate
+from rmptwin.topotools.yaml_files import dump_yaml, write_text
 
 TABLE, REPORT, INPUTS, RUNS = "campaign.parquet", "campaign.md", "inputs", "runs"
 COLUMNS = ("seed", "switches", "regions", "links", "loss_max", "mesh", "stripes", "valid", "error",
@@ -64,8 +64,8 @@ def _sim_row(loaded, seed: int, run_dir: Path | None) -> dict:
 def _emulated_verdict(loaded, seed: int, sim_dir: Path, emu_dir: Path, nodes: str) -> tuple[bool, str]:
     """Emulate the run (as root) and judge it against the simulated one: (passed, failed rules)."""
     from rmptwin.analysis.twin_verdict import FAIL, inputs_of, passed, twin_verdict
-    from rmptwin.runs.experiment import EmulationOptions, run_experiment
     from rmptwin.rundir.run import RunDir
+    from rmptwin.runs.experiment import EmulationOptions, run_experiment
 
     run_experiment(loaded, "emulation", seed=seed, out=emu_dir, options=EmulationOptions(nodes=nodes, impair="relay", capture=[]))
     rules = twin_verdict(inputs_of(RunDir(sim_dir)), inputs_of(RunDir(emu_dir)))

@@ -7,16 +7,16 @@ changed; results are a list of dict rows, written as a Markdown table and a plot
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
-from rmptwin.errors import UserError
+from rmptwin.analysis.venue_metrics import venue_summary
 from rmptwin.core.events import Kind
+from rmptwin.errors import UserError
 from rmptwin.sim.simulate import Simulation
 from rmptwin.spec import LoadedExperiment, load_experiment, load_topology
-from rmptwin.analysis.venue_metrics import venue_summary
 
 # The seed's Table 1 (IBM z990 prototype): req/s -> (max gap, max delay ms, avg gap, avg delay ms)
 SEED_TABLE1 = {5000: (57, 6.3, 3, 0.3), 9000: (81, 9.0, 7, 0.8)}

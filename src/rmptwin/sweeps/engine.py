@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from rmptwin.spec import LoadedExperiment
 from rmptwin.rundir.sweep import SweepDir
+from rmptwin.spec import LoadedExperiment
 from rmptwin.sweeps import probes as probe_mod
 from rmptwin.sweeps.points import Point, make_points
 from rmptwin.sweeps.task import POINT, SEED, payload, run_simulated

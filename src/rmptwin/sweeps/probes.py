@@ -28,8 +28,8 @@ import json
 import numpy as np
 import pandas as pd
 
-from rmptwin.errors import UserError
 from rmptwin.core.events import Kind
+from rmptwin.errors import UserError
 from rmptwin.rmp.wire import WANT_ACKS, WANT_MSGS
 from rmptwin.sweeps.layering_probe import layered_passes
 

@@ -78,7 +78,7 @@ def summarise(df: pd.DataFrame, param: str, others: list[str], metric: str) -> p
 
 
 def _plot(df: pd.DataFrame, param: str, others: list[str], metric: str, out) -> None:
-    from rmptwin.analysis.plots import plt   # figures without pyplot: the caller's backend is left alone
+    from rmptwin.analysis.plots import plt  # figures without pyplot: the caller's backend is left alone
 
     stats = summarise(df, param, others, metric)
     low, high = value_range(df[metric])

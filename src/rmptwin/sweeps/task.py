@@ -20,7 +20,7 @@ def run_task(task: dict) -> dict:
     """``run_simulated`` as a Spark task: a failure comes back as one line in the row."""
     try:
         return run_simulated(task)
-    except Exception as e:  # noqa: BLE001 - the driver turns it into one UserError line
+    except Exception as e:
         return {ERROR: f"{type(e).__name__}: {e}".splitlines()[0][:300], POINT: task["point"], SEED: task["seed"]}
 
 

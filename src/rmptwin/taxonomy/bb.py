@@ -19,8 +19,8 @@ sequencer by unicast.
 from __future__ import annotations
 
 from rmptwin.core.events import Event, Kind
-from rmptwin.taxonomy.config import TaxonomyConfig
 from rmptwin.taxonomy.codec import Data, FifoNak, Frame, Order, Retx
+from rmptwin.taxonomy.config import TaxonomyConfig
 from rmptwin.taxonomy.member import MemberCore
 from rmptwin.taxonomy.sender import SenderCore
 

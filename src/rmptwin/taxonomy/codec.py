@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import astuple, dataclass, fields
-from typing import Any, ClassVar, Union
+from typing import Any, ClassVar
 
 MAGIC = 0xC7
 VERSION = 1
@@ -175,8 +175,8 @@ class NewEpoch:        # successor -> all: epoch starts at floor; these gseqs be
     noops: tuple[int, ...]
 
 
-Frame = Union[Submit, Data, Seq, Retx, Order, Nak, FifoNak, Heartbeat, Request, Grant, Forward, UpdateAck,
-              Release, Takeover, State, NewEpoch]
+Frame = (Submit | Data | Seq | Retx | Order | Nak | FifoNak | Heartbeat | Request | Grant | Forward | UpdateAck
+         | Release | Takeover | State | NewEpoch)
 ALL_TYPES = (Submit, Data, Seq, Retx, Order, Nak, FifoNak, Heartbeat, Request, Grant, Forward, UpdateAck,
              Release, Takeover, State, NewEpoch)
 _COMMON = (Seq, Retx, Nak, Heartbeat, Takeover, State, NewEpoch)

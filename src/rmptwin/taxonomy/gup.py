@@ -18,11 +18,10 @@ in the new epoch. Limit: a lock holder that crashes holds the lock forever (not 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Hashable
 
-from typing import Hashable
-
-from rmptwin.taxonomy.config import TaxonomyConfig
 from rmptwin.taxonomy.codec import Frame, Grant, NewEpoch, Release, Request, Seq, UpdateAck
+from rmptwin.taxonomy.config import TaxonomyConfig
 from rmptwin.taxonomy.member import MemberCore
 from rmptwin.taxonomy.sender import SenderCore
 

@@ -27,7 +27,7 @@ What every protocol shares lives here; ``ub``, ``bb``, ``uub`` and ``gup`` add t
 
 from __future__ import annotations
 
-from typing import Hashable
+from collections.abc import Hashable
 
 from rmptwin.core.events import Event, Kind
 from rmptwin.taxonomy.codec import Frame, Heartbeat, Nak, NewEpoch, Retx, Seq, State, Takeover

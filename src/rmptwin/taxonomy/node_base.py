@@ -7,12 +7,11 @@
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Sequence
-from typing import Hashable
+from collections.abc import Hashable, Iterable, Sequence
 
 from rmptwin.core.events import Event, Kind
-from rmptwin.rmp.corebase import Timers
 from rmptwin.core.sansio import Dest, Group, Unicast
+from rmptwin.rmp.corebase import Timers
 from rmptwin.taxonomy.codec import CODECS, CodecError, Frame, type_name
 from rmptwin.taxonomy.config import TaxonomyConfig
 

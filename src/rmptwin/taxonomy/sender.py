@@ -9,7 +9,7 @@ acknowledges it.
 
 from __future__ import annotations
 
-from typing import Hashable
+from collections.abc import Hashable
 
 from rmptwin.core.events import Event, Kind
 from rmptwin.taxonomy.codec import Frame, NewEpoch

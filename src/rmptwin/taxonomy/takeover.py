@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rmptwin.taxonomy.codec import Heartbeat, Nak, State, Takeover as TakeoverFrame
+from rmptwin.taxonomy.codec import Heartbeat, Nak, State
+from rmptwin.taxonomy.codec import Takeover as TakeoverFrame
 from rmptwin.taxonomy.node_base import expand_runs
 
 if TYPE_CHECKING:
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
 
 
 class Takeover:
-    def __init__(self, core: "MemberCore", live: list[str], now: int) -> None:
+    def __init__(self, core: MemberCore, live: list[str], now: int) -> None:
         self.core = core
         self.waiting = {m: 0 for m in live}    # member -> TAKEOVERs sent without an answer
         self.holders: dict[int, list[str]] = {}  # gseq -> members that hold it

@@ -10,8 +10,8 @@ gets its GRANT again (done=1 once the sequencer holds it).
 
 from __future__ import annotations
 
-from rmptwin.taxonomy.config import TaxonomyConfig
 from rmptwin.taxonomy.codec import Forward, Frame, Grant, Request, Retx, Seq
+from rmptwin.taxonomy.config import TaxonomyConfig
 from rmptwin.taxonomy.member import MemberCore
 from rmptwin.taxonomy.sender import SenderCore
 

@@ -13,8 +13,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from rmptwin.core.sansio import Dest, JoinsNoGroup, Unicast
 from rmptwin.core.events import Event
+from rmptwin.core.sansio import Dest, JoinsNoGroup, Unicast
 from rmptwin.venue import wire
 from rmptwin.venue.orderbook import BUY, FOK, IOC, LIMIT, MARKET, SELL
 from rmptwin.venue.wire import Order

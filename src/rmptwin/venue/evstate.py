@@ -56,7 +56,7 @@ class ProcessedSet:
         return {str(g): [m, sorted(self.above.get(g, ()))] for g, m in self.mark.items()}
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "ProcessedSet":
+    def from_json(cls, d: dict[str, Any]) -> ProcessedSet:
         p = cls()
         for g, (m, above) in d.items():
             p.mark[int(g)] = m
@@ -81,7 +81,7 @@ class Checkpoint:
         return _BLOB_LEN.pack(len(meta)) + meta + b"".join(b for _, b in snaps)
 
     @classmethod
-    def decode(cls, blob: bytes) -> "Checkpoint":
+    def decode(cls, blob: bytes) -> Checkpoint:
         (hlen,) = _BLOB_LEN.unpack_from(blob)
         meta = json.loads(blob[4:4 + hlen])
         off = 4 + hlen

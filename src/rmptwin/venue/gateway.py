@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from rmptwin.core.sansio import Dest, Group, JoinsNoGroup, Unicast
 from rmptwin.core.events import Event, Kind
+from rmptwin.core.sansio import Dest, Group, JoinsNoGroup, Unicast
 from rmptwin.venue import wire
 from rmptwin.venue.orderbook import BUY, FOK, SELL
 from rmptwin.venue.stores import GatewayLog

@@ -19,8 +19,8 @@ from __future__ import annotations
 import hashlib
 import struct
 from collections import deque
-from typing import Any
 from heapq import heappop, heappush
+from typing import Any
 
 BUY, SELL = 0, 1
 LIMIT, MARKET, IOC, FOK = 0, 1, 2, 3
@@ -202,7 +202,7 @@ class OrderBook:
         return b"".join(out)
 
     @classmethod
-    def restore(cls, data: bytes, track_updates: bool = False) -> "OrderBook":
+    def restore(cls, data: bytes, track_updates: bool = False) -> OrderBook:
         try:
             book = cls(data[:8].decode().rstrip(), track_updates)
             off = 8

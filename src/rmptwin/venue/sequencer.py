@@ -23,8 +23,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Protocol
 
-from rmptwin.core.sansio import Dest, NoTimerJoinsNoGroup, Unicast
 from rmptwin.core.events import Event, Kind
+from rmptwin.core.sansio import Dest, NoTimerJoinsNoGroup, Unicast
 from rmptwin.venue import wire
 
 REPLY_MAX = 64

@@ -27,7 +27,7 @@ replaces the standby it promoted.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from rmptwin.core.events import Event, Kind
 from rmptwin.core.sansio import Unicast

@@ -37,11 +37,11 @@ from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict, deque
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
-from rmptwin.core.sansio import Dest, Unicast
 from rmptwin.core.events import Event, Kind
+from rmptwin.core.sansio import Dest, Unicast
 from rmptwin.venue import wire
 from rmptwin.venue.evstate import Checkpoint, Key, ProcessedSet, apply_request, chain_trades
 from rmptwin.venue.orderbook import OrderBook, Trade

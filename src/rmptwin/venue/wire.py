@@ -13,8 +13,9 @@ EV -COMPLETE-> GW -DONE-> client. Recovery: EV -CKPT_REQ/HARDENED_REQ-> HR.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 VERSION = 1
 REQUEST_GROUP = "venue/req"      # GWs -> every EV
@@ -83,7 +84,7 @@ class Order:
                            self.price, self.spare)
 
     @classmethod
-    def decode_from(cls, data: bytes, off: int) -> "Order":
+    def decode_from(cls, data: bytes, off: int) -> Order:
         a, k, s, sym, oid, qty, price, spare = _ORDER.unpack_from(data, off)
         try:
             symbol = sym.decode("ascii").rstrip()
@@ -112,7 +113,7 @@ class Request:
         return _REQ_HEAD.pack(self.gw, self.gw_seq, self.t_ns) + self.order.encode()
 
     @classmethod
-    def decode_from(cls, data: bytes, off: int) -> "Request":
+    def decode_from(cls, data: bytes, off: int) -> Request:
         gw, seq, t = _REQ_HEAD.unpack_from(data, off)
         return cls(gw, seq, t, Order.decode_from(data, off + _REQ_HEAD.size))
 

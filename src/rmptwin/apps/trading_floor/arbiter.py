@@ -30,13 +30,13 @@ repeated report or control is harmless anyway (the first in the sequence counts)
 
 from __future__ import annotations
 
+from rmptwin.apps.trading_floor import messages
+from rmptwin.apps.trading_floor.floor_node import FloorNode
+from rmptwin.apps.trading_floor.messages import Control, Report
+from rmptwin.apps.trading_floor.state import FloorState
 from rmptwin.core.events import Event, Kind
 from rmptwin.rmp.primary import PrimaryCore
 from rmptwin.rmp.source import SourceCore
-from rmptwin.apps.trading_floor import messages
-from rmptwin.apps.trading_floor.messages import Control, Report
-from rmptwin.apps.trading_floor.floor_node import FloorNode
-from rmptwin.apps.trading_floor.state import FloorState
 
 
 def message_key(msg: messages.Message) -> tuple[object, ...] | None:

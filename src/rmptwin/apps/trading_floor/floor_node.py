@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from collections import deque
 
-from rmptwin.core.events import Event, Kind
-from rmptwin.rmp.receiver_host import ReceiverHost
-from rmptwin.rmp.source import SourceCore
-from rmptwin.core.sansio import Core, Dest, Group
 from rmptwin.apps.trading_floor import messages
 from rmptwin.apps.trading_floor.state import FloorState
+from rmptwin.core.events import Event, Kind
+from rmptwin.core.sansio import Core, Dest, Group
+from rmptwin.rmp.receiver_host import ReceiverHost
+from rmptwin.rmp.source import SourceCore
 
 FLOOR_TRADE, FLOOR_STATE, FLOOR_REPORT = Kind.FLOOR_TRADE, Kind.FLOOR_STATE, Kind.FLOOR_REPORT
 

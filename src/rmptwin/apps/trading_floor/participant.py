@@ -9,11 +9,11 @@ each when its time comes (its own timer), so no driver needs to know about order
 
 from __future__ import annotations
 
+from rmptwin.apps.trading_floor.floor_node import FloorNode
+from rmptwin.apps.trading_floor.messages import Order
+from rmptwin.apps.trading_floor.state import FloorState
 from rmptwin.rmp.secondary import SecondaryCore
 from rmptwin.rmp.source import SourceCore
-from rmptwin.apps.trading_floor.messages import Order
-from rmptwin.apps.trading_floor.floor_node import FloorNode
-from rmptwin.apps.trading_floor.state import FloorState
 
 
 class ParticipantCore(FloorNode):

@@ -14,11 +14,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from rmptwin.core.events import Event
-from rmptwin.core.sansio import Dest, NoTimerJoinsNoGroup, Unicast
 from rmptwin.apps.unified_orders import offers
 from rmptwin.apps.unified_orders.offers import Offer
 from rmptwin.apps.unified_orders.portal import OrderEntry
+from rmptwin.core.events import Event
+from rmptwin.core.sansio import Dest, NoTimerJoinsNoGroup, Unicast
 
 
 class BrokerCore(NoTimerJoinsNoGroup):

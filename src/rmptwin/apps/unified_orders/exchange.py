@@ -21,14 +21,16 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from rmptwin.core.events import Event, Kind
-from rmptwin.rmp.customer import CustomerConfig, CustomerCore, Held
-from rmptwin.rmp.repair import SequenceTracker
-from rmptwin.core.sansio import Dest
-from rmptwin.venue.orderbook import BUY as BOOK_BUY, SELL as BOOK_SELL, OrderBook
 from rmptwin.apps.unified_orders import offers
 from rmptwin.apps.unified_orders.offers import BUY, Offer
 from rmptwin.apps.unified_orders.portal import OrderEntry
+from rmptwin.core.events import Event, Kind
+from rmptwin.core.sansio import Dest
+from rmptwin.rmp.customer import CustomerConfig, CustomerCore, Held
+from rmptwin.rmp.repair import SequenceTracker
+from rmptwin.venue.orderbook import BUY as BOOK_BUY
+from rmptwin.venue.orderbook import SELL as BOOK_SELL
+from rmptwin.venue.orderbook import OrderBook
 
 
 class OfferStream(CustomerCore):

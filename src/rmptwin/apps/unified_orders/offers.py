@@ -58,7 +58,7 @@ class Offer:
         """Cash an offer to buy commits, in price units x 10,000."""
         return self.price * self.qty
 
-    def admitted_by(self, portal: str) -> "Offer":
+    def admitted_by(self, portal: str) -> Offer:
         """The copy a portal publishes: its name in, the credential out."""
         return replace(self, token="", portal=portal)
 

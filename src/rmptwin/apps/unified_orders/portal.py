@@ -19,12 +19,12 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from rmptwin.core.events import Event, Kind
-from rmptwin.rmp.source import SourceCore
-from rmptwin.core.sansio import Dest
 from rmptwin.apps.unified_orders import offers
 from rmptwin.apps.unified_orders.admission import Admission
 from rmptwin.apps.unified_orders.offers import Offer
+from rmptwin.core.events import Event, Kind
+from rmptwin.core.sansio import Dest
+from rmptwin.rmp.source import SourceCore
 
 
 class OrderEntry:

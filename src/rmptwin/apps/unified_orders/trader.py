@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from rmptwin.core.events import Event, Kind
-from rmptwin.core.sansio import Dest, JoinsNoGroup, Unicast
 from rmptwin.apps.unified_orders.offers import Offer
 from rmptwin.apps.unified_orders.plan import PlannedOffer
+from rmptwin.core.events import Event, Kind
+from rmptwin.core.sansio import Dest, JoinsNoGroup, Unicast
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,11 @@
-from google.protobuf.internal import containers as _containers
-from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from collections.abc import Iterable as _Iterable
+from collections.abc import Mapping as _Mapping
+from typing import ClassVar as _ClassVar
+
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from collections.abc import Iterable as _Iterable, Mapping as _Mapping
-from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
@@ -17,7 +19,7 @@ class ResponseHeader(_message.Message):
     member_id: int
     revision: int
     raft_term: int
-    def __init__(self, cluster_id: _Optional[int] = ..., member_id: _Optional[int] = ..., revision: _Optional[int] = ..., raft_term: _Optional[int] = ...) -> None: ...
+    def __init__(self, cluster_id: int | None = ..., member_id: int | None = ..., revision: int | None = ..., raft_term: int | None = ...) -> None: ...
 
 class KeyValue(_message.Message):
     __slots__ = ("key", "create_revision", "mod_revision", "version", "value", "lease")
@@ -33,7 +35,7 @@ class KeyValue(_message.Message):
     version: int
     value: bytes
     lease: int
-    def __init__(self, key: _Optional[bytes] = ..., create_revision: _Optional[int] = ..., mod_revision: _Optional[int] = ..., version: _Optional[int] = ..., value: _Optional[bytes] = ..., lease: _Optional[int] = ...) -> None: ...
+    def __init__(self, key: bytes | None = ..., create_revision: int | None = ..., mod_revision: int | None = ..., version: int | None = ..., value: bytes | None = ..., lease: int | None = ...) -> None: ...
 
 class RangeRequest(_message.Message):
     __slots__ = ("key", "range_end", "limit", "serializable")
@@ -45,7 +47,7 @@ class RangeRequest(_message.Message):
     range_end: bytes
     limit: int
     serializable: bool
-    def __init__(self, key: _Optional[bytes] = ..., range_end: _Optional[bytes] = ..., limit: _Optional[int] = ..., serializable: _Optional[bool] = ...) -> None: ...
+    def __init__(self, key: bytes | None = ..., range_end: bytes | None = ..., limit: int | None = ..., serializable: bool | None = ...) -> None: ...
 
 class RangeResponse(_message.Message):
     __slots__ = ("header", "kvs", "more", "count")
@@ -57,7 +59,7 @@ class RangeResponse(_message.Message):
     kvs: _containers.RepeatedCompositeFieldContainer[KeyValue]
     more: bool
     count: int
-    def __init__(self, header: _Optional[_Union[ResponseHeader, _Mapping]] = ..., kvs: _Optional[_Iterable[_Union[KeyValue, _Mapping]]] = ..., more: _Optional[bool] = ..., count: _Optional[int] = ...) -> None: ...
+    def __init__(self, header: ResponseHeader | _Mapping | None = ..., kvs: _Iterable[KeyValue | _Mapping] | None = ..., more: bool | None = ..., count: int | None = ...) -> None: ...
 
 class PutRequest(_message.Message):
     __slots__ = ("key", "value")
@@ -65,13 +67,13 @@ class PutRequest(_message.Message):
     VALUE_FIELD_NUMBER: _ClassVar[int]
     key: bytes
     value: bytes
-    def __init__(self, key: _Optional[bytes] = ..., value: _Optional[bytes] = ...) -> None: ...
+    def __init__(self, key: bytes | None = ..., value: bytes | None = ...) -> None: ...
 
 class PutResponse(_message.Message):
     __slots__ = ("header",)
     HEADER_FIELD_NUMBER: _ClassVar[int]
     header: ResponseHeader
-    def __init__(self, header: _Optional[_Union[ResponseHeader, _Mapping]] = ...) -> None: ...
+    def __init__(self, header: ResponseHeader | _Mapping | None = ...) -> None: ...
 
 class DeleteRangeRequest(_message.Message):
     __slots__ = ("key", "range_end")
@@ -79,7 +81,7 @@ class DeleteRangeRequest(_message.Message):
     RANGE_END_FIELD_NUMBER: _ClassVar[int]
     key: bytes
     range_end: bytes
-    def __init__(self, key: _Optional[bytes] = ..., range_end: _Optional[bytes] = ...) -> None: ...
+    def __init__(self, key: bytes | None = ..., range_end: bytes | None = ...) -> None: ...
 
 class DeleteRangeResponse(_message.Message):
     __slots__ = ("header", "deleted")
@@ -87,7 +89,7 @@ class DeleteRangeResponse(_message.Message):
     DELETED_FIELD_NUMBER: _ClassVar[int]
     header: ResponseHeader
     deleted: int
-    def __init__(self, header: _Optional[_Union[ResponseHeader, _Mapping]] = ..., deleted: _Optional[int] = ...) -> None: ...
+    def __init__(self, header: ResponseHeader | _Mapping | None = ..., deleted: int | None = ...) -> None: ...
 
 class RequestOp(_message.Message):
     __slots__ = ("request_range", "request_put", "request_delete_range")
@@ -97,7 +99,7 @@ class RequestOp(_message.Message):
     request_range: RangeRequest
     request_put: PutRequest
     request_delete_range: DeleteRangeRequest
-    def __init__(self, request_range: _Optional[_Union[RangeRequest, _Mapping]] = ..., request_put: _Optional[_Union[PutRequest, _Mapping]] = ..., request_delete_range: _Optional[_Union[DeleteRangeRequest, _Mapping]] = ...) -> None: ...
+    def __init__(self, request_range: RangeRequest | _Mapping | None = ..., request_put: PutRequest | _Mapping | None = ..., request_delete_range: DeleteRangeRequest | _Mapping | None = ...) -> None: ...
 
 class ResponseOp(_message.Message):
     __slots__ = ("response_range", "response_put", "response_delete_range")
@@ -107,7 +109,7 @@ class ResponseOp(_message.Message):
     response_range: RangeResponse
     response_put: PutResponse
     response_delete_range: DeleteRangeResponse
-    def __init__(self, response_range: _Optional[_Union[RangeResponse, _Mapping]] = ..., response_put: _Optional[_Union[PutResponse, _Mapping]] = ..., response_delete_range: _Optional[_Union[DeleteRangeResponse, _Mapping]] = ...) -> None: ...
+    def __init__(self, response_range: RangeResponse | _Mapping | None = ..., response_put: PutResponse | _Mapping | None = ..., response_delete_range: DeleteRangeResponse | _Mapping | None = ...) -> None: ...
 
 class Compare(_message.Message):
     __slots__ = ("result", "target", "key", "version", "create_revision", "mod_revision", "value")
@@ -145,7 +147,7 @@ class Compare(_message.Message):
     create_revision: int
     mod_revision: int
     value: bytes
-    def __init__(self, result: _Optional[_Union[Compare.CompareResult, str]] = ..., target: _Optional[_Union[Compare.CompareTarget, str]] = ..., key: _Optional[bytes] = ..., version: _Optional[int] = ..., create_revision: _Optional[int] = ..., mod_revision: _Optional[int] = ..., value: _Optional[bytes] = ...) -> None: ...
+    def __init__(self, result: Compare.CompareResult | str | None = ..., target: Compare.CompareTarget | str | None = ..., key: bytes | None = ..., version: int | None = ..., create_revision: int | None = ..., mod_revision: int | None = ..., value: bytes | None = ...) -> None: ...
 
 class TxnRequest(_message.Message):
     __slots__ = ("compare", "success", "failure")
@@ -155,7 +157,7 @@ class TxnRequest(_message.Message):
     compare: _containers.RepeatedCompositeFieldContainer[Compare]
     success: _containers.RepeatedCompositeFieldContainer[RequestOp]
     failure: _containers.RepeatedCompositeFieldContainer[RequestOp]
-    def __init__(self, compare: _Optional[_Iterable[_Union[Compare, _Mapping]]] = ..., success: _Optional[_Iterable[_Union[RequestOp, _Mapping]]] = ..., failure: _Optional[_Iterable[_Union[RequestOp, _Mapping]]] = ...) -> None: ...
+    def __init__(self, compare: _Iterable[Compare | _Mapping] | None = ..., success: _Iterable[RequestOp | _Mapping] | None = ..., failure: _Iterable[RequestOp | _Mapping] | None = ...) -> None: ...
 
 class TxnResponse(_message.Message):
     __slots__ = ("header", "succeeded", "responses")
@@ -165,4 +167,4 @@ class TxnResponse(_message.Message):
     header: ResponseHeader
     succeeded: bool
     responses: _containers.RepeatedCompositeFieldContainer[ResponseOp]
-    def __init__(self, header: _Optional[_Union[ResponseHeader, _Mapping]] = ..., succeeded: _Optional[bool] = ..., responses: _Optional[_Iterable[_Union[ResponseOp, _Mapping]]] = ...) -> None: ...
+    def __init__(self, header: ResponseHeader | _Mapping | None = ..., succeeded: bool | None = ..., responses: _Iterable[ResponseOp | _Mapping] | None = ...) -> None: ...

@@ -18,8 +18,9 @@ Rules: ``continuous`` (price-time double auction on ``venue.orderbook``, with st
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from typing import Protocol
 
 from rmptwin.apps.trading_floor.messages import Control, Order
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 import hashlib
 import struct
 
-from rmptwin.venue.orderbook import BUY, LIMIT, MARKET, SELL, OrderBook
 from rmptwin.apps.trading_floor.messages import Control
 from rmptwin.apps.trading_floor.rules import DEFAULT_PARAMS, Entered, Fill, RuleParams
+from rmptwin.venue.orderbook import BUY, LIMIT, MARKET, SELL, OrderBook
 
 
 class ContinuousAuction:
