@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pyarrow as pa
 
@@ -45,6 +45,7 @@ from rmptwin.sweeps.points import assign, make_point
 
 if TYPE_CHECKING:
     import pandas as pd
+    from pyspark.sql import SparkSession
     from rich.console import Console
 
     from rmptwin.runs.rerun import Replay
@@ -68,7 +69,7 @@ def with_overrides(experiment: LoadedExperiment, overrides: dict[str, Any] | Non
     return make_point(experiment, dict(overrides)).loaded if overrides else experiment
 
 
-def parse_sets(texts: list[str]) -> dict[str, list]:
+def parse_sets(texts: list[str]) -> dict[str, list[Any]]:
     """``KEY=V1,V2,...`` strings as ``--set`` spells them: key -> its values, each read as a
     YAML scalar (``200`` an int, ``true`` a bool); a UserError for a malformed one or a key
     given twice. What `rmptwin sweep` and `rmptwin sim --set` read their options with."""
@@ -105,7 +106,7 @@ def load(path: str | Path, overrides: dict[str, Any] | None = None) -> LoadedExp
     return load_topology(path, overrides)
 
 
-def _experiment(experiment: LoadedExperiment | str | Path, overrides: dict | None) -> LoadedExperiment:
+def _experiment(experiment: LoadedExperiment | str | Path, overrides: dict[str, Any] | None) -> LoadedExperiment:
     if isinstance(experiment, LoadedExperiment):
         return with_overrides(experiment, overrides)
     return load_experiment(experiment, overrides)
@@ -120,8 +121,8 @@ class Run:
     # The backend's counters, for a run made by this process (simulate, emulate, rerun): the
     # simulator's scheduler_events, deliveries and wall_s, or the emulation's runtime figures
     # (also the summary's "runtime"); None for a run opened from disk.
-    stats: dict | None = None
-    _computed: dict | None = None   # the summary as this process computed it (see ``summary``)
+    stats: dict[str, Any] | None = None
+    _computed: dict[str, Any] | None = None   # the summary as this process computed it (see ``summary``)
 
     def __init__(self, path: str | Path, check: bool = True) -> None:
         self.dir = RunDir(path)
@@ -142,7 +143,7 @@ class Run:
         return self.dir.path
 
     @property
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         """summary.json: the headline figures (``analysis.summary`` defines each). For a run
         made by this process, the same figures in the order ``summarize`` gave them (the file
         sorts its keys), which is the order the command line prints them in."""
@@ -151,14 +152,15 @@ class Run:
         return self.dir.read_summary()
 
     @property
-    def manifest(self) -> dict:
+    def manifest(self) -> dict[str, Any]:
         """manifest.json: the resolved experiment and topology, seed, backend, environment."""
         return self.dir.read_manifest()
 
     @property
     def backend(self) -> str:
         """"sim" or "emulation", as the manifest records it."""
-        return self.manifest.get("backend", "")
+        backend: str = self.manifest.get("backend", "")
+        return backend
 
     def events_arrow(self) -> pa.Table:
         """The event log (``tables.EVENT_SCHEMA``) as an Arrow table."""
@@ -222,7 +224,7 @@ class Run:
         return self.dir.metrics_path.exists()
 
     @property
-    def metrics(self) -> dict | None:
+    def metrics(self) -> dict[str, Any] | None:
         """metrics.json of the Spark analysis, None before ``analyze``."""
         return self.dir.read_metrics() if self.analysed else None
 
@@ -231,7 +233,7 @@ class Run:
         """report.html of the Spark analysis, None before ``analyze``."""
         return self.dir.report_path if self.dir.report_path.exists() else None
 
-    def analyze(self, master: str | None = None, spark=None) -> Path:
+    def analyze(self, master: str | None = None, spark: SparkSession | None = None) -> Path:
         return analyze(self, master, spark)
 
 
@@ -287,7 +289,7 @@ def _runs(*runs: Run | str | Path) -> list[Run]:
 
 
 @contextmanager
-def spark_session(master: str | None = None) -> Iterator:
+def spark_session(master: str | None = None) -> Iterator[SparkSession]:
     """A SparkSession (embedded local[2], or on ``master``) for several ``analyze`` calls,
     stopped when the ``with`` block ends: ``with rt.spark_session() as s: rt.analyze(run, spark=s)``."""
     from rmptwin.analysis.session import spark_session as start
@@ -299,7 +301,8 @@ def spark_session(master: str | None = None) -> Iterator:
         session.stop()
 
 
-def analyze(run: Run | str | Path, master: str | None = None, spark=None, console: Console | None = None) -> Path:
+def analyze(run: Run | str | Path, master: str | None = None, spark: SparkSession | None = None,
+            console: Console | None = None) -> Path:
     """`rmptwin analyze`: the Spark analysis (embedded, or on ``master``); report.html's path.
     ``spark``: a SparkSession to use (and leave running) instead of starting one for the call.
     ``console``: a rich Console to show the analysis's progress bar on (the command line's)."""
@@ -312,7 +315,7 @@ def analyze(run: Run | str | Path, master: str | None = None, spark=None, consol
         return run_analysis(session, r.path, console=console or _quiet())
 
 
-def _quiet():
+def _quiet() -> Console:
     """A console that writes into a string: plain text, also in Jupyter (where rich would
     otherwise print into the notebook instead of the file it was given)."""
     from rich.console import Console
@@ -362,7 +365,7 @@ def compare(sim_run: Run | str | Path, emu_run: Run | str | Path, html: str | Pa
 
 def _printed(out: Console, given: Console | None) -> str:
     """What went into ``out``: the quiet console's text, or "" when it was the caller's."""
-    return "" if given is not None else out.file.getvalue()
+    return "" if given is not None else cast(io.StringIO, out.file).getvalue()   # _quiet's console
 
 
 # ----------------------------------------------------------------------------- sweeps
@@ -384,7 +387,7 @@ class SweepResult:
         return Path(write_sweep_report(self.path, self.table))
 
 
-def sweep(experiment: LoadedExperiment | str | Path, sets: dict[str, list], seeds: int = 3,
+def sweep(experiment: LoadedExperiment | str | Path, sets: dict[str, list[Any]], seeds: int = 3,
           master: str | None = None, out: str | Path | None = None, probes: list[str] | None = None,
           keep_runs: bool = False, backend: str = "sim", in_process: bool = False,
           report: bool = True, progress: Callable[[int, int], None] | None = None) -> SweepResult:

@@ -50,3 +50,15 @@ def test_every_noqa_says_why():
                 if m and not re.match(r":\s*[A-Z]+[0-9]+(,\s*[A-Z]+[0-9]+)*\s+-\s+\S", m.group(1)):
                     bare.append(f"{path.relative_to(REPO)}:{n}: {line.strip()}")
     assert bare == [], "noqa without a reason:\n" + "\n".join(bare)
+
+
+def test_every_type_ignore_says_why():
+    """A ``type: ignore[code]`` in the package is followed on its line by a comment saying why."""
+    import re
+    bare = []
+    for path in (REPO / "src").rglob("*.py"):
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if re.search(r"#\s*type:\s*ignore", line) and not re.search(r"type:\s*ignore\[[\w-]+(,\s*[\w-]+)*\]\s*#\s*\S",
+                                                                         line):
+                bare.append(f"{path.relative_to(REPO)}:{n}: {line.strip()}")
+    assert bare == [], "type: ignore without its reason:\n" + "\n".join(bare)

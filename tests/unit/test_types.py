@@ -1,5 +1,5 @@
-"""The cores and the simulator type-check strictly (pyproject.toml, [tool.mypy]): what mypyc
-compiles is what mypy checked (issue 23).
+"""Every package of src/rmptwin type-checks strictly (pyproject.toml, [tool.mypy]); what mypyc
+compiles (the cores and the simulator) is what mypy checked.
 
 mypy runs in a subprocess of this interpreter with its incremental cache in ``.mypy_cache``
 (a first run reads every imported module, about 25 s on 2 busy CPUs; later runs re-check
@@ -17,7 +17,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_the_cores_and_the_simulator_type_check_strictly():
+def test_the_whole_package_type_checks_strictly():
     if importlib.util.find_spec("mypy") is None:
         pytest.skip("mypy is not installed (it is in the dev extra: make provision)")
     r = subprocess.run([sys.executable, "-m", "mypy", "--cache-dir", str(REPO / ".mypy_cache")],

@@ -25,8 +25,10 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rmptwin.errors import UserError
 
@@ -98,10 +100,11 @@ def _port_free(port: int) -> bool:
     return True
 
 
-def _master_json(webui_port: int) -> dict | None:
+def _master_json(webui_port: int) -> dict[str, Any] | None:
     try:
         with urllib.request.urlopen(f"http://{HOST}:{webui_port}/json/", timeout=2) as r:
-            return json.loads(r.read().decode())
+            info: dict[str, Any] = json.loads(r.read().decode())
+            return info
     except (OSError, ValueError):
         return None
 
@@ -189,7 +192,7 @@ def _ended(proc: subprocess.Popen[bytes] | None) -> str:
     return f" (killed by signal {-code})" if code < 0 else f" (exit code {code})"
 
 
-def _wait(cluster: Cluster, ready, what: str, timeout_s: float,
+def _wait(cluster: Cluster, ready: Callable[[dict[str, Any]], bool], what: str, timeout_s: float,
           procs: dict[str, subprocess.Popen[bytes]] | None = None) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -16,14 +17,14 @@ from rmptwin.errors import UserError
 from rmptwin.rundir.run import RunDir
 
 
-def load_metrics(run: Path) -> dict:
+def load_metrics(run: Path) -> dict[str, Any]:
     try:
         return RunDir(run).read_metrics()
     except FileNotFoundError:
         raise UserError(f"{run}: not analysed yet (run `rmptwin analyze {run}` first)") from None
 
 
-def rows(a: dict, b: dict) -> list[tuple[str, object, object, float | None]]:
+def rows(a: dict[str, Any], b: dict[str, Any]) -> list[tuple[str, object, object, float | None]]:
     """(metric, value in A, value in B, B/A) for every headline metric of either run."""
     ha, hb = a.get("headline", {}), b.get("headline", {})
     out = []
@@ -34,7 +35,7 @@ def rows(a: dict, b: dict) -> list[tuple[str, object, object, float | None]]:
     return out
 
 
-def _name(m: dict, run: Path) -> str:
+def _name(m: dict[str, Any], run: Path) -> str:
     exp = (m.get("manifest") or {}).get("experiment") or {}
     return f"{exp.get('name', run.name)} ({run.name})"
 

@@ -1,4 +1,4 @@
-"""Customers that are not complete, and why (issue 21): the ``customers_incomplete`` key.
+"""Customers that are not complete, and why: the ``customers_incomplete`` key.
 
 Registered in ``analysis.sections``: ``summarize`` adds the key to summary.json only when some
 customer is incomplete (a run where every customer is complete has no such key, so its summary
@@ -27,19 +27,26 @@ from __future__ import annotations
 
 import html
 import json
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from rmptwin.analysis.stripe_delivery import RELEASE_KINDS, rt_names, stripe_delivery, stripe_of
 from rmptwin.core.events import Kind
 from rmptwin.rmp.feed_watch import STALE_FEED
+from rmptwin.spec import LoadedExperiment
 from rmptwin.spec.queries import customer_stripes
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from rmptwin.analysis.extract import RunData
 
 KINDS = (*RELEASE_KINDS, Kind.CUST_RECV, Kind.CUST_SKIP, Kind.ALARM, Kind.CRASH, Kind.RECOVER)
 KEY = "customers_incomplete"
 
 
-def _detail(d) -> dict:
+def _detail(d: str | dict[str, Any] | None) -> dict[str, Any]:
     if isinstance(d, dict):
         return d
     try:
@@ -49,7 +56,7 @@ def _detail(d) -> dict:
     return v if isinstance(v, dict) else {}
 
 
-def incomplete_customers(df: pd.DataFrame, loaded) -> dict:
+def incomplete_customers(df: pd.DataFrame, loaded: LoadedExperiment) -> dict[str, dict[str, Any]]:
     """{customer: {grade, regions, missing, stripes, reason[, rt]}} (see the module docstring)."""
     topo = loaded.topology
     customers = topo.hosts_with_role("customer")
@@ -97,17 +104,17 @@ def incomplete_customers(df: pd.DataFrame, loaded) -> dict:
     return out
 
 
-def summarize(df: pd.DataFrame, loaded) -> dict:
+def summarize(df: pd.DataFrame, loaded: LoadedExperiment) -> dict[str, Any]:
     found = incomplete_customers(df, loaded)
     return {KEY: found} if found else {}
 
 
-def spark_metrics(spark, events, rd) -> dict:
+def spark_metrics(spark: SparkSession, events: DataFrame, rd: RunData) -> dict[str, Any]:
     """The same figure from the run's raw events (their detail is needed, which the parsed
     frame drops), filtered by Spark to the kinds it reads."""
     from rmptwin.analysis import schemas
     from rmptwin.rundir.run import RunDir
-    from rmptwin.spec import Experiment, LoadedExperiment
+    from rmptwin.spec import Experiment
 
     if not rd.topology.hosts_with_role("customer"):
         return {}
@@ -119,7 +126,7 @@ def spark_metrics(spark, events, rd) -> dict:
     return {KEY: found} if found else {}
 
 
-def report_html(m: dict) -> str:
+def report_html(m: dict[str, Any]) -> str:
     found = (m.get("customer_completeness") or {}).get(KEY)
     if not found:
         return ""
@@ -132,7 +139,7 @@ def report_html(m: dict) -> str:
             "<th>grade</th><th>regions</th><th>missing</th><th>reason</th><th>silent R_T</th></tr>" + rows + "</table>")
 
 
-def headline(summary: dict) -> list[tuple[str, object]]:
+def headline(summary: dict[str, Any]) -> list[tuple[str, object]]:
     found = summary.get(KEY)
     if not found:
         return []

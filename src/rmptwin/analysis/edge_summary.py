@@ -18,24 +18,28 @@ when the experiment has ``workload.edge_stripes``.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 
 from rmptwin.analysis.stripe_delivery import rt_names, stripe_delivery
 from rmptwin.rmp.edge_stripes import PACKET_OVERHEAD
+from rmptwin.spec import LoadedExperiment
 from rmptwin.spec.queries import customer_stripes, edge_plan
 
 
-def summarize(df: pd.DataFrame, loaded) -> dict:
+def summarize(df: pd.DataFrame, loaded: LoadedExperiment) -> dict[str, Any]:
     plan = edge_plan(loaded)
     if plan is None:
         return {}
     w = loaded.experiment.workload
+    assert w.edge_stripes is not None   # edge_plan is None without it
     wire_bits = (w.message_bytes + 2 + PACKET_OVERHEAD) * 8
     seconds = w.duration_s
     d = stripe_delivery(df, rt_names(loaded.topology))
     released = d.released
     every = set(plan.ids())
-    customers = {}
+    customers: dict[str, dict[str, Any]] = {}
     for c in loaded.topology.hosts_with_role("customer"):
         mine = customer_stripes(c, loaded)
         n_got = sum(len(d.received_on(c.name, s) & released.get(s, set())) for s in mine)
@@ -62,7 +66,7 @@ def summarize(df: pd.DataFrame, loaded) -> dict:
     }}
 
 
-def headline(summary: dict) -> list[tuple[str, object]]:
+def headline(summary: dict[str, Any]) -> list[tuple[str, object]]:
     e = summary.get("edge")
     if not e:
         return []

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from rmptwin.analysis import schemas
 from rmptwin.core.events import Kind
 from rmptwin.records.tables import DETAIL_COLUMNS
 from rmptwin.rundir.run import RunDir
-from rmptwin.spec import Topology
+from rmptwin.spec import HostSpec, Topology
 
 RECEIVER_ROLES = ("primary", "secondary")
 # The event columns every transform may read, beside the detail columns.
@@ -28,7 +30,7 @@ _DETAIL_KEYS = ('"repair"', '"stripe"', '"type"', '"count"')
 _DETAIL_LITERALS = {'{"repair":false}': False, '{"repair":true}': True}
 
 
-def _parsed_detail():
+def _parsed_detail() -> Column:
     """The parsed detail (struct of DETAIL_USED), null when there is nothing to read."""
     detail = F.col("detail")
     parsed = F.from_json(detail, schemas.DETAIL_USED)
@@ -43,7 +45,7 @@ def _parsed_detail():
     return d.when(mentions, parsed)
 
 
-def _detail_columns(stripe, repair, d_type, d_count) -> list:
+def _detail_columns(stripe: Column, repair: Column, d_type: Column, d_count: Column) -> list[Column]:
     """The columns the transforms key on, flat so the cached frame scans fast: ``stripe`` (0 if
     absent), ``repair`` (false if absent), ``d_type`` and ``d_count``."""
     return [F.coalesce(stripe, F.lit(0)).cast("long").alias("stripe"),
@@ -115,7 +117,7 @@ def _name_tables(node_names: list[str] | None) -> dict[str, list[str]]:
     return tables
 
 
-def _encode(column: str, names: list[str]):
+def _encode(column: str, names: list[str]) -> Column:
     code = F.when(F.col(column) == names[0], F.lit(0))
     for i, name in enumerate(names[1:], 1):
         code = code.when(F.col(column) == name, F.lit(i))
@@ -173,7 +175,7 @@ def packet_layout(events: DataFrame, partitions: int = LAYOUT_PARTITIONS,
     return _decode_names(laid, events.columns, tables)
 
 
-def host_region(topo: Topology, host) -> str:
+def host_region(topo: Topology, host: HostSpec) -> str:
     """The region of a host's switch (first by name if several), else its first listed region."""
     for region in sorted(topo.regions):
         if host.switch in topo.regions[region]:
@@ -182,10 +184,10 @@ def host_region(topo: Topology, host) -> str:
     return listed[0] if listed else "none"
 
 
-def host_rows(topo: Topology) -> list[tuple]:
+def host_rows(topo: Topology) -> list[tuple[str, str, str, str, list[int] | None]]:
     return [
         (h.name, h.role, h.switch, host_region(topo, h),
-         None if getattr(h, "stripes", None) is None else [int(s) for s in h.stripes])
+         None if (stripes := getattr(h, "stripes", None)) is None else [int(s) for s in stripes])
         for h in topo.hosts
     ]
 
@@ -197,7 +199,7 @@ def hosts_frame(spark: SparkSession, topo: Topology) -> DataFrame:
 @dataclass
 class RunData:
     path: Path
-    manifest: dict
+    manifest: dict[str, Any]
     topology: Topology
     events: DataFrame           # parsed (see parse_events)
     drops: DataFrame | None     # the link drops, None if the backend wrote none
@@ -205,7 +207,7 @@ class RunData:
     hosts: DataFrame
 
 
-def _parquet(spark: SparkSession, path: Path, schema) -> DataFrame | None:
+def _parquet(spark: SparkSession, path: Path, schema: StructType) -> DataFrame | None:
     if not path.exists():
         return None
     return spark.read.schema(schema).parquet(str(path))

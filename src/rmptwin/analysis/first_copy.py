@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rmptwin.spec import Protocol
 from rmptwin.spec.queries import timing_from_protocol
 
 
-def first_copy_slack_ms(protocol: dict | None) -> float:
+def first_copy_slack_ms(protocol: dict[str, Any] | None) -> float:
     """How long after its send a source's first copy may still be the first: until the source
     can re-send it, tau_t + tau_r after the send on a time-driven ring, tau_r on an
     event-driven one (rmp.source Source._wait(first=True)). A copy seen or dropped later may

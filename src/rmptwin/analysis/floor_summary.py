@@ -42,39 +42,48 @@ from __future__ import annotations
 import json
 from itertools import pairwise
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from rmptwin.analysis.stats import percentiles
 from rmptwin.core.events import Kind
+from rmptwin.spec import LoadedExperiment, Topology
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from rmptwin.analysis.extract import RunData
 
 KINDS = (Kind.FLOOR_REPORT, Kind.FLOOR_TRADE, Kind.FLOOR_STATE, Kind.TOKEN_ACCEPT, Kind.CRASH, Kind.RECOVER)
 PLOT = "floor_confirm_latency.png"
 HEADLINE = ("trades_tentative", "trades_confirmed", "trades_withdrawn", "trades_unconfirmed", "floor_trades_lost",
             "trades_derived", "participants_agree", "confirm_latency_ms", "token_rotation_ms",
             "confirm_latency_rotations", "floor_rule", "floor_orders")
+Trade = tuple[int, str]                         # (n, digest)
+FloorEvent = tuple[int, str, str, dict[str, Any]]   # (t_ns, node, kind, parsed detail)
 
 
-def _detail(d) -> dict:
+def _detail(d: str | dict[str, Any] | None) -> dict[str, Any]:
     if isinstance(d, dict):
         return d
     return json.loads(d) if d and d != "{}" else {}
 
 
-def _restart(det: dict) -> bool:
+def _restart(det: dict[str, Any]) -> bool:
     return "cause" not in det      # a driver's RECOVER; the receiver's own carries a cause
 
 
-def floor_figures(df: pd.DataFrame, rule: str, stripe: int = 0, participants: tuple[str, ...] = ()) -> dict:
+def floor_figures(df: pd.DataFrame, rule: str, stripe: int = 0, participants: tuple[str, ...] = ()) -> dict[str, Any]:
     """The keys above from the run's events; ``participants`` (the topology's) count as floor
     nodes even if they logged no FLOOR_STATE (their state is then the empty one)."""
     df = df[df.kind.isin(KINDS)].sort_values("t_ns", kind="stable")
-    rows = [(r.t_ns, r.node, r.kind, _detail(r.detail)) for r in df.itertuples(index=False)]
+    rows: list[FloorEvent] = [(r.t_ns, r.node, r.kind, _detail(r.detail)) for r in df.itertuples(index=False)]
     crashed: dict[str, bool] = {}
-    ledgers: dict[str, dict[str, set]] = {}
+    ledgers: dict[str, dict[str, set[Trade]]] = {}
     final_hash: dict[str, str] = {p: "" for p in participants}
-    ever_confirmed: set = set()
-    reported: dict[str, dict[tuple, int]] = {"tentative": {}, "confirmed": {}}
+    ever_confirmed: set[Trade] = set()
+    reported: dict[str, dict[Trade, int]] = {"tentative": {}, "confirmed": {}}
     accepts: dict[str, list[int]] = {}
     for t, node, kind, det in rows:
         if kind == Kind.CRASH:
@@ -127,20 +136,21 @@ def floor_figures(df: pd.DataFrame, rule: str, stripe: int = 0, participants: tu
     }
 
 
-def _orders(rows, node) -> int:
+def _orders(rows: list[FloorEvent], node: str | None) -> int:
     last = [det for _, n, kind, det in rows if n == node and kind == Kind.FLOOR_STATE]
     return int(last[-1].get("orders", 0)) if last else 0
 
 
-def _participants(topology) -> tuple[str, ...]:
+def _participants(topology: Topology) -> tuple[str, ...]:
     return tuple(h.name for h in topology.hosts_with_role("participant"))
 
 
-def _floor(experiment: dict | None):
-    return (experiment or {}).get("floor")
+def _floor(experiment: dict[str, Any] | None) -> dict[str, Any] | None:
+    floor: dict[str, Any] | None = (experiment or {}).get("floor")
+    return floor
 
 
-def summarize(df: pd.DataFrame, loaded) -> dict:
+def summarize(df: pd.DataFrame, loaded: LoadedExperiment) -> dict[str, Any]:
     fl = getattr(loaded.experiment, "floor", None)
     if fl is None:
         return {}
@@ -152,7 +162,7 @@ def summarize(df: pd.DataFrame, loaded) -> dict:
 # ----------------------------------------------------------------------------- Spark and report
 
 
-def spark_metrics(spark, events, rd) -> dict:
+def spark_metrics(spark: SparkSession, events: DataFrame, rd: RunData) -> dict[str, Any]:
     """The same figures (one definition: ``floor_figures``) over the run's raw event files,
     read with Spark and filtered to the kinds they read, and the confirm-latency plot."""
     from rmptwin.rundir.run import RunDir
@@ -168,7 +178,7 @@ def spark_metrics(spark, events, rd) -> dict:
     return m
 
 
-def plot_confirm_latency(m: dict, path: Path) -> Path:
+def plot_confirm_latency(m: dict[str, Any], path: Path) -> Path:
     from rmptwin.analysis.plots import plt, save_figure  # matplotlib: only when drawing
 
     lat = m.get("confirm_latencies_ms") or []
@@ -186,13 +196,13 @@ def plot_confirm_latency(m: dict, path: Path) -> Path:
     return save_figure(fig, path)
 
 
-def report_html(m: dict) -> str:
+def report_html(m: dict[str, Any]) -> str:
     f = m.get("trading_floor")
     if not f:
         return ""
     import html as _html
 
-    def fmt(v) -> str:
+    def fmt(v: object) -> str:
         if isinstance(v, dict):
             return ", ".join(f"{k}={v[k]:.1f}" if isinstance(v[k], float) else f"{k}={v[k]}" for k in ("p50", "p99", "n")
                              if k in v and v[k] is not None)
@@ -211,7 +221,7 @@ def report_html(m: dict) -> str:
     )
 
 
-def headline(summary: dict) -> list[tuple[str, object]]:
+def headline(summary: dict[str, Any]) -> list[tuple[str, object]]:
     """The rows `rmptwin sim` / `rmptwin run` print for a trading-floor run (``sections``)."""
     if "trades_confirmed" not in summary:
         return []

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, cast
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from rmptwin.analysis import control, extract, latency, loss, minc, report, throughput
@@ -28,7 +31,7 @@ QUANTILES = [i / 100 for i in range(101)]
 STEPS = ["extract", "latency", "fairness", "loss", "minc", "control", "throughput", "report"]
 
 
-def _rows(df: DataFrame) -> list[dict]:
+def _rows(df: DataFrame) -> list[dict[str, Any]]:
     return [r.asDict(recursive=True) for r in df.collect()]
 
 
@@ -38,12 +41,12 @@ def _write(df: DataFrame, run: RunDir, name: str) -> None:
     df.write.mode("overwrite").parquet(str(run.analysis_path(f"{name}.parquet")))
 
 
-def _write_rows(rows: list[dict], run: RunDir, name: str) -> None:
+def _write_rows(rows: list[dict[str, Any]], run: RunDir, name: str) -> None:
     if rows:
         run.write_analysis_table(name, pa.Table.from_pylist(rows))
 
 
-def _clean(x):
+def _clean(x: Any) -> Any:
     """JSON-safe: NaN/inf -> None, recursively."""
     if isinstance(x, float):
         return None if math.isnan(x) or math.isinf(x) else x
@@ -54,7 +57,8 @@ def _clean(x):
     return x
 
 
-def compute(spark, run: str | Path, progress=None, bin_ns: int = 100_000_000, parse: bool | None = None) -> dict:
+def compute(spark: SparkSession, run: str | Path, progress: Callable[[str], None] | None = None,
+            bin_ns: int = 100_000_000, parse: bool | None = None) -> dict[str, Any]:
     """Every metric of one run; big per-message tables go to its analysis directory on the way.
     ``parse`` True reads the events' detail JSON even where typed detail columns exist (tests)."""
     step = progress or (lambda name: None)
@@ -84,12 +88,12 @@ def compute(spark, run: str | Path, progress=None, bin_ns: int = 100_000_000, pa
     m.update(spark_sections(spark, events, rd))
     events.unpersist()
     m["headline"] = headline(m)
-    return _clean(m)
+    return cast(dict[str, Any], _clean(m))
 
 
-def overview(rd: extract.RunData, events: DataFrame) -> dict:
+def overview(rd: extract.RunData, events: DataFrame) -> dict[str, Any]:
     """The run, its manifest's headline keys, its receivers, and its events counted by kind."""
-    m: dict = {"run": str(rd.path), "manifest": {k: rd.manifest.get(k) for k in
+    m: dict[str, Any] = {"run": str(rd.path), "manifest": {k: rd.manifest.get(k) for k in
                ("experiment", "seed", "backend", "created_utc", "git_commit", "experiment_file", "protocol_derived")}}
     m["receivers"] = sum(1 for h in rd.topology.hosts if h.role in extract.RECEIVER_ROLES)
     m["events"] = {r["kind"]: r["count"] for r in _rows(events.groupBy("kind").count())}
@@ -100,7 +104,7 @@ def overview(rd: extract.RunData, events: DataFrame) -> dict:
     return m
 
 
-def latency_metrics(events: DataFrame, hosts: DataFrame, out: RunDir) -> dict:
+def latency_metrics(events: DataFrame, hosts: DataFrame, out: RunDir) -> dict[str, Any]:
     """Latency per stage and region (p50/p99 exact; the CDF's quantiles approximate)."""
     # Computed once, written, and the three columns the summary needs read back from the
     # written table (a cache of its millions of rows, or collecting them from Spark, cost more).
@@ -122,7 +126,7 @@ def latency_metrics(events: DataFrame, hosts: DataFrame, out: RunDir) -> dict:
     return m
 
 
-def fairness_metrics(events: DataFrame, out: RunDir, bin_ns: int) -> dict:
+def fairness_metrics(events: DataFrame, out: RunDir, bin_ns: int) -> dict[str, Any]:
     """Fairness spread per scope (p50/p99 exact) and its median over time."""
     fair = latency.fairness_spread(events).cache()
     spreads = latency.sorted_groups(fair, ["scope"], "spread_ns")
@@ -143,11 +147,11 @@ def _slack_ms(rd: extract.RunData) -> float:
     return first_copy_slack_ms((rd.manifest.get("experiment") or {}).get("protocol"))
 
 
-def _receiver_windows(spark, rd: extract.RunData) -> DataFrame:
+def _receiver_windows(spark: SparkSession, rd: extract.RunData) -> DataFrame:
     return spark.createDataFrame(minc.receiver_windows(rd.topology, _slack_ms(rd)), minc.RECEIVER_WINDOWS)
 
 
-def loss_metrics(events: DataFrame, fate: DataFrame, out: RunDir) -> dict:
+def loss_metrics(events: DataFrame, fate: DataFrame, out: RunDir) -> dict[str, Any]:
     """First-reception and residual loss per receiver, their correlation, customers' losses."""
     m = {"receiver_loss": _rows(loss.receiver_loss(fate).orderBy("node"))}
     _write_rows(m["receiver_loss"], out, "receiver_loss")
@@ -157,7 +161,8 @@ def loss_metrics(events: DataFrame, fate: DataFrame, out: RunDir) -> dict:
     return m
 
 
-def minc_metrics(spark, rd: extract.RunData, events: DataFrame, fate: DataFrame, out: RunDir) -> dict:
+def minc_metrics(spark: SparkSession, rd: extract.RunData, events: DataFrame, fate: DataFrame,
+                 out: RunDir) -> dict[str, Any]:
     """MINC link-loss estimates beside the ground truth, and the receivers in tree order."""
     rows = minc.minc_links(spark, rd.topology, fate, latency.sends(events), rd.drops, rd.counts, _slack_ms(rd))
     _write_rows(rows, out, "minc")
@@ -167,7 +172,7 @@ def minc_metrics(spark, rd: extract.RunData, events: DataFrame, fate: DataFrame,
             "minc_first_copy_slack_ms": _slack_ms(rd)}
 
 
-def nack_metrics(events: DataFrame, fate: DataFrame) -> dict:
+def nack_metrics(events: DataFrame, fate: DataFrame) -> dict[str, Any]:
     """NACKs per lost packet, and by how many receivers lost it (implosion)."""
     per_packet = control.nacks_per_lost_packet(events, fate)
     return {"nacks": _rows(control.nack_summary(events, fate))[0],
@@ -176,7 +181,7 @@ def nack_metrics(events: DataFrame, fate: DataFrame) -> dict:
                 F.max("nacks").alias("max_nacks")).orderBy("receivers_lost"))}
 
 
-def control_metrics(events: DataFrame, duration_s: float) -> dict:
+def control_metrics(events: DataFrame, duration_s: float) -> dict[str, Any]:
     """Control per data message by type, token rotation, reformations, crashes, delivery gaps."""
     return {
         "control": _rows(control.control_per_data(events, round(duration_s * 1e9)).orderBy("type")),
@@ -187,19 +192,19 @@ def control_metrics(events: DataFrame, duration_s: float) -> dict:
     }
 
 
-def _find(rows, **kv):
+def _find(rows: list[dict[str, Any]], **kv: object) -> dict[str, Any]:
     for r in rows:
         if all(r.get(k) == v for k, v in kv.items()):
             return r
     return {}
 
 
-def headline(m: dict) -> dict:
+def headline(m: dict[str, Any]) -> dict[str, Any]:
     """The figures a reader looks at first (times in ms, rates as fractions). packets,
     events, receivers, control_per_data, release_latency_* and release_spread_* are
     summary.json's messages_sent, events, receivers, control_per_data, delivery_latency_ms
     and fairness_spread_ms."""
-    ms = lambda x: None if x is None else x / 1e6
+    ms: Callable[[float | None], float | None] = lambda x: None if x is None else x / 1e6
     dl = _find(m["latency"], stage="deliver", region="all")
     rl_lat = _find(m["latency"], stage="release", region="all")
     cu = _find(m["latency"], stage="customer", region="all")
@@ -236,7 +241,7 @@ def headline(m: dict) -> dict:
     }
 
 
-def analyze(spark, run: str | Path, console=None) -> Path:
+def analyze(spark: SparkSession, run: str | Path, console: Console | None = None) -> Path:
     """Analyse one run directory: metrics.json, tables, plots and report.html; returns the report's path."""
     out = RunDir(run)
     with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),

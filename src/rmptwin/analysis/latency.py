@@ -8,6 +8,7 @@ summary.json's ``delivery_latency_ms`` and ``fairness_spread_ms``, defined in
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -19,7 +20,7 @@ from rmptwin.analysis.extract import RECEIVER_ROLES
 from rmptwin.core.events import Kind
 
 # p50 and p99 of every latency and spread table: exact, interpolated linearly between the two
-# nearest values, as summary.json's (analysis.summary.percentiles).
+# nearest values, as summary.json's (analysis.stats.percentiles).
 EXACT_QUANTILES = [0.5, 0.99]
 
 
@@ -122,7 +123,7 @@ def ranked_quantiles(sorted_values: np.ndarray, quantiles: list[float]) -> list[
     return [int(sorted_values[max(math.ceil(float(q) * n) - 1, 0)]) for q in quantiles]
 
 
-def sorted_groups(frame: DataFrame | pa.Table, keys: list[str], value: str) -> dict[tuple, np.ndarray]:
+def sorted_groups(frame: DataFrame | pa.Table, keys: list[str], value: str) -> dict[tuple[Any, ...], np.ndarray]:
     """Every ``value`` of ``frame`` (a Spark frame, collected once as Arrow, or an Arrow table)
     per distinct ``keys``, sorted ascending by numpy.
 
@@ -145,7 +146,7 @@ def sorted_groups(frame: DataFrame | pa.Table, keys: list[str], value: str) -> d
     order = np.argsort(codes.astype(np.uint16) if width <= 1 << 16 else codes, kind="stable")
     codes, values = codes[order], values[order]
     starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
-    out = {}
+    out: dict[tuple[Any, ...], np.ndarray] = {}
     for i, start in enumerate(starts):
         end = starts[i + 1] if i + 1 < len(starts) else len(codes)
         values[start:end].sort()
@@ -157,7 +158,7 @@ def sorted_groups(frame: DataFrame | pa.Table, keys: list[str], value: str) -> d
     return out
 
 
-def exact_summary(sorted_values: np.ndarray) -> dict:
+def exact_summary(sorted_values: np.ndarray) -> dict[str, Any]:
     """n, mean_ns (the exact long sum over n, in double as Spark divides), p50_ns, p99_ns
     (``EXACT_QUANTILES``, interpolated) and max_ns of sorted values."""
     n = len(sorted_values)
@@ -166,7 +167,7 @@ def exact_summary(sorted_values: np.ndarray) -> dict:
             "p99_ns": interpolated_percentile(sorted_values, EXACT_QUANTILES[1]), "max_ns": int(sorted_values[-1])}
 
 
-def latency_summary(latency: DataFrame | pa.Table, quantiles: list[float]) -> list[dict]:
+def latency_summary(latency: DataFrame | pa.Table, quantiles: list[float]) -> list[dict[str, Any]]:
     """Per stage and region, and per stage over every region (region 'all', overall true):
     n, mean_ns, p50_ns and p99_ns (exact, ``EXACT_QUANTILES``), max_ns, and q (the latency at
     each of ``quantiles``, for the CDF plot); rows in (stage, region) order.
@@ -176,7 +177,7 @@ def latency_summary(latency: DataFrame | pa.Table, quantiles: list[float]) -> li
     (``sorted_groups``); a stage's overall figures merge its regions' sorted runs.
     """
     groups = sorted_groups(latency, ["stage", "region"], "latency_ns")
-    rows = []
+    rows: list[dict[str, Any]] = []
     for stage in sorted({s for s, _ in groups}):
         mine = {r: v for (s, r), v in groups.items() if s == stage}
         every = np.sort(np.concatenate(list(mine.values())), kind="stable")   # merges sorted runs

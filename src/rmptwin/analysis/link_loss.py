@@ -20,6 +20,7 @@ The words (loss.py and minc.py say them too):
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -32,10 +33,11 @@ from rmptwin.spec import LoadedExperiment
 RECEIVER_ROLES = ("primary", "secondary")
 
 
-def _detail_column(df: pd.DataFrame, typed: str, key: str, default):
+def _detail_column(df: pd.DataFrame, typed: str, key: str, default: object) -> np.ndarray:
     """A detail value per row: the typed column when the event file has it, else the JSON's."""
     if typed in df:
-        return df[typed].where(df[typed].notna(), default).to_numpy()
+        values: np.ndarray = df[typed].where(df[typed].notna(), default).to_numpy()
+        return values
     return np.array([json.loads(d).get(key, default) if d and d != "{}" else default for d in df.detail],
                     dtype=object)
 
@@ -49,7 +51,7 @@ def _sends(df: pd.DataFrame) -> pd.DataFrame:
 def _down_intervals(df: pd.DataFrame) -> list[tuple[str, int, float]]:
     """(node, down_ns, up_ns or inf) for each CRASH and the node's first RECOVER after it."""
     life = df[df.kind.isin([Kind.CRASH, Kind.RECOVER])].sort_values("t_ns", kind="stable")
-    out = []
+    out: list[tuple[str, int, float]] = []
     for node, g in life.groupby("node"):
         ups = g[g.kind == Kind.RECOVER].t_ns.to_numpy()
         for t in g[g.kind == Kind.CRASH].t_ns:
@@ -64,11 +66,11 @@ def fates(df: pd.DataFrame, loaded: LoadedExperiment) -> pd.DataFrame:
 
     topo = loaded.topology
     sent = _sends(df)
-    rows = []
+    rows: list[pd.DataFrame] = []
     for h in topo.hosts:
         if h.role not in RECEIVER_ROLES:
             continue
-        mine = sent if not getattr(h, "stripes", None) else sent[sent.stripe.isin(list(h.stripes))]
+        mine = sent if not (stripes := getattr(h, "stripes", None)) else sent[sent.stripe.isin(list(stripes))]
         rows.append(mine.assign(node=h.name))
     exp = pd.concat(rows, ignore_index=True) if rows else sent.assign(node=pd.Series(dtype=str))
     for node, down, up in _down_intervals(df):
@@ -97,7 +99,7 @@ def receiver_loss(fate: pd.DataFrame) -> dict[str, float]:
     return {str(n): float(1 - r["sum"] / r["size"]) for n, r in per.iterrows()}
 
 
-def joint_loss(fate: pd.DataFrame, a: str, b: str) -> dict:
+def joint_loss(fate: pd.DataFrame, a: str, b: str) -> dict[str, int]:
     """Over the packets both ``a`` and ``b`` expected: loss_a, loss_b, loss_both (counts), packets."""
     keys = ["src", "stripe", "src_seq"]
     both = fate[fate.node == a][keys + ["first"]].merge(fate[fate.node == b][keys + ["first"]], on=keys)
@@ -113,7 +115,8 @@ def _complete(fate: pd.DataFrame) -> pd.DataFrame:
     return fate[n == most]
 
 
-def _first_drops(drops: pd.DataFrame, complete_sent: pd.DataFrame, windows: list[tuple]) -> dict[tuple, int]:
+def _first_drops(drops: pd.DataFrame, complete_sent: pd.DataFrame,
+                 windows: list[tuple[str, str, str, int]]) -> dict[tuple[str, int, str, str], int]:
     """Distinct first-copy DATA drops per (src, stripe, from_node, to_node) (minc.hop_drops)."""
     data = drops[drops.frame.str.upper() == "DATA"]
     stripe = data.group.str.extract(r"^rmp/(\d+)$")[0]
@@ -125,7 +128,8 @@ def _first_drops(drops: pd.DataFrame, complete_sent: pd.DataFrame, windows: list
     return {k: int(v) for k, v in counts.items()}
 
 
-def minc_rows(fate: pd.DataFrame, loaded: LoadedExperiment, drops: pa.Table | pd.DataFrame | None = None) -> list[dict]:
+def minc_rows(fate: pd.DataFrame, loaded: LoadedExperiment,
+              drops: pa.Table | pd.DataFrame | None = None) -> list[dict[str, Any]]:
     """One row per logical link of every (source, stripe) tree: link, parent, child, depth,
     packets, gamma, estimate, configured and (with the run's drops) truth, as
     ``minc.minc_links`` gives them (by the same function, ``minc.link_rows``)."""
@@ -150,7 +154,7 @@ def minc_rows(fate: pd.DataFrame, loaded: LoadedExperiment, drops: pa.Table | pd
     for p in patterns:
         p.update({m: int(p[m]) for m in masks})
     gam, npk = gamma(patterns, trees, receivers)
-    dropped = None
+    dropped: dict[tuple[str, int, str, str], int] | None = None
     if drops is not None:
         drops = drops.to_pandas() if isinstance(drops, pa.Table) else drops
         sent = _sends_of(fate, packets)
@@ -163,16 +167,17 @@ def _sends_of(fate: pd.DataFrame, packets: pd.DataFrame) -> pd.DataFrame:
     return packets.merge(fate[["src", "stripe", "src_seq", "send_ns"]].drop_duplicates(), how="left")
 
 
-def link_loss_figures(events: pa.Table | pd.DataFrame, loaded: LoadedExperiment, drops=None) -> dict:
+def link_loss_figures(events: pa.Table | pd.DataFrame, loaded: LoadedExperiment,
+                      drops: pa.Table | pd.DataFrame | None = None) -> dict[str, Any]:
     """The sweep probe ``minc``: per receiver ``first_loss.NODE``, per link ``LINK.estimate``,
     ``LINK.configured`` (and ``LINK.truth`` with drops), and ``max_error_pp`` (largest
     |estimate - configured| in points). Links of a source's first stripe only, named by label."""
     df = events.to_pandas() if isinstance(events, pa.Table) else events
     fate = fates(df, loaded)
-    out: dict = {f"first_loss.{n}": v for n, v in receiver_loss(fate).items()}
+    out: dict[str, Any] = {f"first_loss.{n}": v for n, v in receiver_loss(fate).items()}
     rows = minc_rows(fate, loaded, drops)
     first_tree = min(((r["src"], r["stripe"]) for r in rows), default=None)
-    errors = []
+    errors: list[float] = []
     for r in rows:
         if (r["src"], r["stripe"]) != first_tree:
             continue

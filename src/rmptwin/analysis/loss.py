@@ -8,7 +8,9 @@ packet that arrived only by repair is a first-reception loss.
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from collections.abc import Callable
+
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from rmptwin.analysis.extract import RECEIVER_ROLES
@@ -38,7 +40,7 @@ def expected(events: DataFrame, hosts: DataFrame) -> DataFrame:
     return exp.join(F.broadcast(down), was_down, "left_anti")
 
 
-def _earliest() -> list:
+def _earliest() -> list[Column]:
     """Aggregations giving the earliest row's t_ns (``recv_ns``) and, with ``_earliest_repair``,
     its repair flag (false if any row at that time has it false): what min(struct(t_ns,
     repair)) gives, but in long buffers, so that Spark hash-aggregates instead of sorting the
@@ -46,7 +48,7 @@ def _earliest() -> list:
     return [F.min("t_ns").alias("recv_ns"), F.min(F.when(~F.col("repair"), F.col("t_ns"))).alias("_plain_ns")]
 
 
-def _earliest_repair():
+def _earliest_repair() -> Column:
     return (~F.coalesce(F.col("_plain_ns") == F.col("recv_ns"), F.lit(False))).alias("repair")
 
 
@@ -93,7 +95,7 @@ def receiver_loss(fate: DataFrame) -> DataFrame:
     """Per receiver: expected, first_received, received, first_loss, residual_loss, repaired,
     repair_median_ns (send -> arrival of the repair) and repair_extra_median_ns (that minus the
     receiver's median first-copy latency: how much later than normal a repaired packet arrived)."""
-    med = lambda c: F.percentile_approx(c, 0.5, 10000).cast("double")
+    med: Callable[[Column], Column] = lambda c: F.percentile_approx(c, 0.5, 10000).cast("double")
     per = fate.groupBy("node").agg(
         F.count("*").alias("expected"),
         F.sum(F.col("first").cast("long")).alias("first_received"),

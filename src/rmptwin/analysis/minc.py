@@ -13,13 +13,14 @@ the same to every receiver), so such switches are collapsed: the logical link is
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from rmptwin.core.striping import serves_stripe
-from rmptwin.spec import Topology
+from rmptwin.spec import LinkParams, Topology
 from rmptwin.spec.tree import multicast_tree, path_links
 
 
@@ -170,14 +171,14 @@ def first_patterns(complete: DataFrame) -> DataFrame:
     return complete.groupBy("src", "stripe", *masks).agg(F.count("*").alias("packets"))
 
 
-def gamma(patterns: list[dict], trees: dict[tuple[str, int], LogicalTree],
+def gamma(patterns: list[dict[str, Any]] | list[Row], trees: dict[tuple[str, int], LogicalTree],
           receivers: list[str]) -> tuple[dict[tuple[str, int], dict[str, float]], dict[tuple[str, int], int]]:
     """From first_patterns rows: gamma per (src, stripe) and tree node (the fraction of its
     packets some receiver below the node first-received), and the packets per (src, stripe).
     A tree node no packet reached has no gamma, and a (src, stripe) no packet reached anywhere
     has no packet count (callers read both as 0)."""
     bits = receiver_bits(receivers)
-    by_pair: dict[tuple[str, int], list[dict]] = {}
+    by_pair: dict[tuple[str, int], list[dict[str, Any] | Row]] = {}
     for r in patterns:
         by_pair.setdefault((r["src"], int(r["stripe"])), []).append(r)
     gam: dict[tuple[str, int], dict[str, float]] = {}
@@ -217,20 +218,24 @@ def hop_drops(drops: DataFrame, sent: DataFrame, windows: DataFrame) -> DataFram
     )
 
 
-def hop_params(topo: Topology, u: str, v: str):
+def hop_params(topo: Topology, u: str, v: str) -> LinkParams:
     names = {h.name for h in topo.hosts}
+    link: LinkParams
     if u in names:
-        return topo.host(u).link
+        link = topo.host(u).link
+        return link
     if v in names:
-        return topo.host(v).link
+        link = topo.host(v).link
+        return link
     return topo.link(u, v)
 
 
-def hop_windows(topo: Topology, trees: dict[tuple[str, int], LogicalTree], slack_ms: float) -> list[tuple]:
+def hop_windows(topo: Topology, trees: dict[tuple[str, int], LogicalTree],
+                slack_ms: float) -> list[tuple[str, str, str, int]]:
     """(src, from_node, to_node, window_ns) for every physical hop of every tree: just under
     the earliest a re-send can get there, ``slack_ms`` (first_copy.first_copy_slack_ms) plus
     the path delay from the source without jitter, less 1 ms."""
-    out = {}
+    out: dict[tuple[str, str, str], int] = {}
     for (src, _), t in trees.items():
         dist = {t.root: 0.0}
         for node in t.nodes():
@@ -241,11 +246,11 @@ def hop_windows(topo: Topology, trees: dict[tuple[str, int], LogicalTree], slack
     return [(s, u, v, w) for (s, u, v), w in out.items()]
 
 
-def receiver_windows(topo: Topology, slack_ms: float) -> list[tuple]:
+def receiver_windows(topo: Topology, slack_ms: float) -> list[tuple[str, str, int]]:
     """(src, node, window_ns) for every source and receiver: just under the earliest a
     re-send can arrive, ``slack_ms`` (first_copy.first_copy_slack_ms) plus the path delay
     without jitter, less 1 ms. Any copy before that is the first; later ones may be re-sends."""
-    out = []
+    out: list[tuple[str, str, int]] = []
     for s in topo.hosts_with_role("source"):
         for r in topo.hosts:
             if r.role not in ("primary", "secondary"):
@@ -279,7 +284,7 @@ def trees_for(topo: Topology, pairs: list[tuple[str, int]]) -> dict[tuple[str, i
             for s, k in pairs if s in names}
 
 
-def configured_loss(topo: Topology, hops: list[tuple[str, int]]) -> float:
+def configured_loss(topo: Topology, hops: list[tuple[str, str]]) -> float:
     keep = 1.0
     for u, v in hops:
         keep *= 1 - hop_params(topo, u, v).loss.mean
@@ -287,7 +292,7 @@ def configured_loss(topo: Topology, hops: list[tuple[str, int]]) -> float:
 
 
 def minc_links(spark: SparkSession, topo: Topology, fate: DataFrame, sent: DataFrame,
-               drops: DataFrame | None, counts: DataFrame | None, slack_ms: float) -> list[dict]:
+               drops: DataFrame | None, counts: DataFrame | None, slack_ms: float) -> list[dict[str, Any]]:
     """One row per logical link of every (source, stripe) tree: MINC estimate, configured
     loss, and ground truth (distinct first copies dropped on the link / copies that reached it)."""
     receivers = sorted(h.name for h in topo.hosts if h.role in ("primary", "secondary"))
@@ -299,7 +304,7 @@ def minc_links(spark: SparkSession, topo: Topology, fate: DataFrame, sent: DataF
         complete.unpersist()
         return []
     gam, npk = gamma(first_patterns(complete).collect(), trees, receivers)
-    dropped: dict[tuple, int] | None = None
+    dropped: dict[tuple[str, int, str, str], int] | None = None
     rates: dict[tuple[str, str], float] | None = None
     if drops is not None:
         windows = spark.createDataFrame(hop_windows(topo, trees, slack_ms), WINDOWS)
@@ -316,13 +321,14 @@ def minc_links(spark: SparkSession, topo: Topology, fate: DataFrame, sent: DataF
 
 def link_rows(topo: Topology, trees: dict[tuple[str, int], LogicalTree],
               gam: dict[tuple[str, int], dict[str, float]], npk: dict[tuple[str, int], int],
-              dropped: dict[tuple, int] | None = None, rates: dict[tuple[str, str], float] | None = None) -> list[dict]:
+              dropped: dict[tuple[str, int, str, str], int] | None = None,
+              rates: dict[tuple[str, str], float] | None = None) -> list[dict[str, Any]]:
     """The rows of ``minc_links`` from what ``gamma`` gives (plain Python: the pandas path,
     ``link_loss.minc_rows``, builds the same rows). The truth, where known: from ``dropped``
     (distinct first copies per (src, stripe, from_node, to_node), ``hop_drops``) the copies
     dropped on the link over those that reached it; else from ``rates`` (drop rate per
     (from_node, to_node), the link counts) the chance of a drop on one of its hops."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for (src, stripe), t in sorted(trees.items()):
         est = estimate_loss(t, gam.get((src, stripe), {}))
         n = npk.get((src, stripe), 0)

@@ -41,7 +41,7 @@ Keys (each defined once, here; ``spark_metrics`` computes them with the same fun
   increasing ring position (global sequence number), and every two exchanges executed the
   offers both executed (the open ones) in the same relative order.
 - ``pair_distance_ms``: {pair: far trader's minus near trader's one-way delay to the pair's
-  exchange (``factories.orders.path_delay_ms``), rounded to 0.1 ms}; the near trader is the one
+  exchange (``spec.queries.path_delay_ms``), rounded to 0.1 ms}; the near trader is the one
   with the smaller delay.
 - ``near_first_fraction``: {distance: over every decision of every pair at that distance in
   which the pair's exchange executed both offers, the fraction in which it executed the near
@@ -54,28 +54,35 @@ from __future__ import annotations
 import json
 from collections import Counter, defaultdict
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from rmptwin.core.events import Kind
 from rmptwin.rundir.run import RunDir
+from rmptwin.spec import LoadedExperiment, Topology, TraderHost
 from rmptwin.spec.queries import path_delay_ms
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from rmptwin.analysis.extract import RunData
 
 PLOT = "near_first_fraction.png"
 OFFER_KINDS = (Kind.OFFER_SENT, Kind.OFFER_ADMIT, Kind.OFFER_REJECT, Kind.OFFER_EXEC, Kind.TRADE)
 
 
-def summarize(df: pd.DataFrame, loaded) -> dict:
+def summarize(df: pd.DataFrame, loaded: LoadedExperiment) -> dict[str, Any]:
     if loaded.experiment.orders is None or not loaded.topology.hosts_with_role("trader"):
         return {}
     return figures(df, loaded.topology, loaded.experiment.orders.entry)
 
 
-def _detail(d) -> dict:
+def _detail(d: str | dict[str, Any] | None) -> dict[str, Any]:
     return json.loads(d) if isinstance(d, str) else (d or {})
 
 
-def figures(df: pd.DataFrame, topo, entry: str) -> dict:
+def figures(df: pd.DataFrame, topo: Topology, entry: str) -> dict[str, Any]:
     """Every key of the module docstring from the run's events (pandas; any backend)."""
     exchanges = {h.name for h in topo.hosts_with_role("exchange")}
     ev = df[df.kind.isin(OFFER_KINDS)]
@@ -106,24 +113,27 @@ def figures(df: pd.DataFrame, topo, entry: str) -> dict:
     }
 
 
-def pair_distances(topo) -> tuple[dict[str, float], dict[str, tuple[str, str, str]]]:
+def pair_distances(topo: Topology) -> tuple[dict[str, float], dict[str, tuple[str, str, str]]]:
     """({pair: distance ms}, {pair: (near trader, far trader, exchange)}) of every complete pair."""
-    members: dict[str, list] = defaultdict(list)
+    members: dict[str, list[TraderHost]] = defaultdict(list)
     for t in topo.hosts_with_role("trader"):
         if t.pair is not None and t.exchange is not None:
             members[t.pair].append(t)
-    distances, pairs = {}, {}
+    distances: dict[str, float] = {}
+    pairs: dict[str, tuple[str, str, str]] = {}
     for pair, ts in members.items():
         if len(ts) != 2 or ts[0].exchange != ts[1].exchange:
             continue
         floor = ts[0].exchange
+        assert floor is not None   # only traders with an exchange are members
         near, far = sorted(ts, key=lambda t: (path_delay_ms(topo, t.name, floor), t.name))
         distances[pair] = round(path_delay_ms(topo, far.name, floor) - path_delay_ms(topo, near.name, floor), 1)
         pairs[pair] = (near.name, far.name, floor)
     return distances, pairs
 
 
-def near_first(execs: pd.DataFrame, pairs: dict, distances: dict) -> tuple[dict[str, float], dict[str, int]]:
+def near_first(execs: pd.DataFrame, pairs: dict[str, tuple[str, str, str]],
+               distances: dict[str, float]) -> tuple[dict[str, float], dict[str, int]]:
     """near_first_fraction and near_first_decisions (module docstring)."""
     position: dict[tuple[str, str, str, int], int] = {}   # (exchange, pair, trader, decision) -> position
     for node, src, gseq, det in zip(execs.node, execs.src, execs.gseq, execs.detail):
@@ -131,7 +141,7 @@ def near_first(execs: pd.DataFrame, pairs: dict, distances: dict) -> tuple[dict[
         if d.get("pair"):
             position.setdefault((node, d["pair"], src, int(d.get("decision", -1))), int(gseq))
     wins: dict[str, list[bool]] = defaultdict(list)
-    decisions_of = defaultdict(set)
+    decisions_of: dict[tuple[str, str], set[int]] = defaultdict(set)
     for node, pair, _, k in position:
         decisions_of[(node, pair)].add(k)
     for pair, (near, far, floor) in pairs.items():
@@ -164,7 +174,7 @@ def exchanges_agree(execs: pd.DataFrame) -> bool:
 # ----------------------------------------------------------------------------- Spark and report
 
 
-def spark_metrics(spark, events, rd) -> dict:
+def spark_metrics(spark: SparkSession, events: DataFrame, rd: RunData) -> dict[str, Any]:
     """The same figures (one definition: ``figures``) over the run's raw event files, read with
     Spark (the parsed ``events`` frame drops the detail the offers carry), and the plot."""
     orders = (rd.manifest.get("experiment") or {}).get("orders")
@@ -179,7 +189,7 @@ def spark_metrics(spark, events, rd) -> dict:
     return m
 
 
-def plot_near_first(m: dict, path: Path) -> Path:
+def plot_near_first(m: dict[str, Any], path: Path) -> Path:
     from rmptwin.analysis.plots import plt, save_figure  # matplotlib: only when drawing
 
     fr = sorted(((float(k), v) for k, v in (m.get("near_first_fraction") or {}).items()))
@@ -194,7 +204,7 @@ def plot_near_first(m: dict, path: Path) -> Path:
     return save_figure(fig, path)
 
 
-def report_html(m: dict) -> str:
+def report_html(m: dict[str, Any]) -> str:
     o = m.get("unified_orders")
     if not o:
         return ""
@@ -217,7 +227,7 @@ def report_html(m: dict) -> str:
     )
 
 
-def headline(summary: dict) -> list[tuple[str, object]]:
+def headline(summary: dict[str, Any]) -> list[tuple[str, object]]:
     """The rows `rmptwin sim` / `rmptwin run` print for a unified-orders run (``sections``)."""
     if "offers_admitted" not in summary:
         return []

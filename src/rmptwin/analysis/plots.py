@@ -7,9 +7,12 @@ stop a notebook that called `rmptwin.api.analyze` or `sweep` from showing its ow
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 
@@ -17,12 +20,13 @@ class plt:   # named for what the report modules call: plt.subplots
     """``subplots`` as pyplot's, for a figure no backend or registry holds."""
 
     @staticmethod
-    def subplots(nrows: int = 1, ncols: int = 1, figsize=None, **kwargs):
+    def subplots(nrows: int = 1, ncols: int = 1, figsize: tuple[float, float] | None = None,
+                 **kwargs: Any) -> tuple[Figure, Any]:  # Any: one Axes or an array of them, as pyplot's
         fig = Figure(figsize=figsize)
         return fig, fig.subplots(nrows, ncols, **kwargs)
 
 
-def save_figure(fig, path: Path, dpi: int = 90) -> Path:
+def save_figure(fig: Figure, path: Path, dpi: int = 90) -> Path:
     """Lay ``fig`` out, write it to ``path`` (PNG, its folder made if missing)."""
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -30,13 +34,13 @@ def save_figure(fig, path: Path, dpi: int = 90) -> Path:
     return path
 
 
-def _empty(ax, what: str) -> None:
+def _empty(ax: Axes, what: str) -> None:
     ax.text(0.5, 0.5, f"no {what} in this run", ha="center", va="center", transform=ax.transAxes)
     ax.set_xticks([])
     ax.set_yticks([])
 
 
-def latency_cdf(m: dict, path: Path) -> Path:
+def latency_cdf(m: dict[str, Any], path: Path) -> Path:
     stages = [s for s in ("deliver", "release", "customer") if any(r["stage"] == s for r in m["latency_cdf"])]
     fig, axes = plt.subplots(1, max(1, len(stages)), figsize=(4.2 * max(1, len(stages)), 3.4), squeeze=False)
     if not stages:
@@ -53,7 +57,7 @@ def latency_cdf(m: dict, path: Path) -> Path:
     return save_figure(fig, path)
 
 
-def fairness_series(m: dict, path: Path) -> Path:
+def fairness_series(m: dict[str, Any], path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(8, 3.4))
     rows = m["fairness_series"]
     if not rows:
@@ -72,7 +76,7 @@ def fairness_series(m: dict, path: Path) -> Path:
     return save_figure(fig, path)
 
 
-def correlation_matrix(m: dict, path: Path) -> Path:
+def correlation_matrix(m: dict[str, Any], path: Path) -> Path:
     rows = m["correlation"]
     names = list(m.get("tree_order") or [])
     names += sorted({r["a"] for r in rows} - set(names))
@@ -95,7 +99,7 @@ def correlation_matrix(m: dict, path: Path) -> Path:
     return save_figure(fig, path)
 
 
-def minc_vs_truth(m: dict, path: Path) -> Path:
+def minc_vs_truth(m: dict[str, Any], path: Path) -> Path:
     rows = m["minc"]
     pairs = sorted({(r["src"], r["stripe"]) for r in rows})
     first = [r for r in rows if pairs and (r["src"], r["stripe"]) == pairs[0]]
@@ -104,7 +108,7 @@ def minc_vs_truth(m: dict, path: Path) -> Path:
         _empty(ax, "multicast trees")
         return save_figure(fig, path)
     x = np.arange(len(first))
-    val = lambda k: [100 * (r[k] if r[k] is not None else np.nan) for r in first]
+    val: Callable[[str], list[float]] = lambda k: [100 * (r[k] if r[k] is not None else np.nan) for r in first]
     ax.bar(x - 0.27, val("estimate"), 0.27, label="MINC estimate")
     ax.bar(x, val("truth"), 0.27, label="ground truth (drops)")
     ax.bar(x + 0.27, val("configured"), 0.27, label="configured")
@@ -116,7 +120,7 @@ def minc_vs_truth(m: dict, path: Path) -> Path:
     return save_figure(fig, path)
 
 
-def nacks_per_loss(m: dict, path: Path) -> Path:
+def nacks_per_loss(m: dict[str, Any], path: Path) -> Path:
     rows = m["nacks_by_losers"]
     fig, ax = plt.subplots(figsize=(6, 3.4))
     if not rows:
@@ -134,7 +138,7 @@ def nacks_per_loss(m: dict, path: Path) -> Path:
     return save_figure(fig, path)
 
 
-def throughput_timeline(m: dict, path: Path) -> Path:
+def throughput_timeline(m: dict[str, Any], path: Path) -> Path:
     dims = ["source", "stripe", "region"]
     fig, axes = plt.subplots(len(dims), 1, figsize=(8, 7), sharex=True)
     for ax, dim in zip(axes, dims):
@@ -153,7 +157,7 @@ def throughput_timeline(m: dict, path: Path) -> Path:
     return save_figure(fig, path)
 
 
-def receiver_loss(m: dict, path: Path) -> Path:
+def receiver_loss(m: dict[str, Any], path: Path) -> Path:
     rows = m["receiver_loss"]
     fig, ax = plt.subplots(figsize=(max(5, 0.45 * len(rows) + 2), 3.4))
     if not rows:
@@ -180,5 +184,5 @@ PLOTS = {
 }
 
 
-def render_all(m: dict, out: Path) -> list[Path]:
+def render_all(m: dict[str, Any], out: Path) -> list[Path]:
     return [fn(m, out / name) for name, fn in PLOTS.items()]

@@ -15,6 +15,9 @@ check and its README.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -23,19 +26,21 @@ from rmptwin.core.events import Kind
 KINDS = (Kind.FAILURE_REPORT, Kind.REFORM_START, Kind.REFORM_DONE)
 
 
-def _detail(text) -> dict:
+def _detail(text: object) -> dict[str, Any]:
     try:
         return json.loads(text) if isinstance(text, str) and text else {}
     except ValueError:
         return {}
 
 
-def reformation_list(df: pd.DataFrame) -> dict:
+def reformation_list(df: pd.DataFrame) -> dict[str, list[dict[str, Any]]]:
     """{"reformations": [...], "failure_reports_unanswered": [...]} from the events (any
     columns t_ns, node, kind, detail; only the kinds in KINDS are read)."""
     rows = df[df.kind.isin(KINDS)].sort_values("t_ns", kind="stable")
     open_: dict[tuple[str, int], tuple[int, str]] = {}
-    reformations, windows, reports = [], [], []
+    reformations: list[dict[str, Any]] = []
+    windows: list[tuple[int, int, int | None]] = []
+    reports: list[tuple[int, int, dict[str, Any]]] = []
     for t, node, kind, det in zip(rows.t_ns, rows.node, rows.kind, rows.detail):
         d = _detail(det)
         key = (node, int(d.get("stripe", 0) or 0))
@@ -58,7 +63,7 @@ def reformation_list(df: pd.DataFrame) -> dict:
             "failure_reports_unanswered": unanswered}
 
 
-def read_reformation_events(files) -> pd.DataFrame:
+def read_reformation_events(files: Iterable[str | Path]) -> pd.DataFrame:
     """The few events ``reformation_list`` reads, straight from a run's event files (the Spark
     analysis' parsed events carry no ``why``)."""
     import pyarrow.parquet as pq

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import html
 import json
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from rmptwin.analysis.sections import report_sections
 from rmptwin.rundir.run import ANALYSIS, METRICS, RunDir
@@ -39,7 +41,7 @@ CAPTIONS = {
 NEAR_ZERO = 1e-9
 
 
-def fmt(v) -> str:
+def fmt(v: object) -> str:
     if v is None:
         return "–"
     if isinstance(v, float):
@@ -51,7 +53,7 @@ def fmt(v) -> str:
     return html.escape(str(v))
 
 
-def ms(ns) -> float | None:
+def ms(ns: object) -> float | None:
     """ns -> ms with the precision a reader needs: 0.1 ms from 100 ms on, 0.01 from 1 ms, else 0.001."""
     if ns is None or not isinstance(ns, (int, float)) or ns != ns:
         return None
@@ -59,13 +61,13 @@ def ms(ns) -> float | None:
     return round(v, 1 if abs(v) >= 100 else 2 if abs(v) >= 1 else 3)
 
 
-def in_ms(rows: list[dict]) -> list[dict]:
+def in_ms(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Every ``*_ns`` column as ``*_ms`` (a nanosecond count is unreadable: 1.799e+09)."""
     return [{(k[:-3] + "_ms" if k.endswith("_ns") else k): (ms(v) if k.endswith("_ns") else v) for k, v in r.items()}
             for r in rows]
 
 
-def table(rows: list[dict], cols: list[str] | None = None, limit: int = 60) -> str:
+def table(rows: list[dict[str, Any]], cols: list[str] | None = None, limit: int = 60) -> str:
     if not rows:
         return "<p><em>none</em></p>"
     rows = in_ms(rows)
@@ -91,14 +93,14 @@ CONTAINER_NOTE = ("Each Docker host's container as the engine measured it, one s
                   "it (the limit is limits.memory_mb).")
 
 
-def container_rows(summary: dict) -> list[dict]:
+def container_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
     """summary.json's ``runtime.container_stats`` as table rows, one a node; none for a run
     without containers (namespace hosts, the simulator)."""
     stats = (summary.get("runtime") or {}).get("container_stats") or {}
     return [{"node": node, **figures} for node, figures in sorted(stats.items())]
 
 
-def containers_html(m: dict) -> list[str]:
+def containers_html(m: dict[str, Any]) -> list[str]:
     rows = m.get("container_stats") or []
     if not rows:
         return []
@@ -107,7 +109,7 @@ def containers_html(m: dict) -> list[str]:
                          "mem_max_mib", "window_s", "samples"], limit=200)]
 
 
-def with_derived(protocol: dict, derived: dict) -> dict:
+def with_derived(protocol: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
     """The protocol as configured, a parameter the experiment left to the seed's formulas
     shown with the value this code derived (tau_r_ms 41 (derived)) rather than as empty."""
     out = dict(protocol)
@@ -117,15 +119,15 @@ def with_derived(protocol: dict, derived: dict) -> dict:
     return out
 
 
-def kv_table(d: dict) -> str:
+def kv_table(d: dict[str, Any]) -> str:
     return table([{"name": k, "value": v if not isinstance(v, (dict, list)) else json.dumps(v)} for k, v in d.items()])
 
 
-def _span(lo, hi) -> str:
+def _span(lo: object, hi: object) -> str:
     return f"{lo}" if lo == hi else f"{lo}–{hi}"
 
 
-def minc_note(m: dict) -> str:
+def minc_note(m: dict[str, Any]) -> str:
     """What the MINC table rests on: packets per tree, first copies lost per link, the
     largest error and what bounds it (sampling: one drop is 1/packets of a link's rate)."""
     rows = [r for r in m.get("minc", []) if r.get("packets")]
@@ -152,7 +154,7 @@ def minc_note(m: dict) -> str:
     return "; ".join(parts) + "."
 
 
-def render(m: dict, run: RunDir) -> Path:
+def render(m: dict[str, Any], run: RunDir) -> Path:
     """Write the plots and report.html into the run's analysis directory; returns the report's path."""
     from rmptwin.analysis import plots  # matplotlib: only when drawing
 
@@ -161,7 +163,7 @@ def render(m: dict, run: RunDir) -> Path:
     return run.write_report(_page(m, plots.PLOTS))
 
 
-def _page(m: dict, plot_names) -> str:
+def _page(m: dict[str, Any], plot_names: Iterable[str]) -> str:
     man = m.get("manifest") or {}
     exp = man.get("experiment") or {}
     title = html.escape(exp.get("name", Path(m.get("run", "run")).name))

@@ -16,7 +16,9 @@ Each entry of ``SECTIONS`` is a module that defines any of:
 
 from __future__ import annotations
 
+from collections.abc import ItemsView
 from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from rmptwin.analysis import (
     customer_completeness,
@@ -26,6 +28,13 @@ from rmptwin.analysis import (
     security_summary,
     taxonomy_summary,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from pyspark.sql import DataFrame, SparkSession
+
+    from rmptwin.analysis.extract import RunData
+    from rmptwin.spec import LoadedExperiment
 
 SECTIONS: dict[str, ModuleType] = {
     # name -> module; an application adds one line.
@@ -38,20 +47,20 @@ SECTIONS: dict[str, ModuleType] = {
 }
 
 
-def _modules():
+def _modules() -> ItemsView[str, ModuleType]:
     return SECTIONS.items()
 
 
-def summary_sections(df, loaded) -> dict:
-    out: dict = {}
+def summary_sections(df: pd.DataFrame, loaded: LoadedExperiment) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     for _, mod in _modules():
         if hasattr(mod, "summarize"):
             out.update(mod.summarize(df, loaded))
     return out
 
 
-def spark_sections(spark, events, rd) -> dict:
-    out: dict = {}
+def spark_sections(spark: SparkSession, events: DataFrame, rd: RunData) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     for name, mod in _modules():
         if hasattr(mod, "spark_metrics"):
             figures = mod.spark_metrics(spark, events, rd)
@@ -60,10 +69,10 @@ def spark_sections(spark, events, rd) -> dict:
     return out
 
 
-def headline_sections(summary: dict) -> list[tuple[str, list[tuple[str, object]]]]:
+def headline_sections(summary: dict[str, Any]) -> list[tuple[str, list[tuple[str, object]]]]:
     """(section name, its headline rows) of every section with rows for this summary."""
     return [(name, rows) for name, mod in _modules() if hasattr(mod, "headline") and (rows := mod.headline(summary))]
 
 
-def report_sections(m: dict) -> list[str]:
+def report_sections(m: dict[str, Any]) -> list[str]:
     return [html for _, mod in _modules() if hasattr(mod, "report_html") and (html := mod.report_html(m))]

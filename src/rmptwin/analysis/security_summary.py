@@ -1,4 +1,4 @@
-"""The security section of a run (issue 12, seed 6): what attacks achieved and what stopped them.
+"""The security section of a run (seed 6): what attacks achieved and what stopped them.
 
 Registered in ``analysis.sections``: ``summarize`` adds the keys below to summary.json,
 ``spark_metrics`` computes the same figures (by the same function, on the same events) for
@@ -41,6 +41,8 @@ from __future__ import annotations
 import html
 import json
 from collections import Counter
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -48,16 +50,22 @@ from rmptwin.analysis.stats import percentiles
 from rmptwin.core.events import Kind
 from rmptwin.core.striping import serves_stripe
 from rmptwin.rmp.attacker import FORGED_SYMBOL
-from rmptwin.spec import Topology
+from rmptwin.spec import LoadedExperiment, Topology
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from rmptwin.analysis.extract import RunData
 
 ALARM = Kind.ALARM
 RT_ROLES = ("primary", "secondary")
 KINDS = (Kind.SEND, Kind.DELIVER, Kind.CUST_RECV, ALARM, Kind.ATTACK, Kind.EDGE_DROPS)
 HEADLINE = ("unauthorized_sequenced", "forged_delivered", "replayed_delivered")
+Sequenced = dict[tuple[int, int], tuple[str, int]]   # (stripe, gseq) -> (src label, src_seq)
 
 
-def _details(rows: pd.DataFrame) -> list[dict]:
-    out = []
+def _details(rows: pd.DataFrame) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
     for d in rows.detail:
         try:
             v = json.loads(d) if d else {}
@@ -71,21 +79,21 @@ def _source_name(label: str) -> str:
     return label.split("~", 1)[0]
 
 
-def _sequence(df: pd.DataFrame, rt: set[str]) -> dict[tuple[int, int], tuple[str, int]]:
+def _sequence(df: pd.DataFrame, rt: set[str]) -> Sequenced:
     """(stripe, gseq) -> (src label, src_seq), first DELIVER at any R_P/R_S wins."""
     dl = df[(df.kind == Kind.DELIVER) & df.node.isin(rt)].sort_values("t_ns", kind="stable")
-    seq: dict[tuple[int, int], tuple[str, int]] = {}
+    seq: Sequenced = {}
     for d, g, s, q in zip(_details(dl), dl.gseq, dl.src, dl.src_seq):
         seq.setdefault((int(d.get("stripe", 0)), int(g)), (s, int(q)))
     return seq
 
 
-def _ring_figures(df: pd.DataFrame, topo: Topology, seq: dict) -> dict:
+def _ring_figures(df: pd.DataFrame, topo: Topology, seq: Sequenced) -> dict[str, int]:
     sources = {h.name: getattr(h, "stripes", None) for h in topo.hosts if h.role == "source"}
     sends = df[df.kind == Kind.SEND]
     sent = {(int(d.get("stripe", 0)), s, int(q)) for d, s, q in zip(_details(sends), sends.src, sends.src_seq)}
     unauthorized = forged = 0
-    placements: Counter = Counter()
+    placements: Counter[tuple[int, str, int]] = Counter()
     for (stripe, _g), (label, q) in seq.items():
         name = _source_name(label)
         if name not in sources or not serves_stripe(sources[name], stripe):
@@ -97,14 +105,14 @@ def _ring_figures(df: pd.DataFrame, topo: Topology, seq: dict) -> dict:
     return {"unauthorized": unauthorized, "forged": forged, "replayed": replayed}
 
 
-def _customer_figures(df: pd.DataFrame, seq: dict) -> dict:
+def _customer_figures(df: pd.DataFrame, seq: Sequenced) -> dict[str, Any]:
     cr = df[df.kind == Kind.CUST_RECV]
     sends = df[df.kind == Kind.SEND].sort_values("t_ns", kind="stable")
     first_send: dict[tuple[int, str, int], int] = {}
     for d, s, q, t in zip(_details(sends), sends.src, sends.src_seq, sends.t_ns):
         first_send.setdefault((int(d.get("stripe", 0)), s, int(q)), int(t))
     forged = replayed = 0
-    latencies = []
+    latencies: list[float] = []
     for d, g, t in zip(_details(cr), cr.gseq, cr.t_ns):
         if not d.get("repair") and not d.get("region"):
             if d.get("symbol") == FORGED_SYMBOL:
@@ -120,8 +128,9 @@ def _customer_figures(df: pd.DataFrame, seq: dict) -> dict:
     return {"forged": forged, "replayed": replayed, "latency": percentiles(latencies)}
 
 
-def _by_mode(rows: pd.DataFrame, key, modes: dict[str, str]) -> dict[str, int]:
-    c: Counter = Counter()
+def _by_mode(rows: pd.DataFrame, key: Callable[[dict[str, Any], str], Any],
+             modes: Mapping[str, str]) -> dict[str, int]:
+    c: Counter[str] = Counter()
     for d, src in zip(_details(rows), rows.src):
         host = key(d, src)
         if host in modes:
@@ -129,7 +138,7 @@ def _by_mode(rows: pd.DataFrame, key, modes: dict[str, str]) -> dict[str, int]:
     return dict(sorted(c.items()))
 
 
-def security_figures(df: pd.DataFrame, topo: Topology, sealed: bool) -> dict:
+def security_figures(df: pd.DataFrame, topo: Topology, sealed: bool) -> dict[str, Any]:
     """Every figure of the module docstring from an event table (columns of ``tables.EVENT_SCHEMA``)."""
     df = df[df.kind.isin(KINDS)]
     rt = {h.name for h in topo.hosts if h.role in RT_ROLES}
@@ -142,13 +151,13 @@ def security_figures(df: pd.DataFrame, topo: Topology, sealed: bool) -> dict:
     by_switch = {n: int(d.get("packets", 0)) for n, d in zip(edge.node, _details(edge))}
     network = len(edge) > 0
     enforcement = "+".join(w for w, on in (("cores", sealed), ("network", network)) if on) or "none"
-    out = {
+    out: dict[str, Any] = {
         "unauthorized_sequenced": ring["unauthorized"],
         "forged_delivered": cust["forged"] + ring["forged"],
         "replayed_delivered": cust["replayed"] + ring["replayed"],
         "alarms": dict(sorted(Counter(d.get("reason", "") for d in _details(alarms)).items())),
     }
-    section = {
+    section: dict[str, Any] = {
         "enforcement": enforcement,
         "attackers": dict(sorted(modes.items())),
         "alarms_by_attack": _by_mode(alarms, lambda d, src: d.get("via"), modes),
@@ -162,7 +171,7 @@ def security_figures(df: pd.DataFrame, topo: Topology, sealed: bool) -> dict:
     return out
 
 
-def flood_p99_ratio(attacked: dict, baseline: dict) -> float | None:
+def flood_p99_ratio(attacked: dict[str, Any], baseline: dict[str, Any]) -> float | None:
     """An attacked run's ticker latency p99 over its baseline's (summary.json dicts); None if either lacks one."""
     a = ((attacked.get("security") or {}).get("ticker_latency_ms") or {}).get("p99")
     b = ((baseline.get("security") or {}).get("ticker_latency_ms") or {}).get("p99")
@@ -173,7 +182,7 @@ def _applies(topo: Topology, security_enabled: bool) -> bool:
     return security_enabled or any(h.role == "attacker" for h in topo.hosts)
 
 
-def summarize(df: pd.DataFrame, loaded) -> dict:
+def summarize(df: pd.DataFrame, loaded: LoadedExperiment) -> dict[str, Any]:
     security = getattr(loaded.experiment, "security", None)
     enabled = bool(security is not None and security.enabled)
     if not _applies(loaded.topology, enabled):
@@ -181,7 +190,7 @@ def summarize(df: pd.DataFrame, loaded) -> dict:
     return security_figures(df, loaded.topology, enabled)
 
 
-def spark_metrics(spark, events, rd) -> dict:
+def spark_metrics(spark: SparkSession, events: DataFrame, rd: RunData) -> dict[str, Any]:
     """The same figures as summary.json, from the run's raw events (detail is needed here,
     which the parsed frame drops), filtered to the kinds they read by Spark."""
     from rmptwin.analysis import schemas
@@ -196,7 +205,7 @@ def spark_metrics(spark, events, rd) -> dict:
     return security_figures(df, rd.topology, enabled)
 
 
-def report_html(m: dict) -> str:
+def report_html(m: dict[str, Any]) -> str:
     s = m.get("security")
     if not s:
         return ""
@@ -212,7 +221,7 @@ def report_html(m: dict) -> str:
             "network stopped; the first three counts must be 0.</p><table>" + body + "</table>")
 
 
-def headline(summary: dict) -> list[tuple[str, object]]:
+def headline(summary: dict[str, Any]) -> list[tuple[str, object]]:
     """The rows `rmptwin sim` / `rmptwin run` print for a security run (``sections``)."""
     if "unauthorized_sequenced" not in summary:
         return []

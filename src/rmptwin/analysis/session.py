@@ -6,15 +6,20 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from rmptwin.analysis.spark_log import jvm_stderr_to_log, spark_log_path
 from rmptwin.errors import UserError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 DEFAULT_MASTER = "local[2]"
 LOG4J = Path(__file__).with_name("log4j2.properties")
 
 
-def spark_session(master: str | None = None, app_name: str = "rmptwin-analysis", conf: dict | None = None):
+def spark_session(master: str | None = None, app_name: str = "rmptwin-analysis",
+                  conf: dict[str, Any] | None = None) -> SparkSession:
     """A quiet SparkSession: no UI, few shuffle partitions, UTC, WARN-level logs.
 
     ``master`` None means embedded ``local[2]``; ``spark://host:7077`` (or any master URL)

@@ -14,6 +14,7 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -26,7 +27,7 @@ def spark_log_path() -> Path | None:
 
 
 @contextmanager
-def jvm_stderr_to_log():
+def jvm_stderr_to_log() -> Iterator[Path | None]:
     """Within the block, fd 2 is the log file (a JVM started here keeps it); yields its path."""
     path = spark_log_path()
     if path is None:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 import numpy as np
 
 
-def percentiles(values) -> dict:
+def percentiles(values: Iterable[float]) -> dict[str, Any]:
     """p50, p99 (linear interpolation between the two nearest values), max, mean and n of
     ``values``; None for an empty set."""
     a = np.asarray(list(values), dtype=float)

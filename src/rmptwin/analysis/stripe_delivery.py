@@ -15,17 +15,19 @@ customer complete.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import pandas as pd
 
 from rmptwin.core.events import Kind
+from rmptwin.spec import Topology
 
 RT_ROLES = ("primary", "secondary")
 RELEASE_KINDS = (Kind.RELEASE, Kind.EDGE_RELEASE)
 
 
-def stripe_of(detail) -> int:
+def stripe_of(detail: object) -> int:
     """An event's stripe from its detail (a JSON text or a dict); 0 where it names none."""
     if isinstance(detail, dict):
         value = detail.get("stripe", 0)
@@ -54,7 +56,7 @@ class StripeDelivery:
     def missing(self, customer: str, stripe: int) -> set[int]:
         return self.released.get(stripe, set()) - self.received_on(customer, stripe)
 
-    def complete(self, customer: str, stripes) -> bool:
+    def complete(self, customer: str, stripes: Iterable[int]) -> bool:
         return not any(self.missing(customer, s) for s in stripes)
 
 
@@ -72,6 +74,6 @@ def stripe_delivery(df: pd.DataFrame, rt_names: set[str]) -> StripeDelivery:
     return StripeDelivery(released, received)
 
 
-def rt_names(topo) -> set[str]:
+def rt_names(topo: Topology) -> set[str]:
     """The R_P/R_S hosts' names: the nodes whose releases count."""
     return {h.name for h in topo.hosts if h.role in RT_ROLES}

@@ -75,7 +75,9 @@ The stripe of an event comes from ``detail.stripe`` (0 when absent).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -88,13 +90,13 @@ from rmptwin.analysis.stripe_delivery import RT_ROLES, stripe_delivery, stripe_o
 from rmptwin.analysis.venue_metrics import venue_summary
 from rmptwin.core.events import Kind
 from rmptwin.records.timer_lateness import lateness_by_role
-from rmptwin.spec import LoadedExperiment
+from rmptwin.spec import HostSpec, LoadedExperiment
 from rmptwin.spec.queries import customer_stripes
 
 Message = tuple[int, str, int]  # (stripe, src, src_seq)
 
 
-def _host_stripes(host, n: int) -> set[int]:
+def _host_stripes(host: HostSpec, n: int) -> set[int]:
     s = getattr(host, "stripes", None)
     return set(s) if s else set(range(n))
 
@@ -111,7 +113,8 @@ class _Deliveries:
 def _lifecycle(df: pd.DataFrame) -> tuple[set[str], dict[str, int]]:
     """Nodes crashed at the end, and the time each recovered node last recovered."""
     life = df[df.kind.isin([Kind.CRASH, Kind.RECOVER])].sort_values("t_ns", kind="stable")
-    crashed_at_end, recovered_at = set(), {}
+    crashed_at_end: set[str] = set()
+    recovered_at: dict[str, int] = {}
     for node, g in life.groupby("node", sort=False):
         last = g.iloc[-1]
         if last.kind == Kind.CRASH:
@@ -148,7 +151,7 @@ def _deliveries(df: pd.DataFrame, rt_names: set[str], crashed_at_end: set[str],
     return out
 
 
-def _agreement(d: _Deliveries, operable: list, recovered_at: dict[str, int], n_stripes: int) -> bool:
+def _agreement(d: _Deliveries, operable: list[HostSpec], recovered_at: dict[str, int], n_stripes: int) -> bool:
     """No conflict, and every operable receiver holds the reference map of each of its stripes."""
     if d.conflict:
         return False
@@ -170,8 +173,8 @@ def _messages_of(rows: pd.DataFrame) -> set[Message]:
     return {(stripe_of(d), s, int(q)) for s, q, d in zip(rows.src, rows.src_seq, rows.detail)}
 
 
-def _message_figures(df: pd.DataFrame, d: _Deliveries, operable: list, recovered_at: dict[str, int],
-                     n_stripes: int) -> dict:
+def _message_figures(df: pd.DataFrame, d: _Deliveries, operable: list[HostSpec], recovered_at: dict[str, int],
+                     n_stripes: int) -> dict[str, Any]:
     """messages_sent, messages_acknowledged, messages_delivered_min, messages_lost."""
     sent = _messages_of(df[df.kind == Kind.SEND])
     msg_gseq: dict[Message, int] = {}
@@ -182,11 +185,11 @@ def _message_figures(df: pd.DataFrame, d: _Deliveries, operable: list, recovered
         for g, msg in m.items():
             msg_gseq.setdefault(msg, g)
     acked = set(msg_gseq) | _messages_of(df[df.kind == Kind.SRC_ACKED])
-    delivered_by = {h.name: set() for h in operable}
+    delivered_by: dict[str, set[Message]] = {h.name: set() for h in operable}
     for (node, _stripe_), m in d.maps.items():
         if node in delivered_by:
             delivered_by[node].update(m.values())
-    lost = set()
+    lost: set[Message] = set()
     for h in operable:
         stripes = _host_stripes(h, n_stripes)
         mine = delivered_by[h.name]
@@ -195,8 +198,8 @@ def _message_figures(df: pd.DataFrame, d: _Deliveries, operable: list, recovered
             if msg[0] not in stripes or msg in mine:
                 continue
             if h.name in recovered_at:
-                g, lo = msg_gseq.get(msg), first.get(msg[0])
-                if g is None or lo is None or g < lo:
+                at, lo = msg_gseq.get(msg), first.get(msg[0])
+                if at is None or lo is None or at < lo:
                     continue
             lost.add(msg)
     return {"messages_sent": len(sent), "messages_acknowledged": len(acked),
@@ -204,7 +207,8 @@ def _message_figures(df: pd.DataFrame, d: _Deliveries, operable: list, recovered
             "messages_lost": len(lost)}
 
 
-def _released(df: pd.DataFrame, d: _Deliveries, rt_names: set[str]):
+def _released(df: pd.DataFrame, d: _Deliveries,
+              rt_names: set[str]) -> Iterator[tuple[str, int, int, Message, str]]:
     """(node, t_ns, message, detail) of every RELEASE of an R_P/R_S whose message is known."""
     gseq_msg = {(stripe, g): msg for stripe, ref in d.reference.items() for g, msg in ref.items()}
     rel = df[(df.kind == Kind.RELEASE) & df.node.isin(rt_names)]
@@ -224,10 +228,11 @@ def _send_times(df: pd.DataFrame) -> dict[Message, int]:
     return send_t
 
 
-def _release_figures(df: pd.DataFrame, d: _Deliveries, rt_names: set[str], operable_names: set[str]) -> dict:
+def _release_figures(df: pd.DataFrame, d: _Deliveries, rt_names: set[str], operable_names: set[str]) -> dict[str, Any]:
     """delivery_latency_ms and fairness_spread_ms, from RELEASE."""
     send_t = _send_times(df)
-    latencies, rel_times = [], {}
+    latencies: list[float] = []
+    rel_times: dict[Message, list[int]] = {}
     for node, t, _gseq, msg, _det in _released(df, d, rt_names):
         if msg in send_t:
             latencies.append((t - send_t[msg]) / 1e6)
@@ -265,7 +270,7 @@ def _late_ns(detail: str) -> int:
         return 0
 
 
-def fairness_split(df: pd.DataFrame, d: _Deliveries, rt_names: set[str], operable_names: set[str]) -> dict:
+def fairness_split(df: pd.DataFrame, d: _Deliveries, rt_names: set[str], operable_names: set[str]) -> dict[str, Any]:
     """fairness_protocol_ms and fairness_timer_ms (see the module docstring)."""
     dl = df[(df.kind == Kind.DELIVER) & df.node.isin(rt_names)]
     delivered: dict[tuple[str, int, int], int] = {}
@@ -286,13 +291,13 @@ def fairness_split(df: pd.DataFrame, d: _Deliveries, rt_names: set[str], operabl
     return {"fairness_protocol_ms": percentiles(protocol), "fairness_timer_ms": percentiles(timer)}
 
 
-def timer_lateness_by_role(df: pd.DataFrame) -> dict:
+def timer_lateness_by_role(df: pd.DataFrame) -> dict[str, Any]:
     """{role: {p50, p99, max, n}} in ms, from the nodes' TIMER_LATENESS events."""
     rows = df[df.kind == Kind.TIMER_LATENESS]
     return lateness_by_role(zip(rows.role, rows.detail))
 
 
-def _emulated_figures(df: pd.DataFrame, d: _Deliveries, rt_names: set[str], operable_names: set[str]) -> dict:
+def _emulated_figures(df: pd.DataFrame, d: _Deliveries, rt_names: set[str], operable_names: set[str]) -> dict[str, Any]:
     """Timer lateness and the fairness split: only for a run whose nodes measured their timers."""
     if not (df.kind == Kind.TIMER_LATENESS).any():
         return {}
@@ -319,7 +324,7 @@ def reformation_outages(df: pd.DataFrame, rt_names: set[str]) -> list[float]:
 
 
 def _customer_figures(df: pd.DataFrame, loaded: LoadedExperiment, rt_names: set[str],
-                      crashed_at_end: set[str]) -> dict:
+                      crashed_at_end: set[str]) -> dict[str, Any]:
     """Customers, guaranteed-grade ones, and those of them complete (``stripe_delivery``)."""
     delivery = stripe_delivery(df, rt_names)
     customers = loaded.topology.hosts_with_role("customer")
@@ -346,7 +351,7 @@ def control_window_end_ns(df: pd.DataFrame, duration_s: float) -> int:
     return max(round(duration_s * 1e9), int(work.max()) if len(work) else 0)
 
 
-def summarize(events: pa.Table | pd.DataFrame, loaded: LoadedExperiment) -> dict:
+def summarize(events: pa.Table | pd.DataFrame, loaded: LoadedExperiment) -> dict[str, Any]:
     """summary.json of a run: every figure the module docstring defines."""
     topo = loaded.topology
     n_stripes = loaded.experiment.workload.stripes
@@ -361,7 +366,7 @@ def summarize(events: pa.Table | pd.DataFrame, loaded: LoadedExperiment) -> dict
     sent = messages["messages_sent"]
     outages = reformation_outages(df, rt_names)
     operable_names = {h.name for h in operable}
-    out = {
+    out: dict[str, Any] = {
         "receivers": len(rt_hosts),
         "operable_receivers": len(operable),
         "agreement": _agreement(d, operable, recovered_at, n_stripes),

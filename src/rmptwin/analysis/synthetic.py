@@ -5,8 +5,10 @@ link counts a backend would write. Vectorised: tens of millions of events in sec
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -32,8 +34,9 @@ def default_losses(seed: int = 7) -> dict[tuple[str, str], float]:
 
 
 def topology(losses: dict[tuple[str, str], float]) -> Topology:
-    acc = lambda u, v, d: {"delay_ms": d, "loss": losses.get((u, v), 0.0)}
-    hosts = [{"name": "src", "role": "source", "switch": "s1", "link": acc("src", "s1", 1.0)}]
+    acc: Callable[[str, str, float], dict[str, float]] = (
+        lambda u, v, d: {"delay_ms": d, "loss": losses.get((u, v), 0.0)})
+    hosts: list[dict[str, Any]] = [{"name": "src", "role": "source", "switch": "s1", "link": acc("src", "s1", 1.0)}]
     for i, r in enumerate(RECEIVERS):
         sw = LEAF_SWITCHES[i // 2]
         region = "west" if sw in REGIONS["west"] else "east"
@@ -67,7 +70,8 @@ class _Blocks:
             table.append(value)
         return table.index(value)
 
-    def add(self, t, node: str, kind: str, seq, gseq, detail="{}"):
+    def add(self, t: np.ndarray, node: str, kind: str, seq: np.ndarray, gseq: np.ndarray,
+            detail: str | tuple[np.ndarray, str, str] = "{}") -> None:
         n = len(t)
         self.cols["t"].append(np.asarray(t, dtype=np.int64))
         self.cols["node"].append(np.full(n, self._ix(self.names, node), dtype=np.int32))
@@ -115,11 +119,12 @@ class _Fates:
     send: np.ndarray                     # send times (ns)
     passed: dict[str, np.ndarray]        # node -> the packets that reached it
     dist_ms: dict[str, float]            # node -> delay from the source
-    drop_rows: list[tuple]               # per link: (times, link, from, to, seqs) of dropped packets
-    count_rows: list[tuple]              # per link: a LINK_COUNT_SCHEMA row
+    # per link: (times, link, from, to, seqs) of dropped packets
+    drop_rows: list[tuple[np.ndarray, str, str, str, np.ndarray]]
+    count_rows: list[tuple[str, str, str, str, int, int]]   # per link: a LINK_COUNT_SCHEMA row
 
 
-def _draw_fates(rng: np.random.Generator, packets: int, rate: float, losses: dict) -> _Fates:
+def _draw_fates(rng: np.random.Generator, packets: int, rate: float, losses: dict[tuple[str, str], float]) -> _Fates:
     seq = np.arange(packets, dtype=np.int64)
     send = (0.5e9 + seq * (1e9 / rate) + rng.integers(0, 1000, packets)).astype(np.int64)
     f = _Fates(seq, send, {"src": np.ones(packets, dtype=bool)}, {"src": 0.0}, [], [])

@@ -4,6 +4,7 @@ statement of where RMP's rotating sequencer wins and where it loses, from the ro
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -13,7 +14,7 @@ COLUMNS = ("protocol", "receivers", "rate", "scenario", "sent", "delivered_pct",
            "ordered_per_s", "latency_p50_ms", "latency_p99_ms", "lossy_p99_ms", "naks", "resume_ms")
 
 
-def _fmt(v) -> str:
+def _fmt(v: object) -> str:
     if v is None:
         return "-"
     if isinstance(v, float):
@@ -21,14 +22,15 @@ def _fmt(v) -> str:
     return str(v)
 
 
-def markdown_table(rows: list[dict]) -> str:
+def markdown_table(rows: list[dict[str, Any]]) -> str:
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     for r in rows:
         lines.append("| " + " | ".join(_fmt(r.get(c)) for c in COLUMNS) + " |")
     return "\n".join(lines)
 
 
-def _pick(rows, protocol, scenario="steady", receivers=None, rate=None):
+def _pick(rows: list[dict[str, Any]], protocol: str, scenario: str = "steady", receivers: int | None = None,
+          rate: float | None = None) -> dict[str, Any] | None:
     for r in rows:
         if (r["protocol"] == protocol and r["scenario"] == scenario
                 and (receivers is None or r["receivers"] == receivers) and (rate is None or r["rate"] == rate)):
@@ -36,7 +38,7 @@ def _pick(rows, protocol, scenario="steady", receivers=None, rate=None):
     return None
 
 
-def verdict(rows: list[dict]) -> list[str]:
+def verdict(rows: list[dict[str, Any]]) -> list[str]:
     """Where RMP's rotating sequencer wins and loses, at the largest steady group of the first rate."""
     steady = [r for r in rows if r["scenario"] == "steady"]
     if not steady:
@@ -45,7 +47,7 @@ def verdict(rows: list[dict]) -> list[str]:
     rate = steady[0]["rate"]
     rmp, ub = _pick(rows, "rmp_time", receivers=n, rate=rate), _pick(rows, "ub", receivers=n, rate=rate)
     ev = _pick(rows, "rmp_event", receivers=n, rate=rate)
-    out = []
+    out: list[str] = []
     if rmp and ub:
         share = rmp["ordered_per_s"] / max(ub["ordered_per_s"], 1e-9)
         out.append(f"Wins (load spread), {n} receivers at {rate:g} msg/s: the busiest RMP primary ordered "
@@ -74,7 +76,7 @@ def verdict(rows: list[dict]) -> list[str]:
     return out
 
 
-def _plot_steady(rows, metric, ylabel, path: Path, against: str) -> None:
+def _plot_steady(rows: list[dict[str, Any]], metric: str, ylabel: str, path: Path, against: str) -> None:
     """``metric`` of the steady rows against ``against`` on log-log axes, one line per protocol:
     against "receivers" at the first steady row's rate, against "rate" at the largest group."""
     from rmptwin.analysis.plots import plt, save_figure  # matplotlib: only when drawing
@@ -101,7 +103,7 @@ def _plot_steady(rows, metric, ylabel, path: Path, against: str) -> None:
     save_figure(fig, path, dpi=110)
 
 
-def _plot_faults(rows, path: Path) -> None:
+def _plot_faults(rows: list[dict[str, Any]], path: Path) -> None:
     from rmptwin.analysis.plots import plt, save_figure  # matplotlib: only when drawing
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     for ax, scenario, metric, label in ((axes[0], "lossy", "lossy_p99_ms", "p99 latency at the lossy receiver (ms)"),
@@ -118,7 +120,7 @@ def _plot_faults(rows, path: Path) -> None:
     save_figure(fig, path, dpi=110)
 
 
-def write_outputs(rows: list[dict], out: Path) -> list[Path]:
+def write_outputs(rows: list[dict[str, Any]], out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     table = pa.Table.from_pylist([{c: r.get(c) for c in (*COLUMNS, "seq_share", "seed", "wall_s")} for r in rows])
     paths = [out / "table.parquet", out / "table.md"]

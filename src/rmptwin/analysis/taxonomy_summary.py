@@ -32,25 +32,35 @@ from __future__ import annotations
 import html
 import json
 from collections import defaultdict
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from rmptwin.analysis.stats import percentiles
 from rmptwin.core.events import Kind
+from rmptwin.spec import LoadedExperiment
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from rmptwin.analysis.extract import RunData
 
 ROLE = "taxonomy_member"
 KINDS = (Kind.SEND, Kind.DELIVER, Kind.ORDER_IN, Kind.SEQ_POSITION, Kind.CRASH, Kind.RECOVER)
 COLUMNS = ("t_ns", "node", "kind", "src", "src_seq", "gseq", "detail")
+Message = tuple[str, int]                    # (src, src_seq), or (gateway, gw_seq) under CAS
+Delivery = tuple[int, str, Message, int]     # (t, node, message, gseq)
 
 
-def _message_events(df: pd.DataFrame, receivers: set[str], protocol: str):
+def _message_events(df: pd.DataFrame, receivers: set[str],
+                    protocol: str) -> tuple[dict[Message, int], list[Delivery]]:
     """({message: first send time}, [(t, node, message, gseq)] of the receivers' deliveries)."""
     cas = protocol == "cas"
     send_kind = Kind.ORDER_IN if cas else Kind.SEND
     deliver_kind = Kind.SEQ_POSITION if cas else Kind.DELIVER
     df = df[df.kind.isin([send_kind, deliver_kind])].sort_values("t_ns", kind="stable")
-    sent: dict[tuple, int] = {}
-    deliveries: list[tuple] = []
+    sent: dict[Message, int] = {}
+    deliveries: list[Delivery] = []
     for t, node, kind, src, seq, gseq, detail in zip(df.t_ns, df.node, df.kind, df.src, df.src_seq,
                                                      df.gseq, df.detail):
         if kind == send_kind:
@@ -73,13 +83,13 @@ def crashed_at_end(df: pd.DataFrame) -> dict[str, int]:
     return out
 
 
-def order_figures(df: pd.DataFrame, receivers: set[str], protocol: str) -> dict:
+def order_figures(df: pd.DataFrame, receivers: set[str], protocol: str) -> dict[str, Any]:
     """Every figure of the module docstring from an event table (columns of ``tables.EVENT_SCHEMA``)."""
     crashed = crashed_at_end(df)
     operable = receivers - set(crashed)
     sent, deliveries = _message_events(df, receivers, protocol)
-    got: dict[str, set] = defaultdict(set)
-    at: dict[int, set] = defaultdict(set)
+    got: dict[str, set[Message]] = defaultdict(set)
+    at: dict[int, set[Message]] = defaultdict(set)
     latencies: list[float] = []
     for t, node, msg, gseq in deliveries:
         if node in operable:
@@ -100,12 +110,12 @@ def order_figures(df: pd.DataFrame, receivers: set[str], protocol: str) -> dict:
     }
 
 
-def _resume_ms(t_crash: int, sent: dict, deliveries: list, operable: set[str]) -> float | None:
+def _resume_ms(t_crash: int, sent: dict[Message, int], deliveries: list[Delivery], operable: set[str]) -> float | None:
     after = [t for t, node, msg, _ in deliveries if node in operable and t > t_crash and sent.get(msg, -1) > t_crash]
     return (min(after) - t_crash) / 1e6 if after else None
 
 
-def summarize(df: pd.DataFrame, loaded) -> dict:
+def summarize(df: pd.DataFrame, loaded: LoadedExperiment) -> dict[str, Any]:
     taxonomy = getattr(loaded.experiment, "taxonomy", None)
     if taxonomy is None:
         return {}
@@ -116,7 +126,7 @@ def summarize(df: pd.DataFrame, loaded) -> dict:
             "taxonomy": t}
 
 
-def headline(summary: dict) -> list[tuple[str, object]]:
+def headline(summary: dict[str, Any]) -> list[tuple[str, object]]:
     t = summary.get("taxonomy")
     if not t:
         return []
@@ -126,7 +136,7 @@ def headline(summary: dict) -> list[tuple[str, object]]:
             ("latency ms", {"p50": lat.get("p50"), "p99": lat.get("p99")}), ("resume ms", t.get("resume_ms"))]
 
 
-def spark_metrics(spark, events, rd) -> dict:
+def spark_metrics(spark: SparkSession, events: DataFrame, rd: RunData) -> dict[str, Any]:
     """The same figures (``order_figures``) over the run's raw event files, read with Spark and
     filtered to the kinds they read (detail is needed, which the parsed frame drops)."""
     from rmptwin.rundir.run import RunDir
@@ -140,7 +150,7 @@ def spark_metrics(spark, events, rd) -> dict:
     return {"protocol": taxonomy["protocol"], **order_figures(rows, members, taxonomy["protocol"])}
 
 
-def report_html(m: dict) -> str:
+def report_html(m: dict[str, Any]) -> str:
     t = m.get("taxonomy")
     if not t:
         return ""

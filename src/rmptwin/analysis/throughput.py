@@ -3,7 +3,9 @@ receptions, by the customer's region)."""
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from collections.abc import Callable
+
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from rmptwin.core.events import Kind
@@ -12,7 +14,7 @@ from rmptwin.core.events import Kind
 def throughput(events: DataFrame, hosts: DataFrame, bin_ns: int = 100_000_000) -> DataFrame:
     """Columns: dimension ('source' | 'stripe' | 'region'), key, bin_ns (bin start), messages,
     rate_per_s. A region's messages are distinct (stripe, gseq) its customers received."""
-    binned = lambda c: (F.floor(F.col(c) / bin_ns) * bin_ns).cast("long")
+    binned: Callable[[str], Column] = lambda c: (F.floor(F.col(c) / bin_ns) * bin_ns).cast("long")
     sent = events.filter(F.col("kind") == Kind.SEND).withColumn("bin_ns", binned("t_ns"))
     by_src = sent.groupBy(F.lit("source").alias("dimension"), F.col("src").alias("key"), "bin_ns").agg(
         F.count("*").alias("messages"))

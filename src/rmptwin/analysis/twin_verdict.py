@@ -1,4 +1,4 @@
-"""The twin verdict (issue 10, item 4): does run B (emulated) tell the same story as run A
+"""The twin verdict: does run B (emulated) tell the same story as run A
 (simulated, same experiment and seed)? One rule per metric, each with its tolerance:
 
 - agreement, messages_lost: equal.
@@ -6,14 +6,14 @@
   runs differ (B - A) and both runs' first-copy data delay p50 (SEND to each receiver's first
   RECV). Control beyond the first copies is re-sends, each a timer that fired before an answer
   came: when B's frames take longer than A's (p50 more than ``PATH_SLACK_MS``) or B's timers
-  are that late, a differing count is the machine's (measured, generated seed 2, issue 21:
+  are that late, a differing count is the machine's (measured on generated tree seed 2:
   +4.9 ms p50 through the relays, 6 DATA and 35 RETX against 2 and 29), else the protocol's.
 - delivery latency p50 (summary.json ``delivery_latency_ms``): |B - A| <= 10 % of A plus
   B's measured timer lateness: the largest p99 of ``timer_lateness_ms`` over the receiving
   roles (primary, secondary; every role if those are absent). A release fires on a timer, so
   a late timer delays it by that much; a run without ``timer_lateness_ms`` counts 0 and the
   rule's note says so.
-- fairness spread p99 of B <= 5 ms (issue 10's target; A's value is shown beside it: what
+- fairness spread p99 of B <= 5 ms (the twin's target; A's value is shown beside it: what
   the protocol itself spreads, 0 on the quickstart).
 - per-link first-copy loss: per link direction, first copies lost / first copies offered.
   A message's first copy is lost on a direction when the link model dropped its DATA frame
@@ -44,7 +44,7 @@
   than excuse it, and its note says whose the difference is: the machine's when B's timer
   lateness p99 reaches the pass margin (dN minus the longest path between primaries, the
   slack before a pass is re-sent: ``pass_margin_ms``), else false failures of the protocol
-  at this loss and k_r (issue 21).
+  at this loss and k_r.
 
 ``twin_verdict`` is pure over two ``TwinInputs`` (summary.json and small tables); ``inputs_of``
 builds one from a run directory. Rules that cannot be judged say 'not comparable' or 'not
@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -83,7 +84,7 @@ Message = tuple[int, str, int]              # (stripe, src, src_seq)
 class TwinInputs:
     """What the verdict reads of one run."""
 
-    summary: dict
+    summary: dict[str, Any]
     link_loss: dict[Direction, tuple[int, int]] | None = None   # direction -> (first copies lost, offered); None: no drop log
     order: dict[int, list[Delivered]] = field(default_factory=dict)  # stripe -> reference receiver's DELIVERs
     one_source_per_stripe: bool = False
@@ -107,7 +108,7 @@ def passed(rules: list[Rule]) -> bool:
     return all(r.status != FAIL for r in rules)
 
 
-def _num(v) -> str:
+def _num(v: object) -> str:
     if v is None:
         return "–"
     return f"{v:.4g}" if isinstance(v, float) else str(v)
@@ -117,7 +118,7 @@ def _status(ok: bool) -> str:
     return PASS if ok else FAIL
 
 
-def _equal(metric: str, a: dict, b: dict) -> Rule:
+def _equal(metric: str, a: dict[str, Any], b: dict[str, Any]) -> Rule:
     va, vb = a.get(metric), b.get(metric)
     return Rule(metric, _num(va), _num(vb), "equal", _status(va is not None and va == vb))
 
@@ -142,19 +143,19 @@ def _control(a: TwinInputs, b: TwinInputs) -> Rule:
     return Rule("control_per_data", _num(va), _num(vb), "within 10 %", _status(ok), note)
 
 
-def timer_lateness_ms(summary: dict) -> float | None:
+def timer_lateness_ms(summary: dict[str, Any]) -> float | None:
     """The largest p99 timer lateness of the receiving roles (every role if none of them is
     listed), in ms; None when the summary has no ``timer_lateness_ms``."""
     per_role = summary.get("timer_lateness_ms")
     if not isinstance(per_role, dict) or not per_role:
         return None
     chosen = {r: v for r, v in per_role.items() if r in RECEIVING_ROLES} or per_role
-    values = [v.get("p99") if isinstance(v, dict) else v for v in chosen.values()]
-    values = [float(v) for v in values if isinstance(v, (int, float))]
+    p99s = [v.get("p99") if isinstance(v, dict) else v for v in chosen.values()]
+    values = [float(v) for v in p99s if isinstance(v, (int, float))]
     return max(values) if values else None
 
 
-def _latency(a: dict, b: dict) -> Rule:
+def _latency(a: dict[str, Any], b: dict[str, Any]) -> Rule:
     pa_, pb = (s.get("delivery_latency_ms", {}).get("p50") for s in (a, b))
     late = timer_lateness_ms(b)
     note = (f"timer lateness {late:.3g} ms (B's p99, receiving roles)" if late is not None
@@ -166,15 +167,16 @@ def _latency(a: dict, b: dict) -> Rule:
                 _status(abs(pb - pa_) <= allowed + 1e-9), note)
 
 
-def _fairness(a: dict, b: dict) -> Rule:
+def _fairness(a: dict[str, Any], b: dict[str, Any]) -> Rule:
     pa_, pb = (s.get("fairness_spread_ms", {}).get("p99") for s in (a, b))
     ok = pb is not None and pb <= FAIRNESS_P99_MAX_MS
     return Rule("fairness_spread_p99_ms", _num(pa_), _num(pb), f"B <= {FAIRNESS_P99_MAX_MS:g} ms", _status(ok))
 
 
-def _loss_rates(a: dict, b: dict) -> dict[Direction, tuple[float, float]]:
+def _loss_rates(a: dict[Direction, tuple[int, int]],
+                b: dict[Direction, tuple[int, int]]) -> dict[Direction, tuple[float, float]]:
     """(rate in A, rate in B) per direction some run offered first copies on."""
-    out = {}
+    out: dict[Direction, tuple[float, float]] = {}
     for d in sorted(set(a) | set(b)):
         (da, oa), (db, ob) = a.get(d, (0, 0)), b.get(d, (0, 0))
         if oa or ob:
@@ -201,8 +203,9 @@ def _link_loss(a: TwinInputs, b: TwinInputs) -> Rule:
                 _status(not bad), note)
 
 
-def _common_sequences(a: dict[int, list[Delivered]], b: dict[int, list[Delivered]]) -> dict[int, tuple[list, list]]:
-    out = {}
+def _common_sequences(a: dict[int, list[Delivered]],
+                      b: dict[int, list[Delivered]]) -> dict[int, tuple[list[Delivered], list[Delivered]]]:
+    out: dict[int, tuple[list[Delivered], list[Delivered]]] = {}
     for stripe in sorted(set(a) | set(b)):
         sa, sb = a.get(stripe, []), b.get(stripe, [])
         both = set(sa) & set(sb)
@@ -246,7 +249,7 @@ def twin_verdict(a: TwinInputs, b: TwinInputs) -> list[Rule]:
             _latency(sa, sb), _fairness(sa, sb), _link_loss(a, b), _order(a, b), _reformations(a, b)]
 
 
-def pass_margin_ms(manifest: dict, topo: Topology) -> float | None:
+def pass_margin_ms(manifest: dict[str, Any], topo: Topology) -> float | None:
     """dN minus the longest one-way delay between two primaries: how late the next site's ack
     may come (a late timer, a recovery) before the previous site re-sends its pass."""
     dn = ((manifest.get("experiment") or {}).get("protocol") or {}).get("dn_ms")
@@ -261,7 +264,7 @@ def reformation_counts(events: pa.Table) -> tuple[int, int]:
     Redundant reformation servers may each log one reformation: it counts once."""
     kinds = events["kind"]
     done = events.filter(pc.equal(kinds, Kind.REFORM_DONE)).column("detail").to_pylist()
-    epochs = set()
+    epochs: set[tuple[Any, Any]] = set()
     for det in done:
         d = json.loads(det) if det else {}
         epochs.add((d.get("stripe", 0), d.get("epoch")))
@@ -393,16 +396,16 @@ def one_source_per_stripe(events: pa.Table) -> bool:
     return all(len(s) <= 1 for s in sources.values())
 
 
-def reference_receiver(manifest: dict) -> str | None:
+def reference_receiver(manifest: dict[str, Any]) -> str | None:
     names = sorted(h["name"] for h in (manifest.get("topology") or {}).get("hosts", []) if h.get("role") == "primary")
     return names[0] if names else None
 
 
-def has_drop_log(run: RunDir, manifest: dict) -> bool:
+def has_drop_log(run: RunDir, manifest: dict[str, Any]) -> bool:
     return manifest.get("impair") != "netem" and run.drops_path.exists()
 
 
-def control_end_ns(events: pa.Table, manifest: dict) -> int:
+def control_end_ns(events: pa.Table, manifest: dict[str, Any]) -> int:
     """Where control_per_data stops counting (summary.control_window_end_ns, the one rule)."""
     duration_s = float((manifest.get("experiment") or {}).get("duration_s") or 0.0)
     return control_window_end_ns(events.select(["t_ns", "kind"]).to_pandas(), duration_s)
@@ -418,7 +421,7 @@ def control_types(events: pa.Table, end_ns: int) -> dict[str, int]:
     return out
 
 
-def _detail_type(detail) -> str:
+def _detail_type(detail: str | dict[str, Any] | None) -> str:
     try:
         return str((json.loads(detail) if isinstance(detail, str) else detail or {}).get("type", "?"))
     except (ValueError, TypeError, AttributeError):
@@ -442,7 +445,7 @@ def inputs_of(run: RunDir) -> TwinInputs:
     manifest, topo, _ = run.check()
     events = run.read_events()
     ref = reference_receiver(manifest)
-    loss = None
+    loss: dict[Direction, tuple[int, int]] | None = None
     if has_drop_log(run, manifest):
         loss = first_copy_loss(run.read_drops(), message_times(events), message_times(events, Kind.SRC_RETX),
                                stripe_trees(topo, events))

@@ -19,7 +19,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -27,11 +29,15 @@ import pandas as pd
 from rmptwin.analysis.incarnations import incarnations, ordered
 from rmptwin.analysis.stats import percentiles
 from rmptwin.core.events import Kind
+from rmptwin.spec import LoadedExperiment
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 GAP_SAMPLE_MS = 10.0
 
 
-def _details(series) -> list[dict]:
+def _details(series: Iterable[str]) -> list[dict[str, Any]]:
     return [json.loads(d) if d and d != "{}" else {} for d in series]
 
 
@@ -46,14 +52,14 @@ def _live_venues(df: pd.DataFrame, venues: list[str]) -> list[str]:
 class _Order:
     """Which request each position holds, and what the EVs say about it."""
 
-    order: dict[int, tuple]      # position -> (gateway, gw seq), as first executed
+    order: dict[int, tuple[str, int]]      # position -> (gateway, gw seq), as first executed
     produced: dict[int, int]     # position -> trades it produced (the most any EV reported)
     conflicts: int               # executions that placed another request at a taken position
     consistent: bool             # no position, request, trade or checkpoint differs between EVs
 
 
 def _order_and_consistency(df: pd.DataFrame, sp: pd.DataFrame, venues: list[str]) -> _Order:
-    order: dict[int, tuple] = {}
+    order: dict[int, tuple[str, int]] = {}
     produced: dict[int, int] = {}
     agree = True
     conflicts = 0
@@ -62,7 +68,7 @@ def _order_and_consistency(df: pd.DataFrame, sp: pd.DataFrame, venues: list[str]
             agree = False
             conflicts += 1
         produced[int(g)] = max(produced.get(int(g), 0), json.loads(d).get("trades", 0))
-    inverse: dict[tuple, int] = {}
+    inverse: dict[tuple[str, int], int] = {}
     for g, key in order.items():
         if inverse.setdefault(key, g) != g:
             agree = False   # one request at two positions
@@ -78,15 +84,15 @@ def _same_trades_and_states(df: pd.DataFrame, venues: list[str]) -> bool:
     incarnation = incarnations(vdf)
     is_trade = vdf.kind == Kind.TRADE
     tr = vdf[is_trade]
-    trades_at: dict[tuple[str, int, int], list] = {}
+    trades_at: dict[tuple[str, int, int], list[tuple[int, int, str]]] = {}
     for node, i, g, q, b, d in zip(tr.node, incarnation[is_trade], tr.gseq, tr.src_seq, tr.bytes, tr.detail):
         trades_at.setdefault((node, int(i), int(g)), []).append((int(q), int(b), d))
-    ref_trades: dict[int, list] = {}
+    ref_trades: dict[int, list[tuple[int, int, str]]] = {}
     for (node, _, g), ts in trades_at.items():
         if ref_trades.setdefault(g, ts) != ts:
             agree = False
     vs = df[(df.kind == Kind.VENUE_STATE) & df.node.isin(venues)]
-    states: dict[int, tuple] = {}
+    states: dict[int, tuple[Any, Any]] = {}
     for g, d in zip(vs.gseq, _details(vs.detail)):
         st = (d.get("state_hash"), d.get("trade_hash"))
         if states.setdefault(int(g), st) != st:
@@ -94,7 +100,7 @@ def _same_trades_and_states(df: pd.DataFrame, venues: list[str]) -> bool:
     return agree
 
 
-def _trades_lost(df: pd.DataFrame, loaded, produced: dict[int, int]) -> int | None:
+def _trades_lost(df: pd.DataFrame, loaded: LoadedExperiment, produced: dict[int, int]) -> int | None:
     if not loaded.topology.hosts_with_role("history"):
         return None
     hr = df[df.kind == Kind.HR_STORE]
@@ -102,7 +108,7 @@ def _trades_lost(df: pd.DataFrame, loaded, produced: dict[int, int]) -> int | No
     return int(sum(max(0, c - stored.get(g, 0)) for g, c in produced.items()))
 
 
-def _gap_metrics(gaps: list[int], service_ms: float) -> dict:
+def _gap_metrics(gaps: list[int], service_ms: float) -> dict[str, Any]:
     return {
         "max_gap": int(max(gaps)) if gaps else None,
         "avg_gap": float(np.mean(gaps)) if gaps else None,
@@ -111,7 +117,7 @@ def _gap_metrics(gaps: list[int], service_ms: float) -> dict:
     }
 
 
-def venue_summary(events, loaded) -> dict:
+def venue_summary(events: pa.Table | pd.DataFrame, loaded: LoadedExperiment) -> dict[str, Any]:
     df = events.to_pandas() if not isinstance(events, pd.DataFrame) else events
     venues = [h.name for h in loaded.topology.hosts_with_role("venue")]
     v = loaded.experiment.venue
@@ -145,12 +151,12 @@ def venue_summary(events, loaded) -> dict:
     }
 
 
-def _positions_over_time(sp, node) -> tuple[np.ndarray, np.ndarray]:
+def _positions_over_time(sp: pd.DataFrame, node: str) -> tuple[np.ndarray, np.ndarray]:
     rows = sp[sp.node == node]
     return rows.t_ns.to_numpy(), rows.gseq.to_numpy()
 
 
-def _gaps(sp, live: list[str], df) -> list[int]:
+def _gaps(sp: pd.DataFrame, live: list[str], df: pd.DataFrame) -> list[int]:
     """Sampled |position(a) - position(b)| for the two live EVs, while both are running."""
     if len(live) < 2:
         return []
@@ -166,7 +172,7 @@ def _gaps(sp, live: list[str], df) -> list[int]:
         start = max(start, int(sync.t_ns.max()))
     end = min(ta[-1], tb[-1])
     step = int(GAP_SAMPLE_MS * 1e6)
-    out = []
+    out: list[int] = []
     for t in range(int(start), int(end) + 1, step):
         ia = np.searchsorted(ta, t, side="right") - 1
         ib = np.searchsorted(tb, t, side="right") - 1
@@ -175,8 +181,9 @@ def _gaps(sp, live: list[str], df) -> list[int]:
     return out
 
 
-def _throughput_ratios(df, sp, venues, sync) -> list[dict]:
-    out = []
+def _throughput_ratios(df: pd.DataFrame, sp: pd.DataFrame, venues: list[str],
+                       sync: pd.DataFrame) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
     crashes = df[(df.kind == Kind.CRASH) & df.node.isin(venues)]
     for node, t in zip(crashes.node, crashes.t_ns):
         t = int(t)

@@ -11,6 +11,7 @@ import pkgutil
 import platform
 import time
 import traceback
+from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -34,7 +35,7 @@ def discover() -> list[str]:
                   if m.name.startswith("bench_"))
 
 
-def fmt(v) -> str:
+def fmt(v: object) -> str:
     if v is None:
         return ""
     if isinstance(v, bool):
@@ -46,7 +47,7 @@ def fmt(v) -> str:
     return str(v)
 
 
-def cell(row: dict, col: str) -> str:
+def cell(row: dict[str, Any], col: str) -> str:
     """A column of a compared row as text (plain: the console adds colour)."""
     if col == "range":
         return "" if row.get("min") is None else f"{fmt(row['min'])} – {fmt(row['max'])}"
@@ -59,7 +60,7 @@ def cell(row: dict, col: str) -> str:
     return fmt(row.get(col))
 
 
-def run_one(name: str, quick: bool) -> list[dict]:
+def run_one(name: str, quick: bool) -> list[dict[str, Any]]:
     """One run of one module: its rows (each tagged with the bench name) and its wall time."""
     t0 = time.perf_counter()
     try:
@@ -74,11 +75,12 @@ def run_one(name: str, quick: bool) -> list[dict]:
     return out
 
 
-def run_module(name: str, quick: bool, runs: int | None = None) -> list[dict]:
+def run_module(name: str, quick: bool, runs: int | None = None) -> list[dict[str, Any]]:
     """``runs`` runs of a module (default: its RUNS, else harness.RUNS), one aggregated row per
     metric; a failing run ends the repetition (its failure row is kept)."""
     module = importlib.import_module(f"rmptwin.bench.bench_{name}")
-    n = runs or getattr(module, "RUNS", harness.RUNS)
+    default: int = getattr(module, "RUNS", harness.RUNS)
+    n = runs or default
     results = []
     for _ in range(n):
         rows = run_one(name, quick)
@@ -88,7 +90,7 @@ def run_module(name: str, quick: bool, runs: int | None = None) -> list[dict]:
     return harness.merge_runs(results)
 
 
-def header(quick: bool) -> dict:
+def header(quick: bool) -> dict[str, Any]:
     return {"run": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "mode": "quick" if quick else "full",
             "git_commit": git_commit() or "unknown",
             "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
@@ -96,7 +98,7 @@ def header(quick: bool) -> dict:
             "load_average_1min": round(os.getloadavg()[0], 1)}
 
 
-def write_report(rows: list[dict], files: BenchFiles, meta: dict) -> None:
+def write_report(rows: list[dict[str, Any]], files: BenchFiles, meta: dict[str, Any]) -> None:
     lines = ["# rmptwin benchmarks", "",
              f"- run: {meta['run']} ({meta['mode']})", f"- git commit: {meta['git_commit']}",
              f"- machine: {meta['machine']}, load average {meta['load_average_1min']} at the end",
@@ -110,7 +112,7 @@ def write_report(rows: list[dict], files: BenchFiles, meta: dict) -> None:
     files.json_path.write_text(json.dumps({**meta, "rows": rows}, indent=2, default=str) + "\n")
 
 
-def print_table(console: Console, rows: list[dict], quick: bool) -> None:
+def print_table(console: Console, rows: list[dict[str, Any]], quick: bool) -> None:
     table = Table(title="rmptwin benchmarks" + (" (quick)" if quick else "") + ": median of n, min – max")
     for c in CONSOLE_COLUMNS:
         table.add_column(c, overflow="fold", max_width=40 if c == "conditions" else None)
@@ -162,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as e:
         print_error(str(e), prefix=PROG)
         return 2
-    rows: list[dict] = []
+    rows: list[dict[str, Any]] = []
     with Progress(TextColumn("[bold]bench[/] {task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TimeElapsedColumn(), console=console) as bar:
         task = bar.add_task("", total=len(names))

@@ -33,7 +33,8 @@ class SortedContainersBook:
         levels = self._sides[side]
         if not levels:
             return None
-        return levels.peekitem(-1 if side == BUY else 0)[0]
+        price: int = levels.peekitem(-1 if side == BUY else 0)[0]
+        return price
 
     def depth(self, side: int) -> list[tuple[int, int]]:
         items = self._sides[side].items()
@@ -54,7 +55,7 @@ class SortedContainersBook:
             price = None
         if kind == FOK and self._fillable(side, qty, price) < qty:
             return []
-        trades: list = []
+        trades: list[Trade] = []
         levels = self._sides[1 - side]
         best_at = 0 if side == BUY else -1          # a buy takes the lowest ask, a sell the highest bid
         while qty and levels:
@@ -74,6 +75,7 @@ class SortedContainersBook:
             if not level:
                 del levels[best]
         if qty and kind == LIMIT:
+            assert price is not None   # a limit order has its price
             self._rest(oid, side, price, qty)
         return trades
 
@@ -84,7 +86,7 @@ class SortedContainersBook:
         side, price = where
         levels = self._sides[side]
         level = levels[price]
-        qty = level.pop(oid)
+        qty: int = level.pop(oid)
         if not level:
             del levels[price]
         return qty

@@ -1,6 +1,6 @@
 """Fault campaigns, measured: simulated schedules on quickstart (agreed delivery) and
 quickstart-safe (safe delivery), one campaign per nemesis, and the table of violating runs
-per delivery mode and nemesis (issue 22, item 4). Violating schedules are shrunk
+per delivery mode and nemesis. Violating schedules are shrunk
 (``chaos.shrink``); the shrunk reproductions are listed in each row's note and copied to
 <bench out>/chaos/ (agreed delivery's total-order splits are the regression experiments of
 tests/chaos/regressions/).
@@ -17,6 +17,12 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rmptwin.chaos.campaign import CampaignOutcome
+    from rmptwin.spec import LoadedExperiment
+    from rmptwin.sweeps.engine import Runner
 
 RUNS = 1                    # one campaign per cell is the measurement; repeating it adds nothing
 RUNS_PER_NEMESIS = 170
@@ -27,7 +33,7 @@ EXPERIMENTS = {"agreed": "quickstart.yaml", "safe": "quickstart-safe.yaml"}
 REPO = Path(__file__).resolve().parents[3]
 
 
-def _runner():
+def _runner() -> Runner | None:
     if os.environ.get("RMPTWIN_BENCH_CHAOS_RUNNER") == "loop":
         from rmptwin.sweeps.engine import run_loop
 
@@ -35,7 +41,8 @@ def _runner():
     return None   # Spark, the campaign's own path
 
 
-def _campaign(loaded, nemeses: tuple[str, ...], runs: int, out: Path, backend: str = "sim"):
+def _campaign(loaded: LoadedExperiment, nemeses: tuple[str, ...], runs: int, out: Path,
+              backend: str = "sim") -> CampaignOutcome:
     from rmptwin.chaos.campaign import Campaign, run_campaign
     from rmptwin.chaos.schedule import Plan
 
@@ -43,7 +50,8 @@ def _campaign(loaded, nemeses: tuple[str, ...], runs: int, out: Path, backend: s
     return run_campaign(c, out=out, runner=_runner() if backend == "sim" else None)
 
 
-def _row(mode: str, nemesis: str, outcome, runs: int, kept: list[Path], backend: str = "sim") -> dict:
+def _row(mode: str, nemesis: str, outcome: CampaignOutcome, runs: int, kept: list[Path],
+         backend: str = "sim") -> dict[str, Any]:
     rows = outcome.table.to_pylist()
     bad = [r for r in rows if r.get("checks.verdict") == "violation"]
     by: dict[str, int] = {}
@@ -73,7 +81,7 @@ def _keep(repros: list[Path], mode: str, nemesis: str) -> list[Path]:
     return kept
 
 
-def run(quick: bool) -> list[dict]:
+def run(quick: bool) -> list[dict[str, Any]]:
     from rmptwin.chaos.schedule import NEMESES
     from rmptwin.spec import load_experiment
 

@@ -1,4 +1,4 @@
-"""Compiled against interpreted cores, side by side in one run (issue 23, rmptwin.corebuild).
+"""Compiled against interpreted cores, side by side in one run (rmptwin.corebuild).
 
 Each measurement is a child process running one build (``RMPTWIN_PURE=1`` for the
 interpreted one), the two builds taking turns, three times: the simulator's heap events per
@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+from typing import Any
 
 from rmptwin import corebuild
 from rmptwin.bench.harness import REPO
@@ -45,7 +46,7 @@ print(json.dumps({"cores": corebuild.ACTIVE.kind, "events": stats["scheduler_eve
 """
 
 
-def _measure(pure: bool, duration: float, frames: int) -> dict:
+def _measure(pure: bool, duration: float, frames: int) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if k != corebuild.PURE_ENV}
     if pure:
         env[corebuild.PURE_ENV] = "1"
@@ -53,16 +54,17 @@ def _measure(pure: bool, duration: float, frames: int) -> dict:
                        capture_output=True, text=True, timeout=1800)
     if r.returncode != 0:
         raise RuntimeError(f"the {'interpreted' if pure else 'compiled'} child failed: {r.stderr.strip()[-300:]}")
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    figures: dict[str, Any] = json.loads(r.stdout.strip().splitlines()[-1])
+    return figures
 
 
-def run(quick: bool) -> list[dict]:
+def run(quick: bool) -> list[dict[str, Any]]:
     build, _ = corebuild.check()
     if not build.compiled:
         return [{"metric": "compiled cores", "value": "skipped", "note": build.why}]
     duration, frames = (3.0, 20_000) if quick else (8.0, 200_000)
-    interp: list[dict] = []
-    comp: list[dict] = []
+    interp: list[dict[str, Any]] = []
+    comp: list[dict[str, Any]] = []
     for _ in range(PAIRS):
         interp.append(_measure(True, duration, frames))
         comp.append(_measure(False, duration, frames))

@@ -18,6 +18,7 @@ import os
 import tempfile
 import time
 from pathlib import Path
+from typing import Any, cast
 
 from rmptwin.core.groups import group_ip, host_ip, region_group, rmp_group
 from rmptwin.emulation import env
@@ -31,7 +32,7 @@ LINK = {"delay_ms": 20.0, "loss": 0.05}
 LOSS_TOL, DELAY_TOL = 0.015, 2.0
 
 
-def _bringup(topo: Topology, nodes: str) -> list[dict]:
+def _bringup(topo: Topology, nodes: str) -> list[dict[str, Any]]:
     with tempfile.TemporaryDirectory(prefix="rmptwin-bench-") as tmp:
         net = EmulatedNetwork(topo, nodes=nodes, state_dir=tmp)
         t0 = time.perf_counter()
@@ -51,7 +52,7 @@ def _bringup(topo: Topology, nodes: str) -> list[dict]:
     ]
 
 
-def _link_rates(rates: tuple[int, ...], seconds: float) -> list[dict]:
+def _link_rates(rates: tuple[int, ...], seconds: float) -> list[dict[str, Any]]:
     topo = Topology.model_validate({
         "name": "bench-link", "switches": ["a", "b"], "links": [{"a": "a", "b": "b", **LINK}],
         "hosts": [{"name": "tx", "switch": "a", "role": "source"}, {"name": "rx", "switch": "b", "role": "primary"}],
@@ -62,7 +63,8 @@ def _link_rates(rates: tuple[int, ...], seconds: float) -> list[dict]:
         tx, rx = net.host("tx"), net.host("rx")
         for rate in rates:
             r = run_probe(tx, [rx], rx.ip, count=int(rate * seconds), rate=rate, size=100, port=9200)["rx"]
-            span = (r.last_ns - r.first_ns) / 1e9 if r.received > 1 else 0.0
+            # a probe that received stamped its first and last arrival
+            span = (cast(int, r.last_ns) - cast(int, r.first_ns)) / 1e9 if r.received > 1 else 0.0
             carried = r.received / (1 - LINK["loss"]) / span if span else 0.0
             ok = abs(r.loss - LINK["loss"]) <= LOSS_TOL and abs(r.median_delay_ms - LINK["delay_ms"]) <= DELAY_TOL
             if ok:
@@ -81,10 +83,10 @@ def _link_rates(rates: tuple[int, ...], seconds: float) -> list[dict]:
     return rows
 
 
-def _controller_joins(topo: Topology) -> list[dict]:
+def _controller_joins(topo: Topology) -> list[dict[str, Any]]:
     """Policy time per IGMP join: every switch's desired state recomputed, as the app does."""
 
-    ports = {s: {} for s in topo.switches}
+    ports: dict[str, dict[str, int]] = {s: {} for s in topo.switches}
     nxt = {s: 1 for s in topo.switches}
     for lk in topo.links:
         ports[lk.a][lk.b], ports[lk.b][lk.a] = nxt[lk.a], nxt[lk.b]
@@ -108,9 +110,9 @@ def _controller_joins(topo: Topology) -> list[dict]:
                                            f"max {times[-1] * 1e3:.1f} ms"}]
 
 
-def run(quick: bool) -> list[dict]:
+def run(quick: bool) -> list[dict[str, Any]]:
     topo = load_experiment(REPO / "experiments" / "quickstart.yaml").topology
-    rows: list[dict] = _controller_joins(topo)
+    rows: list[dict[str, Any]] = _controller_joins(topo)
     if os.geteuid() != 0:
         return rows + [{"metric": "emulation", "value": "skipped", "ok": None,
                         "note": "needs root (Mininet, Open vSwitch)"}]

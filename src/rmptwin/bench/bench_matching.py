@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 import time
+from typing import Any
 
 from rmptwin.bench.baseline_books import SortedContainersBook
 from rmptwin.venue.orderbook import BookError, OrderBook
@@ -46,10 +47,14 @@ class _Live:
             self.remove(oid)
 
 
-def order_flow(n: int, seed: int = 1) -> list[tuple]:
+Op = tuple[Any, ...]   # ("n", oid, side, qty, price) or ("c", oid)
+
+
+def order_flow(n: int, seed: int = 1) -> list[Op]:
     """``n`` requests: ("n", oid, side, qty, price) limit orders within 20 ticks of the mid,
     ("c", oid) cancels of a resting order (or, LATE_CANCEL of the time, of any earlier order)."""
     r = random.Random(seed)
+    out: list[Op]
     book, live, out = OrderBook("FLOW"), _Live(), []
     for oid in range(n):
         if r.random() < CANCEL_SHARE and live.ids:
@@ -70,7 +75,7 @@ def order_flow(n: int, seed: int = 1) -> list[tuple]:
     return out
 
 
-def replay(cls, ops) -> tuple[float, int, int]:
+def replay(cls: type[OrderBook | SortedContainersBook], ops: list[Op]) -> tuple[float, int, int]:
     """Run ``ops`` on a fresh ``cls`` book: (seconds, cancels, cancels that hit a resting order)."""
     book = cls("IBM")
     submit, cancel = book.submit, book.cancel
@@ -89,7 +94,7 @@ def replay(cls, ops) -> tuple[float, int, int]:
     return time.perf_counter() - t, cancels, hits
 
 
-def run(quick: bool) -> list[dict]:
+def run(quick: bool) -> list[dict[str, Any]]:
     n = 60_000 if quick else 200_000
     ops = order_flow(n)
     fast, base, ratio = [], [], []

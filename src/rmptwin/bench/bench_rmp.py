@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import time
+from typing import Any
 
 from rmptwin.analysis.summary import summarize
 from rmptwin.rmp import wire
@@ -15,7 +16,7 @@ from rmptwin.sim.simulate import simulate
 
 def _codec(n: int) -> float:
     msgs = tuple((f"src{i % 3 + 1}", i) for i in range(32))
-    frames = [wire.Data(0, "src1", i, i, bytes(64)) for i in range(n // 2)]
+    frames: list[wire.Frame] = [wire.Data(0, "src1", i, i, bytes(64)) for i in range(n // 2)]
     frames += [wire.Ack(0, 1, i, 32 * i, i, "rp1", "rp2", msgs) for i in range(n // 2)]
     t0 = time.perf_counter()
     blobs = [wire.encode(f) for f in frames]
@@ -24,7 +25,8 @@ def _codec(n: int) -> float:
     return len(frames) / (time.perf_counter() - t0)
 
 
-def _ring_run(mode: str, rate: float, seconds: float, max_loss: float, seed: int, drain: float = 1.0, **protocol):
+def _ring_run(mode: str, rate: float, seconds: float, max_loss: float, seed: int, drain: float = 1.0,
+              **protocol: Any) -> tuple[dict[str, Any], float]:
     rng = random.Random(seed)
     topo = random_tree(rng, switches=8, primaries=6, sources=3, max_loss=max_loss, delay_ms=(1.0, 5.0))
     proto = {"token_mode": mode, "dn_ms": max_path_delay_ms(topo) + 5, "p_ms": 1, **protocol}
@@ -36,7 +38,7 @@ def _ring_run(mode: str, rate: float, seconds: float, max_loss: float, seed: int
     return summary, time.perf_counter() - t0
 
 
-def run(quick: bool) -> list[dict]:
+def run(quick: bool) -> list[dict[str, Any]]:
     rows = []
     n = 20_000 if quick else 100_000
     rate = _codec(n)

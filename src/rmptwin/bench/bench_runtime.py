@@ -3,8 +3,8 @@
 Each step runs the quickstart experiment (its topology, protocol and loss) on the emulated
 network at a higher total ticker rate (sum over the sources) and a shorter trading period,
 the default way `rmptwin run` does: packet captures on (customers and retransmit servers),
-Docker hosts limited to 1 CPU each; and again with namespace hosts. A rate passes (issue 10,
-"the seed's rates") when, at once:
+Docker hosts limited to 1 CPU each; and again with namespace hosts. A rate passes ("the seed's
+rates") when, at once:
 
 - agreement holds, nothing is lost and every guaranteed customer is complete;
 - the p99 delivery latency (RELEASE - SEND) is within 2 x (Delta_A + the longest
@@ -26,6 +26,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 
@@ -64,7 +65,7 @@ def at_rate(loaded: LoadedExperiment, total_rate: float, trade_s: float) -> Load
     return LoadedExperiment(experiment=new, topology=loaded.topology, path=loaded.path)
 
 
-def run_facts(events_path: Path, loaded: LoadedExperiment) -> dict:
+def run_facts(events_path: Path, loaded: LoadedExperiment) -> dict[str, Any]:
     """What the summary does not say: how often a ring started re-forming (REFORM_START), and
     how far behind the ticker's schedule the sources' last message went out (seconds after
     the trading period's end; a starved source offers less than the rate asked)."""
@@ -76,8 +77,8 @@ def run_facts(events_path: Path, loaded: LoadedExperiment) -> dict:
             "behind_s": round(max(0.0, (max(sends, default=end_ns) - end_ns) / 1e9), 2)}
 
 
-def verdict(summary: dict, bound_ms: float, facts: dict) -> list[str]:
-    """What keeps a run from sustaining its rate (issue 10 item 3); [] when it passes."""
+def verdict(summary: dict[str, Any], bound_ms: float, facts: dict[str, Any]) -> list[str]:
+    """What keeps a run from sustaining its rate; [] when it passes."""
     s = summary
     cust = s.get("customers") or {}
     p99 = (s.get("delivery_latency_ms") or {}).get("p99")
@@ -97,7 +98,8 @@ def verdict(summary: dict, bound_ms: float, facts: dict) -> list[str]:
     return fails
 
 
-def _step_row(rate: int, mode: str, loaded: LoadedExperiment, s: dict, fails: list[str], trade_s: float) -> dict:
+def _step_row(rate: int, mode: str, loaded: LoadedExperiment, s: dict[str, Any], fails: list[str],
+              trade_s: float) -> dict[str, Any]:
     cpu = sum((c or {}).get("cpu_s", 0.0) for c in s["runtime"]["node_counters"].values())
     cust = s["customers"]
     fair = (s.get("fairness_spread_ms") or {}).get("p99")
@@ -117,7 +119,8 @@ PASS_CRITERIA = ("agreement, 0 lost, every guaranteed customer complete, p99 <= 
                  "path), no reformation, sources on schedule")   # what ``verdict`` checks
 
 
-def highest_rate_row(metric: str, best: int | None, rates: tuple[int, ...], conditions: str, **goal) -> dict:
+def highest_rate_row(metric: str, best: int | None, rates: tuple[int, ...], conditions: str,
+                     **goal: Any) -> dict[str, Any]:
     """The ladder's summary row: the highest rate that passed (None: not even the first)."""
     ladder = "/".join(str(r) for r in rates)
     return {"metric": metric, "value": best, "unit": "msg/s", "ok": best is not None, **goal, "better": "higher",
@@ -126,7 +129,8 @@ def highest_rate_row(metric: str, best: int | None, rates: tuple[int, ...], cond
                     + ("" if best is not None else f"; not even {rates[0]} msg/s")}
 
 
-def _ladder(mode: str, rates: tuple[int, ...], trade_s: float, tmp: Path, rows: list[dict], safe: bool) -> int | None:
+def _ladder(mode: str, rates: tuple[int, ...], trade_s: float, tmp: Path, rows: list[dict[str, Any]],
+            safe: bool) -> int | None:
     """Climb ``rates`` in ``mode`` until one fails; the highest that passed (None: not the first)."""
     base = load_experiment(REPO / "experiments" / "quickstart.yaml")
     best = None
@@ -149,12 +153,12 @@ def _ladder(mode: str, rates: tuple[int, ...], trade_s: float, tmp: Path, rows: 
     return best
 
 
-def run(quick: bool) -> list[dict]:
+def run(quick: bool) -> list[dict[str, Any]]:
     if os.geteuid() != 0:
         return [{"metric": "runtime ticker rate", "value": None, "ok": False, "note": "needs root (Mininet, OVS)"}]
     rates = QUICK_RATES if quick else FULL_RATES
     trade_s = 2.0 if quick else 3.0
-    rows: list[dict] = []
+    rows: list[dict[str, Any]] = []
     tmp = Path(tempfile.mkdtemp(prefix="rmptwin-bench-runtime-"))
     try:
         for mode in MODES:

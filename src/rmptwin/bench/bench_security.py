@@ -1,4 +1,4 @@
-"""The cost of sealing (issue 12 item 7, seed 6 and 7.1): seal and open per message.
+"""The cost of sealing (seed 6 and 7.1): seal and open per message.
 
 Rows: for 64 B and 1,000 B payloads, the median microseconds per message (over batches)
 and the messages per second of a source sealing (``Sealer.seal_source``), an R_T opening
@@ -14,6 +14,8 @@ from __future__ import annotations
 import secrets
 import statistics
 import time
+from collections.abc import Callable
+from typing import Any
 
 from rmptwin.rmp import wire
 from rmptwin.rmp.seal import KEY_BYTES, KeySet, Sealer
@@ -27,7 +29,7 @@ def _keys() -> KeySet:
                   retransmit={"europe": key(KEY_BYTES)}, control=key(KEY_BYTES))
 
 
-def _median_us(fn, n: int) -> float:
+def _median_us(fn: Callable[[int], object], n: int) -> float:
     """Median over BATCHES batches of n calls fn(i), in microseconds of this process's CPU
     time per call (one thread, CPU-bound: on a shared machine wall time counts the waits)."""
     per_call = []
@@ -39,7 +41,7 @@ def _median_us(fn, n: int) -> float:
     return statistics.median(per_call)
 
 
-def _operations(size: int) -> dict[str, object]:
+def _operations(size: int) -> dict[str, Callable[[int], object]]:
     sealer = Sealer(_keys())
     payload = secrets.token_bytes(size)
     sealed = [sealer.seal_source("src1", 0, i, payload) for i in range(1024)]
@@ -55,7 +57,7 @@ def _operations(size: int) -> dict[str, object]:
     }
 
 
-def run(quick: bool) -> list[dict]:
+def run(quick: bool) -> list[dict[str, Any]]:
     n = 2_000 if quick else 20_000
     rows = []
     for size in (64, 1000):

@@ -17,6 +17,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from rmptwin.bench.bench_runtime import at_rate, highest_rate_row, latency_bound_ms, run_facts, verdict
 from rmptwin.factories.keys import generate, write_keys
@@ -39,7 +40,7 @@ def with_security(loaded: LoadedExperiment, enabled: bool, key_file: Path) -> Lo
 
 
 def _ladder(setting: str, rates: tuple[int, ...], trade_s: float, tmp: Path, key_file: Path,
-            rows: list[dict]) -> int | None:
+            rows: list[dict[str, Any]]) -> int | None:
     base = with_security(load_experiment(REPO / "experiments" / "quickstart.yaml"), SETTINGS[setting], key_file)
     best = None
     for rate in rates:
@@ -62,13 +63,13 @@ def _ladder(setting: str, rates: tuple[int, ...], trade_s: float, tmp: Path, key
     return best
 
 
-def run(quick: bool) -> list[dict]:
+def run(quick: bool) -> list[dict[str, Any]]:
     if os.geteuid() != 0:
         return [{"metric": "ticker rate, security on and off", "value": None, "ok": False,
                  "note": "needs root (Mininet, OVS)"}]
     rates = QUICK_RATES if quick else FULL_RATES
     trade_s = 2.0 if quick else 3.0
-    rows: list[dict] = []
+    rows: list[dict[str, Any]] = []
     tmp = Path(tempfile.mkdtemp(prefix="rmptwin-bench-security-"))
     try:
         key_file = tmp / "keys" / "quickstart.json"

@@ -21,14 +21,18 @@ from __future__ import annotations
 import os
 import random
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from rmptwin.bench.simpy_ring import RingWorkload, run_ours, run_simpy, simpy_available
-from rmptwin.core.sansio import Group
+from rmptwin.core.events import Event
+from rmptwin.core.sansio import Dest, Group
 from rmptwin.factories import build_core
 from rmptwin.sim.random_trees import loaded_experiment, max_path_delay_ms, random_tree
-from rmptwin.sim.simulate import Simulation
+from rmptwin.sim.simulate import BuildFn, Simulation
 from rmptwin.spec import Experiment, LoadedExperiment, Topology, load_experiment, load_topology
+from rmptwin.spec.hosts import HostSpec
 
 REPO = Path(__file__).resolve().parents[3]
 GROUP = "tick"
@@ -39,32 +43,32 @@ class _Timerless:
 
     __slots__ = ()
 
-    def get_timer(self):
+    def get_timer(self) -> int | None:
         return None
 
-    def handle_timer(self, now) -> None:
+    def handle_timer(self, now: int) -> None:
         pass
 
-    def next_event(self):
+    def next_event(self) -> Event | None:
         return None
 
 
 class _Publisher(_Timerless):
     def __init__(self) -> None:
-        self.out: list = []
+        self.out: list[tuple[bytes, Dest]] = []
         self.dest = Group(GROUP)
 
     def publish(self, stripe: int, payload: bytes, now: int) -> None:
         self.out.append((payload, self.dest))
 
-    def datagrams_to_send(self, now: int):
+    def datagrams_to_send(self, now: int) -> Sequence[tuple[bytes, Dest]]:
         out, self.out = self.out, []
         return out
 
-    def receive_datagram(self, data, src, now) -> None:
+    def receive_datagram(self, data: bytes, src: str, now: int) -> None:
         pass
 
-    def groups(self):
+    def groups(self) -> frozenset[str]:
         return frozenset()
 
 
@@ -72,23 +76,24 @@ class _Counter(_Timerless):
     """A customer reduced to what the network costs: it hears the stream and counts."""
 
     __slots__ = ("n", "_g")
-    _EMPTY: tuple = ()
+    _EMPTY: tuple[tuple[bytes, Dest], ...] = ()
 
     def __init__(self) -> None:
         self.n = 0
         self._g = frozenset([GROUP])
 
-    def receive_datagram(self, data, src, now) -> None:
+    def receive_datagram(self, data: bytes, src: str, now: int) -> None:
         self.n += 1
 
-    def datagrams_to_send(self, now):
+    def datagrams_to_send(self, now: int) -> Sequence[tuple[bytes, Dest]]:
         return self._EMPTY
 
-    def groups(self):
+    def groups(self) -> frozenset[str]:
         return self._g
 
 
-def _build(host, loaded, rng, *, recovering=False):
+def _build(host: HostSpec, loaded: LoadedExperiment, rng: random.Random, *,
+           recovering: bool = False) -> _Publisher | _Counter:
     return _Publisher() if host.role == "source" else _Counter()
 
 
@@ -98,7 +103,7 @@ def _fanout_experiment(receivers: int, rate: float, seconds: float, loss: bool) 
     if not loss:
         for lk in links:
             lk["loss"], lk["jitter_ms"], lk["bandwidth_mbps"] = {"model": "bernoulli", "p": 0.0}, 0.0, None
-    hosts = [{"name": "src", "role": "source", "switch": "nyc"}]
+    hosts: list[dict[str, Any]] = [{"name": "src", "role": "source", "switch": "nyc"}]
     for i in range(receivers):
         hosts.append({"name": f"c{i}", "role": "primary", "switch": base.switches[i % len(base.switches)],
                       "link": {"delay_ms": 1.0 + (i % 3) * 0.5}})
@@ -129,13 +134,13 @@ class _Clock:
         return out
 
 
-def _timed(loaded: LoadedExperiment, build=_build, split_ns: tuple[int, ...] = ()) -> dict:
+def _timed(loaded: LoadedExperiment, build: BuildFn = _build, split_ns: tuple[int, ...] = ()) -> dict[str, Any]:
     """Set-up, the scheduler run (in laps ending at ``split_ns`` and at the end) and the
     tables, each timed apart; heap entries and deliveries counted per lap."""
     clock = _Clock()
     sim = Simulation(loaded, build=build)
     sim.start()
-    out = {"setup": clock.lap(), "laps": []}
+    out: dict[str, Any] = {"setup": clock.lap(), "laps": []}
     for end in (*split_ns, sim.end_ns):
         h0, d0, r0 = sim.sched.processed, sim.net.deliveries, sim.logged_events
         sim.sched.run_until(end)
@@ -148,7 +153,7 @@ def _timed(loaded: LoadedExperiment, build=_build, split_ns: tuple[int, ...] = (
     return out
 
 
-def _real_rows(name: str, what: str, st: dict, quick: bool) -> list[dict]:
+def _real_rows(name: str, what: str, st: dict[str, Any], quick: bool) -> list[dict[str, Any]]:
     heap, dl = st["heap"] / st["run_cpu"], st["deliveries"] / st["run_cpu"]
     cond = (f"{what}; real RMP cores; per CPU second of the scheduler run (the machine is shared); "
             "heap entries (pops) and per-host deliveries counted apart; hosts reached at one time "
@@ -194,7 +199,7 @@ def _customers_experiment(n: int, rate: float, traffic_s: float) -> LoadedExperi
                             path=base.path)
 
 
-def _ten_thousand(quick: bool) -> list[dict]:
+def _ten_thousand(quick: bool) -> list[dict[str, Any]]:
     """10,000 real customers at 1,000 msg/s: one window of steady traffic, timed apart."""
     n, rate, full_s = (1_000 if quick else 10_000), 1000.0, 10.0
     # Customers hear the ticker in bursts, one per token period (300 ms): a window of one period.
@@ -232,7 +237,7 @@ def _ten_thousand(quick: bool) -> list[dict]:
     ]
 
 
-def _standin_rows(quick: bool) -> list[dict]:
+def _standin_rows(quick: bool) -> list[dict[str, Any]]:
     rows = []
     n_recv, rate, secs = (200, 1000, 1.0) if quick else (500, 1000, 4.0)
     st = _timed(_fanout_experiment(n_recv, rate, secs, loss=True))
@@ -246,7 +251,7 @@ def _standin_rows(quick: bool) -> list[dict]:
     return rows
 
 
-def _simpy_rows(quick: bool) -> list[dict]:
+def _simpy_rows(quick: bool) -> list[dict[str, Any]]:
     w = RingWorkload(seconds=0.5 if quick else 4.0)
     cond = (f"token ring of {w.members} members, {w.sources} sources x {w.rate:g} msg/s for {w.seconds:g} s, "
             f"every member acks every message: {w.expected_events():,} events, the same in both, same order")
@@ -272,7 +277,7 @@ def _simpy_rows(quick: bool) -> list[dict]:
     ]
 
 
-def run(quick: bool) -> list[dict]:
+def run(quick: bool) -> list[dict[str, Any]]:
     quickstart = load_experiment(REPO / "experiments" / "quickstart.yaml")
     rows = _real_rows("quickstart", "experiments/quickstart.yaml (8 s simulated, 150 msg/s, 14 customers)",
                       _timed(quickstart, build_core), quick)

@@ -17,9 +17,15 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from rmptwin.bench.harness import REPO
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 RUNS = 1       # one JVM and one log; the analysis itself is timed TIMINGS times in it
 TIMINGS = 3
@@ -33,9 +39,10 @@ PLAN_BEFORE = REPO / "bench" / "spark_plan_before.txt"
 
 # The families of metrics job.compute times apart: its progress steps, in order.
 FAMILIES = ("extract", "latency", "fairness", "loss", "minc", "control", "throughput")
+Log = tuple[Path, int, float, int]   # (run directory, packets, seconds to generate it, events)
 
 
-def _timed_compute(job, spark, run_dir) -> tuple[float, dict[str, float]]:
+def _timed_compute(job: ModuleType, spark: SparkSession, run_dir: Path) -> tuple[float, dict[str, float]]:
     """Wall seconds of every metric, and per family (from job.compute's progress steps)."""
     marks: list[tuple[str, float]] = []
     t0 = time.perf_counter()
@@ -46,7 +53,7 @@ def _timed_compute(job, spark, run_dir) -> tuple[float, dict[str, float]]:
 
 
 @contextlib.contextmanager
-def _slowest_action(record: list):
+def _slowest_action(record: list[Any]) -> Iterator[list[Any]]:
     """Time every DataFrame.collect, toArrow and parquet write while inside; ``record`` then
     holds the slowest as [seconds, what, formatted physical plan]: for a collect the final
     adaptive plan as executed, formatted on the way out (formatting is not timed); for a write
@@ -54,11 +61,14 @@ def _slowest_action(record: list):
     from pyspark.sql.classic.dataframe import DataFrame
     from pyspark.sql.readwriter import DataFrameWriter
 
-    def plan(df) -> str:
-        return df._sc._jvm.PythonSQLUtils.explainString(df._jdf.queryExecution(), "formatted")
+    def plan(df: DataFrame) -> str:
+        jvm = df._sc._jvm
+        assert jvm is not None   # a running session's
+        text: str = jvm.PythonSQLUtils.explainString(df._jdf.queryExecution(), "formatted")
+        return text
 
-    def timed(orig, frame_of, what):
-        def wrapper(self, *a, **kw):
+    def timed(orig: Callable[..., Any], frame_of: Callable[[Any], DataFrame], what: str) -> Callable[..., Any]:
+        def wrapper(self: Any, *a: Any, **kw: Any) -> Any:
             df = frame_of(self)
             # A write runs its frame in a query of its own: the frame's plan, taken while the
             # cached tables it reads exist, is the adaptive plan before execution.
@@ -72,24 +82,29 @@ def _slowest_action(record: list):
         return wrapper
 
     collect, arrow, parquet = DataFrame.collect, DataFrame.toArrow, DataFrameWriter.parquet
-    DataFrame.collect = timed(collect, lambda df: df, "collect")
-    DataFrame.toArrow = timed(arrow, lambda df: df, "toArrow")
-    DataFrameWriter.parquet = timed(parquet, lambda w: w._df, "parquet write")
+    # patched while inside, restored on the way out
+    DataFrame.collect = timed(collect, lambda df: df, "collect")  # type: ignore[method-assign]  # timed for the bench
+    DataFrame.toArrow = timed(arrow, lambda df: df, "toArrow")  # type: ignore[method-assign]  # timed for the bench
+    DataFrameWriter.parquet = timed(  # type: ignore[method-assign]  # timed for the bench
+        parquet, lambda w: w._df, "parquet write")
     try:
         yield record
     finally:
-        DataFrame.collect, DataFrame.toArrow, DataFrameWriter.parquet = collect, arrow, parquet
+        DataFrame.collect, DataFrame.toArrow, DataFrameWriter.parquet = (  # type: ignore[method-assign]  # restored
+            collect, arrow, parquet)
     if record and not isinstance(record[2], str):
         record[2] = plan(record[2])   # the executed (final adaptive) plan of a collect
 
 
-def _stage_shuffle_writes(spark) -> dict[int, int]:
+def _stage_shuffle_writes(spark: SparkSession) -> dict[int, int]:
     """Shuffle bytes written (compressed, as moved) per stage id, from Spark's status store
     (kept with the UI off; it holds the last spark.ui.retainedStages stages)."""
     sc = spark.sparkContext
-    jvm = sc._jvm
+    jvm, gateway = sc._jvm, sc._gateway
+    assert jvm is not None and gateway is not None   # a running context's
     stages = sc._jsc.sc().statusStore().stageList(jvm.java.util.ArrayList(), False, False,
-                                                  sc._gateway.new_array(jvm.double, 0), jvm.java.util.ArrayList())
+                                                  gateway.new_array(jvm.double, 0), jvm.java.util.ArrayList())
+    out: dict[int, int]
     out, it = {}, stages.iterator()   # a Scala Seq
     while it.hasNext():
         stage = it.next()
@@ -97,7 +112,7 @@ def _stage_shuffle_writes(spark) -> dict[int, int]:
     return out
 
 
-def _write_plans(record: list) -> None:
+def _write_plans(record: list[Any]) -> None:
     """spark_plan_after.txt (this code's slowest job) and spark_plan_before.txt next to the table."""
     if not record:
         return
@@ -108,7 +123,7 @@ def _write_plans(record: list) -> None:
         shutil.copyfile(PLAN_BEFORE, out / "spark_plan_before.txt")
 
 
-def run(quick: bool) -> list[dict]:
+def run(quick: bool) -> list[dict[str, Any]]:
     from rmptwin.analysis import synthetic
     from rmptwin.rundir.run import RunDir
 
@@ -126,7 +141,7 @@ def run(quick: bool) -> list[dict]:
     return rows
 
 
-def _embedded(tmp: Path, largest: tuple, others: list[tuple], others_timings: int = TIMINGS) -> list[dict]:
+def _embedded(tmp: Path, largest: Log, others: list[Log], others_timings: int = TIMINGS) -> list[dict[Any, Any]]:
     """The embedded rows on the largest log (every metric, per family, shuffle, plans), then a
     last item the caller pops: {events: [wall seconds of every metric]} for every log."""
     from rmptwin.analysis import job, synthetic
@@ -156,7 +171,7 @@ def _embedded(tmp: Path, largest: tuple, others: list[tuple], others_timings: in
 
 
 def _rows(n_events: int, packets: int, gen: float, startup: float, warmup: float,
-          timed: list[tuple[float, dict[str, float]]], shuffled: int) -> list[dict]:
+          timed: list[tuple[float, dict[str, float]]], shuffled: int) -> list[dict[str, Any]]:
     walls = [w for w, _ in timed]
     cond = (f"embedded local[2], after start-up and warm-up; {n_events:,} synthetic events ({packets:,} packets, "
             f"8 receivers, 4 customers); {TIMINGS} timings in one JVM")
@@ -187,7 +202,7 @@ def _rows(n_events: int, packets: int, gen: float, startup: float, warmup: float
 CLUSTER_TIMINGS = 2     # per log on the cluster (its JVMs share this machine's cores)
 PANDAS_TIMINGS = 3
 # Two workers of one core each on loopback, ports apart from Spark's defaults and the tests'.
-CLUSTER = {"workers": 2, "cores": 1, "memory": "2g", "port": 7277, "webui_port": 8281}
+CLUSTER: dict[str, Any] = {"workers": 2, "cores": 1, "memory": "2g", "port": 7277, "webui_port": 8281}
 EXECUTOR_CONF = {"spark.executor.memory": "2g"}   # the cached log is ~150 B/event: spill little
 
 
@@ -210,7 +225,7 @@ def _pandas_seconds(run_dir: Path) -> float:
     return time.perf_counter() - t0
 
 
-def _cluster_walls(tmp: Path, runs: list[tuple], timings: int = CLUSTER_TIMINGS) -> tuple[float, dict]:
+def _cluster_walls(tmp: Path, runs: list[Log], timings: int = CLUSTER_TIMINGS) -> tuple[float, dict[int, list[float]]]:
     """(cluster + session start-up seconds, events -> wall seconds of every metric) on a
     two-worker standalone cluster, stopped afterwards whatever happens."""
     from rmptwin.analysis import cluster, job, synthetic
@@ -247,8 +262,8 @@ def crossover(points: dict[str, dict[int, float]]) -> float | None:
     return max(0.0, (a_s - a_p) / (b_p - b_s))
 
 
-def where_spark_pays(tmp: Path, runs: list[tuple], embedded: dict[int, list[float]],
-                     timings: int | None = None) -> list[dict]:
+def where_spark_pays(tmp: Path, runs: list[Log], embedded: dict[int, list[float]],
+                     timings: int | None = None) -> list[dict[str, Any]]:
     """Rows: the analysis embedded (the smaller log: the larger is _rows'), on the cluster, the
     pandas summary, for each log; and the event count from which Spark is faster than pandas."""
     startup, on_cluster = _cluster_walls(tmp, runs, timings or CLUSTER_TIMINGS)
@@ -283,7 +298,7 @@ def where_spark_pays(tmp: Path, runs: list[tuple], embedded: dict[int, list[floa
     return rows
 
 
-def _rate_row(metric: str, n: int, walls: list[float], conditions: str) -> dict:
+def _rate_row(metric: str, n: int, walls: list[float], conditions: str) -> dict[str, Any]:
     ratio = n / _median(walls) / 1_000_000
     return {"metric": metric, "samples": [n / w for w in walls], "unit": "events/s", "goal": ">= 1M/s",
             "goal_min": 1_000_000, "better": "higher", "conditions": conditions,

@@ -9,22 +9,26 @@ import os
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rmptwin.sweeps.engine import Runner, SweepPlan
 
 RUNS = 1        # one JVM; each figure is timed TIMINGS times inside it
 TIMINGS = 3
 EXPERIMENT = Path(__file__).resolve().parents[3] / "experiments" / "line3.yaml"
 
 
-def _plan(quick: bool):
+def _plan(quick: bool) -> SweepPlan:
     from rmptwin.spec import load_experiment
     from rmptwin.sweeps.engine import SweepPlan
 
     rates = [50, 100, 200, 400] if quick else [50, 100, 200, 400, 800, 1200]
-    sets = {"workload.rate_per_source": rates, "protocol.delta_a_ms": [150]}
+    sets: dict[str, list[Any]] = {"workload.rate_per_source": rates, "protocol.delta_a_ms": [150]}
     return SweepPlan(load_experiment(EXPERIMENT), sets, [1, 2])
 
 
-def _timed(plan, out: Path, runner=None) -> tuple[float, int]:
+def _timed(plan: SweepPlan, out: Path, runner: Runner | None = None) -> tuple[float, int]:
     from rmptwin.sweeps.engine import run_sweep
 
     t0 = time.perf_counter()
@@ -32,14 +36,14 @@ def _timed(plan, out: Path, runner=None) -> tuple[float, int]:
     return time.perf_counter() - t0, outcome.ran
 
 
-def run(quick: bool) -> list[dict]:
+def run(quick: bool) -> list[dict[str, Any]]:
     from rmptwin.sweeps.engine import run_loop
     from rmptwin.sweeps.spark import run_spark, sweep_session
 
     plan = _plan(quick)
     n = len(plan.seeds) * len(plan.sets["workload.rate_per_source"])
-    with tempfile.TemporaryDirectory(prefix="rmptwin-bench-sweep-") as tmp:
-        tmp = Path(tmp)
+    with tempfile.TemporaryDirectory(prefix="rmptwin-bench-sweep-") as tmp_name:
+        tmp = Path(tmp_name)
         t0 = time.perf_counter()
         spark = sweep_session()
         startup = time.perf_counter() - t0
@@ -53,7 +57,7 @@ def run(quick: bool) -> list[dict]:
         loop_walls = [_timed(plan, tmp / f"loop{i}", run_loop)[0] for i in range(TIMINGS)]
     runs = f"line3.yaml, {n} simulated runs (rate_per_source x 2 seeds, 2 s of load each); {os.cpu_count()} CPUs"
     cond = f"{runs}; Spark local[*] (default parallelism {cores}), after start-up and warm-up"
-    rows = [
+    rows: list[dict[str, Any]] = [
         {"metric": "sweep runs/s through Spark (local[*])", "samples": [n / w for w in spark_walls],
          "unit": "runs/s", "better": "higher", "conditions": cond, "note": "one task per (point, seed); rows "
          "written to sweep.parquet after each batch"},

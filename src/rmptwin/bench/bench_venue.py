@@ -1,6 +1,6 @@
 """Venue benchmarks: the latency floors (etcd transaction, fsync), and venue throughput and
 latency with 2 EVs as separate processes on the real etcd sequencer, with the durable gateway
-and history recorder (``runtime.venue_procs``), etcd data on disk and on /dev/shm; failover
+and history recorder (``bench.venue_procs``), etcd data on disk and on /dev/shm; failover
 sync; and the same on the emulated network (H6's runtime, flat namespaces; full run only, as
 root). The matching engine is bench_matching."""
 
@@ -14,6 +14,7 @@ import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from rmptwin.bench.venue_procs import run_processes
 from rmptwin.runs.experiment import EmulationOptions, run_experiment
@@ -29,12 +30,12 @@ _PROCS = ("4 processes (client+gateway, HR, 2 EVs) on unix datagram sockets, eac
           "gRPC client to the raft leader), the gateway's fdatasync in its loop, the HR an "
           "append-only log with one fdatasync per group commit (both logs preallocated: no journal commit per "
           "fdatasync); 3 etcd members on loopback")
-# the stages of ``runtime.venue_trace``, in the order a request passes them
+# the stages of ``bench.venue_trace``, in the order a request passes them
 _STAGES = (("gw_send_to_ev_arrival", "GW send->EV"), ("ev_arrival_to_executed", "EV ordering+execution"),
            ("executed_to_hr_committed", "->HR commit"), ("hr_committed_to_gw_done", "HR commit->GW done"))
 
 
-def _stage_note(trace: dict) -> str:
+def _stage_note(trace: dict[str, Any]) -> str:
     """'stages p50/p99 ms: GW send->EV 0.3/6.2, ...; p50 ms: EV1 waits 2.3 for its txn, txn 4.4; ...'."""
     parts = [f"{label} {trace[k]['p50_ms']}/{trace[k]['p99_ms']}" for k, label in _STAGES if k in trace]
     txn = [f"EV{i} waits {trace[f'ev{i}_arrival_to_txn_start']['p50_ms']} for its txn, "
@@ -114,7 +115,7 @@ def _txn_ab(endpoints: list[str], etcd_pids: list[int], n: int, block: int) -> d
     return out
 
 
-def _floor_rows(cluster: EtcdCluster, where: str, quick: bool) -> list[dict]:
+def _floor_rows(cluster: EtcdCluster, where: str, quick: bool) -> list[dict[str, Any]]:
     n, block = (200, 20) if quick else (600, 20)
     load = os.getloadavg()[0]
     pids = [p.pid for p in cluster.procs if p is not None]
@@ -138,7 +139,7 @@ def _floor_rows(cluster: EtcdCluster, where: str, quick: bool) -> list[dict]:
     return rows
 
 
-def _venue_rows(cluster: EtcdCluster, where: str, quick: bool) -> list[dict]:
+def _venue_rows(cluster: EtcdCluster, where: str, quick: bool) -> list[dict[str, Any]]:
     secs = 2.0 if quick else 3.0
     rows = []
     for rate in (1000, 9000):
@@ -181,12 +182,12 @@ def _venue_rows(cluster: EtcdCluster, where: str, quick: bool) -> list[dict]:
     return rows
 
 
-def _median_phases(sync: list[dict], key: str) -> str:
+def _median_phases(sync: list[dict[str, Any]], key: str) -> str:
     names = [k for k in sync[0][key] if all(k in x[key] for x in sync)]
     return ", ".join(f"{k} {statistics.median(x[key][k] for x in sync):.1f}" for k in names)
 
 
-def _failover_rows(cluster: EtcdCluster, where: str, quick: bool) -> list[dict]:
+def _failover_rows(cluster: EtcdCluster, where: str, quick: bool) -> list[dict[str, Any]]:
     kills = (1.0, 2.0, 3.0)
     r = run_processes(cluster.endpoints, rate=1000, duration_s=4.0, state_dir=STATE_DIR, kill_at=kills, down_s=0.2)
     sync = r["sync"]
@@ -212,7 +213,7 @@ def _failover_rows(cluster: EtcdCluster, where: str, quick: bool) -> list[dict]:
              "conditions": cond, "note": "the two rows above together (fork to in sync); " + note}]
 
 
-def _standby_rows(cluster: EtcdCluster, where: str, quick: bool) -> list[dict]:
+def _standby_rows(cluster: EtcdCluster, where: str, quick: bool) -> list[dict[str, Any]]:
     kills = (1.0, 2.0, 3.0)
     r = run_processes(cluster.endpoints, rate=1000, duration_s=4.0, state_dir=STATE_DIR, kill_at=kills, standby=True)
     sync = r["sync"]
@@ -240,7 +241,7 @@ def _standby_rows(cluster: EtcdCluster, where: str, quick: bool) -> list[dict]:
              "goal": "< 5 ms (seed)", "goal_max": 5.0, "conditions": cond, "note": note}]
 
 
-def _etcd(quick: bool) -> list[dict]:
+def _etcd(quick: bool) -> list[dict[str, Any]]:
     if shutil.which("etcd") is None:
         return [{"metric": "etcd sequencer", "value": "skipped", "ok": None, "note": "etcd not installed"}]
     fs = _fsync_ms(STATE_DIR, 100 if quick else 300)
@@ -265,7 +266,7 @@ def _etcd(quick: bool) -> list[dict]:
     return rows
 
 
-def _emulated(quick: bool) -> list[dict]:
+def _emulated(quick: bool) -> list[dict[str, Any]]:
     """The same cores as processes in network namespaces (H6's runtime, flat bridge), etcd sequencer."""
 
     if quick or os.geteuid() != 0 or shutil.which("etcd") is None:
@@ -295,5 +296,5 @@ def _emulated(quick: bool) -> list[dict]:
     return rows
 
 
-def run(quick: bool) -> list[dict]:
+def run(quick: bool) -> list[dict[str, Any]]:
     return _etcd(quick) + _emulated(quick)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import statistics
 from pathlib import Path
+from typing import Any
 
 from rmptwin.errors import UserError
 
@@ -41,7 +42,7 @@ class BenchFiles:
     def markdown_path(self) -> Path:
         return self.out_dir / "bench.md"
 
-    def read_reference(self) -> dict:
+    def read_reference(self) -> dict[str, Any]:
         if not self.reference.exists():
             return {"modes": {}}
         try:
@@ -53,23 +54,24 @@ class BenchFiles:
         return doc
 
 
-def _is_number(v) -> bool:
+def _is_number(v: object) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def _judge(row: dict, value) -> bool | None:
+def _judge(row: dict[str, Any], value: Any) -> bool | None:
     lo, hi = row.get("goal_min"), row.get("goal_max")
     if (lo is None and hi is None) or not _is_number(value):
         return None
     return (lo is None or value >= lo) and (hi is None or value <= hi)
 
 
-def aggregate(measurements: list[dict]) -> dict:
+def aggregate(measurements: list[dict[str, Any]]) -> dict[str, Any]:
     """One row from the same metric's rows of several runs (or one row with ``samples``):
     value = median, min, max, n; goal judged on the median when the row gives goal_min/max,
     else ``ok`` and ``note`` are those of the run nearest the median."""
     first = measurements[0]
-    samples, rows = [], []
+    samples: list[Any] = []
+    rows: list[dict[str, Any]] = []
     for m in measurements:
         taken = m["samples"] if m.get("samples") is not None else [m.get("value")]
         samples += taken
@@ -90,10 +92,10 @@ def aggregate(measurements: list[dict]) -> dict:
     return out
 
 
-def merge_runs(runs: list[list[dict]]) -> list[dict]:
+def merge_runs(runs: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
     """Rows of repeated runs of one module -> one aggregated row per (bench, metric), in the
     order the metrics first appeared (a metric missing from some runs has a smaller n)."""
-    groups: dict[tuple, list[dict]] = {}
+    groups: dict[tuple[Any, Any], list[dict[str, Any]]] = {}
     for rows in runs:
         for row in rows:
             groups.setdefault((row.get("bench"), row["metric"]), []).append(row)
@@ -108,7 +110,7 @@ def worse_by(value: float, ref: float, better: str) -> float:
     return -change if better == HIGHER else change
 
 
-def compare(row: dict, ref: dict | None, tolerance: float = TOLERANCE) -> dict:
+def compare(row: dict[str, Any], ref: dict[str, Any] | None, tolerance: float = TOLERANCE) -> dict[str, Any]:
     """The row with ``reference``, ``worse_by`` and ``regression`` set (regression None:
     not comparable: no reference, no direction, a unit change, or not a number)."""
     out = {**row, "reference": None, "worse_by": None, "regression": None}
@@ -124,12 +126,14 @@ def compare(row: dict, ref: dict | None, tolerance: float = TOLERANCE) -> dict:
     return out
 
 
-def compare_all(rows: list[dict], reference: dict, mode: str, tolerance: float = TOLERANCE) -> list[dict]:
+def compare_all(rows: list[dict[str, Any]], reference: dict[str, Any], mode: str,
+                tolerance: float = TOLERANCE) -> list[dict[str, Any]]:
     refs = {(r.get("bench"), r.get("metric")): r for r in reference.get("modes", {}).get(mode, {}).get("rows", [])}
     return [compare(r, refs.get((r.get("bench"), r["metric"])), tolerance) for r in rows]
 
 
-def updated_reference(reference: dict, rows: list[dict], mode: str, all_benches: list[str], meta: dict) -> dict:
+def updated_reference(reference: dict[str, Any], rows: list[dict[str, Any]], mode: str, all_benches: list[str],
+                      meta: dict[str, Any]) -> dict[str, Any]:
     """The reference with this mode's rows of the benchmarks just run replaced; rows of the
     others kept; benchmarks never measured in this mode listed under ``absent``."""
     modes = dict(reference.get("modes", {}))

@@ -15,9 +15,14 @@ the ratio is not flattering to us.
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Generator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
 
 from rmptwin.sim.scheduler import Scheduler
+
+if TYPE_CHECKING:
+    import simpy
 
 
 @dataclass(frozen=True)
@@ -82,7 +87,7 @@ class RingState:
         self.pending[m] = 0
         self.token_at = (m + 1) % len(self.pending)
 
-    def outcome(self) -> tuple:
+    def outcome(self) -> tuple[int, int, tuple[int, ...], tuple[int, ...]]:
         return self.events, self.ordered, tuple(self.received), tuple(self.acked)
 
 
@@ -102,10 +107,10 @@ def run_ours(w: RingWorkload) -> RingState:
         st.on_data(m)
         at(t + links[m], ack, src)
 
-    def ack(t: int, src: int, _unused) -> None:
+    def ack(t: int, src: int, _unused: object) -> None:
         st.on_ack(src)
 
-    def token(t: int, _a, _b) -> None:
+    def token(t: int, _a: object, _b: object) -> None:
         st.on_token()
         if t + w.ring_delay_ns <= w.end_ns:
             at(t + w.ring_delay_ns, token)
@@ -127,15 +132,15 @@ def run_simpy(w: RingWorkload) -> RingState:
     env, st = simpy.Environment(), RingState(w)
     links = [w.link_ns(m) for m in range(w.members)]
 
-    def on_ack(ev) -> None:
-        st.on_ack(ev.value)
+    def on_ack(ev: simpy.Event) -> None:
+        st.on_ack(cast(int, ev.value))   # the timeout's value: the source
 
-    def on_data(ev) -> None:
-        m, src = ev.value
+    def on_data(ev: simpy.Event) -> None:
+        m, src = cast("tuple[int, int]", ev.value)   # the timeout's value: (member, source)
         st.on_data(m)
         env.timeout(links[m], src).callbacks.append(on_ack)
 
-    def source(src: int):
+    def source(src: int) -> Generator[simpy.Event, Any, None]:
         yield env.timeout(src * w.interval_ns // w.sources)
         for k in range(w.per_source):
             st.on_publish()
@@ -144,7 +149,7 @@ def run_simpy(w: RingWorkload) -> RingState:
             if k + 1 < w.per_source:
                 yield env.timeout(w.interval_ns)
 
-    def token():
+    def token() -> Generator[simpy.Event, Any, None]:
         while True:
             st.on_token()
             if env.now + w.ring_delay_ns > w.end_ns:

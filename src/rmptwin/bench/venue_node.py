@@ -1,4 +1,4 @@
-"""One process of the multi-process venue benchmark (``runtime.venue_procs``): its cores behind
+"""One process of the multi-process venue benchmark (``bench.venue_procs``): its cores behind
 unix datagram sockets, and the loop that drives them.
 
 Every core has its own ``AF_UNIX``/``SOCK_DGRAM`` socket, ``<dir>/<name>.sock``; a datagram's
@@ -28,9 +28,11 @@ import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from rmptwin.core.sansio import Group, Unicast
+from rmptwin.core.events import Event
+from rmptwin.core.sansio import Core, Dest, Group, Unicast
 from rmptwin.errors import UserError
 from rmptwin.runtime.etcd_client import EtcdCas, serve_propose
 
@@ -69,7 +71,7 @@ class Transport:
     def path(self, name: str) -> str:
         return str(self.dir / f"{name}.sock")
 
-    def send(self, src: str, out) -> None:
+    def send(self, src: str, out: Iterable[tuple[bytes, Dest]]) -> None:
         for data, dest in out:
             names = self.groups.get(dest.name, ()) if isinstance(dest, Group) else (dest.node,)
             for name in names:
@@ -82,6 +84,7 @@ class Transport:
         """Send this turn's frames (one datagram per destination, at most ~60 kB each) and the backlog."""
         for pair, frames in self._outbox.items():
             q = self.backlog.setdefault(pair, deque())
+            chunk: list[bytes]
             chunk, size = [], 0
             for fr in frames:
                 if size + len(fr) > 60_000 and chunk:
@@ -154,7 +157,7 @@ class EtcdStats:
             self.sizes.append(positions)
             self.spans.append((end - int(seconds * 1e9), end))
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, float]:
         s = sorted(self.sizes) or [0]
         return {"txns": self.txns, "positions_proposed": self.positions, "wait_s": round(self.wait_s, 4),
                 "batch_mean": round(self.positions / max(1, self.txns), 2), "batch_p50": s[len(s) // 2],
@@ -173,7 +176,7 @@ class EtcdProposer:
         Path(self.path).unlink(missing_ok=True)
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self.sock.bind(self.path)
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[tuple[bytes, bool] | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._work, name=f"etcd-{ev}", daemon=True)
         self._thread.start()
 
@@ -203,8 +206,9 @@ class EtcdProposer:
         self.cas.close()
 
 
-def pump(net: Transport, cores: dict, on_event, seq: EtcdProposer | None = None,
-         max_wait_s: float = 0.02, tap=None) -> None:
+def pump(net: Transport, cores: dict[str, Core], on_event: Callable[[str, Event], None],
+         seq: EtcdProposer | None = None, max_wait_s: float = 0.02,
+         tap: Callable[[str, bytes, int], None] | None = None) -> None:
     """One turn: receive what waits (up to the nearest timer), fire due timers, send, report events.
     ``tap(core name, datagram, now)``, when given, sees every datagram before its core does."""
     now = time.monotonic_ns()

@@ -1,6 +1,6 @@
 """Real-time venue run in separate processes: two EVs, the gateway, the history recorder.
 
-Processes (forked, each with its own sockets, ``runtime.venue_node``): ``front`` runs the
+Processes (forked, each with its own sockets, ``bench.venue_node``): ``front`` runs the
 trading client and the gateway (its log a file, one fdatasync per batch of appended requests:
 group commit, in the loop: into preallocated space it takes ~0.1 ms, less than handing it to
 a thread and being woken; orders arriving meanwhile form the next batch; a request goes to
@@ -10,7 +10,7 @@ HARDENED only after that fdatasync); ``ev1``, ``ev2`` one EV each with its own
 etcd client in a worker thread (one etcd transaction per proposal batch; an EV has at most
 one proposal in flight, the venue core's rule, and proposes the next batch as soon as the
 answer is in, while the loop goes on receiving and executing). ``trace`` in the figures
-says where the time went, stage by stage (``runtime.venue_trace``).
+says where the time went, stage by stage (``bench.venue_trace``).
 
 Figures, all from ``time.monotonic_ns`` (one clock for every process):
 
@@ -38,14 +38,17 @@ import socket
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
+from multiprocessing.process import BaseProcess
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from rmptwin.bench.venue_node import EtcdProposer, EtcdStats, Transport, pump
 from rmptwin.bench.venue_trace import StageStamps, stage_breakdown
-from rmptwin.core.events import Kind
-from rmptwin.core.sansio import Unicast
+from rmptwin.core.events import Event, Kind
+from rmptwin.core.sansio import Core, Unicast
 from rmptwin.runtime.durable_stores import FileGatewayLog, FileHistoryStore
 from rmptwin.runtime.etcd_client import ETCD_APIS, etcd_cas, etcd_cas_class, leader_first
 from rmptwin.venue import wire
@@ -54,6 +57,13 @@ from rmptwin.venue.gateway import GatewayConfig, GatewayCore
 from rmptwin.venue.history import HistoryConfig, HistoryCore
 from rmptwin.venue.standby import StandbyVenueCore
 from rmptwin.venue.venue import VenueConfig, VenueCore
+
+if TYPE_CHECKING:
+    import ctypes
+    from multiprocessing.queues import Queue
+
+    Shared = ctypes.Array[ctypes.c_longlong]           # the shared int64 slots below
+    Reports = Queue[tuple[str, str, dict[str, Any] | None]]   # (kind, process, payload) to the supervisor
 
 START_DELAY_NS = 200_000_000   # the clients start this long after every process is ready
 DRAIN_CAP_S = 2.0              # after the load, wait at most this long for every completion
@@ -76,7 +86,7 @@ def _runqueue_s() -> float:
         return float("nan")
 
 
-def _wait_go(sh) -> None:
+def _wait_go(sh: Shared) -> None:
     while sh[GO] == 0:
         time.sleep(0.001)
 
@@ -88,7 +98,7 @@ def _fast_thread_handoff() -> None:
     sys.setswitchinterval(1e-4)
 
 
-def _front_main(sh, q, p: dict) -> None:
+def _front_main(sh: Shared, q: Reports, p: dict[str, Any]) -> None:
     _fast_thread_handoff()
     net = Transport(p["sock_dir"], ["cl1", "gw1"], _groups(p["n_ev"]))
     log = FileGatewayLog(Path(p["state_dir"]) / "gw1.log")   # fdatasync in the loop: 0.1 ms into preallocated space
@@ -98,11 +108,14 @@ def _front_main(sh, q, p: dict) -> None:
     start = sh[GO]
     client = ClientCore(ClientConfig(index=0, gateway="gw1", symbols=p["symbols"], rate=p["rate"], start_ns=start,
                                      stop_ns=start + int(p["duration_s"] * 1e9)), random.Random(p["seed"]))
-    cores = {"cl1": client, "gw1": gw}
+    cores: dict[str, Core] = {"cl1": client, "gw1": gw}
+    done_t: list[int]
+    lat: list[int]
+    done_seq: list[int]
     done_t, lat, done_seq = [], [], []
     stamps = StageStamps()
 
-    def on_event(name, e):
+    def on_event(name: str, e: Event) -> None:
         if e.kind == Kind.ORDER_DONE:
             done_t.append(time.monotonic_ns())
             lat.append(e.detail["latency_ns"])
@@ -123,7 +136,7 @@ def _front_main(sh, q, p: dict) -> None:
     log.close()
 
 
-def _hr_main(sh, q, p: dict) -> None:
+def _hr_main(sh: Shared, q: Reports, p: dict[str, Any]) -> None:
     net = Transport(p["sock_dir"], ["hr1"], _groups(p["n_ev"]))
     store = FileHistoryStore(Path(p["state_dir"]) / "hr1.log")
     hr = HistoryCore(HistoryConfig(commit_ns=0), store)
@@ -141,7 +154,8 @@ def _hr_main(sh, q, p: dict) -> None:
     store.close()
 
 
-def _ask_first(net: Transport, name: str, ev: VenueCore, start_proposer) -> EtcdProposer:
+def _ask_first(net: Transport, name: str, ev: VenueCore,
+               start_proposer: Callable[[], EtcdProposer]) -> EtcdProposer:
     """Send a new EV's first questions (a recovering one's: the HR's checkpoint, where the
     sequencer stands): the HR's at once, so the HR answers while the etcd client starts
     (``start_proposer()``), then the sequencer's through it. The proposer."""
@@ -174,7 +188,7 @@ def _send_promotion_read(net: Transport, name: str, ev: StandbyVenueCore, seq: E
     net.flush()
 
 
-def _ev_main(sh, q, p: dict, i: int, recovering: bool, standby: bool = False) -> None:
+def _ev_main(sh: Shared, q: Reports, p: dict[str, Any], i: int, recovering: bool, standby: bool = False) -> None:
     """EV ``i``; a ``standby`` one follows the others silently until the supervisor raises PROMOTE."""
     main_at, main_cpu = time.monotonic_ns(), time.process_time()
     _fast_thread_handoff()
@@ -192,7 +206,7 @@ def _ev_main(sh, q, p: dict, i: int, recovering: bool, standby: bool = False) ->
     executed = [0]
     hashes: dict[int, str] = {}   # checkpoint position -> state hash + trade hash there
 
-    def on_event(_, e):
+    def on_event(_: str, e: Event) -> None:
         if e.kind == Kind.SEQ_POSITION:
             executed[0] += 1
             stamps.mark(e.src_seq)
@@ -244,19 +258,19 @@ def _ev_main(sh, q, p: dict, i: int, recovering: bool, standby: bool = False) ->
 class _Run:
     """The processes of one run and what they reported."""
 
-    def __init__(self, params: dict, n_ev: int) -> None:
+    def __init__(self, params: dict[str, Any], n_ev: int) -> None:
         self.ctx = mp.get_context("fork")   # fast start: a restarted EV is a fork, not a new interpreter
         self.p = params
         self.sh = self.ctx.RawArray("q", EV0 + n_ev)
         self.q = self.ctx.Queue()
-        self.procs: dict[str, mp.Process] = {}
-        self.results: dict[str, dict] = {}
-        self.syncs: list[dict] = []
-        self.promotions: list[dict] = []
+        self.procs: dict[str, BaseProcess] = {}
+        self.results: dict[str, dict[str, Any]] = {}
+        self.syncs: list[dict[str, Any]] = []
+        self.promotions: list[dict[str, Any]] = []
         self.ready: set[str] = set()
         self.stopped_ns = 0
 
-    def spawn(self, name: str, target, *args) -> int:
+    def spawn(self, name: str, target: Callable[..., None], *args: Any) -> int:
         proc = self.ctx.Process(target=target, args=(self.sh, self.q, self.p, *args), name=name, daemon=True)
         gc.freeze()   # the child's collector then skips what it inherits: no copy-on-write of every object page
         t = time.monotonic_ns()
@@ -278,7 +292,7 @@ class _Run:
         else:
             self.results[name] = payload
 
-    def wait_for(self, pred, timeout_s: float, what: str) -> None:
+    def wait_for(self, pred: Callable[[], bool], timeout_s: float, what: str) -> None:
         deadline = time.monotonic() + timeout_s
         while not pred():
             if time.monotonic() > deadline:
@@ -295,7 +309,8 @@ class _Run:
             pr.join(timeout=5)
 
 
-def _failovers(run: _Run, start_ns: int, kill_at: tuple[float, ...], down_s: float, victim: int) -> list[dict]:
+def _failovers(run: _Run, start_ns: int, kill_at: tuple[float, ...], down_s: float,
+               victim: int) -> list[dict[str, Any]]:
     """Kill EV ``victim`` at each of ``kill_at`` s into the load, start a recovering one ``down_s`` later."""
     name, out = f"ev{victim + 1}", []
     for at in kill_at:
@@ -315,7 +330,7 @@ def _failovers(run: _Run, start_ns: int, kill_at: tuple[float, ...], down_s: flo
     return out
 
 
-def _standby_failovers(run: _Run, start_ns: int, kill_at: tuple[float, ...], n: int) -> list[dict]:
+def _standby_failovers(run: _Run, start_ns: int, kill_at: tuple[float, ...], n: int) -> list[dict[str, Any]]:
     """With a standby (the last EV): at each of ``kill_at`` s into the load kill the EV that took
     over last (first EV n-1), tell the standby (PROMOTE, and a datagram that wakes its loop), and
     start the killed EV again as the new standby (checkpoint + hardened requests, then silent)."""
@@ -342,7 +357,7 @@ def _standby_failovers(run: _Run, start_ns: int, kill_at: tuple[float, ...], n: 
     return out
 
 
-def _sync_phases(forked: int, s: dict) -> tuple[dict, dict]:
+def _sync_phases(forked: int, s: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """A failover's sync, phase by phase (ms): the fork until the EV's code runs (spawn), its
     set-up (sockets, etcd client, its questions to the HR and the sequencer) until its loop,
     the loop until the HR's answer (checkpoint and the hardened requests after it) is
@@ -373,7 +388,7 @@ def _stop(run: _Run, n_ev: int) -> None:
     run.wait_for(lambda: len(run.results) == 2 + n_ev, 10.0, "every process's result")
 
 
-def _agreement(evs: list[dict]) -> dict:
+def _agreement(evs: list[dict[str, Any]]) -> dict[str, Any]:
     """Same position and state at the end, and the same hashes at every checkpoint both passed."""
     same_pos = len({e["next_pos"] for e in evs}) == 1
     common = set.intersection(*(set(e["checkpoints"]) for e in evs))
@@ -389,10 +404,11 @@ def _drained(run: _Run, n_ev: int) -> bool:
     return sh[ACCEPTED] >= sh[OFFERED] and sh[COMPLETED] >= sh[ACCEPTED] and tops == {sh[HR_TOP] + 1}
 
 
-def run_processes(endpoints: list[str], *, rate: float, duration_s: float, symbols=("IBM",), durable: bool = True,
+def run_processes(endpoints: list[str], *, rate: float, duration_s: float, symbols: Sequence[str] = ("IBM",),
+                  durable: bool = True,
                   n_ev: int = 2, seed: int = 1, state_dir: str | None = None, kill_at: tuple[float, ...] = (),
                   down_s: float = 0.2, checkpoint_every: int = 128, retry_ns: int = 200_000_000,
-                  batch: int = 256, etcd_api: str = ETCD_APIS[0], standby: bool = False) -> dict:
+                  batch: int = 256, etcd_api: str = ETCD_APIS[0], standby: bool = False) -> dict[str, Any]:
     """Offer ``rate`` requests/s for ``duration_s`` to EVs in separate processes; the figures (module doc).
 
     ``state_dir``: the file system holding the gateway log and the HR database (their fsyncs
@@ -443,7 +459,8 @@ def run_processes(endpoints: list[str], *, rate: float, duration_s: float, symbo
     return _figures(run, start, end, duration_s, rate, n_ev, sync)
 
 
-def _figures(run: _Run, start: int, end: int, duration_s: float, rate: float, n_ev: int, sync: list[dict]) -> dict:
+def _figures(run: _Run, start: int, end: int, duration_s: float, rate: float, n_ev: int,
+             sync: list[dict[str, Any]]) -> dict[str, Any]:
     f, hr = run.results["front"], run.results["hr"]
     evs = [run.results[f"ev{i + 1}"] for i in range(n_ev)]
     in_window = int(np.count_nonzero(f["done_t"] <= end))

@@ -1,4 +1,4 @@
-"""Where a venue request's time goes, stage by stage (``runtime.venue_procs``).
+"""Where a venue request's time goes, stage by stage (``bench.venue_procs``).
 
 Every process stamps the requests it handles with ``time.monotonic_ns`` (one clock for all
 processes on a machine), keyed by gateway sequence number: the EVs when a REQUEST arrives
@@ -10,10 +10,11 @@ into per-stage percentiles; the stages add up to the end-to-end latency.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 
-from rmptwin.core.events import Kind
+from rmptwin.core.events import Event, Kind
 from rmptwin.venue import wire
 
 _REQ_AT = 6            # a REQUEST frame's body (gw, gw_seq, t_ns) follows the 6-byte header
@@ -41,11 +42,11 @@ class StageStamps:
         if len(self.marked) < _CAP:
             self.marked.append((gw_seq, time.monotonic_ns() if now is None else now))
 
-    def on_hr_event(self, _core: str, e) -> None:
+    def on_hr_event(self, _core: str, e: Event) -> None:
         if e.kind == Kind.HR_STORE:
             self.mark(e.src_seq)
 
-    def arrays(self) -> dict:
+    def arrays(self) -> dict[str, Any]:
         return {k: np.asarray(v, dtype=np.int64).reshape(-1, 2) for k, v in
                 (("arrived", self.arrived), ("marked", self.marked))}
 
@@ -67,7 +68,7 @@ def _first(pairs: np.ndarray, seqs: np.ndarray) -> np.ndarray:
     return out
 
 
-def _pct(ns: np.ndarray) -> dict:
+def _pct(ns: np.ndarray) -> dict[str, Any]:
     if len(ns) == 0:
         return {"p50_ms": None, "p99_ms": None, "mean_ms": None}
     ms = ns / 1e6
@@ -86,7 +87,7 @@ def _txn_split(arrived: np.ndarray, spans: np.ndarray) -> tuple[np.ndarray, np.n
     return starts[idx[ok]] - arrived[ok], spans[idx[ok], 1] - starts[idx[ok]]
 
 
-def stage_breakdown(front: dict, hr: dict, evs: list[dict]) -> dict:
+def stage_breakdown(front: dict[str, Any], hr: dict[str, Any], evs: list[dict[str, Any]]) -> dict[str, Any]:
     """Per-stage percentiles over the requests every stage saw (the first EV to reach each stage)."""
     seqs = front["done_seq"]
     done = _first(front["stamps"]["marked"], seqs)   # the first COMPLETE's arrival, as the gateway timed it

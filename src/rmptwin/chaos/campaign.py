@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import yaml
@@ -23,9 +24,11 @@ from rmptwin.sweeps.task import payload
 
 RUN, VERDICT, FIRST = "run", "checks.verdict", "checks.first"
 Progress = Callable[[int, int], None]
+# runs the tasks, handing each batch of result rows on (sweeps.engine.run_loop, run_emulated; Spark)
+Runner = Callable[[list[dict[str, Any]], Callable[[list[dict[str, Any]]], None]], None]
 
 
-def with_faults(loaded: LoadedExperiment, faults: list[dict], seed: int | None = None) -> LoadedExperiment:
+def with_faults(loaded: LoadedExperiment, faults: list[dict[str, Any]], seed: int | None = None) -> LoadedExperiment:
     """``loaded`` with its fault schedule replaced (validated like a YAML's) and, if given, its seed."""
     data = loaded.experiment.model_dump(mode="json")
     data["faults"] = faults
@@ -54,13 +57,13 @@ class Campaign:
             exp = self.loaded.experiment.model_copy(update={"duration_s": need})
             self.loaded = self.loaded.model_copy(update={"experiment": exp})
 
-    def spec(self) -> dict:
+    def spec(self) -> dict[str, Any]:
         return {"experiment": self.loaded.experiment.name, "experiment_file": str(self.loaded.path),
                 "duration_s": self.loaded.experiment.duration_s,
                 "runs": self.runs, "seed": self.seed, "backend": self.backend, "nemeses": list(self.plan.nemeses),
                 "max_faults": self.plan.max_faults, "majority": self.plan.majority}
 
-    def schedules(self) -> list[list[dict]]:
+    def schedules(self) -> list[list[dict[str, Any]]]:
         return [draw(self.loaded, self.plan, self.seed, i) for i in range(self.runs)]
 
 
@@ -73,7 +76,7 @@ class CampaignOutcome:
     wall_s: float
 
 
-def tasks_for(c: Campaign, schedules: list[list[dict]], cdir: ChaosDir) -> list[dict]:
+def tasks_for(c: Campaign, schedules: list[list[dict[str, Any]]], cdir: ChaosDir) -> list[dict[str, Any]]:
     out = []
     for i, faults in enumerate(schedules):
         params = {RUN: i, "schedule": json.dumps(faults, sort_keys=True), "nemeses": ",".join(nemeses_of(faults)),
@@ -83,19 +86,19 @@ def tasks_for(c: Campaign, schedules: list[list[dict]], cdir: ChaosDir) -> list[
     return out
 
 
-def _table(rows: list[dict]) -> pa.Table:
+def _table(rows: list[dict[str, Any]]) -> pa.Table:
     cols: dict[str, None] = {}
     for r in rows:
         cols.update(dict.fromkeys(r))
     return pa.Table.from_pylist([{c: r.get(c) for c in cols} for r in sorted(rows, key=lambda r: r[RUN])])
 
 
-def violated_checker(row: dict) -> str | None:
+def violated_checker(row: dict[str, Any]) -> str | None:
     first = row.get(FIRST) or ""
     return first.split(":", 1)[0] if row.get(VERDICT) == "violation" and first else None
 
 
-def simulated_violation(loaded: LoadedExperiment, faults: list[dict], seed: int, checker: str) -> bool:
+def simulated_violation(loaded: LoadedExperiment, faults: list[dict[str, Any]], seed: int, checker: str) -> bool:
     """Does the simulator, with ``faults`` and ``seed``, find ``checker`` violated?"""
     from rmptwin.checkers.run import check_events
     from rmptwin.sim.simulate import simulate
@@ -105,7 +108,7 @@ def simulated_violation(loaded: LoadedExperiment, faults: list[dict], seed: int,
     return any(v.checker == checker and v.violated for v in check_events(df, run))
 
 
-def repro_yaml(c: Campaign, cdir: ChaosDir, run: int, faults: list[dict], seed: int, line: str) -> str:
+def repro_yaml(c: Campaign, cdir: ChaosDir, run: int, faults: list[dict[str, Any]], seed: int, line: str) -> str:
     exp = with_faults(c.loaded, faults, seed).experiment
     data = exp.model_dump(mode="json", exclude_defaults=True)
     data["name"] = f"{exp.name}-chaos-{c.seed}-{run}"
@@ -116,15 +119,17 @@ def repro_yaml(c: Campaign, cdir: ChaosDir, run: int, faults: list[dict], seed: 
     schema = Path(__file__).resolve().parents[3] / "schemas" / "experiment.schema.json"
     if schema.is_file():   # a source checkout: editors find the schema, like every shipped YAML
         head = f"# yaml-language-server: $schema={cdir.relative_from_repro(schema)}\n" + head
-    return head + yaml.safe_dump(data, sort_keys=False)
+    text: str = yaml.safe_dump(data, sort_keys=False)
+    return head + text
 
 
-def shrink_row(c: Campaign, cdir: ChaosDir, row: dict) -> dict:
+def shrink_row(c: Campaign, cdir: ChaosDir, row: dict[str, Any]) -> dict[str, Any]:
     """The shrunk schedule of a violating run and its repro YAML (simulated campaigns only)."""
     checker = violated_checker(row)
     faults = json.loads(row["schedule"])
     seed = int(row["seed"])
     if c.backend == "sim" and c.shrink:
+        assert checker is not None   # the row is a violating run's
         small, tests = ddmin(faults, lambda sub: simulated_violation(c.loaded, sub, seed, checker))
     else:
         small, tests = faults, 0   # emulated: kept whole (a simulated shrink may not reproduce it)
@@ -134,7 +139,7 @@ def shrink_row(c: Campaign, cdir: ChaosDir, row: dict) -> dict:
 
 
 def run_campaign(c: Campaign, out: str | Path | None = None, master: str | None = None,
-                 progress: Progress | None = None, runner=None) -> CampaignOutcome:
+                 progress: Progress | None = None, runner: Runner | None = None) -> CampaignOutcome:
     """Run the campaign; ``runner(tasks, on_rows)`` overrides how (default: Spark for simulated
     runs, ``sweeps.engine.run_emulated`` for emulated ones; tests pass ``sweeps.engine.run_loop``)."""
     from rmptwin.sweeps.engine import run_emulated
@@ -144,9 +149,9 @@ def run_campaign(c: Campaign, out: str | Path | None = None, master: str | None 
     cdir = ChaosDir.for_campaign(c.loaded.experiment.name, spec, out)
     cdir.write_spec(spec)
     tasks = tasks_for(c, c.schedules(), cdir)
-    rows: list[dict] = []
+    rows: list[dict[str, Any]] = []
 
-    def on_rows(batch: list[dict]) -> None:
+    def on_rows(batch: list[dict[str, Any]]) -> None:
         rows.extend(batch)
         cdir.write_table(_table(rows))
         if progress:
@@ -158,7 +163,7 @@ def run_campaign(c: Campaign, out: str | Path | None = None, master: str | None 
         else:
             from rmptwin.sweeps.spark import run_spark
 
-            def runner(ts, cb):
+            def runner(ts: list[dict[str, Any]], cb: Callable[[list[dict[str, Any]]], None]) -> None:
                 run_spark(ts, cb, master=master)
     runner(tasks, on_rows)
     repros = []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import json
+from typing import Any
 
 import pyarrow as pa
 
@@ -16,7 +17,7 @@ STYLE = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;
          ".violation{background:#fdd}.ok{background:#efe}")
 
 
-def violations_by_nemesis(rows: list[dict]) -> dict[str, dict[str, int]]:
+def violations_by_nemesis(rows: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
     """nemesis -> {'runs': n, checker: runs whose schedule used the nemesis and violated it}; a
     run with several nemeses counts under each."""
     out = {n: {"runs": 0, **{c: 0 for c in CHECKERS}} for n in NEMESES}
@@ -30,13 +31,13 @@ def violations_by_nemesis(rows: list[dict]) -> dict[str, dict[str, int]]:
     return out
 
 
-def _cell(v) -> str:
+def _cell(v: object) -> str:
     if isinstance(v, float):
         return f"{v:.1f}"
     return html.escape("" if v is None else str(v))
 
 
-def page(table: pa.Table, spec: dict) -> str:
+def page(table: pa.Table, spec: dict[str, Any]) -> str:
     rows = table.to_pylist()
     bad = [r for r in rows if r.get("checks.verdict") == "violation"]
     by = violations_by_nemesis(rows)
@@ -58,5 +59,5 @@ def page(table: pa.Table, spec: dict) -> str:
             f"<p>spec: <code>{html.escape(json.dumps(spec, sort_keys=True))}</code></p></body></html>\n")
 
 
-def write_report(cdir: ChaosDir, table: pa.Table, spec: dict) -> str:
+def write_report(cdir: ChaosDir, table: pa.Table, spec: dict[str, Any]) -> str:
     return str(cdir.write_report(page(table, spec)))

@@ -36,6 +36,10 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rmptwin.spec import LoadedExperiment
 
 NEMESES = ("crash", "partition", "pause", "clock", "flap", "dup")
 MAX_FAULTS = 3
@@ -56,7 +60,7 @@ def _r(x: float) -> float:
 
 
 class _Drawer:
-    def __init__(self, loaded, rng: random.Random) -> None:
+    def __init__(self, loaded: LoadedExperiment, rng: random.Random) -> None:
         topo, w = loaded.topology, loaded.experiment.workload
         self.rng, self.topo = rng, topo
         self.start, self.end = w.start_s, w.start_s + w.duration_s
@@ -72,7 +76,7 @@ class _Drawer:
         dur = self.rng.uniform(0.1, 0.4) * self.span
         return _r(at), _r(max(0.05, min(dur, self.end - at)))
 
-    def crash(self) -> list[dict]:
+    def crash(self) -> list[dict[str, Any]]:
         at, dur = self.when()
         node = self.rng.choice(self.crashable)
         out = [{"at_s": at, "action": "crash", "node": node}]
@@ -80,7 +84,7 @@ class _Drawer:
             out.append({"at_s": _r(at + dur), "action": "recover", "node": node})
         return out
 
-    def partition(self) -> list[dict]:
+    def partition(self) -> list[dict[str, Any]]:
         sws = list(self.topo.switches)
         if len(sws) < 2:
             return []
@@ -88,11 +92,11 @@ class _Drawer:
         at, dur = self.when()
         return [{"at_s": at, "action": "partition", "groups": [sorted(self.rng.sample(sws, k))], "duration_s": dur}]
 
-    def pause(self) -> list[dict]:
+    def pause(self) -> list[dict[str, Any]]:
         at, dur = self.when()
         return [{"at_s": at, "action": "pause", "node": self.rng.choice(self.pausable), "duration_s": dur}]
 
-    def clock(self) -> list[dict]:
+    def clock(self) -> list[dict[str, Any]]:
         at, _ = self.when()
         f = {"at_s": at, "action": "clock", "node": self.rng.choice(self.ring)}
         kind = self.rng.randrange(3)
@@ -102,12 +106,12 @@ class _Drawer:
             f["drift_ppm"] = _r(self.rng.uniform(-500, 500))
         return [f]
 
-    def flap(self) -> list[dict]:
+    def flap(self) -> list[dict[str, Any]]:
         at, dur = self.when()
         return [{"at_s": at, "action": "flap", "link": self.rng.choice(self.links),
                  "period_ms": _r(self.rng.uniform(50, 300)), "duration_s": dur}]
 
-    def dup(self) -> list[dict]:
+    def dup(self) -> list[dict[str, Any]]:
         at, dur = self.when()
         dup, reorder = _r(self.rng.uniform(0, 0.3)), _r(self.rng.uniform(0, 0.3))
         if not (dup or reorder):
@@ -116,13 +120,13 @@ class _Drawer:
                  "reorder": reorder, "reorder_ms": _r(self.rng.uniform(5, 50)), "duration_s": dur}]
 
 
-def down_intervals(faults: list[dict], loaded) -> list[tuple[float, float, frozenset[str]]]:
+def down_intervals(faults: list[dict[str, Any]], loaded: LoadedExperiment) -> list[tuple[float, float, frozenset[str]]]:
     """(from, to, primaries down) of each fault: crashed (until recovered), paused, or on the
     side of a partition with fewer primaries (a partition without duration: until a heal)."""
     topo = loaded.topology
     primaries = {h.name: h.switch for h in topo.hosts if h.role == "primary"}
-    out = []
-    recover = {}
+    out: list[tuple[float, float, frozenset[str]]] = []
+    recover: dict[str, list[float]] = {}
     for f in faults:
         if f["action"] == "recover":
             recover.setdefault(f["node"], []).append(f["at_s"])
@@ -144,7 +148,7 @@ def down_intervals(faults: list[dict], loaded) -> list[tuple[float, float, froze
     return out
 
 
-def within_majority(faults: list[dict], loaded) -> bool:
+def within_majority(faults: list[dict[str, Any]], loaded: LoadedExperiment) -> bool:
     """Fewer than half of the primaries down at every instant."""
     n = sum(1 for h in loaded.topology.hosts if h.role == "primary")
     iv = down_intervals(faults, loaded)
@@ -155,7 +159,7 @@ def within_majority(faults: list[dict], loaded) -> bool:
     return True
 
 
-def recovery_s(loaded) -> float:
+def recovery_s(loaded: LoadedExperiment) -> float:
     """Seconds a ring needs, by its own timers, to recover from a fault that ends as the workload
     does: the worst case the seed's protocol allows (sections 2.1 and 5.1), not a typical one.
 
@@ -175,12 +179,12 @@ def recovery_s(loaded) -> float:
     return (detection + reformation + m * p.tau_t + p.delta_a + p.k_r * p.tau_r) / 1000.0
 
 
-def draw(loaded, plan: Plan, seed: int, run: int) -> list[dict]:
+def draw(loaded: LoadedExperiment, plan: Plan, seed: int, run: int) -> list[dict[str, Any]]:
     """One run's schedule: fault dicts (as in an experiment YAML), in time order."""
     rng = random.Random(f"{seed}:{run}")
     d = _Drawer(loaded, rng)
     n = rng.randint(1, max(1, plan.max_faults))
-    faults: list[dict] = []
+    faults: list[dict[str, Any]] = []
     for _ in range(n):
         for _attempt in range(20):
             nem = rng.choice(plan.nemeses)
@@ -193,7 +197,7 @@ def draw(loaded, plan: Plan, seed: int, run: int) -> list[dict]:
     return sorted(faults, key=lambda f: f["at_s"])
 
 
-def nemeses_of(faults: list[dict]) -> list[str]:
+def nemeses_of(faults: list[dict[str, Any]]) -> list[str]:
     """The campaign's nemesis names a schedule uses (dup_reorder is 'dup'; recover is crash's)."""
     names = {"dup_reorder": "dup", "recover": "crash", "heal": "partition", "link_down": "flap", "link_up": "flap"}
     return sorted({names.get(f["action"], f["action"]) for f in faults})

@@ -10,13 +10,14 @@ recover without its crash, a heal without a partition) is harmless: the simulato
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
-Faults = list[dict]
+Faults = list[dict[str, Any]]
 
 
 def ddmin(faults: Faults, violates: Callable[[Faults], bool], max_tests: int = 64) -> tuple[Faults, int]:
     """(a 1-minimal violating sublist of ``faults``, tests run). ``faults`` must violate."""
-    cache: dict[tuple, bool] = {}
+    cache: dict[tuple[int, ...], bool] = {}
     tests = 0
 
     def test(sub: Faults) -> bool:

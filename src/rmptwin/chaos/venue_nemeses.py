@@ -1,4 +1,4 @@
-"""The exchange venue under nemeses (issue 22, item 5): four scenarios on a venue experiment,
+"""The exchange venue under nemeses: four scenarios on a venue experiment,
 each a fault schedule the checkers judge (0 trades lost, CAS history linearizable, EV states
 equal) and whose outage ``checkers.probe.venue_outage_ms`` measures.
 
@@ -13,13 +13,15 @@ equal) and whose outage ``checkers.probe.venue_outage_ms`` measures.
 
 from __future__ import annotations
 
-from rmptwin.spec import Topology
+from typing import Any
+
+from rmptwin.spec import LoadedExperiment, Topology
 
 SCENARIOS = ("ev_kill9", "ev_partition", "etcd_member_pause", "gateway_restart")
 EV_SWITCH = "s_ev"
 
 
-def isolated_ev(loaded, ev: str):
+def isolated_ev(loaded: LoadedExperiment, ev: str) -> LoadedExperiment:
     """``loaded`` with ``ev`` moved to a switch of its own, linked to its old one."""
     topo = loaded.topology.model_dump(mode="json")
     host = next(h for h in topo["hosts"] if h["name"] == ev)
@@ -29,7 +31,8 @@ def isolated_ev(loaded, ev: str):
     return loaded.model_copy(update={"topology": Topology.model_validate(topo)})
 
 
-def scenario(loaded, name: str, at_s: float = 2.0):
+def scenario(loaded: LoadedExperiment, name: str,
+             at_s: float = 2.0) -> tuple[LoadedExperiment, list[dict[str, Any]]]:
     """(the experiment to run, its fault schedule) of one scenario on a venue experiment."""
     from rmptwin.chaos.campaign import with_faults
 

@@ -23,6 +23,7 @@ The checkers (names are what the verdict tables and `rmptwin check` print):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 OK, VIOLATION, SKIPPED = "ok", "violation", "skipped"
 
@@ -34,7 +35,7 @@ class Violation:
 
     checker: str
     message: str
-    events: tuple[dict, ...] = field(default_factory=tuple)
+    events: tuple[dict[str, Any], ...] = field(default_factory=tuple)
 
     def line(self) -> str:
         return f"{self.checker}: {self.message}"

@@ -10,8 +10,10 @@ its EDGE_RELEASE; a customer crashed at the end owes nothing; Mold sequence = po
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rmptwin.checkers import Violation
 from rmptwin.core.packetkey import udp_payload_start
@@ -22,12 +24,12 @@ NAME = "customers"
 
 @dataclass
 class CustomerHistory:
-    released: dict[int, dict[int, dict]]                  # stripe -> position -> first RELEASE event
+    released: dict[int, dict[int, dict[str, Any]]]                # stripe -> position -> first RELEASE event
     received: dict[tuple[str, int], set[int]]             # (customer, stripe) -> positions received
     owed: dict[str, list[int]]                            # guaranteed customer up at the end -> its stripes
-    last_recv: dict[tuple[str, int], dict] = field(default_factory=dict)   # for the evidence
+    last_recv: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)   # for the evidence
     wire: dict[str, dict[int, set[int]]] = field(default_factory=dict)     # customer -> stripe -> Mold seqs
-    gaps: dict[tuple[str, int], list[dict]] = field(default_factory=dict)  # its CUST_GAP/CUST_SKIP events
+    gaps: dict[tuple[str, int], list[dict[str, Any]]] = field(default_factory=dict)  # its CUST_GAP/CUST_SKIP events
 
 
 def gap_free(h: CustomerHistory) -> Violation | None:
@@ -54,7 +56,7 @@ def gap_free(h: CustomerHistory) -> Violation | None:
     return None
 
 
-def _covers(ev: dict, gseq: int) -> bool:
+def _covers(ev: dict[str, Any], gseq: int) -> bool:
     import json
 
     try:
@@ -70,7 +72,7 @@ _PCAP_MAGIC = {b"\xd4\xc3\xb2\xa1": "<", b"\xa1\xb2\xc3\xd4": ">",       # micro
                b"\x4d\x3c\xb2\xa1": "<", b"\xa1\xb2\x3c\x4d": ">"}       # nanoseconds
 
 
-def pcap_frames(path: Path):
+def pcap_frames(path: Path) -> Iterator[bytes]:
     """Ethernet frames of a classic pcap file (what tcpdump -w writes), in file order."""
     data = Path(path).read_bytes()
     if len(data) < 24 or data[:4] not in _PCAP_MAGIC:
@@ -84,7 +86,7 @@ def pcap_frames(path: Path):
         off += incl
 
 
-def mold_sequences(frames) -> dict[int, set[int]]:
+def mold_sequences(frames: Iterable[bytes]) -> dict[int, set[int]]:
     """stripe -> every message sequence number the ticker's MoldUDP64 packets (session RMPT +
     stripe) among ``frames`` carry: sequence .. sequence + count - 1. A 20-byte packet is a
     request or a heartbeat and carries none."""

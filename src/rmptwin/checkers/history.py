@@ -8,15 +8,19 @@ histories of the tests are made of too. Every record keeps the event it came fro
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 import pandas as pd
 
 from rmptwin.analysis.incarnations import incarnations, ordered
 from rmptwin.core.events import Kind
 
-RECEIVER_ROLES = ("primary", "secondary")
+if TYPE_CHECKING:
+    from rmptwin.spec import LoadedExperiment
+
+RECEIVER_ROLES: Final = ("primary", "secondary")
 Message = tuple[int, str, int]   # (stripe, src, src_seq)
 
 
@@ -27,7 +31,7 @@ class Delivery(NamedTuple):
     stripe: int
     gseq: int
     msg: Message
-    ev: dict
+    ev: dict[str, Any]
 
 
 @dataclass
@@ -37,7 +41,7 @@ class Lifecycle:
     changes: dict[str, list[tuple[int, str]]] = field(default_factory=dict)
 
     def crashed_at_end(self, node: str) -> bool:
-        ch = self.changes.get(node)
+        ch = self.changes.get(node, [])
         return bool(ch) and ch[-1][1] == Kind.CRASH
 
     def recoveries(self, node: str) -> list[int]:
@@ -53,13 +57,14 @@ class RmpHistory:
 
     deliveries: list[Delivery]
     lifecycle: Lifecycle
-    sent: dict[Message, dict]               # message -> its first SEND event
-    acked: dict[Message, dict]              # message -> first SRC_ACKED event
+    sent: dict[Message, dict[str, Any]]             # message -> its first SEND event
+    acked: dict[Message, dict[str, Any]]            # message -> first SRC_ACKED event
     receivers: dict[str, set[int]]          # receiver -> stripes it serves
     safe: bool = False
 
 
-def event_dict(t_ns, node, kind, src="", src_seq=-1, gseq=-1, detail="{}") -> dict:
+def event_dict(t_ns: Any, node: str, kind: str, src: str = "", src_seq: Any = -1, gseq: Any = -1,
+               detail: Any = "{}") -> dict[str, Any]:
     return {"t_ns": int(t_ns), "node": node, "kind": kind, "src": src, "src_seq": int(src_seq),
             "gseq": int(gseq), "detail": detail if isinstance(detail, str) else json.dumps(detail)}
 
@@ -76,7 +81,7 @@ def _stripes(df: pd.DataFrame) -> list[int]:
     return out
 
 
-def _rows(df: pd.DataFrame):
+def _rows(df: pd.DataFrame) -> Iterator[tuple[int, dict[str, Any]]]:
     stripes = _stripes(df)
     for i, (t, node, kind, src, sseq, gseq, det) in enumerate(
             zip(df.t_ns, df.node, df.kind, df.src, df.src_seq, df.gseq, df.detail)):
@@ -91,9 +96,9 @@ def lifecycle(df: pd.DataFrame) -> Lifecycle:
     return life
 
 
-def rmp_history(df: pd.DataFrame, loaded) -> RmpHistory:
+def rmp_history(df: pd.DataFrame, loaded: LoadedExperiment) -> RmpHistory:
     topo, n_stripes = loaded.topology, loaded.experiment.workload.stripes
-    receivers = {h.name: set(h.stripes) if getattr(h, "stripes", None) else set(range(n_stripes))
+    receivers = {h.name: set(stripes) if (stripes := getattr(h, "stripes", None)) else set(range(n_stripes))
                  for h in topo.hosts if h.role in RECEIVER_ROLES}
     df = ordered(df)
     life = lifecycle(df)
@@ -102,15 +107,15 @@ def rmp_history(df: pd.DataFrame, loaded) -> RmpHistory:
     dl, dl_inc = df[mask], inc[mask].tolist()
     deliveries = [Delivery(ev["t_ns"], ev["node"], dl_inc[i], stripe, ev["gseq"], (stripe, ev["src"], ev["src_seq"]), ev)
                   for i, (stripe, ev) in enumerate(_rows(dl))]
-    sent: dict[Message, dict] = {}
+    sent: dict[Message, dict[str, Any]] = {}
     for stripe, ev in _rows(df[df.kind == Kind.SEND]):
         sent.setdefault((stripe, ev["src"], ev["src_seq"]), ev)
-    acked: dict[Message, dict] = {}
+    acked: dict[Message, dict[str, Any]] = {}
     for stripe, ev in _rows(df[df.kind == Kind.SRC_ACKED]):
         acked.setdefault((stripe, ev["src"], ev["src_seq"]), ev)
     return RmpHistory(deliveries, life, sent, acked, receivers, loaded.experiment.protocol.delivery == "safe")
 
 
-def rows_of(df: pd.DataFrame, kinds: list[str]) -> list[tuple[int, dict]]:
+def rows_of(df: pd.DataFrame, kinds: list[str]) -> list[tuple[int, dict[str, Any]]]:
     """(stripe, event) of the events of ``kinds``, in time order."""
     return list(_rows(ordered(df[df.kind.isin(kinds)])))

@@ -24,6 +24,7 @@ linearized operations by its lowest gap and the bits above it (histories are nea
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, cast
 
 from rmptwin.checkers import Violation
 from rmptwin.venue import wire
@@ -31,6 +32,9 @@ from rmptwin.venue.sequencer import REPLY_MAX
 
 NAME = "cas_linearizable"
 INF = float("inf")
+
+CasKey = tuple[Any, ...]                          # a request key as the history recorded it
+CasOutput = tuple[int, int, tuple[CasKey, ...]]   # (status, next, keys standing at n..)
 
 
 @dataclass(frozen=True)
@@ -41,10 +45,10 @@ class CasOp:
     process: str                      # the EV
     call_ns: int
     n: int
-    keys: tuple
+    keys: tuple[CasKey, ...]
     return_ns: float = INF
-    output: tuple | None = None       # (status, next, keys tuple)
-    evs: tuple = ()                   # the events that recorded it
+    output: CasOutput | None = None   # (status, next, keys tuple)
+    evs: tuple[dict[str, Any], ...] = ()   # the events that recorded it
 
 
 class _Model:
@@ -52,21 +56,21 @@ class _Model:
 
     def __init__(self, window: int) -> None:
         self.window = window
-        self.log: list = []
+        self.log: list[CasKey] = []
         self.chain: list[int] = [0]
-        self.index: dict = {}
+        self.index: dict[CasKey, int] = {}
 
     def state(self) -> tuple[int, int]:
         return len(self.log), self.chain[-1]
 
-    def answer(self, n: int, keys: tuple) -> tuple[tuple, list]:
+    def answer(self, n: int, keys: tuple[CasKey, ...]) -> tuple[CasOutput, list[CasKey]]:
         """(the answer CasLog gives, the keys it would place)."""
         nxt = len(self.log)
         low = max(0, nxt - self.window)
         if n < low:
             return (wire.TOO_FAR, nxt, ()), []
         if n == nxt and keys:
-            placed = []
+            placed: list[CasKey] = []
             for k in keys:
                 pos = self.index.get(k)
                 if (pos is not None and pos >= low) or k in placed:
@@ -78,7 +82,7 @@ class _Model:
         last = min(nxt, n + max(len(keys), REPLY_MAX))
         return (wire.LOST, nxt, tuple(self.log[n:last])), []
 
-    def apply(self, placed: list) -> None:
+    def apply(self, placed: list[CasKey]) -> None:
         for k in placed:
             self.index[k] = len(self.log)
             self.log.append(k)
@@ -97,6 +101,11 @@ class _Model:
 
 class _Entry:
     __slots__ = ("is_call", "match", "next", "op", "prev")
+    op: CasOp | None          # None: the list's head
+    is_call: bool
+    match: _Entry | None      # a call's return
+    prev: _Entry | None
+    next: _Entry | None
 
     def __init__(self, op: CasOp | None, is_call: bool) -> None:
         self.op, self.is_call, self.match, self.prev, self.next = op, is_call, None, None, None
@@ -104,7 +113,7 @@ class _Entry:
 
 def _entries(ops: list[CasOp]) -> _Entry:
     """The doubly linked list of calls and returns in time order (calls first at equal times)."""
-    items = []
+    items: list[tuple[tuple[float, int, int], _Entry]] = []
     for op in ops:
         call, ret = _Entry(op, True), _Entry(op, False)
         call.match = ret
@@ -120,17 +129,19 @@ def _entries(ops: list[CasOp]) -> _Entry:
 
 
 def _lift(e: _Entry) -> None:
+    m = e.match   # e is a call in the list: it has a match, and both have a prev
+    assert e.prev is not None and m is not None and m.prev is not None
     e.prev.next = e.next
     if e.next:
         e.next.prev = e.prev
-    m = e.match
     m.prev.next = m.next
     if m.next:
         m.next.prev = m.prev
 
 
 def _unlift(e: _Entry) -> None:
-    m = e.match
+    m = e.match   # e is a call lifted from the list: it has a match, and both kept their prev
+    assert e.prev is not None and m is not None and m.prev is not None
     m.prev.next = m
     if m.next:
         m.next.prev = m
@@ -147,18 +158,21 @@ def linearizable(ops: list[CasOp], window: int = 1 << 62, max_steps: int = 2_000
         return None
     head = _entries(ops)
     model = _Model(window)
-    cache: set = set()
+    cache: set[tuple[int, int, tuple[int, int]]] = set()
     calls: list[tuple[_Entry, int, bool]] = []   # (call linearized, log length before, forced)
     linearized = 0
     entry = head.next
-    deepest, stuck = -1, None
+    deepest = -1
+    stuck: tuple[CasOp, CasOutput] | None = None
     steps = 0
     while head.next is not None:
         steps += 1
         if steps > max_steps:
             return Violation(NAME, f"undecided: the search gave up after {max_steps} steps ({len(ops)} operations)")
+        # past the head every entry has its operation, and the list ends with a return
+        assert entry is not None and entry.op is not None
+        op = entry.op
         if entry.is_call:
-            op = entry.op
             out, placed = model.answer(op.n, op.keys)
             if op.output is None or op.output == out:
                 bit = linearized | (1 << op.id)
@@ -185,10 +199,11 @@ def linearizable(ops: list[CasOp], window: int = 1 << 62, max_steps: int = 2_000
             entry = entry.next
         else:
             if len(calls) > deepest:
-                deepest, stuck = len(calls), (entry.op, model.answer(entry.op.n, entry.op.keys)[0])
+                deepest, stuck = len(calls), (op, model.answer(op.n, op.keys)[0])
             forced = True
             while calls and forced:
                 entry, length, forced = calls.pop()
+                assert entry.op is not None
                 linearized &= ~(1 << entry.op.id)
                 model.undo(length)
                 _unlift(entry)
@@ -197,12 +212,14 @@ def linearizable(ops: list[CasOp], window: int = 1 << 62, max_steps: int = 2_000
             entry = entry.next
     else:
         return None
+    assert stuck is not None   # the search broke off at a return, which set it
     op, expected = stuck
+    answered = cast(CasOutput, op.output)   # the stuck operation's answer (a None would fail here, as before)
     return Violation(NAME, f"{op.process} propose(n={op.n}, {len(op.keys)} keys) answered "
-                           f"{_status(op.output)} next={op.output[1]} {list(op.output[2])[:4]}, but no order of the "
+                           f"{_status(answered)} next={answered[1]} {list(answered[2])[:4]}, but no order of the "
                            f"operations before it gives that (at best: {_status(expected)} next={expected[1]} "
                            f"{list(expected[2])[:4]}; {deepest} operations linearized)", op.evs)
 
 
-def _status(out) -> str:
+def _status(out: CasOutput) -> str:
     return {wire.WON: "WON", wire.LOST: "LOST", wire.TOO_FAR: "TOO_FAR"}.get(out[0], str(out[0]))

@@ -13,20 +13,22 @@ Definitions (those of summary.json's ``messages_lost``, as a verdict with its ev
 
 from __future__ import annotations
 
+from typing import Any
+
 from rmptwin.checkers import Violation
-from rmptwin.checkers.history import Delivery, RmpHistory
+from rmptwin.checkers.history import Delivery, Message, RmpHistory
 
 NAME = "messages"
 
 
-def _msg(m) -> str:
+def _msg(m: Message) -> str:
     return f"stripe {m[0]} {m[1]}#{m[2]}"
 
 
 def messages(h: RmpHistory) -> Violation | None:
     life = h.lifecycle
-    seen_pos: dict[tuple, Delivery] = {}
-    seen_msg: dict[tuple, Delivery] = {}
+    seen_pos: dict[tuple[str, int, int, int], Delivery] = {}
+    seen_msg: dict[tuple[str, int, Message], Delivery] = {}
     final: list[Delivery] = []
     for d in sorted(h.deliveries, key=lambda d: d.t_ns):
         if d.msg not in h.sent:
@@ -43,14 +45,14 @@ def messages(h: RmpHistory) -> Violation | None:
         if d.inc == life.last_incarnation(d.node):
             final.append(d)
     # acknowledged: delivered by someone (first delivery as the evidence), or acked at the source
-    evidence: dict[tuple, dict] = {}
-    position: dict[tuple, int] = {}
+    evidence: dict[Message, dict[str, Any]] = {}
+    position: dict[Message, int] = {}
     for d in final:
         evidence.setdefault(d.msg, d.ev)
         position.setdefault(d.msg, d.gseq)
     for m, ev in h.acked.items():
         evidence.setdefault(m, ev)
-    got: dict[str, set] = {}
+    got: dict[str, set[Message]] = {}
     first: dict[tuple[str, int], int] = {}
     for d in final:
         got.setdefault(d.node, set()).add(d.msg)

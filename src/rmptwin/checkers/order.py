@@ -19,7 +19,7 @@ by one receiver is the ``messages`` checker's to report.
 from __future__ import annotations
 
 from rmptwin.checkers import Violation
-from rmptwin.checkers.history import Delivery, RmpHistory
+from rmptwin.checkers.history import Delivery, Message, RmpHistory
 
 NAME = "total_order"
 
@@ -31,14 +31,14 @@ def counted(h: RmpHistory, d: Delivery) -> bool:
     return d.inc == life.last_incarnation(d.node) and not life.crashed_at_end(d.node)
 
 
-def _msg(m) -> str:
+def _msg(m: Message) -> str:
     return f"{m[1]}#{m[2]}"
 
 
 def total_order(h: RmpHistory) -> Violation | None:
     last: dict[tuple[str, int, int], Delivery] = {}
     at_pos: dict[tuple[int, int], Delivery] = {}
-    pos_of: dict[tuple, Delivery] = {}
+    pos_of: dict[Message, Delivery] = {}
     firsts: dict[tuple[str, int, int], Delivery] = {}
     for d in sorted(h.deliveries, key=lambda d: d.t_ns):   # stable: ties keep the logged order
         if not counted(h, d):

@@ -14,6 +14,7 @@ as figures of the run's row. A campaign runs it on every run; a sweep may too (-
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -22,8 +23,11 @@ from rmptwin.checkers import first_violation
 from rmptwin.checkers.run import check_events
 from rmptwin.core.events import Kind
 
+if TYPE_CHECKING:
+    from rmptwin.spec import LoadedExperiment
 
-def outage_ms(df: pd.DataFrame, loaded) -> float:
+
+def outage_ms(df: pd.DataFrame, loaded: LoadedExperiment) -> float:
     w = loaded.experiment.workload
     lo, hi = round(w.start_s * 1e9), round((w.start_s + w.duration_s) * 1e9)
     acks = df[df.kind == Kind.ACK_SENT]
@@ -36,10 +40,10 @@ def outage_ms(df: pd.DataFrame, loaded) -> float:
     return worst
 
 
-def checks(df: pd.DataFrame, loaded, arg: str | None) -> dict:
+def checks(df: pd.DataFrame, loaded: LoadedExperiment, arg: str | None) -> dict[str, Any]:
     verdicts = check_events(df, loaded)
     v = first_violation(verdicts)
-    out = {"verdict": "violation" if v else "ok", **{x.checker: x.status for x in verdicts},
+    out: dict[str, Any] = {"verdict": "violation" if v else "ok", **{x.checker: x.status for x in verdicts},
            "first": v.line() if v else "", "evidence": json.dumps(list(v.events)[:6]) if v else "[]"}
     has_ring = (df.kind == Kind.ACK_SENT).any()
     out["outage_ms"] = outage_ms(df, loaded) if has_ring else None
@@ -48,7 +52,7 @@ def checks(df: pd.DataFrame, loaded, arg: str | None) -> dict:
     return out
 
 
-def venue_outage_ms(df: pd.DataFrame, loaded) -> float | None:
+def venue_outage_ms(df: pd.DataFrame, loaded: LoadedExperiment) -> float | None:
     """The longest time one gateway completed no order (ORDER_DONE) while the venue load runs:
     the outage a fault causes to that gateway's clients (with two EVs, losing one need not stop
     any). None without a venue load."""

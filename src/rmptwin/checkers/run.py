@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -22,6 +23,9 @@ from rmptwin.core.events import Kind
 from rmptwin.rundir.run import RunDir
 from rmptwin.spec.queries import customer_stripes
 
+if TYPE_CHECKING:
+    from rmptwin.spec import LoadedExperiment
+
 CHECKERS = ("total_order", "messages", "customers", "cas_linearizable", "venue", "floor", "orders")
 
 
@@ -30,19 +34,20 @@ def _verdict(name: str, fn: Callable[[], Violation | None], note: str = "") -> V
     return Verdict(name, VIOLATION if v else OK, v, note)
 
 
-def customer_history(df: pd.DataFrame, loaded, pcaps: dict[str, Path] | None = None) -> CustomerHistory:
+def customer_history(df: pd.DataFrame, loaded: LoadedExperiment,
+                     pcaps: dict[str, Path] | None = None) -> CustomerHistory:
     topo = loaded.topology
     receivers = {h.name for h in topo.hosts if h.role in RECEIVER_ROLES}
     life = lifecycle(df)
-    released: dict[int, dict[int, dict]] = {}
+    released: dict[int, dict[int, dict[str, Any]]] = {}
     for stripe, ev in rows_of(df[df.node.isin(list(receivers))], list(RELEASE_KINDS)):
         released.setdefault(stripe, {}).setdefault(ev["gseq"], ev)
     received: dict[tuple[str, int], set[int]] = {}
-    last: dict[tuple[str, int], dict] = {}
+    last: dict[tuple[str, int], dict[str, Any]] = {}
     for stripe, ev in rows_of(df, [Kind.CUST_RECV]):
         received.setdefault((ev["node"], stripe), set()).add(ev["gseq"])
         last[(ev["node"], stripe)] = ev
-    gaps: dict[tuple[str, int], list[dict]] = {}
+    gaps: dict[tuple[str, int], list[dict[str, Any]]] = {}
     for stripe, ev in rows_of(df, [Kind.CUST_GAP, Kind.CUST_SKIP]):
         gaps.setdefault((ev["node"], stripe), []).append(ev)
     owed = {c.name: list(customer_stripes(c, loaded)) for c in topo.hosts_with_role("customer")
@@ -51,7 +56,7 @@ def customer_history(df: pd.DataFrame, loaded, pcaps: dict[str, Path] | None = N
     return CustomerHistory(released, received, owed, last, wire, gaps)
 
 
-def check_events(df: pd.DataFrame, loaded, summary: dict | None = None,
+def check_events(df: pd.DataFrame, loaded: LoadedExperiment, summary: dict[str, Any] | None = None,
                  pcaps: dict[str, Path] | None = None) -> list[Verdict]:
     """Every checker's verdict on one run (``summary``: its summary.json, for the applications'
     agreement keys; computed if not given and needed)."""
@@ -90,10 +95,13 @@ def check_events(df: pd.DataFrame, loaded, summary: dict | None = None,
             from rmptwin.analysis.sections import summary_sections
             summary = summary_sections(df, loaded)
     if getattr(loaded.experiment, "floor", None) is not None:
+        assert summary is not None   # computed above for a floor
         out.append(_verdict("floor", lambda: floor_verdict(summary, df)))
     else:
         out.append(Verdict("floor", SKIPPED, note="no trading floor"))
-    if getattr(loaded.experiment, "orders", None) is not None and summary.get("exchanges_agree") is not None:
+    # summary is not None: computed above for orders
+    if getattr(loaded.experiment, "orders", None) is not None and summary is not None \
+            and summary.get("exchanges_agree") is not None:
         out.append(_verdict("orders", lambda: orders_verdict(summary, df)))
     else:
         out.append(Verdict("orders", SKIPPED, note="no unified orders over the ring"))

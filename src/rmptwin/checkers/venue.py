@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -22,21 +23,27 @@ from rmptwin.checkers.history import event_dict
 from rmptwin.checkers.linearizable import CasOp
 from rmptwin.core.events import Kind
 
+if TYPE_CHECKING:
+    from rmptwin.spec import LoadedExperiment
+
+Event = dict[str, Any]
+RequestKey = tuple[Any, int]   # (gateway, gateway sequence)
+
 NAME = "venue"
 
 
 @dataclass
 class VenueHistory:
-    positions: list[tuple[str, int, int, tuple, dict]]       # (ev, incarnation, position, request key, event)
-    states: list[tuple[str, int, tuple, dict]]               # (ev, position, (state hash, trade hash), event)
-    produced: dict[int, tuple[int, dict]] = field(default_factory=dict)   # position -> (trades, first TRADE event)
+    positions: list[tuple[str, int, int, RequestKey, Event]]   # (ev, incarnation, position, request key, event)
+    states: list[tuple[str, int, tuple[Any, Any], Event]]       # (ev, position, (state hash, trade hash), event)
+    produced: dict[int, tuple[int, Event]] = field(default_factory=dict)   # position -> (trades, first TRADE event)
     stored: dict[int, int] | None = None                      # position -> trades the HR stored; None: no HR
 
 
 def venue(h: VenueHistory) -> Violation | None:
-    at: dict[int, tuple] = {}
-    where: dict[tuple, tuple] = {}
-    done: dict[tuple, dict] = {}
+    at: dict[int, tuple[RequestKey, Event]] = {}
+    where: dict[RequestKey, tuple[int, Event]] = {}
+    done: dict[tuple[str, int, int], Event] = {}
     for node, inc, pos, key, ev in h.positions:
         first = done.setdefault((node, inc, pos), ev)
         if first is not ev:
@@ -49,7 +56,7 @@ def venue(h: VenueHistory) -> Violation | None:
         if w[0] != pos:
             return Violation(NAME, f"request {list(key)} executed twice: at position {w[0]} ({w[1]['node']}) and "
                                    f"{pos} ({node})", (w[1], ev))
-    seen: dict[int, tuple] = {}
+    seen: dict[int, tuple[tuple[Any, Any], Event]] = {}
     for node, pos, hashes, ev in h.states:
         other = seen.setdefault(pos, (hashes, ev))
         if other[0] != hashes:
@@ -64,20 +71,22 @@ def venue(h: VenueHistory) -> Violation | None:
     return None
 
 
-def _detail(d) -> dict:
+def _detail(d: Any) -> dict[str, Any]:
     try:
         return json.loads(d) if isinstance(d, str) and d else {}
     except ValueError:
         return {}
 
 
-def venue_history(df: pd.DataFrame, loaded) -> VenueHistory:
+def venue_history(df: pd.DataFrame, loaded: LoadedExperiment) -> VenueHistory:
     evs = {h.name for h in loaded.topology.hosts_with_role("venue")}
     df = ordered(df)
     inc = incarnations(df)
     mask = df.node.isin(list(evs)) & df.kind.isin([Kind.SEQ_POSITION, Kind.VENUE_STATE, Kind.TRADE])
     rows = df[mask]
-    positions, states, produced = [], [], {}
+    positions: list[tuple[str, int, int, RequestKey, Event]] = []
+    states: list[tuple[str, int, tuple[Any, Any], Event]] = []
+    produced: dict[int, tuple[int, Event]] = {}
     producer: dict[int, tuple[str, int]] = {}   # position -> the EV incarnation whose trades count
     for t, node, kind, src, sseq, g, det, i in zip(rows.t_ns, rows.node, rows.kind, rows.src, rows.src_seq, rows.gseq,
                                                    rows.detail, inc[mask]):

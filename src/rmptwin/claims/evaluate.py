@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import json
 import os
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -19,8 +20,8 @@ from rmptwin.claims.verdicts import judge
 from rmptwin.errors import UserError
 from rmptwin.factories.keys import generate, key_path, write_keys
 from rmptwin.rundir.sweep import sweep_id
-from rmptwin.spec import load_experiment
-from rmptwin.sweeps.engine import SweepPlan, run_sweep
+from rmptwin.spec import LoadedExperiment, load_experiment
+from rmptwin.sweeps.engine import Runner, SweepPlan, run_sweep
 
 NOT_MEASURED, NOT_RUN, NOT_APPLICABLE = "not yet measured", "not run", "not applicable"
 # An emulated run whose timers ran late (the machine, not the protocol: emulation.hostload) is
@@ -59,7 +60,8 @@ def twin_verdict(simulated: str, emulated: str) -> str:
     return AGREE if simulated == emulated else DIFFER
 
 
-def measure(claim: Claim, out: Path, backend: str, runner=None, master: str | None = None) -> tuple[str, str, int]:
+def measure(claim: Claim, out: Path, backend: str, runner: Runner | None = None,
+            master: str | None = None) -> tuple[str, str, int]:
     """(verdict, what we measured, runs in the table) for one backend's sweep of ``claim``."""
     if not claim.experiment_path.exists():
         return NOT_MEASURED, f"{NOT_MEASURED}: {claim.experiment} does not exist yet", 0
@@ -95,15 +97,16 @@ def measure(claim: Claim, out: Path, backend: str, runner=None, master: str | No
     return verdict, ours, len(df)
 
 
-def _keys_for(loaded) -> None:
+def _keys_for(loaded: LoadedExperiment) -> None:
     """A secure claim's experiment gets a fresh key set where it has none, as `rmptwin keys gen`
     would write it (the claim measures what the keys protect, not which keys they are)."""
     if loaded.experiment.security.enabled and not key_path(loaded).exists():
         write_keys(generate(loaded), key_path(loaded))
 
 
-def run_claims(claims: list[Claim], out: Path = OUT_DIR, emulated: bool = False, runner=None,
-               master: str | None = None, progress=None) -> list[ClaimRow]:
+def run_claims(claims: list[Claim], out: Path = OUT_DIR, emulated: bool = False, runner: Runner | None = None,
+               master: str | None = None,
+               progress: Callable[[int, int, str], None] | None = None) -> list[ClaimRow]:
     rows = []
     for i, claim in enumerate(claims):
         if progress:

@@ -93,6 +93,7 @@ class Claim(_Strict):
 
     @property
     def experiment_path(self) -> Path:
+        assert self.path is not None   # load_claim sets it
         return (self.path.parent / self.experiment).resolve()
 
 

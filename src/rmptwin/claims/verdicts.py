@@ -16,6 +16,8 @@ we measured, per point (the mean over seeds).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -26,25 +28,26 @@ HOLDS, FAILS, PARTLY = "holds", "does not hold", "partly"
 SAFE_NAMES = {"__builtins__": {}, "math": math, "abs": abs, "max": max, "min": min}
 
 
-def _value(df: pd.DataFrame, v: Verdict, text: str) -> pd.Series:
-    """A column, or an expression over ``vars`` (sweep columns) and ``constants``, per row."""
+def _value(df: pd.DataFrame, v: Verdict, text: str | None) -> pd.Series:
+    """A column, or an expression over ``vars`` (sweep columns) and ``constants``, per row.
+    ``text`` None (a verdict naming no metric) fails in eval, a TypeError ``claims.evaluate`` reports."""
     if text in df.columns:
         return pd.to_numeric(df[text], errors="coerce")
     names = {**v.constants}
     out = []
     for _, row in df.iterrows():
         env = {**names, **{k: row[col] for k, col in v.vars.items()}}
-        out.append(eval(text, SAFE_NAMES, env))  # claim files are the project's own
+        out.append(eval(cast(str, text), SAFE_NAMES, env))  # claim files are the project's own
     return pd.Series(out, index=df.index, dtype=float)
 
 
-def point_means(df: pd.DataFrame, params: list[str], v: Verdict, metric: str) -> pd.DataFrame:
+def point_means(df: pd.DataFrame, params: list[str], v: Verdict, metric: str | None) -> pd.DataFrame:
     work = df[params].copy()
     work["_m"] = _value(df, v, metric).to_numpy()
     return work.groupby(params, dropna=False, sort=True)["_m"].mean().reset_index()
 
 
-def _label(row, params: list[str]) -> str:
+def _label(row: pd.Series, params: list[str]) -> str:
     parts = []
     for p in params:
         value = row[p]
@@ -53,15 +56,15 @@ def _label(row, params: list[str]) -> str:
     return ",".join(parts)
 
 
-def _num(x) -> str:
+def _num(x: Any) -> str:
     if isinstance(x, (float, np.floating)):
         if math.isnan(x):
             return "n/a"
-        return f"{x:.3g}" if abs(x) < 1000 else f"{x:,.0f}"
+        return f"{x:.3g}" if abs(cast(float, x)) < 1000 else f"{x:,.0f}"   # numpy's stubs: abs(the union) is object
     return str(x)
 
 
-def _listing(means: pd.DataFrame, params: list[str], metric: str) -> str:
+def _listing(means: pd.DataFrame, params: list[str], metric: str | None) -> str:
     return "; ".join(f"{_label(r, params)}: {_num(r['_m'])}" for _, r in means.iterrows()) + f" ({metric})"
 
 
@@ -74,7 +77,7 @@ def judge(df: pd.DataFrame, params: list[str], v: Verdict) -> tuple[str, str]:
     return verdict, "; ".join([ours, *extra])
 
 
-def _formula(df, params, v):
+def _formula(df: pd.DataFrame, params: list[str], v: Verdict) -> tuple[str, str]:
     means = point_means(df, params, v, v.metric)
     expect = point_means(df, params, v, v.expect)["_m"].to_numpy()
     got = means["_m"].to_numpy()
@@ -83,13 +86,13 @@ def _formula(df, params, v):
     return (HOLDS if ok else FAILS), f"{pairs} (measured {v.metric} vs the formula, ±{v.rel_tol:.0%})"
 
 
-def _within(df, params, v):
+def _within(df: pd.DataFrame, params: list[str], v: Verdict) -> tuple[str, str]:
     means = point_means(df, params, v, v.metric)
     ok = bool(((means["_m"] >= v.low) & (means["_m"] <= v.high)).all())
     return (HOLDS if ok else FAILS), _listing(means, params, v.metric)
 
 
-def _bound(df, params, v):
+def _bound(df: pd.DataFrame, params: list[str], v: Verdict) -> tuple[str, str]:
     means = point_means(df, params, v, v.metric)
     if v.bounds is not None:
         by_value = {float(k): b for k, b in v.bounds.items()}
@@ -101,7 +104,7 @@ def _bound(df, params, v):
     return (HOLDS if ok else FAILS), _listing(means, params, v.metric)
 
 
-def _zero_from(df, params, v):
+def _zero_from(df: pd.DataFrame, params: list[str], v: Verdict) -> tuple[str, str]:
     means = point_means(df, params, v, v.metric)
     measured = v.tolerance is not None and v.tolerance in df.columns
     tol = point_means(df, params, v, v.tolerance)["_m"].fillna(0.0) if measured else pd.Series(0.0, index=means.index)
@@ -117,7 +120,7 @@ def _zero_from(df, params, v):
     return verdict, ours
 
 
-def _trend(df, params, v):
+def _trend(df: pd.DataFrame, params: list[str], v: Verdict) -> tuple[str, str]:
     results, texts = [], []
     for t in v.trends:
         keys = params if t.param in params else [*params, t.param]   # e.g. `receivers`, one value per point
@@ -133,5 +136,5 @@ def _trend(df, params, v):
     return verdict, "; ".join(texts)
 
 
-def _short(values) -> list:
+def _short(values: Iterable[Any]) -> list[Any]:
     return [str(x).rsplit("/", 1)[-1].removesuffix(".yaml") if isinstance(x, str) else x for x in values]

@@ -3,7 +3,9 @@ Exit 0: no violation; 1: a violation (the first one printed with its events); 2:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.table import Table
@@ -26,7 +28,7 @@ def verdict_table(verdicts: list[Verdict]) -> Table:
     return table
 
 
-def event_table(events) -> Table:
+def event_table(events: Iterable[dict[str, Any]]) -> Table:
     table = Table(show_header=True, header_style="bold")
     for col in ("t_ns", "node", "kind", "src", "src_seq", "gseq", "detail"):
         table.add_column(col)

@@ -35,13 +35,13 @@ def claims(
                           progress=lambda i, n, name: bar.update(task, completed=i, description=name))
     _stop_spark()
     table = Table(title="the seeds' claims")
-    cols = ("claim", "seed", "ours (simulated)", "verdict")
+    cols: tuple[str, ...] = ("claim", "seed", "ours (simulated)", "verdict")
     if emulated:
         cols += ("ours (emulated)", "emulated verdict", "twin")
     for col in cols:
         table.add_column(col, overflow="fold")
     for r in rows:
-        cells = (r.name, r.seed_figure, r.simulated, r.verdict)
+        cells: tuple[str, ...] = (r.name, r.seed_figure, r.simulated, r.verdict)
         if emulated:
             cells += (r.emulated, r.emulated_verdict, r.twin)
         table.add_row(*cells)

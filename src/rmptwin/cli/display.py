@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -41,7 +42,7 @@ def progress_bar(console: Console, loaded: rt.LoadedExperiment, backend: str) ->
         yield progress
 
 
-def _shown(val) -> str:
+def _shown(val: object) -> str:
     if isinstance(val, float):
         return f"{val:.3f}"
     if isinstance(val, dict):
@@ -53,7 +54,7 @@ def _shown(val) -> str:
     return str(val)
 
 
-def summary_table(s: dict, title: str = "summary") -> Table:
+def summary_table(s: dict[str, Any], title: str = "summary") -> Table:
     """The headline figures of a summary as a rich table (the backend adds its own last row)."""
     table = Table(title=title, show_header=False)
     # A venue-only run has no ticker: its rows would be empty (receivers 0, p50 None).
@@ -64,7 +65,7 @@ def summary_table(s: dict, title: str = "summary") -> Table:
     return table
 
 
-def applications_table(s: dict) -> Table | None:
+def applications_table(s: dict[str, Any]) -> Table | None:
     """The applications' headline rows (each section's ``headline``), None when no section has any."""
     sections = headline_sections(s)
     if not sections:
@@ -76,7 +77,7 @@ def applications_table(s: dict) -> Table | None:
     return table
 
 
-def _print_tables(console: Console, table: Table, s: dict) -> None:
+def _print_tables(console: Console, table: Table, s: dict[str, Any]) -> None:
     console.print(table)
     apps = applications_table(s)
     if apps is not None:
@@ -88,6 +89,7 @@ def print_sim_summary(console: Console, run: rt.Run) -> None:
     s = run.summary
     table = summary_table(s)
     st = run.stats
+    assert st is not None   # a simulated run has the simulator's stats
     rate = st["scheduler_events"] / st["wall_s"] if st["wall_s"] > 0 else 0.0
     table.add_row("simulator", f"{st['scheduler_events']:,} events, {st['deliveries']:,} deliveries "
                                 f"in {st['wall_s']:.1f} s ({rate:,.0f} events/s, {corebuild.ACTIVE.kind} cores)")

@@ -9,16 +9,22 @@ Imported by ``cli.main`` before any command is built; a typer without the method
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import typer.core
 
-_option = getattr(typer.core, "TyperOption", None)
-_shown = getattr(_option, "display_type_rich", None)
+if TYPE_CHECKING:
+    import click
+
+_option: Any = getattr(typer.core, "TyperOption", None)
+_shown: Any = getattr(_option, "display_type_rich", None)   # the method of this typer, if it has one
 
 if _option is not None and _shown is not None and not getattr(_shown, "_rmptwin_flags_bare", False):
-    def _display_type_rich(self, ctx):
+    def _display_type_rich(self: typer.core.TyperOption, ctx: click.Context) -> str | None:
         if getattr(self, "is_flag", False) and not getattr(self, "count", False):
             return None
-        return _shown(self, ctx)
+        shown: str | None = _shown(self, ctx)
+        return shown
 
-    _display_type_rich._rmptwin_flags_bare = True
+    _display_type_rich._rmptwin_flags_bare = True  # type: ignore[attr-defined]  # a marker read back above
     _option.display_type_rich = _display_type_rich

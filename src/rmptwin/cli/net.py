@@ -7,7 +7,9 @@ from __future__ import annotations
 import json
 import os
 import signal
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.table import Table
@@ -21,7 +23,7 @@ from rmptwin.emulation.image import ensure_image
 from rmptwin.emulation.network import DEFAULT_STATE_DIR, EmulatedNetwork
 from rmptwin.emulation.selftest import selftest
 from rmptwin.errors import UserError
-from rmptwin.spec import read_yaml
+from rmptwin.spec import Topology, read_yaml
 
 console = make_console()
 net_app = typer.Typer(help="the emulated network: Mininet + Open vSwitch + os-ken", no_args_is_help=True)
@@ -30,7 +32,7 @@ NODES_HELP = "hosts as plain network namespaces (ns, fast) or Docker containers 
 IMPAIR_HELP = "link impairment: auto (netem where the kernel has it, else relay), netem, relay"
 
 
-def load_any_topology(path: Path):
+def load_any_topology(path: Path) -> Topology:
     """A topology YAML, or an experiment YAML (its topology)."""
     data, _ = read_yaml(path)
     if "topology" in data and isinstance(data["topology"], str):
@@ -38,7 +40,7 @@ def load_any_topology(path: Path):
     return rt.load_topology(path)
 
 
-def _progress_printer():
+def _progress_printer() -> Callable[[str], None]:
     return lambda msg: console.print(f"[dim]·[/] {msg}", highlight=False)
 
 
@@ -126,7 +128,7 @@ def trees(state_dir: Path = typer.Option(None, help="state dir of the running ne
     console.print(_trees_table(state["groups"]))
 
 
-def _trees_table(groups: dict) -> Table:
+def _trees_table(groups: dict[str, Any]) -> Table:
     t = Table(title="multicast groups and trees (by sender switch)")
     for col in ("group", "address", "scope", "members", "tree from", "edges"):
         t.add_column(col)
@@ -160,7 +162,7 @@ def selftest_cmd(
     for col in ("link", "quantity", "configured", "measured", "tolerance", "result"):
         t.add_column(col)
     for c in checks:
-        fmt = (lambda v: f"{v * 100:.2f} %") if c.quantity == "loss" else (lambda v: f"{v:.2f}")
+        fmt: Callable[[float], str] = (lambda v: f"{v * 100:.2f} %") if c.quantity == "loss" else (lambda v: f"{v:.2f}")
         t.add_row(c.link, c.quantity, fmt(c.configured), fmt(c.measured), c.tolerance,
                   "[green]ok[/]" if c.ok else "[red]OUT OF TOLERANCE[/]")
     console.print(t)
@@ -194,7 +196,8 @@ def image_build(force: bool = typer.Option(False, help="rebuild even when cached
     console.print(f"node image: [bold]{tag}[/]")
 
 
-def _print_network(net) -> None:
+def _print_network(net: EmulatedNetwork) -> None:
+    assert net.env is not None   # a started network has detected its machine
     t = Table(title=f"{net.topo.name}: {net.nodes_mode} hosts, {net.impair} links, {net.env.datapath} datapath")
     for col in ("host", "ip", "switch", "role"):
         t.add_column(col)

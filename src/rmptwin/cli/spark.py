@@ -50,5 +50,6 @@ def status(state: Path | None = typer.Option(None, "--state-dir", help=STATE_HEL
     if not alive:
         console.print("no Spark cluster is running", highlight=False)
         raise typer.Exit(1)
+    assert c is not None   # a cluster is up
     console.print(f"{c.master_url}: {', '.join(alive)} running (web UI {c.webui_url})", highlight=False,
                   soft_wrap=True)

@@ -3,6 +3,7 @@ rmptwin.cli.main): ``rmptwin.api.sweep`` with a progress bar."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -18,7 +19,7 @@ console = make_console()
 
 
 @contextmanager
-def sweep_progress(title: str):
+def sweep_progress(title: str) -> Iterator[Callable[[int, int], None]]:
     """A rich bar over the sweep's runs; yields ``progress(done, total)``."""
     columns = (TextColumn("[bold]sweep[/] {task.description}"), BarColumn(), MofNCompleteColumn(),
                TextColumn("runs"), TimeElapsedColumn())

@@ -9,7 +9,9 @@ numbers of this run) and PNG plots into ``--out``.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -23,7 +25,10 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Sequencer taxonomy (seed sequencer-taxonomy) beside RMP and the CAS sequencer")
 console = make_console()
 
-def _numbers(text: str, what: str, kind=int) -> list:
+_Num = TypeVar("_Num", int, float)
+_Key = tuple[str, int, float, str, int]   # a point: protocol, receivers, rate, scenario, seed
+
+def _numbers(text: str, what: str, kind: Callable[[str], _Num] = int) -> list[_Num]:
     try:
         values = [kind(v) for v in text.split(",") if v.strip()]
     except ValueError:
@@ -80,11 +85,11 @@ def compare(
         console.print(f"wrote {p}")
 
 
-def _key(p: Point) -> tuple:
+def _key(p: Point) -> _Key:
     return (p.protocol, p.receivers, float(p.rate), p.scenario, p.seed)
 
 
-def _earlier(path: Path | None) -> dict[tuple, dict]:
+def _earlier(path: Path | None) -> dict[_Key, dict[str, Any]]:
     if path is None:
         return {}
     try:
@@ -94,10 +99,11 @@ def _earlier(path: Path | None) -> dict[tuple, dict]:
     return {(r["protocol"], r["receivers"], float(r["rate"]), r["scenario"], r["seed"]): r for r in rows}
 
 
-def run_all(points: list[Point], journal: Path | None = None, earlier: dict | None = None) -> list[dict]:
+def run_all(points: list[Point], journal: Path | None = None,
+            earlier: dict[_Key, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """Run every point (or take its row from ``earlier``); each row is also appended to
     ``journal`` (JSON lines) as it is measured."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     earlier = earlier or {}
     if journal is not None:
         journal.parent.mkdir(parents=True, exist_ok=True)

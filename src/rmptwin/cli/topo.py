@@ -46,7 +46,8 @@ def gen(
     params = GenParams(switches=switches, regions=regions, loss_max=loss_max, mesh=mesh, sources=sources,
                        primaries=max(primaries, regions), customers_per_region=customers_per_region,
                        stripes=stripes)
-    ref = relative_ref(experiment_out, out) if experiment_out is not None else "topology.yaml"
+    # out is not None with experiment_out (checked above)
+    ref = relative_ref(experiment_out, out) if experiment_out is not None and out is not None else "topology.yaml"
     topology, experiment = generate(params, seed, ref)
     text = dump_yaml(topology, TOPOLOGY_HEADER + f"# rmptwin topo gen --switches {switches} --seed {seed} "
                      f"--regions {regions} --loss-max {loss_max} --mesh {mesh}\n")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.progress import Progress
@@ -25,7 +26,7 @@ app = typer.Typer(no_args_is_help=True, help="exchange venues: gap table and lat
 console = make_console()
 
 
-def _show(title: str, rows: list[dict]) -> None:
+def _show(title: str, rows: list[dict[str, Any]]) -> None:
     table = Table(title=title)
     for c in rows[0]:
         table.add_column(c)
@@ -34,7 +35,7 @@ def _show(title: str, rows: list[dict]) -> None:
     console.print(table)
 
 
-def _write(out: Path, name: str, rows: list[dict]) -> None:
+def _write(out: Path, name: str, rows: list[dict[str, Any]]) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{name}.md").write_text(markdown(rows))
     (out / f"{name}.json").write_text(json.dumps(rows, indent=2) + "\n")

@@ -4,7 +4,7 @@
 wire (Ethernet + IP + UDP headers included, as both backends count them) arriving at
 ``now_ns``, either the time it reaches the far end or why it is dropped (``LOSS``,
 ``QUEUE``, ``DOWN``). The simulator and the user-space relay both call it, so the same
-seed drops the same packets in both backends (issue 10, item 1). Pure: no I/O, no
+seed drops the same packets in both backends. Pure: no I/O, no
 clocks, no randomness but the direction's own seeded stream.
 
 Order of decisions (netem's, which the relay already follows): a link that is down drops

@@ -1,7 +1,7 @@
 """Ticker payloads: trade reports (symbol, price, size, venue, time) as fixed binary records.
 
 A trade report is the payload of one RMP source message and of one MoldUDP64 message.
-Which stripe a symbol goes on is ``rmp.striping.symbol_stripe``.
+Which stripe a symbol goes on is ``core.striping.symbol_stripe``.
 """
 
 from __future__ import annotations

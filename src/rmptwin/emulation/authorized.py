@@ -22,6 +22,8 @@ when its experiment has ``security.enabled``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rmptwin.core.groups import region_group, rmp_group
 from rmptwin.core.striping import serves_stripe
 from rmptwin.spec import Topology
@@ -31,7 +33,8 @@ GLOBAL_SENDER_ROLES = ("primary", "secondary", "reformation")
 REGION_SENDER_ROLES = ("primary", "secondary")
 
 
-def authorized_senders(topology: Topology, stripes: int, core_of=None) -> dict[str, frozenset[str]]:
+def authorized_senders(topology: Topology, stripes: int,
+                       core_of: Callable[[int], int] | None = None) -> dict[str, frozenset[str]]:
     """Group name -> the hosts allowed to multicast to it, for stripes 0 .. ``stripes`` - 1.
     ``core_of`` maps an edge stripe (seed 4.4, numbered after the core ones) to its core
     stripe: its regional group is sent to by the R_T of that core stripe."""

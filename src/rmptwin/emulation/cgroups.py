@@ -109,6 +109,7 @@ def limit_files(mounts: CgroupMounts, cgroups: dict[str, str]) -> dict[str, Path
     if mounts.version == "none":
         raise ValueError("no cgroup hierarchy with the cpu and memory controllers is mounted")
     if mounts.version == "v2":
+        assert mounts.v2 is not None   # what version v2 means
         d = mounts.v2.path_of(cgroups.get("", "/"))
         return {"memory": d / "memory.max", "cpu": d / "cpu.max"}
     mem = mounts.v1["memory"].path_of(cgroups.get("memory", "/"))
@@ -125,9 +126,9 @@ def parse_limits(version: str, files: dict[str, str]) -> Limits:
         return Limits(None if mem == "max" else int(mem),
                       None if quota == "max" else int(quota) / int(period or 100000))
     mem_bytes = int(files["memory"].strip())
-    quota = int(files["cpu_quota"].strip())
+    quota_us = int(files["cpu_quota"].strip())
     return Limits(None if mem_bytes >= V1_UNLIMITED_BYTES else mem_bytes,
-                  None if quota < 0 else quota / int(files["cpu_period"].strip()))
+                  None if quota_us < 0 else quota_us / int(files["cpu_period"].strip()))
 
 
 def process_cgroup(pid: int, mountinfo: str | None = None) -> ProcessCgroup:

@@ -22,8 +22,10 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rmptwin.emulation import engine
 from rmptwin.errors import UserError
@@ -132,7 +134,7 @@ def state_dirs(registry: Path | None = None) -> set[str]:
     return dirs | {DEFAULT_STATE_DIR}
 
 
-def _net_json(state_dir: str) -> dict:
+def _net_json(state_dir: str) -> dict[str, Any]:
     try:
         data = json.loads((Path(state_dir) / "net.json").read_text())
     except (OSError, ValueError):
@@ -175,7 +177,7 @@ class Sweep:
     interfaces: list[str] = field(default_factory=list)
 
 
-def plan_sweep(live: list[LiveNetwork], processes: list[tuple[int, int, str]],
+def plan_sweep(live: Sequence[LiveNetwork], processes: list[tuple[int, int, str]],
                containers: list[tuple[str, str, str]], bridges: list[str], interfaces: list[str]) -> Sweep:
     """From what the machine has (``processes`` as (pid, parent pid, command line) of the
     project's marks, ``containers`` as (id, name, state-dir label)), what to remove: all of
@@ -189,7 +191,7 @@ def plan_sweep(live: list[LiveNetwork], processes: list[tuple[int, int, str]],
 
     def live_name(name: str) -> bool:
         m = TAG_OF_NAME.match(name)
-        return bool(m) and int(m.group(1)) in tags
+        return m is not None and int(m.group(1)) in tags
 
     def live_process(pid: int, ppid: int, cmd: str) -> bool:
         node = LINK_NODE_RE.search(cmd)
@@ -207,7 +209,7 @@ def plan_sweep(live: list[LiveNetwork], processes: list[tuple[int, int, str]],
 # ----------------------------------------------------------------------------- what the machine has
 
 
-def _run(cmd: list[str]) -> subprocess.CompletedProcess:
+def _run(cmd: list[str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
 
 
@@ -305,7 +307,7 @@ def _del_interfaces(names: list[str]) -> int:
     return sum(_run(["ip", "link", "del", intf]).returncode == 0 for intf in names)
 
 
-def cleanup_state_dir(state_dir: Path, own_pid: int | None = None, live: list[LiveNetwork] = ()) -> dict:
+def cleanup_state_dir(state_dir: Path, own_pid: int | None = None, live: Sequence[LiveNetwork] = ()) -> dict[str, int]:
     """Undo what ``state_dir/net.json`` recorded; returns counts of what was removed. What
     is now a ``live`` network's (its tag reclaimed, a pid reused) stays."""
     path = Path(state_dir) / "net.json"
@@ -347,7 +349,7 @@ def _forget(live: list[LiveNetwork]) -> None:
             f.unlink(missing_ok=True)
 
 
-def cleanup_all(force: bool = False) -> tuple[dict, list[LiveNetwork]]:
+def cleanup_all(force: bool = False) -> tuple[dict[str, int], list[LiveNetwork]]:
     """What the project left on this machine (the `mn -c` equivalent): every network of a
     dead owner and every untagged leftover; with ``force``, live networks too. Returns the
     counts of what was removed and the live networks kept."""

@@ -21,9 +21,13 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
 from rmptwin.emulation import engine
 from rmptwin.errors import UserError
+
+if TYPE_CHECKING:
+    from docker import DockerClient  # untyped (no stubs locked): Any to mypy
 
 MIB = 1 << 20
 
@@ -49,13 +53,13 @@ def read_ns(stamp: str | None) -> int | None:
         return None
 
 
-def mem_bytes(memory_stats: dict) -> int | None:
+def mem_bytes(memory_stats: dict[str, Any]) -> int | None:
     """Memory in use as ``docker stats`` counts it: usage less the inactive file cache (cgroup
     v1 ``total_inactive_file``, v2 ``inactive_file``), where that is below the usage."""
-    usage = memory_stats.get("usage")
+    usage: int | None = memory_stats.get("usage")
     if usage is None:
         return None         # a stopped container's record has no memory figures
-    stats = memory_stats.get("stats") or {}
+    stats: dict[str, int] = memory_stats.get("stats") or {}
     if "total_inactive_file" in stats and stats["total_inactive_file"] < usage:
         return usage - stats["total_inactive_file"]
     if stats.get("inactive_file", usage) < usage:
@@ -63,7 +67,7 @@ def mem_bytes(memory_stats: dict) -> int | None:
     return usage
 
 
-def sample_of(record: dict, now_ns: int | None = None) -> StatsSample | None:
+def sample_of(record: dict[str, Any], now_ns: int | None = None) -> StatsSample | None:
     """One engine stats record as a sample; None when it has neither CPU nor memory figures."""
     cpu = (record.get("cpu_stats") or {}).get("cpu_usage", {}).get("total_usage")
     mem = mem_bytes(record.get("memory_stats") or {})
@@ -79,7 +83,7 @@ def _r(x: float | None, digits: int) -> float | None:
     return None if x is None else round(x, digits)
 
 
-def node_figures(samples: list[StatsSample]) -> dict:
+def node_figures(samples: list[StatsSample]) -> dict[str, Any]:
     """One node's figures over the sampled window (see the module's docstring); CPU needs two
     samples, memory one."""
     s = sorted(samples, key=lambda x: x.t_ns)
@@ -112,7 +116,7 @@ class ContainerStatsSampler:
         self.samples: dict[str, list[StatsSample]] = {n: [] for n in self.containers}
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
-        self._client = None
+        self._client: DockerClient | None = None
 
     def start(self) -> ContainerStatsSampler:
         if not self.containers:
@@ -148,5 +152,5 @@ class ContainerStatsSampler:
             self._client.close()
             self._client = None
 
-    def figures(self) -> dict[str, dict]:
+    def figures(self) -> dict[str, dict[str, Any]]:
         return {node: node_figures(list(samples)) for node, samples in sorted(self.samples.items())}

@@ -16,8 +16,11 @@ The engine is driven through the Docker SDK (``engine``), not the docker CLI.
 
 from __future__ import annotations
 
+import subprocess
 import uuid
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from mininet.node import Host
 
@@ -52,12 +55,14 @@ def join_cgroups(pid: int, of_pid: int) -> None:
                 continue
 
 
-class DockerHost(Host):
+class DockerHost(Host):   # type: ignore[misc]  # Mininet is untyped: its Host is Any
     """A Mininet host whose namespaces are a Docker container's."""
 
-    def __init__(self, name, image: str, cpus: float | None = None, memory_mb: int | None = None,
-                 mounts=(), on_container=None, state_dir: str = "", remove_on_terminate: bool = True,
-                 **params):
+    inNamespace: bool   # Mininet's Node sets it
+
+    def __init__(self, name: str, image: str, cpus: float | None = None, memory_mb: int | None = None,
+                 mounts: Sequence[tuple[str, str, str]] | None = (), on_container: Callable[[str], None] | None = None,
+                 state_dir: str = "", remove_on_terminate: bool = True, **params: Any) -> None:
         self.image = image
         self.cpus = cpus
         self.memory_mb = memory_mb
@@ -67,7 +72,7 @@ class DockerHost(Host):
         # EmulatedNetwork removes all its containers at once (much faster than one by one).
         self.remove_on_terminate = remove_on_terminate
         self.container = f"rmptwin-{name}-{uuid.uuid4().hex[:8]}"
-        self.container_pid = None
+        self.container_pid: int | None = None
         super().__init__(name, **params)
 
     def _start_container(self) -> None:
@@ -83,8 +88,9 @@ class DockerHost(Host):
         if not self.container_pid:
             raise UserError(f"container {self.container} for host {self.name} is not running")
 
-    def startShell(self, mnopts=None):
+    def startShell(self, mnopts: str | None = None) -> None:
         self._start_container()
+        assert self.container_pid is not None   # or _start_container raised
         # Mininet appends 'n' (new namespaces) for namespaced hosts; here the shell must
         # join the container's instead, so start it as a "root namespace" node whose
         # mnexec options attach to the container (-a<pid>).
@@ -96,12 +102,13 @@ class DockerHost(Host):
             self.inNamespace = was
         join_cgroups(self.pid, self.container_pid)
 
-    def popen(self, *args, **kwargs):
-        p = super().popen(*args, **kwargs)
+    def popen(self, *args: Any, **kwargs: Any) -> subprocess.Popen[Any]:
+        p: subprocess.Popen[Any] = super().popen(*args, **kwargs)
+        assert self.container_pid is not None   # the shell, which starts the container, came first
         join_cgroups(p.pid, self.container_pid)
         return p
 
-    def terminate(self):
+    def terminate(self) -> None:
         try:
             super().terminate()
         finally:

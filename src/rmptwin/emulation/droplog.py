@@ -12,8 +12,10 @@ from __future__ import annotations
 import json
 import socket
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -73,7 +75,7 @@ def read_drop_file(path: Path, link: str, a: str, b: str) -> list[DroppedFrame]:
 
 
 def drops_table(frames: list[DroppedFrame], ip_names: dict[str, str], group_names: dict[str, str]) -> pa.Table:
-    cols: dict[str, list] = {f.name: [] for f in DROP_SCHEMA}
+    cols: dict[str, list[Any]] = {f.name: [] for f in DROP_SCHEMA}
     for fr in sorted(frames, key=lambda f: (f.t_ns, f.link)):
         kind, src, src_seq, gseq = describe(fr.payload) if fr.payload else ("OTHER", "", -1, -1)
         cols["t_ns"].append(fr.t_ns)
@@ -90,7 +92,7 @@ def drops_table(frames: list[DroppedFrame], ip_names: dict[str, str], group_name
     return pa.Table.from_pydict(cols, schema=DROP_SCHEMA)
 
 
-def counts_table(paths: list[Path], extra: list[dict] = ()) -> pa.Table:
+def counts_table(paths: list[Path], extra: Sequence[dict[str, Any]] = ()) -> pa.Table:
     """Link counts from the relays' ``counts.json`` files, plus ``extra`` records of that layout."""
     records = []
     for p in sorted(paths):
@@ -98,7 +100,7 @@ def counts_table(paths: list[Path], extra: list[dict] = ()) -> pa.Table:
             records.append(json.loads(p.read_text()))
         except (OSError, ValueError):
             continue
-    cols: dict[str, list] = {f.name: [] for f in LINK_COUNT_SCHEMA}
+    cols: dict[str, list[Any]] = {f.name: [] for f in LINK_COUNT_SCHEMA}
     for c in [*records, *extra]:
         for d, (frm, to) in (("ab", (c["a"], c["b"])), ("ba", (c["b"], c["a"]))):
             s = c["directions"][d]
@@ -111,10 +113,11 @@ def counts_table(paths: list[Path], extra: list[dict] = ()) -> pa.Table:
     return pa.Table.from_pydict(cols, schema=LINK_COUNT_SCHEMA)
 
 
-def read_access_reports(paths: list[Path], clock_shift_ns: int) -> tuple[list[DroppedFrame], list[dict]]:
+def read_access_reports(paths: list[Path], clock_shift_ns: int) -> tuple[list[DroppedFrame], list[dict[str, Any]]]:
     """The dropped frames and counts the nodes left for the access links they shaped
     (``runtime.hostlink``), times moved by ``clock_shift_ns`` onto the relays' clock."""
-    frames, counts = [], []
+    frames: list[DroppedFrame] = []
+    counts: list[dict[str, Any]] = []
     for p in paths:
         try:
             report = json.loads(p.read_text())
@@ -133,7 +136,7 @@ def collect(state_dir: Path) -> tuple[pa.Table, pa.Table]:
     state_dir = Path(state_dir)
     wiring = json.loads((state_dir / "wiring.json").read_text())
     ip_names = {v[2]: name for name, v in wiring["hosts"].items()}
-    frames = []
+    frames: list[DroppedFrame] = []
     for cfg_path in sorted((state_dir / "links").glob("*.json")):
         if cfg_path.name.endswith(".counts.json"):
             continue

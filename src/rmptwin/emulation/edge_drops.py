@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import re
 import subprocess
+from typing import TYPE_CHECKING
 
 from rmptwin.core.events import Event, Kind
 from rmptwin.emulation.flows import PRIO_UNAUTH_DROP
+
+if TYPE_CHECKING:
+    from rmptwin.runtime.eventlog import EventWriter
 
 _N_PACKETS = re.compile(r"\bn_packets=(\d+)")
 _PRIORITY = re.compile(r"\bpriority=(\d+)")
@@ -39,7 +43,7 @@ def read_edge_drops(bridges: dict[str, str]) -> dict[str, int]:
     return out
 
 
-def log_edge_drops(net, log, t_ns: int) -> None:
+def log_edge_drops(net: object, log: EventWriter, t_ns: int) -> None:
     """One EDGE_DROPS event per switch of ``net`` into the runner's event ``log``, when its
     controller enforced authorized senders (a flat network or ``authorized`` None: nothing)."""
     wiring = getattr(net, "wiring", None)

@@ -28,6 +28,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 import pyarrow as pa
 
@@ -58,6 +59,9 @@ from rmptwin.runtime.priority import ReleasePriority
 from rmptwin.spec import LoadedExperiment
 from rmptwin.spec.queries import edge_plan, stripe_count
 
+if TYPE_CHECKING:
+    from rmptwin.emulation.network import EmulatedNetwork  # imported when a switched network is built
+
 REPO = Path(__file__).resolve().parents[3]
 SETTLE_S = 1.0           # after the controller saw every join: its flow mods land before t0
 TREES_TIMEOUT_S = 60.0
@@ -76,9 +80,9 @@ class EmulationResult:
     events: pa.Table
     drops: pa.Table
     link_counts: pa.Table
-    manifest: dict      # the manifest's emulation keys: nodes, impair, capture, faults applied, t0, pcaps
-    environment: dict   # emulation_facts: node mode, impairment backend, datapath, image
-    stats: dict         # summary.json's "runtime": wall time, drain, torn log lines, node counters
+    manifest: dict[str, Any]      # the manifest's emulation keys: nodes, impair, capture, faults applied, t0, pcaps
+    environment: dict[str, Any]   # emulation_facts: node mode, impairment backend, datapath, image
+    stats: dict[str, Any]         # summary.json's "runtime": wall time, drain, torn log lines, node counters
 
 
 class Run:
@@ -104,10 +108,10 @@ class Run:
         self.container_stats: ContainerStatsSampler | None = None   # Docker hosts only, once they run
         self.procs: dict[str, NodeProc] = {}
         self.spares = Spares(None, {})   # replaced in _start_nodes
-        self.captures: list[subprocess.Popen] = []
+        self.captures: list[subprocess.Popen[bytes]] = []
         self.t0: int | None = None
-        self.net = None
-        self.faults_applied: list[dict] = []
+        self.net: EmulatedNetwork | FlatNetwork | None = None
+        self.faults_applied: list[dict[str, Any]] = []
         self.faults = FaultInterpreter(loaded.topology, self)   # calls the FaultTarget methods below
         self.paused: dict[str, int] = {}      # node -> when it was stopped (SIGSTOP)
         self.runner_log: EventWriter | None = None   # the runner's own events (faults), from t0 on
@@ -119,7 +123,7 @@ class Run:
 
     # ------------------------------------------------------------------ network
 
-    def _network(self):
+    def _network(self) -> EmulatedNetwork | FlatNetwork:
         if self.nodes_mode == "flat":
             bad = [f for f in self.exp.faults if f.action in ("link_down", "link_up", "loss", "partition", "flap",
                                                               "dup_reorder")]
@@ -145,7 +149,7 @@ class Run:
                                cpus=self.cpus, memory_mb=self.memory_mb, access_in_nodes=self._access_in_nodes(),
                                authorized=self._authorized() if self.exp.security.enabled else None)
 
-    def _authorized(self):
+    def _authorized(self) -> dict[str, frozenset[str]]:
         """Seed 6: only secure runs restrict senders; edge stripes (seed 4.4) are sent to by the
         R_T of their core stripe."""
         plan = edge_plan(self.loaded)
@@ -169,6 +173,7 @@ class Run:
                                   access_in_node=getattr(self.net, "access_in_nodes", frozenset()))
 
     def _start_node(self, name: str, config: Path, incarnation: int, spare: bool = False) -> NodeProc:
+        assert self.net is not None   # up
         host = self.net.host(name)
         err = open(self.run.node_stderr_path(name, incarnation), "wb")
         env = {"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "PYTHONUNBUFFERED": "1",
@@ -186,6 +191,7 @@ class Run:
         return np
 
     def _start_captures(self) -> None:
+        assert self.net is not None   # up
         for name in self.capture:
             host = self.net.host(name)
             p = host.popen(["tcpdump", "-i", host.intf, "-U", "-n", "-w", str(self.run.pcap_path(name)), CAPTURE_PORTS],
@@ -207,6 +213,7 @@ class Run:
     # ------------------------------------------------------------------ faults
 
     def _fault(self, step: Step) -> None:
+        assert self.t0 is not None   # faults come after t0
         t = time.time_ns() - self.t0
         self.faults.apply(t, step)
         self.faults_applied.append({"t_ns": t, "action": step.action, "node": step.node, "link": step.link})
@@ -222,6 +229,7 @@ class Run:
         if np is None:
             return
         np.proc.kill()
+        assert self.runner_log is not None   # faults come after t0
         self.runner_log.add(t, node, np.role, Event(Kind.CRASH))
 
     def recover(self, t: int, node: str) -> None:
@@ -240,16 +248,20 @@ class Run:
             np = self._start_node(node, path, inc)
         self.procs[node] = np
         self.spares.prepare(node, inc + 1)
+        assert self.runner_log is not None   # faults come after t0
         self.runner_log.add(t, node, np.role, Event(Kind.RECOVER, detail={"incarnation": inc}))
 
     def set_link(self, t: int, link: str, up: bool) -> None:
+        assert self.net is not None   # faults come after the network is up
         self.net.set_link(link, up)
 
-    def set_loss(self, t: int, link: str, loss) -> None:
+    def set_loss(self, t: int, link: str, loss: Any) -> None:
+        assert self.net is not None   # faults come after the network is up
         self.net.set_loss(link, loss)
 
     def set_chaos(self, t: int, link: str, duplicate: float, reorder: float, reorder_ns: int) -> None:
-        self.net.set_chaos(link, duplicate=duplicate, reorder=reorder, reorder_ns=reorder_ns)
+        # _network refuses dup_reorder on the flat network
+        cast("EmulatedNetwork", self.net).set_chaos(link, duplicate=duplicate, reorder=reorder, reorder_ns=reorder_ns)
 
     def pause(self, t: int, node: str, member: int | None) -> None:
         self._pause_or_resume(t, node, member, "pause")
@@ -261,6 +273,7 @@ class Run:
         np = self._live(node)
         if np is None:
             return
+        assert self.runner_log is not None   # faults come after t0
         if member is not None:   # one etcd member of the sequencer host: the node stops it
             np.send(f"ETCD {a} {member}")
             log_kind = Kind.PAUSE if a == "pause" else Kind.RESUME
@@ -300,6 +313,7 @@ class Run:
                     shutil.rmtree(state, ignore_errors=True)  # its drop logs are in links/ now
 
     def _run(self) -> tuple[pa.Table, pa.Table, pa.Table]:
+        assert self.net is not None   # execute() made it
         self._start_nodes()
         self._wait_trees()
         self._start_captures()
@@ -331,13 +345,15 @@ class Run:
     def _start_nodes(self) -> None:
         """Every node started from one config, and each READY (bound, joined)."""
         topo = self.loaded.topology
+        assert self.net is not None   # up
         self.hosts = {h.name: self.net.host(h.name).ip for h in topo.hosts}
         path = self._node_config().write(self.run.node_config_path())
         self._static_neighbours()
         self.progress(0.0, f"starting {len(topo.hosts)} nodes")
         for h in topo.hosts:
             self.procs[h.name] = self._start_node(h.name, path, 0)
-        recovers = Counter(f.node for f in nemesis.steps(self.exp.faults) if f.action == "recover")
+        recovers = cast("Counter[str]",   # a recover step names its node
+                        Counter(f.node for f in nemesis.steps(self.exp.faults) if f.action == "recover"))
         self.spares = Spares(lambda name, inc: self._start_node(name, path, inc, spare=True), recovers)
         spares = [np for name in recovers if (np := self.spares.prepare(name, 1)) is not None]
         deadline = time.monotonic() + READY_TIMEOUT_S
@@ -350,6 +366,7 @@ class Run:
 
     def _apply_schedule(self) -> None:
         """From t0 to the end of the duration: each fault at its time, the progress meanwhile."""
+        assert self.t0 is not None   # set before the schedule starts
         duration = self.exp.duration_s
         faults = sorted(nemesis.steps(self.exp.faults), key=lambda f: f.at_ns)
         end_ns = self.t0 + round(duration * 1e9)
@@ -397,6 +414,7 @@ class Run:
         """Permanent ARP entries for every other host. Linux resolves a lost ARP request only
         after a second, and meanwhile holds the unicast behind it: on a lossy access link a
         NACK or a MoldUDP64 re-request would wait for ARP instead of the protocol's timers."""
+        assert self.net is not None   # up
         macs = {}
         for name in self.hosts:
             node = getattr(self.net.host(name), "node", None)
@@ -458,7 +476,7 @@ def check_arguments(loaded: LoadedExperiment, nodes: str, capture: list[str] | N
         raise UserError(f"--capture: no host {unknown[0]!r} in topology {loaded.topology.name}")
 
 
-def emulation_facts(node_mode: str, net) -> dict:
+def emulation_facts(node_mode: str, net: object) -> dict[str, Any]:
     """What the manifest records of the emulated backend a run used (``EmulatedNetwork`` or the
     flat one): node mode, impairment backend, datapath, image, and netem tried for real."""
     env = getattr(net, "env", None)

@@ -19,13 +19,16 @@ uses the engine.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING, Any
 
 from rmptwin.errors import UserError
+
+if TYPE_CHECKING:
+    from docker import DockerClient  # untyped (no stubs locked): Any to mypy
 
 TIMEOUT_S = 60.0        # per API call (``docker rm -f`` of a busy container fits)
 PING_TIMEOUT_S = 5.0    # "is the engine up?" must not hang a status line
@@ -33,7 +36,7 @@ DEFAULT_HOST = "unix:///var/run/docker.sock"
 REMOVE_THREADS = 8      # removals at once (the SDK's connection pool keeps 10)
 DOCKERD_LOG = Path("/var/log/rmptwin-dockerd.log")   # where a dockerd that rmptwin started writes (env)
 
-_clients: dict[str, object] = {}
+_clients: dict[str, DockerClient] = {}
 
 
 def host() -> str:
@@ -43,7 +46,7 @@ def host() -> str:
 def _os_error(e: BaseException) -> OSError | None:
     """The socket error under a requests/urllib3 chain (FileNotFoundError: no socket; refused: no listener)."""
     seen = set()
-    stack = [e]
+    stack: list[BaseException | None] = [e]
     while stack:
         x = stack.pop()
         if x is None or id(x) in seen:
@@ -92,7 +95,7 @@ def engine_call(what: str) -> Iterator[None]:
         raise UserError(f"{what} failed: {_first_line(str(e))}") from None
 
 
-def _connect(timeout: float, pool: int | None = None):
+def _connect(timeout: float, pool: int | None = None) -> DockerClient:
     import docker
 
     kw = {"max_pool_size": pool} if pool else {}
@@ -100,7 +103,7 @@ def _connect(timeout: float, pool: int | None = None):
         return docker.from_env(timeout=timeout, **kw)
 
 
-def client():
+def client() -> DockerClient:
     """The process's client of the engine ``DOCKER_HOST`` names (a new one if it changed)."""
     key = host()
     if key not in _clients:
@@ -108,7 +111,7 @@ def client():
     return _clients[key]
 
 
-def stats_client(containers: int):
+def stats_client(containers: int) -> DockerClient:
     """A client of its own for ``containers`` stats streams at once (each holds a connection)."""
     return _connect(TIMEOUT_S, pool=containers + 2)
 
@@ -131,12 +134,12 @@ def running() -> bool:
 
 
 def start_container(name: str, image: str, command: list[str], *, hostname: str, labels: dict[str, str],
-                    mounts: list[tuple[str, str, str]] = (), cap_add: list[str] = (), network: str = "none",
+                    mounts: Sequence[tuple[str, str, str]] = (), cap_add: Sequence[str] = (), network: str = "none",
                     cpus: float | None = None, memory_mb: int | None = None) -> int:
     """Create and start a detached container (``docker run -d``); returns its init's pid.
     ``mounts`` are (source, target, mode) as ``-v source:target:mode``; ``cpus`` is ``--cpus``
     (NanoCpus), ``memory_mb`` is ``--memory <n>m`` (swap left to the engine's default, as the CLI does)."""
-    kw: dict = {}
+    kw: dict[str, Any] = {}
     if cpus:
         kw["nano_cpus"] = int(round(float(cpus) * 1e9))
     if memory_mb:
@@ -164,16 +167,18 @@ def exec_in(name: str, command: list[str]) -> tuple[int, str]:
 
 def logs(name: str) -> str:
     with engine_call(f"reading the logs of container {name}"):
-        return client().api.logs(name, stdout=True, stderr=True).decode(errors="replace")
+        text: str = client().api.logs(name, stdout=True, stderr=True).decode(errors="replace")
+        return text
 
 
-def stats_once(name: str) -> dict:
+def stats_once(name: str) -> dict[str, Any]:
     """One stats record of a running container (``one_shot``: no second sample awaited)."""
     with engine_call(f"reading the stats of container {name}"):
-        return client().api.stats(name, stream=False, one_shot=True)
+        record: dict[str, Any] = client().api.stats(name, stream=False, one_shot=True)
+        return record
 
 
-def stream_stats(cl, name: str) -> Iterator[dict]:
+def stream_stats(cl: DockerClient, name: str) -> Iterator[dict[str, Any]]:
     """The engine's stats records of one container, one a second, until it stops; SDK errors
     pass through (a sampler thread ends on them)."""
     yield from cl.api.stats(name, stream=True, decode=True)
@@ -223,7 +228,8 @@ def image_id(tag: str | None) -> str | None:
         return None
     try:
         with engine_call(f"inspecting image {tag}"):
-            return client().api.inspect_image(tag)["Id"]
+            image: str = client().api.inspect_image(tag)["Id"]
+            return image
     except UserError:   # no such image, or no engine
         return None
 
@@ -244,7 +250,8 @@ def import_image(tar: Path, tag: str) -> str:
     repo, _, version = tag.rpartition(":")
     with engine_call(f"importing {tar} as {tag}"):
         client().api.import_image_from_file(str(tar), repository=repo, tag=version)
-        return client().api.inspect_image(tag)["Id"]
+        image: str = client().api.inspect_image(tag)["Id"]
+        return image
 
 
 def build_image(context: Path, tag: str, buildargs: dict[str, str], log: IO[bytes]) -> str:
@@ -260,4 +267,5 @@ def build_image(context: Path, tag: str, buildargs: dict[str, str], log: IO[byte
                 log.write(f"{chunk['error']}\n".encode())
                 raise UserError(f"docker build of {tag} failed: {_first_line(chunk['error'])}")
         log.flush()
-        return client().api.inspect_image(tag)["Id"]
+        image: str = client().api.inspect_image(tag)["Id"]
+        return image

@@ -19,6 +19,7 @@ import subprocess
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from rmptwin.emulation import engine
 from rmptwin.emulation.cgroups import parse_mountinfo
@@ -28,7 +29,7 @@ from rmptwin.errors import UserError
 IMPAIR_BACKENDS = ("netem", "relay")
 
 
-def _run(cmd: list[str], timeout: float = 10.0) -> subprocess.CompletedProcess:
+def _run(cmd: list[str], timeout: float = 10.0) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
 
 
@@ -165,7 +166,7 @@ class MachineEnv:
     def impair_backend(self) -> str:
         return "netem" if self.netem else "relay"
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d.update(datapath=self.datapath, impair_backend=self.impair_backend)
         return d

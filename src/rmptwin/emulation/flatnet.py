@@ -9,6 +9,8 @@ smoke tests and a quick `rmptwin run --nodes flat`. Names carry the ``rmptf`` ma
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Sequence
+from typing import Any
 
 import pyarrow as pa
 
@@ -20,7 +22,7 @@ from rmptwin.spec import Topology
 PREFIX = "rmptf"
 
 
-def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     r = subprocess.run(["ip", *args], capture_output=True, text=True)
     if check and r.returncode != 0:
         raise UserError(f"flat network: `ip {' '.join(args)}` failed: {r.stderr.strip()}")
@@ -31,7 +33,7 @@ class FlatHost:
     def __init__(self, name: str, ns: str, ip: str) -> None:
         self.name, self.ns, self.ip, self.intf = name, ns, ip, "eth0"
 
-    def popen(self, cmd: list[str], **kwargs) -> subprocess.Popen:
+    def popen(self, cmd: list[str], **kwargs: Any) -> subprocess.Popen[Any]:
         return subprocess.Popen(["ip", "netns", "exec", self.ns, *cmd], **kwargs)
 
     def cmd(self, command: str) -> str:
@@ -69,7 +71,7 @@ class FlatNetwork:
             raise
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     def start(self) -> None:
@@ -99,15 +101,15 @@ class FlatNetwork:
         except KeyError:
             raise UserError(f"no host {name!r} in topology {self.topo.name}") from None
 
-    def _no_impairment(self, *_a, **_k) -> None:
+    def _no_impairment(self, *_a: object, **_k: object) -> None:
         raise UserError("the flat network has no link impairment; run with --nodes ns or docker")
 
     set_loss = set_link = set_delay = _no_impairment
 
-    def drops(self, extra: list = ()) -> pa.Table:   # no links, so no node shapes one: extra is empty
+    def drops(self, extra: Sequence[Any] = ()) -> pa.Table:   # no links, so no node shapes one: extra is empty
         return DROP_SCHEMA.empty_table()
 
-    def link_counts(self, extra: list[dict] = ()) -> pa.Table:
+    def link_counts(self, extra: Sequence[dict[str, Any]] = ()) -> pa.Table:
         return LINK_COUNT_SCHEMA.empty_table()
 
     def stop(self) -> None:

@@ -30,6 +30,7 @@ import socket
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rmptwin.core.groups import group_ip, group_region, region_group, rmp_group
 from rmptwin.spec import Topology
@@ -47,6 +48,10 @@ PRIO_MISS, PRIO_MCAST_DROP, PRIO_UNICAST, PRIO_ARP, PRIO_TREE, PRIO_IGMP = 0, 5,
 PRIO_UNAUTH_DROP = 150
 DEFAULT_METER_PPS = 50_000
 
+Action = tuple[str, int] | tuple[str]                # ("output", port) | ("group", gid) | ("controller",)
+Match = tuple[tuple[str, object], ...]               # OFPMatch keyword arguments, sorted
+FlowKey = tuple[int, Match]                          # (priority, match): what a switch tells flows apart by
+
 
 # ----------------------------------------------------------------------------- what to install
 
@@ -54,12 +59,12 @@ DEFAULT_METER_PPS = 50_000
 @dataclass(frozen=True)
 class FlowSpec:
     priority: int
-    match: tuple[tuple[str, object], ...]      # OFPMatch keyword arguments, sorted
-    actions: tuple[tuple, ...]                 # ("output", port) | ("group", gid) | ("controller",)
+    match: Match
+    actions: tuple[Action, ...]
     meter: int | None = None
 
     @property
-    def key(self) -> tuple:
+    def key(self) -> FlowKey:
         return (self.priority, self.match)
 
 
@@ -76,7 +81,7 @@ class MeterSpec:
     burst: int
 
 
-def flow(priority: int, actions: tuple, meter: int | None = None, **match) -> FlowSpec:
+def flow(priority: int, actions: tuple[Action, ...], meter: int | None = None, **match: object) -> FlowSpec:
     return FlowSpec(priority, tuple(sorted(match.items())), actions, meter)
 
 
@@ -84,7 +89,7 @@ def flow(priority: int, actions: tuple, meter: int | None = None, **match) -> Fl
 class SwitchState:
     """Everything one switch should hold."""
 
-    flows: dict[tuple, FlowSpec] = field(default_factory=dict)
+    flows: dict[FlowKey, FlowSpec] = field(default_factory=dict)
     groups: dict[int, GroupSpec] = field(default_factory=dict)
     meters: dict[int, MeterSpec] = field(default_factory=dict)
 
@@ -154,7 +159,7 @@ class Wiring:
                 return h
         return None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "topology": self.topology.model_dump(mode="json"),
             "dpids": self.dpids, "links": self.links,
@@ -164,7 +169,7 @@ class Wiring:
         }
 
     @classmethod
-    def from_json(cls, d: dict) -> Wiring:
+    def from_json(cls, d: dict[str, Any]) -> Wiring:
         return cls(
             topology=Topology.model_validate(d["topology"]),
             dpids={k: int(v) for k, v in d["dpids"].items()},
@@ -256,16 +261,16 @@ class Policy:
         self.topo = wiring.topology
         self.members: dict[str, set[str]] = {}          # group ip -> host names
         self._gids: dict[str, dict[tuple[str, str], int]] = {s: {} for s in self.topo.switches}
-        self._parents_cache: dict[tuple[str, str | None], dict] = {}
+        self._parents_cache: dict[tuple[str, str | None], dict[str, str]] = {}
         self._span = shortest_path_parents(adjacency(self.topo), self.topo.switches[0])
         self._meter_of = {h: i + 1 for i, h in enumerate(sorted(wiring.hosts))}
-        self._tree_cache: dict[tuple, Tree] = {}
+        self._tree_cache: dict[tuple[str, str | None, frozenset[str]], Tree] = {}
         self._parents: dict[int, dict[str, str]] = {}   # id(cached tree) -> child -> parent
         # Per-group membership versions key the caches below, so a join recomputes only
         # its own group's trees, once, for all switches.
         self._gver: dict[str, int] = {}
         self._sender_tree: dict[str, tuple[int, dict[str, Tree | None]]] = {}
-        self._ports_cache: dict[str, tuple[int, dict]] = {}
+        self._ports_cache: dict[str, tuple[int, dict[str, list[tuple[str, int]]]]] = {}
         self._base: dict[str, SwitchState] = {}
         self._authorized = {ip: frozenset(h) for ip, h in (wiring.authorized or {}).items()}
 
@@ -344,12 +349,12 @@ class Policy:
             t = self._tree_cache[key] = multicast_tree(self.topo, src.switch, set(targets), region)
         return t
 
-    def trees(self) -> dict[str, dict]:
+    def trees(self) -> dict[str, dict[str, Any]]:
         """For `rmptwin net trees`: per group, members and the tree from each sender switch."""
-        out = {}
+        out: dict[str, dict[str, Any]] = {}
         for ip in sorted(self.members):
             members = sorted(self.members[ip])
-            by_root: dict[str, list] = {}
+            by_root: dict[str, list[list[str]]] = {}
             for sender in sorted(self.w.hosts):
                 t = self.tree(sender, ip)
                 if t is not None:
@@ -387,7 +392,7 @@ class Policy:
                                                           max(1, self.w.meter_pps // 10))
         # ARP along the spanning tree.
         span_nbrs = [c for c, p in self._span.items() if p == switch] + (
-            [self._span[switch]] if self._span.get(switch) else [])
+            [parent] if (parent := self._span.get(switch)) else [])
         arp_ports = sorted({h.port for h in local_hosts} | {self.w.links[switch][n] for n in span_nbrs})
         st.groups[ARP_GROUP_ID] = GroupSpec(ARP_GROUP_ID, tuple(arp_ports))
         st.add_flow(flow(PRIO_ARP, (("group", ARP_GROUP_ID),), eth_type=ETH_ARP))

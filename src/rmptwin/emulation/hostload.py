@@ -1,4 +1,4 @@
-"""Is the machine, not the protocol, making the emulated figures? (issue 10, item 5)
+"""Is the machine, not the protocol, making the emulated figures?
 
 Dozens of node processes, relays, captures and a user-space switch share a few CPUs. When
 they want more than there is, timers fire late and releases spread: figures that would be
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import threading
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -59,7 +60,7 @@ class LoadSampler:
                 self.samples.append(max(0, n - 1))  # not counting this sampler itself
 
 
-def run_lateness(events: pa.Table) -> dict:
+def run_lateness(events: pa.Table) -> dict[str, Any]:
     """Timer lateness per role, as summary.json's ``timer_lateness_ms`` has it (one definition:
     ``records.timer_lateness.lateness_by_role``), so the overload line and the summary give the
     same figure for the same run."""
@@ -68,18 +69,19 @@ def run_lateness(events: pa.Table) -> dict:
     return lateness_by_role(zip(rows.role, rows.detail))
 
 
-def overload_verdict(samples: list[int], lateness_by_role: dict, cpus: int | None = None,
-                     limit_ms: float = LATENESS_P99_LIMIT_MS) -> dict:
+def overload_verdict(samples: list[int], lateness_by_role: dict[str, dict[str, Any]], cpus: int | None = None,
+                     limit_ms: float = LATENESS_P99_LIMIT_MS) -> dict[str, Any]:
     """summary ``runtime.overloaded`` and its evidence. The lateness judged is the latest role's
     p99 in summary.json's ``timer_lateness_ms`` (``timer_lateness_role`` names it): a role whose
     timers fire late is what spreads releases, even where most of the run's timers (relays,
     customers) fire on time."""
     cpus = cpus or os.cpu_count() or 1
     a = np.asarray(samples, dtype=float)
-    queue = {"p50": float(np.percentile(a, 50)), "p90": float(np.percentile(a, 90)), "max": int(a.max()),
-             "n": int(a.size)} if a.size else {"p50": None, "p90": None, "max": None, "n": 0}
+    queue: dict[str, Any] = (
+        {"p50": float(np.percentile(a, 50)), "p90": float(np.percentile(a, 90)), "max": int(a.max()), "n": int(a.size)}
+        if a.size else {"p50": None, "p90": None, "max": None, "n": 0})
     judged = {role: f["p99"] for role, f in (lateness_by_role or {}).items() if f.get("p99") is not None}
-    role = max(judged, key=judged.get) if judged else None
+    role = max(judged, key=judged.__getitem__) if judged else None
     p99 = judged[role] if role else None
     busy = a.size > 0 and queue["p90"] > cpus
     late = p99 is not None and p99 > limit_ms

@@ -26,6 +26,7 @@ import subprocess
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from rmptwin.emulation import engine
 from rmptwin.errors import UserError
@@ -69,7 +70,7 @@ def image_id(tag: str | None) -> str | None:
     return engine.image_id(tag)
 
 
-def _run_logged(cmd: list[str], what: str, **kw) -> None:
+def _run_logged(cmd: list[str], what: str, **kw: Any) -> None:
     with open(BUILD_LOG, "ab") as log:
         log.write(f"\n$ {' '.join(cmd)}\n".encode())
         log.flush()

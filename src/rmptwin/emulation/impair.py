@@ -16,9 +16,14 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from rmptwin.errors import UserError
 from rmptwin.spec import Bernoulli, GilbertElliott, LinkParams, Topology, Trace
+
+if TYPE_CHECKING:   # Mininet is untyped: these are Any to mypy
+    from mininet.link import Intf, Link
+    from mininet.node import Node
 
 
 def is_impaired(p: LinkParams) -> bool:
@@ -53,7 +58,7 @@ def delay_only(p: LinkParams) -> bool:
     return is_impaired(p) and not loss_mean and not p.jitter_ms and not isinstance(p.loss, Trace)
 
 
-def disable_tx_offload(node, intf: str) -> None:
+def disable_tx_offload(node: Node, intf: str) -> None:
     # Frames relayed through AF_PACKET keep the partial checksum a veth leaves for
     # offload; without this the receiver silently drops relayed UDP.
     node.cmd(f"ethtool -K {intf} tx off >/dev/null 2>&1")
@@ -66,14 +71,14 @@ class RelayLink:
     name: str
     a: str
     b: str
-    node: object          # Mininet Node (a namespace of its own)
+    node: Node            # a namespace of its own
     a_intf: str
     b_intf: str
     params: LinkParams
     dir: Path
     seed: int
     t0_ns: int
-    proc: subprocess.Popen | None = None
+    proc: subprocess.Popen[bytes] | None = None
 
     @property
     def control_path(self) -> Path:
@@ -118,7 +123,7 @@ class RelayLink:
                 raise UserError(f"link {self.name}: impairment relay did not start within {timeout:.0f} s")
             time.sleep(0.02)
 
-    def command(self, msg: dict) -> dict:
+    def command(self, msg: dict[str, Any]) -> dict[str, Any]:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
             s.settimeout(5.0)
             s.connect(str(self.control_path))
@@ -129,18 +134,19 @@ class RelayLink:
                 if not chunk:
                     break
                 data += chunk
-        reply = json.loads(data)
+        reply: dict[str, Any] = json.loads(data)
         if not reply.get("ok"):
             raise UserError(f"link {self.name}: {reply.get('error')}")
         return reply
 
-    def set(self, **changes) -> None:
+    def set(self, **changes: Any) -> None:
         if "loss" in changes and hasattr(changes["loss"], "model_dump"):
             changes["loss"] = changes["loss"].model_dump(mode="json")
         self.command({"op": "set", **changes})
 
-    def stats(self) -> dict:
-        return self.command({"op": "stats"})["stats"]
+    def stats(self) -> dict[str, Any]:
+        stats: dict[str, Any] = self.command({"op": "stats"})["stats"]
+        return stats
 
     def flush(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -197,14 +203,14 @@ class NetemLink:
     name: str
     a: str
     b: str
-    link: object          # mininet.link.Link
+    link: Link
     params: LinkParams
     up: bool = True
 
-    def _intfs(self):
+    def _intfs(self) -> tuple[Intf, Intf]:
         return (self.link.intf1, self.link.intf2)
 
-    def set(self, **changes) -> None:
+    def set(self, **changes: Any) -> None:
         if "up" in changes:
             self.up = bool(changes.pop("up"))
             for intf in self._intfs():
@@ -224,7 +230,7 @@ class NetemLink:
             if out.strip():
                 raise UserError(f"link {self.name}: netem refused the configuration: {out.strip().splitlines()[0]}")
 
-    def stats(self) -> dict:
+    def stats(self) -> dict[str, Any]:
         return {"params": self.params.model_dump(mode="json"), "up": self.up}
 
     def flush(self) -> None:

@@ -91,7 +91,7 @@ def repaired_first_copies(events: pa.Table) -> set[tuple[str, str, int, int]]:
     return out
 
 
-def repairs_without_a_drop(repaired: set[tuple[str, str, int, int]], drops: pa.Table) -> set[tuple]:
+def repairs_without_a_drop(repaired: set[tuple[str, str, int, int]], drops: pa.Table) -> set[tuple[str, str, int, int]]:
     """The repaired first copies of which no link dropped the source's data frame
     (``DROP_SCHEMA`` rows; a stripe's data travels in its global group)."""
     rows = drops.select(["frame", "src", "src_seq", "group"]).to_pylist()

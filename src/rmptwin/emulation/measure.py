@@ -8,6 +8,10 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mininet.node import Host
 
 PROBE = [sys.executable, "-m", "rmptwin.emulation.probe"]
 
@@ -48,13 +52,13 @@ class ProbeResult:
         per = self.bytes / self.received
         return (self.received - 1) * per * 8 / ((self.last_ns - self.first_ns) / 1e9) / 1e6
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         return {"host": self.host, "sent": self.sent, "received": self.received, "loss": round(self.loss, 4),
                 "median_delay_ms": round(self.median_delay_ms, 3), "throughput_mbps": round(self.throughput_mbps, 3)}
 
 
-def _start_receiver(host, port: int, group: str | None, raw: bool, duration: float, idle: float,
-                    leave_after: float | None, join: bool = True) -> subprocess.Popen:
+def _start_receiver(host: Host, port: int, group: str | None, raw: bool, duration: float, idle: float,
+                    leave_after: float | None, join: bool = True) -> subprocess.Popen[str]:
     cmd = PROBE + ["recv", "--port", str(port), "--duration", str(duration), "--idle", str(idle)]
     if group:
         cmd += ["--group", group, "--intf-ip", host.ip]
@@ -64,7 +68,8 @@ def _start_receiver(host, port: int, group: str | None, raw: bool, duration: flo
         cmd += ["--no-join"]
     if leave_after is not None:
         cmd += ["--leave-after", str(leave_after)]
-    p = host.popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p: subprocess.Popen[str] = host.popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert p.stdout is not None and p.stderr is not None   # both piped
     line = p.stdout.readline()
     if not line.strip().startswith("{"):
         p.kill()
@@ -72,10 +77,10 @@ def _start_receiver(host, port: int, group: str | None, raw: bool, duration: flo
     return p
 
 
-def run_probe(sender, receivers: list, dst: str, *, count: int, rate: float, size: int = 64, port: int = 9000,
-              group: str | None = None, raw: bool = False, idle: float = 1.0, settle: float = 0.0,
+def run_probe(sender: Host, receivers: list[Host], dst: str, *, count: int, rate: float, size: int = 64,
+              port: int = 9000, group: str | None = None, raw: bool = False, idle: float = 1.0, settle: float = 0.0,
               leave_after: dict[str, float] | None = None, duration: float | None = None,
-              watchers: list | None = None, start_seq: int = 0) -> dict[str, ProbeResult]:
+              watchers: list[Host] | None = None, start_seq: int = 0) -> dict[str, ProbeResult]:
     """Start receivers, send ``count`` datagrams at ``rate`` from ``sender`` to ``dst``, collect.
 
     Receivers join ``group``; ``watchers`` capture it at their interface without joining.
@@ -86,7 +91,7 @@ def run_probe(sender, receivers: list, dst: str, *, count: int, rate: float, siz
     leave_after = leave_after or {}
     send_s = count / rate if rate else 1.0
     duration = duration or settle + send_s + idle + 3.0
-    procs = {}
+    procs: dict[str, subprocess.Popen[str]] = {}
     for r in receivers:
         la = leave_after.get(r.name)
         procs[r.name] = _start_receiver(r, port, group, raw, duration, idle if la is None else duration, la)

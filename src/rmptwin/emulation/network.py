@@ -21,25 +21,29 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from rmptwin.core.groups import host_ip
 from rmptwin.emulation import env as envmod
 from rmptwin.emulation.cleanup import claim_tag, cleanup_state_dir, register_state_dir
-from rmptwin.emulation.droplog import counts_table, drops_table, read_drop_file
+from rmptwin.emulation.droplog import DroppedFrame, counts_table, drops_table, read_drop_file
 from rmptwin.emulation.flows import DEFAULT_METER_PPS, Wiring, authorized_by_ip, known_group_names
 from rmptwin.emulation.image import ensure_image
 from rmptwin.emulation.impair import NetemLink, RelayLink, impair_for_traces
 from rmptwin.errors import UserError
-from rmptwin.spec import Bernoulli, Topology, load_topology
+from rmptwin.spec import Bernoulli, LossModel, Topology, load_topology
 
 if TYPE_CHECKING:   # topo subclasses Mininet's classes; mininet is imported only to build
-    from rmptwin.emulation.topo import ImpairedLink
+    from mininet.net import Mininet  # Mininet is untyped: Any to mypy
+    from mininet.node import Host
+
+    from rmptwin.emulation.topo import ImpairedLink, RmpTopo
 
 REPO = Path(__file__).resolve().parents[3]
 CONTROLLER_LAUNCH = REPO / "controllers" / "launch.py"
@@ -49,7 +53,8 @@ DEFAULT_STATE_DIR = Path("/run/rmptwin/net")
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 def link_aliases(topo: Topology) -> dict[str, str]:
@@ -67,21 +72,24 @@ IGMP_MAX_MEMBERSHIPS = 4096
 class EmuHost:
     """A host of the running network: Mininet's node plus its name and address."""
 
-    def __init__(self, node, ip: str, intf: str) -> None:
+    def __init__(self, node: Host, ip: str, intf: str) -> None:
         self.node = node
         self.name = node.name
         self.ip = ip
         self.intf = intf
 
-    def cmd(self, *args, **kwargs) -> str:
-        return self.node.cmd(*args, **kwargs)
+    def cmd(self, *args: Any, **kwargs: Any) -> str:
+        out: str = self.node.cmd(*args, **kwargs)
+        return out
 
-    def popen(self, *args, **kwargs) -> subprocess.Popen:
-        return self.node.popen(*args, **kwargs)
+    def popen(self, *args: Any, **kwargs: Any) -> subprocess.Popen[Any]:
+        proc: subprocess.Popen[Any] = self.node.popen(*args, **kwargs)
+        return proc
 
     @property
     def pid(self) -> int:
-        return self.node.pid
+        pid: int = self.node.pid
+        return pid
 
     def __repr__(self) -> str:
         return f"EmuHost({self.name}, {self.ip})"
@@ -124,19 +132,19 @@ class EmulatedNetwork:
         # ``access_in_nodes`` is the set that got no relay for it (empty unless impair is relay).
         self.access_requested = frozenset(access_in_nodes)
         self.access_in_nodes: frozenset[str] = frozenset()
-        self.net = None
+        self.net: Mininet | None = None
         self.env: envmod.MachineEnv | None = None
         self.impair: str | None = None
         self.links: dict[str, RelayLink | NetemLink] = {}
         self._aliases = link_aliases(self.topo)
         self.hosts: dict[str, EmuHost] = {}
-        self.controller_proc: subprocess.Popen | None = None
+        self.controller_proc: subprocess.Popen[bytes] | None = None
         self.containers: list[str] = []
         self.t0_ns = time.time_ns()
         self._stopped = False
         self.tag: int | None = None
         self.sw_name: dict[str, str] = {}
-        self.mininet_topo = None       # RmpTopo, once the tag that names its nodes is claimed
+        self.mininet_topo: RmpTopo | None = None   # once the tag that names its nodes is claimed
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -148,7 +156,8 @@ class EmulatedNetwork:
             raise
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         try:
             self.stop()
         except UserError as e:
@@ -157,7 +166,7 @@ class EmulatedNetwork:
             # Do not hide the error that ended the run behind a teardown problem.
             self.progress(f"warning: {e}")
 
-    def _record(self, **fields) -> None:
+    def _record(self, **fields: Any) -> None:
         path = self.state_dir / "net.json"
         data = json.loads(path.read_text()) if path.exists() else {}
         data.update(fields)
@@ -185,6 +194,7 @@ class EmulatedNetwork:
                       f"{len(self.topo.hosts)} hosts ({self.nodes_mode}), impairment {self.impair}, "
                       f"datapath {self.env.datapath}")
         self._build()
+        assert self.net is not None   # _build made it
         self._start_controller()
         self.progress("starting switches")
         self.net.start()
@@ -219,6 +229,7 @@ class EmulatedNetwork:
             cleanup_state_dir(self.state_dir)
 
     def _record_state_dir(self) -> None:
+        assert self.mininet_topo is not None   # start() made it first
         (self.state_dir / "links").mkdir(parents=True, exist_ok=True)
         for f in (self.state_dir / "links").iterdir():
             f.unlink()
@@ -227,7 +238,7 @@ class EmulatedNetwork:
                      impair=self.impair, containers=[], started_ns=self.t0_ns, tag=self.tag,
                      link_nodes=self.mininet_topo.relay_nodes)
 
-    def _mininet_topo(self):
+    def _mininet_topo(self) -> RmpTopo:
         from rmptwin.emulation.topo import RmpTopo  # subclasses Mininet's Topo: mininet is imported only to build
 
         topo = RmpTopo(self.topo, impair=self.impair, tag=self.tag, access_in_nodes=self.access_requested)
@@ -244,6 +255,7 @@ class EmulatedNetwork:
         self.port = _free_port()
         setLogLevel("error")  # Mininet warns about the controller we start just after
         topo = self.mininet_topo
+        assert topo is not None and self.env is not None   # start() made both first
         switch_cls = partial(OVSSwitch, datapath=self.env.datapath, protocols="OpenFlow13", failMode="secure")
         self.net = Mininet(topo=topo, switch=switch_cls, host=self._host_class(), controller=None, build=False,
                            autoSetMacs=False, autoStaticArp=False, waitConnected=False)
@@ -261,7 +273,7 @@ class EmulatedNetwork:
                              None if self.authorized is None else authorized_by_ip(self.authorized))
         (self.state_dir / "wiring.json").write_text(json.dumps(self.wiring.to_json(), indent=1))
 
-    def _host_class(self):
+    def _host_class(self) -> Any:   # Mininet's Host class, or DockerHost with its options bound
         if self.nodes_mode != "docker":
             from mininet.node import Host
 
@@ -274,6 +286,7 @@ class EmulatedNetwork:
 
     def _impaired_link(self, lk: ImpairedLink) -> RelayLink | NetemLink:
         """The handle that changes a built link's impairment: its relay, or its TCLink's qdiscs."""
+        assert self.net is not None   # built
         if lk.relay is not None:
             return RelayLink(lk.name, lk.a, lk.b, self.net.get(lk.relay), f"{lk.relay}a", f"{lk.relay}b", lk.params,
                              self.state_dir / "links", self.seed, self.t0_ns)
@@ -305,13 +318,15 @@ class EmulatedNetwork:
             time.sleep(0.1)
         raise UserError(f"the controller did not listen within 30 s; see {self.state_dir / 'controller.log'}")
 
-    def controller_state(self) -> dict:
+    def controller_state(self) -> dict[str, Any]:
         try:
-            return json.loads((self.state_dir / "controller.json").read_text())
+            state: dict[str, Any] = json.loads((self.state_dir / "controller.json").read_text())
+            return state
         except (OSError, ValueError):
             return {}
 
     def _wait_controller(self, timeout: float = 60.0) -> None:
+        assert self.controller_proc is not None   # started first
         want = sorted(self.topo.switches)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -328,6 +343,7 @@ class EmulatedNetwork:
                         f"({len(got)}/{len(want)}); see {self.state_dir / 'controller.log'}")
 
     def _configure_hosts(self) -> None:
+        assert self.net is not None   # built
         for i, h in enumerate(self.topo.hosts):
             node = self.net.get(h.name)
             intf = node.defaultIntf().name
@@ -363,7 +379,7 @@ class EmulatedNetwork:
         except KeyError:
             raise UserError(f"no host {name!r} in topology {self.topo.name}") from None
 
-    def _link(self, link: str):
+    def _link(self, link: str) -> RelayLink | NetemLink:
         name = self._aliases.get(link, link)
         if name not in self.links:
             if self.impair == "netem" and name in {lk.name for lk in self.topo.links} | set(self._aliases.values()):
@@ -371,7 +387,7 @@ class EmulatedNetwork:
             raise UserError(f"no impaired link {link!r}; links: {', '.join(sorted(self.links))}")
         return self.links[name]
 
-    def set_loss(self, link: str, model) -> None:
+    def set_loss(self, link: str, model: LossModel | float) -> None:
         if isinstance(model, (int, float)):
             model = Bernoulli(p=float(model))
         self._link(link).set(loss=model)
@@ -399,13 +415,13 @@ class EmulatedNetwork:
             return {}
         return {h.name: self.net.get(h.name).container for h in self.topo.hosts}
 
-    def link_stats(self) -> dict[str, dict]:
+    def link_stats(self) -> dict[str, dict[str, Any]]:
         return {name: lk.stats() for name, lk in self.links.items()}
 
     def _ip_names(self) -> dict[str, str]:
         return {host_ip(i): h.name for i, h in enumerate(self.topo.hosts)}
 
-    def drops(self, extra: list = ()) -> pa.Table:
+    def drops(self, extra: Sequence[DroppedFrame] = ()) -> pa.Table:
         """Ground truth: one ``DROP_SCHEMA`` row per frame a relay dropped so far, plus the
         ``extra`` frames (``droplog.DroppedFrame``, on the relays' clock) nodes dropped."""
         frames = list(extra)
@@ -415,16 +431,16 @@ class EmulatedNetwork:
                 frames.extend(read_drop_file(lk.drop_path, lk.name, lk.a, lk.b))
         return drops_table(frames, self._ip_names(), self.wiring.group_names if hasattr(self, "wiring") else {})
 
-    def dropped_frames(self):
+    def dropped_frames(self) -> list[DroppedFrame]:
         """The raw dropped frames (addresses and UDP payload prefixes), for tests and tools."""
-        frames = []
+        frames: list[DroppedFrame] = []
         for lk in self.links.values():
             if isinstance(lk, RelayLink):
                 lk.flush()
                 frames.extend(read_drop_file(lk.drop_path, lk.name, lk.a, lk.b))
         return frames
 
-    def link_counts(self, extra: list[dict] = ()) -> pa.Table:
+    def link_counts(self, extra: Sequence[dict[str, Any]] = ()) -> pa.Table:
         for lk in self.links.values():
             lk.flush()
         return counts_table(list((self.state_dir / "links").glob("*.counts.json")), extra)

@@ -15,8 +15,10 @@ import json
 import queue
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rmptwin.errors import UserError
 
@@ -30,13 +32,14 @@ class NodeProc:
     name: str
     role: str
     incarnation: int
-    proc: subprocess.Popen
+    proc: subprocess.Popen[bytes]
     lines: queue.Queue[str] = field(default_factory=queue.Queue)
-    done: dict | None = None
-    status: dict | None = None
+    done: dict[str, Any] | None = None
+    status: dict[str, Any] | None = None
     groups: list[str] = field(default_factory=list)
 
     def send(self, line: str) -> None:
+        assert self.proc.stdin is not None   # every node is started with stdin=PIPE
         try:
             self.proc.stdin.write((line + "\n").encode())
             self.proc.stdin.flush()
@@ -46,6 +49,7 @@ class NodeProc:
 
 def read_output(np: NodeProc) -> None:
     """Read the node's stdout until EOF (a thread of its own): STATUS and DONE kept, lines queued."""
+    assert np.proc.stdout is not None   # started with stdout=PIPE
     for raw in iter(np.proc.stdout.readline, b""):
         line = raw.decode(errors="replace").strip()
         if line.startswith("STATUS "):
@@ -89,7 +93,7 @@ class Spares:
     3.5 s run). At most one spare per node waits at a time; ``start(name, incarnation)``
     starts one process (the runner's ``_start_node``)."""
 
-    def __init__(self, start, recovers: dict[str, int]) -> None:
+    def __init__(self, start: Callable[[str, int], NodeProc] | None, recovers: dict[str, int]) -> None:
         self._start = start
         self._left = {name: n for name, n in recovers.items() if n > 0}   # recover faults still to come
         self._waiting: dict[str, NodeProc] = {}
@@ -100,6 +104,7 @@ class Spares:
         if self._left.get(name, 0) <= 0 or name in self._waiting:
             return None
         self._left[name] -= 1
+        assert self._start is not None   # given whenever a recover is to come
         np = self._waiting[name] = self._start(name, incarnation)
         self._send_hold(name)
         return np
@@ -133,6 +138,7 @@ class Spares:
 
     @staticmethod
     def _end(np: NodeProc) -> None:
+        assert np.proc.stdin is not None   # started with stdin=PIPE
         try:
             np.proc.stdin.close()
         except OSError:

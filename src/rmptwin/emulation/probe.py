@@ -22,13 +22,15 @@ import socket
 import struct
 import sys
 import time
+from typing import Any
 
 HEADER = struct.Struct("!10sQHq")   # MoldUDP64 session, seq, count; then send time ns
 SESSION = b"PROBE     "
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
 
 
-def send(dst: str, port: int, count: int, rate: float, size: int, intf_ip: str | None, start_seq: int = 0) -> dict:
+def send(dst: str, port: int, count: int, rate: float, size: int, intf_ip: str | None,
+         start_seq: int = 0) -> dict[str, Any]:
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
     if intf_ip:
@@ -51,7 +53,7 @@ def send(dst: str, port: int, count: int, rate: float, size: int, intf_ip: str |
     return {"sent": count, "errors": errors, "elapsed_s": elapsed}
 
 
-def _udp_frame(frame: bytes, port: int, group: str | None):
+def _udp_frame(frame: bytes, port: int, group: str | None) -> bytes | None:
     """(payload) of an IPv4/UDP frame to ``port`` (and ``group``), else None."""
     if len(frame) < 42 or frame[12:14] != b"\x08\x00" or frame[23] != 17:
         return None
@@ -94,7 +96,9 @@ def _open_sockets(port: int, group: str | None, intf: str | None, intf_ip: str |
     return sock, member
 
 
-def _kernel_time(ancillary, default_ns: int) -> int:
+def _kernel_time(ancillary: list[tuple[int, int, bytes]], default_ns: int) -> int:
+    sec: int
+    nsec: int
     for level, kind, value in ancillary:
         if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(value) >= 16:
             sec, nsec = struct.unpack_from("@qq", value)
@@ -103,7 +107,7 @@ def _kernel_time(ancillary, default_ns: int) -> int:
 
 
 def recv(port: int, group: str | None, intf: str | None, intf_ip: str | None, raw: bool, duration: float,
-         idle: float, leave_after: float | None, join: bool = True) -> dict:
+         idle: float, leave_after: float | None, join: bool = True) -> dict[str, Any]:
     sock, member = _open_sockets(port, group, intf, intf_ip, raw, join)
     seqs, delays, arrivals = [], [], []
     t_start = time.time_ns()
@@ -111,6 +115,7 @@ def recv(port: int, group: str | None, intf: str | None, intf_ip: str | None, ra
     last = None
     nbytes = 0
     print(json.dumps({"ready": True}), flush=True)
+    data: bytes | None
     while True:
         now = time.time_ns()
         if (now - t_start) / 1e9 > duration:
@@ -118,6 +123,7 @@ def recv(port: int, group: str | None, intf: str | None, intf_ip: str | None, ra
         if last is not None and (now - last) / 1e9 > idle and left_at is None and leave_after is None:
             break
         if leave_after is not None and left_at is None and (now - t_start) / 1e9 >= leave_after:
+            assert member is not None and group is not None   # leave_after: a joined group's receiver
             member.setsockopt(socket.IPPROTO_IP, socket.IP_DROP_MEMBERSHIP, _membership(group, intf_ip))
             left_at = time.time_ns()
         try:

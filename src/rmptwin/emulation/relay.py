@@ -29,6 +29,7 @@ import socket
 import struct
 import sys
 import time
+from typing import Any
 
 from rmptwin.core.linkmodel import LinkConfig, LinkDirection, stream_seed
 from rmptwin.core.packetkey import UNKEYED, frame_key
@@ -78,7 +79,7 @@ class Direction:
         self.name = name
         self.params = params
         self.model = LinkDirection(LinkConfig.from_spec(params), stream_seed(seed, link, frm, to))
-        self.line: collections.deque = collections.deque()
+        self.line: collections.deque[tuple[int, bytes]] = collections.deque()
         self.slack_ns = release_slack_ns(params)
         self.packets = 0
         self.dropped = [0, 0, 0]
@@ -116,7 +117,7 @@ class Direction:
 
 
 class Relay:
-    def __init__(self, cfg: dict) -> None:
+    def __init__(self, cfg: dict[str, Any]) -> None:
         self.cfg = cfg
         self.link = cfg["link"]
         params = LinkParams.model_validate(cfg["params"])
@@ -217,13 +218,13 @@ class Relay:
             except OSError:
                 pass
 
-    def command(self, msg: dict) -> dict:
+    def command(self, msg: dict[str, Any]) -> dict[str, Any]:
         op = msg.get("op")
         if op == "set":
             which = {"ab": (0,), "ba": (1,), "both": (0, 1)}[msg.get("dir", "both")]
             for i in which:
                 direction = self.dirs[i]
-                changes = {k: msg[k] for k in ("delay_ms", "jitter_ms", "loss", "bandwidth_mbps",
+                changes: dict[str, Any] = {k: msg[k] for k in ("delay_ms", "jitter_ms", "loss", "bandwidth_mbps",
                                                "queue_packets") if k in msg}
                 if changes:
                     merged = {**direction.params.model_dump(), **changes}
@@ -241,7 +242,7 @@ class Relay:
             return {"ok": True, "stats": self.stats()}
         return {"ok": False, "error": f"unknown op {op!r}"}
 
-    def stats(self) -> dict:
+    def stats(self) -> dict[str, dict[str, Any]]:
         return {
             d.name: {"packets": d.packets, **{r: d.dropped[i] for i, r in enumerate(REASONS)},
                      "queued": len(d.line), "params": d.params.model_dump(mode="json"), "up": d.up}
@@ -308,7 +309,7 @@ def main(argv: list[str]) -> int:
     relay = Relay(cfg)
     boost_priority()
 
-    def stop(*_):
+    def stop(*_: object) -> None:
         relay.running = False
 
     signal.signal(signal.SIGTERM, stop)

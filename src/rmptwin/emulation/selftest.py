@@ -11,10 +11,12 @@ sits on the host's switch and the host itself receives.
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 from rmptwin.emulation.impair import disable_tx_offload, is_impaired
-from rmptwin.emulation.measure import run_probe
+from rmptwin.emulation.measure import ProbeResult, run_probe
 from rmptwin.emulation.network import EmuHost, EmulatedNetwork
 from rmptwin.spec import LinkParams
 
@@ -35,6 +37,7 @@ class LinkCheck:
 def _probe(net: EmulatedNetwork, name: str, switch: str, ip: str, mac: str) -> tuple[EmuHost, int]:
     from mininet.node import Host
 
+    assert net.net is not None   # a running network's
     node = net.net.addHost(name, cls=Host, ip=f"{ip}/8", mac=mac)
     sw = net.net.get(net.sw_name[switch])
     link = net.net.addLink(sw, node)
@@ -55,7 +58,8 @@ def _ofctl(net: EmulatedNetwork, switch: str, flow: str) -> None:
                    check=True, capture_output=True, text=True)
 
 
-def _checks(name: str, p: LinkParams, measure_once, measure_bw) -> list[LinkCheck]:
+def _checks(name: str, p: LinkParams, measure_once: Callable[[], ProbeResult],
+            measure_bw: Callable[[int], ProbeResult]) -> list[LinkCheck]:
     out = []
     r = measure_once()
     loss = p.loss.mean
@@ -72,7 +76,8 @@ def _checks(name: str, p: LinkParams, measure_once, measure_bw) -> list[LinkChec
     return out
 
 
-def selftest(net: EmulatedNetwork, count: int = 4000, rate: float = 2000.0, progress=None) -> list[LinkCheck]:
+def selftest(net: EmulatedNetwork, count: int = 4000, rate: float = 2000.0,
+             progress: Callable[[str], None] | None = None) -> list[LinkCheck]:
     progress = progress or (lambda msg: None)
     results: list[LinkCheck] = []
     n = 0
@@ -91,7 +96,8 @@ def selftest(net: EmulatedNetwork, count: int = 4000, rate: float = 2000.0, prog
         results += _checks(link.name, p,
                            lambda: run_probe(pa, [pb], pb.ip, count=count, rate=rate, port=9100)[pb.name],
                            lambda size: run_probe(pa, [pb], pb.ip, count=2000, size=size, port=9101,
-                                                  rate=p.bandwidth_mbps * 1.5e6 / (size * 8))[pb.name])
+                                                  # called only for a link with a bandwidth (_checks)
+                                                  rate=cast(float, p.bandwidth_mbps) * 1.5e6 / (size * 8))[pb.name])
     for h in net.topo.hosts:
         if not is_impaired(h.link):
             continue
@@ -106,5 +112,5 @@ def selftest(net: EmulatedNetwork, count: int = 4000, rate: float = 2000.0, prog
         results += _checks(name, h.link,
                            lambda: run_probe(pa, [target], target.ip, count=count, rate=rate, port=9100)[h.name],
                            lambda size: run_probe(pa, [target], target.ip, count=2000, size=size, port=9101,
-                                                  rate=h.link.bandwidth_mbps * 1.5e6 / (size * 8))[h.name])
+                                                  rate=cast(float, h.link.bandwidth_mbps) * 1.5e6 / (size * 8))[h.name])
     return results

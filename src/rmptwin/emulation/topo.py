@@ -33,6 +33,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 
 def _put_rmptwin_on_path() -> None:
@@ -57,7 +58,7 @@ from rmptwin.emulation.env import has_netem
 from rmptwin.emulation.flows import HostPort
 from rmptwin.emulation.impair import delay_only, disable_tx_offload, is_impaired, traced_links
 from rmptwin.errors import UserError
-from rmptwin.spec import Bernoulli, LinkParams, Topology, load_topology
+from rmptwin.spec import Bernoulli, HostSpec, LinkParams, LinkSpec, Topology, load_topology
 
 TOPO_IMPAIR = ("none", "netem", "relay")
 
@@ -67,14 +68,14 @@ def host_mac(index: int) -> str:
     return f"02:00:00:{(n >> 16) & 255:02x}:{(n >> 8) & 255:02x}:{n & 255:02x}"
 
 
-def link_params(link) -> LinkParams:
+def link_params(link: LinkSpec) -> LinkParams:
     """The impairment part of a topology link (LinkSpec minus its ends)."""
     return LinkParams.model_validate(link.model_dump(exclude={"a", "b"}))
 
 
-def tc_params(p: LinkParams) -> dict:
+def tc_params(p: LinkParams) -> dict[str, Any]:
     """Mininet ``TCLink`` options for a link: what TCLink can express of it."""
-    d: dict = {"max_queue_size": p.queue_limit(), "use_htb": True}
+    d: dict[str, Any] = {"max_queue_size": p.queue_limit(), "use_htb": True}
     if p.delay_ms or p.jitter_ms:
         d["delay"] = f"{p.delay_ms + p.jitter_ms / 2}ms"
         if p.jitter_ms:
@@ -86,7 +87,7 @@ def tc_params(p: LinkParams) -> dict:
     return d
 
 
-class RelayNode(Switch):
+class RelayNode(Switch):   # type: ignore[misc]  # Mininet is untyped: its Switch is Any
     """An impaired link's relay as a node: a network namespace between the link's two veths,
     in which ``relay.py`` forwards frames. A two-port forwarder rather than an OpenFlow switch
     (as Mininet's LinuxBridge is a Switch): Mininet starts and stops it with the switches,
@@ -94,18 +95,18 @@ class RelayNode(Switch):
 
     controlIntf = None   # Switch sets one only outside a namespace; defaultIntf() reads it
 
-    def __init__(self, name: str, **params) -> None:
+    def __init__(self, name: str, **params: Any) -> None:
         params["inNamespace"] = True
         super().__init__(name, **params)
 
-    def start(self, controllers) -> None:
+    def start(self, controllers: list[Any]) -> None:
         # Frames relayed through AF_PACKET keep a veth's partial checksum unless tx
         # offload is off on the relay's own interfaces too.
         for intf in self.intfNames():
             self.cmd(f"ip link set {intf} up")
             disable_tx_offload(self, intf)
 
-    def dpctl(self, *args) -> str:
+    def dpctl(self, *args: object) -> str:
         return f"{self.name}: an impairment relay, no flow table\n"
 
 
@@ -123,7 +124,7 @@ class ImpairedLink:
     relay: str | None = None
 
 
-class RmpTopo(Topo):
+class RmpTopo(Topo):   # type: ignore[misc]  # Mininet is untyped: its Topo is Any
     """A spec topology as Mininet nodes and links. ``tag`` k names switches ``r<k>s<N>`` and
     relays ``r<k>l<N>``, the marks ``rmptwin net down`` finds; without it, switches keep the
     topology's names. After ``build``: ``switch_names``, ``switch_ports`` (switch -> neighbour
@@ -157,7 +158,7 @@ class RmpTopo(Topo):
     def _next_port(self, switch: str) -> int:
         return len(self.ports.get(self.switch_names[switch], {})) + 1
 
-    def _add_switch_link(self, link) -> None:
+    def _add_switch_link(self, link: LinkSpec) -> None:
         sa, sb = self.switch_names[link.a], self.switch_names[link.b]
         pa, pb = self._next_port(link.a), self._next_port(link.b)
         params = link_params(link)
@@ -173,7 +174,7 @@ class RmpTopo(Topo):
         self.switch_ports[link.a][link.b] = pa
         self.switch_ports[link.b][link.a] = pb
 
-    def _add_host_link(self, index: int, host) -> None:
+    def _add_host_link(self, index: int, host: HostSpec) -> None:
         sw, port = self.switch_names[host.switch], self._next_port(host.switch)
         name = f"{host.name}-{host.switch}"
         if host.name in self.access_in_nodes:

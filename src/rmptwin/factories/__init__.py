@@ -14,7 +14,7 @@ from rmptwin.core.sansio import Core
 from rmptwin.errors import UserError
 from rmptwin.factories import attacker, floor, orders, rmp, taxonomy, venue
 from rmptwin.factories.adapters import Adapters
-from rmptwin.spec import LoadedExperiment
+from rmptwin.spec import HostSpec, LoadedExperiment
 
 Factory = Callable[..., Core]
 
@@ -50,7 +50,7 @@ SECTION_FACTORIES: dict[str, dict[str, Factory]] = {
 TAKES_ADAPTERS = frozenset({"gateway", "venue", "sequencer", "history", "client"})
 
 
-def build_core(host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False,
+def build_core(host: HostSpec, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False,
                adapters: Adapters | None = None) -> Core:
     """The core of ``host``. Without ``adapters`` a venue host gets fresh in-memory stores,
     which do not survive a recovery: a driver that crashes and recovers hosts passes its own."""

@@ -5,8 +5,9 @@ from __future__ import annotations
 import random
 
 from rmptwin.errors import UserError
+from rmptwin.factories.adapters import Adapters
 from rmptwin.rmp.attacker import AttackerConfig, AttackerCore
-from rmptwin.spec import LoadedExperiment
+from rmptwin.spec import AttackerHost, LoadedExperiment
 
 FLOOD_FACTOR = 10.0     # seed 6's denial of service: a flood at 10 x the legitimate rate
 
@@ -18,7 +19,7 @@ def legitimate_rate(loaded: LoadedExperiment) -> float:
     return w.rate_per_source * n_sources / w.stripes
 
 
-def attacker_config(host, loaded: LoadedExperiment) -> AttackerConfig:
+def attacker_config(host: AttackerHost, loaded: LoadedExperiment) -> AttackerConfig:
     topo, w = loaded.topology, loaded.experiment.workload
     if host.region is not None:
         if host.region not in topo.regions:
@@ -41,6 +42,6 @@ def attacker_config(host, loaded: LoadedExperiment) -> AttackerConfig:
         sealed=bool(security is not None and security.enabled), claim=claim, message_bytes=w.message_bytes)
 
 
-def build_attacker(host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False,
-                   adapters=None) -> AttackerCore:
+def build_attacker(host: AttackerHost, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False,
+                   adapters: Adapters | None = None) -> AttackerCore:
     return AttackerCore(attacker_config(host, loaded), rng)

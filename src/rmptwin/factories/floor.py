@@ -5,6 +5,7 @@ every R_P of the floor's ring is then an arbiter while it holds the token)."""
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from rmptwin.apps.trading_floor.arbiter import ArbiterCore
 from rmptwin.apps.trading_floor.participant import ParticipantCore
@@ -13,13 +14,14 @@ from rmptwin.apps.trading_floor.state import FloorState
 from rmptwin.apps.trading_floor.workload import TICK, OrderWorkload, order_schedule
 from rmptwin.errors import UserError
 from rmptwin.factories import rmp
+from rmptwin.rmp.primary import PrimaryCore
 from rmptwin.rmp.secondary import SecondaryCore
 from rmptwin.rmp.source import SourceCore
-from rmptwin.spec import LoadedExperiment
+from rmptwin.spec import Floor, LoadedExperiment, ParticipantHost, PrimaryHost
 from rmptwin.spec.queries import primary_ring, reformation_servers, timing_from_protocol
 
 
-def floor_spec(loaded: LoadedExperiment):
+def floor_spec(loaded: LoadedExperiment) -> Floor:
     fl = loaded.experiment.floor
     if fl is None:
         raise UserError(f"{loaded.path}: the topology has participant hosts but the experiment has no 'floor:' "
@@ -47,7 +49,8 @@ def order_workload(loaded: LoadedExperiment) -> OrderWorkload:
                          sell_fraction=fl.sell_fraction)
 
 
-def _floor_source(host, loaded: LoadedExperiment, rng: random.Random, recovering: bool) -> SourceCore:
+def _floor_source(host: PrimaryHost | ParticipantHost, loaded: LoadedExperiment,
+                  rng: random.Random, recovering: bool) -> SourceCore:
     stripe = floor_spec(loaded).stripe
     site = primary_ring(loaded, stripe)[0]
     tag = f"{rng.randrange(1 << 16):04x}" if recovering else None
@@ -55,7 +58,8 @@ def _floor_source(host, loaded: LoadedExperiment, rng: random.Random, recovering
                       reformation_servers(loaded), {stripe: site}, incarnation=tag)
 
 
-def build_arbiter(host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False):
+def build_arbiter(host: PrimaryHost, loaded: LoadedExperiment, rng: random.Random, *,
+                  recovering: bool = False) -> PrimaryCore | ArbiterCore:
     """A ``primary`` host of an experiment with a ``floor:`` section (``SECTION_FACTORIES``)."""
     primary = rmp.build_primary(host, loaded, rng, recovering=recovering)
     stripe = floor_spec(loaded).stripe
@@ -64,7 +68,8 @@ def build_arbiter(host, loaded: LoadedExperiment, rng: random.Random, *, recover
     return ArbiterCore(primary, _floor_source(host, loaded, rng, recovering), stripe, floor_state(loaded))
 
 
-def build_participant(host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False, **kw):
+def build_participant(host: ParticipantHost, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False,
+                      **kw: Any) -> ParticipantCore:
     fl = floor_spec(loaded)
     ring = primary_ring(loaded, fl.stripe)
     assigned = host.primary or ring[0]

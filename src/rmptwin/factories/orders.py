@@ -24,13 +24,13 @@ from rmptwin.errors import UserError
 from rmptwin.factories.rmp import build_source
 from rmptwin.rmp.customer import CustomerConfig
 from rmptwin.rmp.repair import RepairConfig
-from rmptwin.spec import LoadedExperiment, Orders
+from rmptwin.spec import BrokerHost, ExchangeHost, HostSpec, LoadedExperiment, Orders, PortalHost, TraderHost
 from rmptwin.spec.queries import remulticasters, stripes_of
 
 PRICE_UNIT = 10_000   # prices travel as price x 10,000
 
 
-def orders_of(loaded: LoadedExperiment, host) -> Orders:
+def orders_of(loaded: LoadedExperiment, host: HostSpec) -> Orders:
     orders = loaded.experiment.orders
     if orders is None:
         raise UserError(f"host {host.name}: a {host.role} needs the experiment's orders section")
@@ -39,24 +39,27 @@ def orders_of(loaded: LoadedExperiment, host) -> Orders:
 
 def stripe_of_symbols(loaded: LoadedExperiment) -> dict[str, int]:
     stripes = loaded.experiment.workload.stripes
+    assert loaded.experiment.orders is not None
     return {sym: symbol_stripe(i, stripes) for i, sym in enumerate(loaded.experiment.orders.symbols)}
 
 
-def _hosts_named(loaded: LoadedExperiment, roles: tuple[str, ...], name: str | None, who) -> None:
+def _hosts_named(loaded: LoadedExperiment, roles: tuple[str, ...], name: str | None, who: HostSpec) -> None:
     host = next((h for h in loaded.topology.hosts if h.name == name), None)
     if host is None or host.role not in roles:
         raise UserError(f"{who.role} {who.name}: {name!r} names no {' or '.join(roles)} host of topology "
                         f"{loaded.topology.name}")
 
 
-def _account(holder) -> str:
+def _account(holder: TraderHost | BrokerHost) -> str:
     return getattr(holder, "account", None) or holder.name
 
 
-def admission_config(loaded: LoadedExperiment, holders: list, symbols: list[str]) -> AdmissionConfig:
+def admission_config(loaded: LoadedExperiment,
+                     holders: list[TraderHost | BrokerHost], symbols: list[str]) -> AdmissionConfig:
     """The accounts of ``holders`` (traders, several may share one; brokers: one account each,
     used by every trader behind the broker) and what each holds."""
     orders = loaded.experiment.orders
+    assert orders is not None
     accounts: dict[str, Account] = {}
     for h in holders:
         name = _account(h)
@@ -66,7 +69,7 @@ def admission_config(loaded: LoadedExperiment, holders: list, symbols: list[str]
     return AdmissionConfig(orders.portal_secret, accounts, frozenset(symbols), orders.rate_limit_per_s, orders.burst)
 
 
-def _users(holder, loaded: LoadedExperiment) -> frozenset[str]:
+def _users(holder: TraderHost | BrokerHost, loaded: LoadedExperiment) -> frozenset[str]:
     """Who trades on ``holder``'s account: a trader itself; every trader behind a broker."""
     if holder.role != "broker":
         return frozenset({holder.name})
@@ -76,7 +79,8 @@ def _users(holder, loaded: LoadedExperiment) -> frozenset[str]:
 # ----------------------------------------------------------------------------- factories
 
 
-def build_trader(host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False) -> TraderCore:
+def build_trader(host: TraderHost, loaded: LoadedExperiment,
+                 rng: random.Random, *, recovering: bool = False) -> TraderCore:
     orders = orders_of(loaded, host)
     if host.exchange is not None:
         _hosts_named(loaded, ("exchange",), host.exchange, host)
@@ -102,7 +106,8 @@ def build_trader(host, loaded: LoadedExperiment, rng: random.Random, *, recoveri
                                    host.pair or "", tuple(plan)))
 
 
-def build_portal(host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False) -> PortalCore:
+def build_portal(host: PortalHost, loaded: LoadedExperiment,
+                 rng: random.Random, *, recovering: bool = False) -> PortalCore:
     orders_of(loaded, host)
     stripes = set(stripes_of(host, loaded))
     stripe_of = {s: k for s, k in stripe_of_symbols(loaded).items() if k in stripes}
@@ -112,7 +117,8 @@ def build_portal(host, loaded: LoadedExperiment, rng: random.Random, *, recoveri
     return PortalCore(host.name, source, OrderEntry(admission), stripe_of)
 
 
-def build_broker(host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False) -> BrokerCore:
+def build_broker(host: BrokerHost, loaded: LoadedExperiment,
+                 rng: random.Random, *, recovering: bool = False) -> BrokerCore:
     orders = orders_of(loaded, host)
     _hosts_named(loaded, ("portal",), host.portal, host)
     traders = [t for t in loaded.topology.hosts_with_role("trader") if t.portal == host.name]
@@ -120,7 +126,8 @@ def build_broker(host, loaded: LoadedExperiment, rng: random.Random, *, recoveri
     return BrokerCore(host.name, entry, host.portal, host.name, account_token(orders.portal_secret, host.name))
 
 
-def build_exchange(host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False) -> ExchangeCore:
+def build_exchange(host: ExchangeHost, loaded: LoadedExperiment,
+                   rng: random.Random, *, recovering: bool = False) -> ExchangeCore:
     orders = orders_of(loaded, host)
     if orders.entry == "direct":
         traders = [t for t in loaded.topology.hosts_with_role("trader") if t.exchange in (None, host.name)]
@@ -131,14 +138,14 @@ def build_exchange(host, loaded: LoadedExperiment, rng: random.Random, *, recove
     return ExchangeCore(host.name, stream_config=exchange_stream_config(host, loaded), rng=rng, recovering=recovering)
 
 
-def exchange_stream_config(host, loaded: LoadedExperiment) -> CustomerConfig:
+def exchange_stream_config(host: ExchangeHost, loaded: LoadedExperiment) -> CustomerConfig:
     """The exchange as a guaranteed-grade customer of every stripe in its regions."""
     proto = loaded.experiment.protocol
     stripes = tuple(range(loaded.experiment.workload.stripes))
     regions = list(host.regions)
     repair = RepairConfig(name=host.name, regions=tuple(regions), stripes=stripes, wait_ns=round(proto.dn_ms * 1e6),
                           retry_ns=round(proto.tau_r * 1e6), k_r=proto.k_r)
-    region_of = {}
+    region_of: dict[str, str] = {}
     for h in loaded.topology.hosts:
         shared = [r for r in getattr(h, "regions", []) if r in regions]
         if shared and h.role in ("primary", "secondary"):

@@ -15,8 +15,10 @@ Security (``security.enabled``): ``keys_for`` reads the experiment's key file on
 from __future__ import annotations
 
 import random
+from typing import TypeVar, cast
 
 from rmptwin.core.timing import MS
+from rmptwin.factories.adapters import Adapters
 from rmptwin.rmp.customer import CustomerConfig, CustomerCore
 from rmptwin.rmp.feed_watch import FeedWatchConfig
 from rmptwin.rmp.primary import PrimaryCore
@@ -28,7 +30,17 @@ from rmptwin.rmp.seal import OVERHEAD as SEAL_OVERHEAD
 from rmptwin.rmp.seal import KeySet
 from rmptwin.rmp.secondary import SecondaryCore
 from rmptwin.rmp.source import SourceCore
-from rmptwin.spec import LoadedExperiment
+from rmptwin.spec import (
+    CustomerHost,
+    HostSpec,
+    LoadedExperiment,
+    PortalHost,
+    PrimaryHost,
+    ReformationHost,
+    RetransmitHost,
+    SecondaryHost,
+    SourceHost,
+)
 from rmptwin.spec.bounds import stripe_rate
 from rmptwin.spec.queries import (
     REMULTICAST_ROLES,
@@ -48,8 +60,10 @@ from rmptwin.spec.queries import (
 # many mean inter-arrival times after the workload starts (Poisson: P(none yet) = e^-10).
 FIRST_MESSAGE_WAITS = 10
 
+_RT = TypeVar("_RT", PrimaryCore, SecondaryCore)
 
-def _repair_config(host, loaded: LoadedExperiment, stripes: list[int]) -> RepairConfig:
+
+def _repair_config(host: CustomerHost | RetransmitHost, loaded: LoadedExperiment, stripes: list[int]) -> RepairConfig:
     """Its repair timing; re-requests wait also for the answer to cross its access line."""
     proto = loaded.experiment.protocol
     mbps = host.link.bandwidth_mbps
@@ -60,7 +74,7 @@ def _repair_config(host, loaded: LoadedExperiment, stripes: list[int]) -> Repair
                         message_bytes=loaded.experiment.workload.message_bytes + sealed)
 
 
-def customer_config(host, loaded: LoadedExperiment) -> CustomerConfig:
+def customer_config(host: CustomerHost, loaded: LoadedExperiment) -> CustomerConfig:
     stripes = customer_stripes(host, loaded)
     regions = list(host.regions)
     region_of: dict[str, str] = {}
@@ -83,7 +97,7 @@ def feed_watch_config(loaded: LoadedExperiment, feeds: dict[int, tuple[str, ...]
     published on, or that would not see a message within the workload, is not watched."""
     exp = loaded.experiment
     p, wl = exp.protocol, exp.workload
-    watch_from = {}
+    watch_from: dict[int, int] = {}
     for k, rts in feeds.items():
         rate = stripe_rate(loaded, k)
         wait_s = FIRST_MESSAGE_WAITS / rate if rate > 0 else None
@@ -95,7 +109,7 @@ def feed_watch_config(loaded: LoadedExperiment, feeds: dict[int, tuple[str, ...]
                            watch_from=watch_from, feeds=feeds)
 
 
-def retransmit_config(host, loaded: LoadedExperiment) -> RetransmitConfig:
+def retransmit_config(host: RetransmitHost, loaded: LoadedExperiment) -> RetransmitConfig:
     plan = edge_plan(loaded)
     stripes = all_stripes(loaded) if plan is None else plan.ids()   # edge stripes: its history is theirs
     return RetransmitConfig(repair=_repair_config(host, loaded, stripes),
@@ -103,7 +117,7 @@ def retransmit_config(host, loaded: LoadedExperiment) -> RetransmitConfig:
                             keys=keys_for(host, loaded), requester_region=requester_regions(host, loaded))
 
 
-def keys_for(host, loaded: LoadedExperiment) -> KeySet | None:
+def keys_for(host: HostSpec, loaded: LoadedExperiment) -> KeySet | None:
     """The keys ``host`` is entitled to; None when the experiment's security is off.
 
     source: its own key and the control key. R_P / R_S: every source key (they verify and,
@@ -127,11 +141,12 @@ def keys_for(host, loaded: LoadedExperiment) -> KeySet | None:
     if role == "retransmit":
         return keys.only(regions=regions, retransmit=regions)
     if role == "customer":
-        return keys.only(regions=regions, retransmit=regions if host.grade == "guaranteed" else ())
+        # the role says host is a CustomerHost: mypy does not narrow through the alias role
+        return keys.only(regions=regions, retransmit=regions if cast(CustomerHost, host).grade == "guaranteed" else ())
     return KeySet()
 
 
-def requester_regions(host, loaded: LoadedExperiment) -> dict[str, str]:
+def requester_regions(host: HostSpec, loaded: LoadedExperiment) -> dict[str, str]:
     """Who may re-request from ``host`` (customers and R_x sharing one of its regions) ->
     the first region they share: a secure answer is sealed under that region's retransmit key."""
     mine = list(getattr(host, "regions", []) or [])
@@ -147,20 +162,20 @@ def requester_regions(host, loaded: LoadedExperiment) -> dict[str, str]:
 # ----------------------------------------------------------------------------- factories
 
 
-def build_source(host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False,
-                 adapters=None) -> SourceCore:
+def build_source(host: SourceHost | PortalHost, loaded: LoadedExperiment, rng: random.Random, *,
+                 recovering: bool = False, adapters: Adapters | None = None) -> SourceCore:
     stripes = stripes_of(host, loaded)
-    sites = {k: (primary_ring(loaded, k) or [None])[0] for k in stripes}
+    sites: dict[int, str | None] = {k: next(iter(primary_ring(loaded, k)), None) for k in stripes}
     tag = f"{rng.randrange(1 << 16):04x}" if recovering else None
     return SourceCore(host.name, stripes, protocol_timing(loaded), reformation_servers(loaded), sites, incarnation=tag,
                       keys=keys_for(host, loaded))
 
 
-def build_primary(host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False,
-                  adapters=None) -> PrimaryCore:
+def build_primary(host: PrimaryHost, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False,
+                  adapters: Adapters | None = None) -> PrimaryCore:
     stripes = stripes_of(host, loaded)
     rings = {k: primary_ring(loaded, k) for k in stripes}
-    sec_rings = {}
+    sec_rings: dict[tuple[str, int], list[str]] = {}
     for h in loaded.topology.hosts_with_role("secondary"):
         if h.primary != host.name:
             continue
@@ -174,7 +189,7 @@ def build_primary(host, loaded: LoadedExperiment, rng: random.Random, *, recover
     return _with_edges(core, loaded)
 
 
-def _with_edges(core, loaded: LoadedExperiment):
+def _with_edges(core: _RT, loaded: LoadedExperiment) -> _RT:
     """An R_T remulticasts its core stripes as edge stripes when the experiment has them."""
     plan = edge_plan(loaded)
     if plan is not None:
@@ -182,8 +197,8 @@ def _with_edges(core, loaded: LoadedExperiment):
     return core
 
 
-def build_secondary(host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False,
-                    adapters=None) -> SecondaryCore:
+def build_secondary(host: SecondaryHost, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False,
+                    adapters: Adapters | None = None) -> SecondaryCore:
     stripes = stripes_of(host, loaded)
     return _with_edges(SecondaryCore(
         host.name, stripes, protocol_timing(loaded), reformation_servers(loaded), primary=host.primary,
@@ -193,19 +208,19 @@ def build_secondary(host, loaded: LoadedExperiment, rng: random.Random, *, recov
     ), loaded)
 
 
-def build_reformation(host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False,
-                      adapters=None) -> ReformationCore:
+def build_reformation(host: ReformationHost, loaded: LoadedExperiment, rng: random.Random, *,
+                      recovering: bool = False, adapters: Adapters | None = None) -> ReformationCore:
     stripes = all_stripes(loaded)
     rings = {k: primary_ring(loaded, k) for k in stripes}
     return ReformationCore(host.name, rings, rings, protocol_timing(loaded), servers=reformation_servers(loaded),
                            keys=keys_for(host, loaded))
 
 
-def build_customer(host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False,
-                   adapters=None) -> CustomerCore:
+def build_customer(host: CustomerHost, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False,
+                   adapters: Adapters | None = None) -> CustomerCore:
     return CustomerCore(customer_config(host, loaded), rng, recovering=recovering)
 
 
-def build_retransmit(host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False,
-                     adapters=None) -> RetransmitCore:
+def build_retransmit(host: RetransmitHost, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False,
+                     adapters: Adapters | None = None) -> RetransmitCore:
     return RetransmitCore(retransmit_config(host, loaded), rng, recovering=recovering)

@@ -6,8 +6,10 @@ from __future__ import annotations
 import random
 
 from rmptwin.errors import UserError
-from rmptwin.spec import LoadedExperiment
+from rmptwin.spec import LoadedExperiment, SourceHost, TaxonomyMemberHost
 from rmptwin.taxonomy import TaxonomyConfig, make_member, make_sender
+from rmptwin.taxonomy.member import MemberCore
+from rmptwin.taxonomy.sender import SenderCore
 
 
 def taxonomy_config(loaded: LoadedExperiment) -> TaxonomyConfig:
@@ -30,13 +32,15 @@ def taxonomy_config(loaded: LoadedExperiment) -> TaxonomyConfig:
         nak_ns=round(tx.nak_ms * 1e6), retry_ns=round(tx.retry_ms * 1e6))
 
 
-def build_member(host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False):
+def build_member(host: TaxonomyMemberHost, loaded: LoadedExperiment, rng: random.Random, *,
+                 recovering: bool = False) -> MemberCore:
     if recovering:
         raise UserError(f"host {host.name}: a taxonomy member cannot recover (crash faults only); "
                         "drop its 'recover' fault")
     return make_member(host.name, taxonomy_config(loaded))
 
 
-def build_sender(host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False):
+def build_sender(host: SourceHost, loaded: LoadedExperiment, rng: random.Random, *,
+                 recovering: bool = False) -> SenderCore:
     """A ``source`` host of an experiment with a ``taxonomy:`` section (``SECTION_FACTORIES``)."""
     return make_sender(host.name, taxonomy_config(loaded))

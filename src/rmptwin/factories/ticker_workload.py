@@ -4,7 +4,7 @@
 time order. Arrivals are Poisson (exponential gaps) or constant at ``rate_per_source``
 from ``start_s`` for ``duration_s``; constant sources are phase-staggered so they do not
 all publish at the same instant. Each payload is a ``trade_report.TradeReport`` for symbol i
-(on the stripe ``rmp.striping`` gives it, and only on stripes the source serves), with a
+(on the stripe ``core.striping`` gives it, and only on stripes the source serves), with a
 per-symbol random-walk price, padded to ``message_bytes``. Each source draws from its own RNG seeded
 by the run seed and its name, so adding a source does not change another's stream.
 """
@@ -12,11 +12,12 @@ by the run seed and its name, so adding a source does not change another's strea
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from rmptwin.core.striping import host_stripes, symbol_stripe, symbols_on
 from rmptwin.core.trade_report import TradeReport, symbol_name
-from rmptwin.spec import LoadedExperiment
+from rmptwin.spec import LoadedExperiment, SourceHost
 from rmptwin.spec.queries import workload_sources
 
 
@@ -28,7 +29,7 @@ class Publish:
     payload: bytes
 
 
-def _arrivals(rng: random.Random, rate: float, start_ns: int, end_ns: int, arrival: str, phase: float):
+def _arrivals(rng: random.Random, rate: float, start_ns: int, end_ns: int, arrival: str, phase: float) -> Iterator[int]:
     if rate <= 0:
         return
     gap_ns = 1e9 / rate
@@ -44,7 +45,8 @@ def _arrivals(rng: random.Random, rate: float, start_ns: int, end_ns: int, arriv
             t += rng.expovariate(rate) * 1e9
 
 
-def source_schedule(loaded: LoadedExperiment, source, seed: int, index: int = 0, count: int = 1) -> list[Publish]:
+def source_schedule(loaded: LoadedExperiment,
+                    source: SourceHost, seed: int, index: int = 0, count: int = 1) -> list[Publish]:
     """One source's publications; ``index``/``count`` stagger constant-rate sources."""
     wl = loaded.experiment.workload
     symbols = symbols_on(host_stripes(source.stripes, wl.stripes), wl.symbols, wl.stripes)
@@ -55,7 +57,7 @@ def source_schedule(loaded: LoadedExperiment, source, seed: int, index: int = 0,
     end = start + round(wl.duration_s * 1e9)
     price = {i: 1_000_000 + 10_000 * i for i in symbols}  # 100.00 + i, in 1/10000 units
     venue = source.name[:4].upper()
-    out = []
+    out: list[Publish] = []
     for t in _arrivals(rng, wl.rate_per_source, start, end, wl.arrival, index / max(count, 1)):
         i = symbols[rng.randrange(len(symbols))]
         price[i] = max(100, price[i] + 100 * rng.randint(-5, 5))  # walk in cents, never below 0.01

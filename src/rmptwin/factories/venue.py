@@ -12,7 +12,16 @@ import random
 
 from rmptwin.errors import UserError
 from rmptwin.factories.adapters import Adapters
-from rmptwin.spec import LoadedExperiment, VenueWorkload
+from rmptwin.spec import (
+    ClientHost,
+    GatewayHost,
+    HistoryHost,
+    HostSpec,
+    LoadedExperiment,
+    SequencerHost,
+    VenueHost,
+    VenueWorkload,
+)
 from rmptwin.venue.client import ClientConfig, ClientCore
 from rmptwin.venue.gateway import GatewayConfig, GatewayCore
 from rmptwin.venue.history import HistoryConfig, HistoryCore
@@ -31,7 +40,7 @@ def _names(loaded: LoadedExperiment, role: str) -> list[str]:
     return [h.name for h in loaded.topology.hosts_with_role(role)]
 
 
-def build_gateway(host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False,
+def build_gateway(host: GatewayHost, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False,
                   adapters: Adapters) -> GatewayCore:
     v = _venue(loaded)
     config = GatewayConfig(gw_id=_names(loaded, "gateway").index(host.name), venues=tuple(_names(loaded, "venue")),
@@ -39,7 +48,7 @@ def build_gateway(host, loaded: LoadedExperiment, rng: random.Random, *, recover
     return GatewayCore(config, adapters.stores.gateway_log(host.name, fresh=not recovering), recovering=recovering)
 
 
-def _venue_config(host, loaded: LoadedExperiment, v: VenueWorkload) -> VenueConfig:
+def _venue_config(host: VenueHost, loaded: LoadedExperiment, v: VenueWorkload) -> VenueConfig:
     seqs, hrs = _names(loaded, "sequencer"), _names(loaded, "history")
     if v.sequencer == "none" and len(_names(loaded, "gateway")) > 1:
         raise UserError(f"{loaded.path}: venue.sequencer 'none' is only correct with one gateway "
@@ -53,7 +62,7 @@ def _venue_config(host, loaded: LoadedExperiment, v: VenueWorkload) -> VenueConf
                        checkpoint_every=v.checkpoint_every, lookahead=v.lookahead)
 
 
-def build_venue(host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False,
+def build_venue(host: VenueHost, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False,
                 adapters: Adapters) -> VenueCore:
     v = _venue(loaded)
     config = _venue_config(host, loaded, v)
@@ -73,14 +82,14 @@ def build_venue(host, loaded: LoadedExperiment, rng: random.Random, *, recoverin
     return VenueCore(config, service, recovering=recovering, replay_service=replay_service)
 
 
-def is_standby(host, loaded: LoadedExperiment) -> bool:
+def is_standby(host: HostSpec, loaded: LoadedExperiment) -> bool:
     """Whether ``host`` is the standby EV: the last venue host of a ``venue.standby`` experiment."""
     v = loaded.experiment.venue
     return v is not None and v.standby and host.role == "venue" and _names(loaded, "venue")[-1] == host.name
 
 
-def build_sequencer(host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False,
-                    adapters: Adapters):
+def build_sequencer(host: SequencerHost, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False,
+                    adapters: Adapters) -> CasProxyCore | SequencerCore:
     """The in-memory CAS sequencer, or, where the driver has a CAS memory outside (etcd in a
     real run of a ``sequencer: etcd`` experiment), the proxy that asks it."""
     v = _venue(loaded)
@@ -89,14 +98,14 @@ def build_sequencer(host, loaded: LoadedExperiment, rng: random.Random, *, recov
     return SequencerCore(SequencerConfig(window=v.window))
 
 
-def build_history(host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False,
+def build_history(host: HistoryHost, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False,
                   adapters: Adapters) -> HistoryCore:
     v = _venue(loaded)
     config = HistoryConfig(commit_ns=int(v.hr_commit_us * 1000) if v.durable_history else 0)
     return HistoryCore(config, adapters.stores.history_store(host.name, fresh=not recovering))
 
 
-def build_client(host, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False,
+def build_client(host: ClientHost, loaded: LoadedExperiment, rng: random.Random, *, recovering: bool = False,
                  adapters: Adapters) -> ClientCore:
     v = _venue(loaded)
     clients, gws = _names(loaded, "client"), _names(loaded, "gateway")

@@ -13,6 +13,7 @@ raise: a frame we cannot name is logged as ``RMP?``, ``VENUE?`` or ``OTHER``.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable
 
 from rmptwin.core.packetkey import RMP_MAGIC
 from rmptwin.rmp.wire import decode as decode_rmp
@@ -24,7 +25,7 @@ _NONE = ("OTHER", "", -1, -1)
 INT64_MAX = 2**63 - 1
 
 
-def _first_int(obj, names) -> int:
+def _first_int(obj: object, names: Iterable[str]) -> int:
     for n in names:
         v = getattr(obj, n, None)
         if isinstance(v, int) and not isinstance(v, bool):

@@ -4,8 +4,12 @@ the buffer that turns core events into event rows. Driver side: cores never impo
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from json.encoder import c_make_encoder, encode_basestring_ascii
+from collections.abc import Callable, Iterable
+from json.encoder import (  # type: ignore[attr-defined]  # the C encoder (or None): not in typeshed
+    c_make_encoder,
+    encode_basestring_ascii,
+)
+from typing import Any
 
 import pyarrow as pa
 
@@ -38,7 +42,7 @@ EVENT_SCHEMA = pa.schema(
 LEGACY_EVENT_COLUMNS = EVENT_SCHEMA.names[:9]
 
 
-def _typed(value, kind: type):
+def _typed(value: Any, kind: type) -> Any:
     """``value`` if it is of ``kind`` as JSON types go (a bool is no int), else None; a type
     that is not a string keeps its JSON text, as Spark's from_json reads a string field."""
     if value is None:
@@ -50,12 +54,14 @@ def _typed(value, kind: type):
     return value if isinstance(value, kind) else None
 
 
-_NO_VALUES = (None, None, None, None)
+# the typed detail columns of one event: stripe, repair, type, count
+DetailValues = tuple[int | None, bool | None, str | None, int | None]
+_NO_VALUES: DetailValues = (None, None, None, None)
 if tuple(key for key, _ in DETAIL_COLUMNS.values()) != ("stripe", "repair", "type", "count"):
     raise AssertionError("detail_values unrolls DETAIL_COLUMNS: change both together")
 
 
-def detail_values(detail: dict | None) -> tuple:
+def detail_values(detail: dict[str, Any] | None) -> DetailValues:
     """The typed detail columns of one event, in DETAIL_COLUMNS order."""
     if not detail:
         return _NO_VALUES
@@ -69,7 +75,7 @@ def detail_values(detail: dict | None) -> tuple:
             count if count.__class__ is int else _typed(count, int))
 
 
-def _compact_json() -> Callable[[dict], str]:
+def _compact_json() -> Callable[[dict[str, Any]], str]:
     """``json.dumps(d, separators=(",", ":"))`` for a detail dict, through the C encoder
     directly when there is one (a third of ``JSONEncoder.encode``'s time: no per-call set-up).
     Details hold no cycles, so no circular check."""
@@ -81,25 +87,26 @@ def _compact_json() -> Callable[[dict], str]:
     return lambda d: join(chunks(d, 0))
 
 
-def detail_arrays(details) -> list[pa.Array]:
+def detail_arrays(details: Iterable[dict[str, Any] | None]) -> list[pa.Array]:
     """The typed detail columns (DETAIL_COLUMNS order) of events with these details (dicts or None)."""
     return typed_arrays([detail_values(d) for d in details])
 
 
-def typed_arrays(values: list[tuple]) -> list[pa.Array]:
+def typed_arrays(values: list[DetailValues]) -> list[pa.Array]:
     """The typed detail columns from each event's ``detail_values``."""
     return [pa.array([v[i] for v in values], _DETAIL_TYPES[name]) for i, name in enumerate(DETAIL_COLUMNS)]
 
 
-def encoded_details(details) -> tuple[list[str], list[pa.Array]]:
+def encoded_details(details: Iterable[dict[str, Any] | None]) -> tuple[list[str], list[pa.Array]]:
     """The ``detail`` column (compact JSON, "{}" if none) and the typed detail columns of events
     with these details. A detail object shared by many events (customers that hear the same
     message share one event, ``rmp.customer``) is encoded once: the caller keeps every detail
     alive meanwhile, so its id is its identity."""
     encode = _compact_json()
     none = ("{}", _NO_VALUES)
-    done: dict[int, tuple[str, tuple]] = {}
-    texts, values = [], []
+    done: dict[int, tuple[str, DetailValues]] = {}
+    texts: list[str] = []
+    values: list[DetailValues] = []
     for d in details:
         if not d:
             text, typed = none
@@ -137,7 +144,7 @@ LINK_COUNT_SCHEMA = pa.schema(
 )
 
 
-def row(t_ns: int, node: str, role: str, ev: Event) -> dict:
+def row(t_ns: int, node: str, role: str, ev: Event) -> dict[str, Any]:
     return {
         "t_ns": int(t_ns), "node": node, "role": role, "kind": ev.kind, "src": ev.src,
         "src_seq": int(ev.src_seq), "gseq": int(ev.gseq), "bytes": int(ev.bytes),
@@ -150,7 +157,7 @@ class EventLog:
     """Buffered rows for one run or node; ``table()`` gives a Parquet-ready Arrow table."""
 
     def __init__(self) -> None:
-        self._cols: dict[str, list] = {f.name: [] for f in EVENT_SCHEMA}
+        self._cols: dict[str, list[Any]] = {f.name: [] for f in EVENT_SCHEMA}
 
     def add(self, t_ns: int, node: str, role: str, ev: Event) -> None:
         for k, v in row(t_ns, node, role, ev).items():

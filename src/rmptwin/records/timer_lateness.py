@@ -12,8 +12,12 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
+from typing import Any, TypeVar
 
 STEPS_PER_OCTAVE = 16
+
+_K = TypeVar("_K")
 
 
 def bucket_of(ns: int) -> int:
@@ -66,20 +70,20 @@ class LatenessHistogram:
                 return min(bucket_value_ns(b), float(self.max_ns))
         return float(self.max_ns)
 
-    def summary_ms(self) -> dict:
+    def summary_ms(self) -> dict[str, float | None]:
         """{p50, p99, max, n} in ms, rounded to the us (None when nothing fired)."""
-        def ms(v):
+        def ms(v: float | None) -> float | None:
             return None if v is None else round(v / 1e6, 3)
         return {"p50": ms(self.quantile_ns(0.5)), "p99": ms(self.quantile_ns(0.99)),
                 "max": ms(float(self.max_ns)) if self.n else None, "n": self.n}
 
-    def to_detail(self) -> dict:
+    def to_detail(self) -> dict[str, Any]:
         """JSON-able form for an event's detail (bucket keys become strings in JSON)."""
         return {"buckets": {str(b): c for b, c in sorted(self.counts.items())},
                 "max_ns": self.max_ns, "n": self.n}
 
     @classmethod
-    def from_detail(cls, d: dict) -> LatenessHistogram:
+    def from_detail(cls, d: dict[str, Any]) -> LatenessHistogram:
         h = cls()
         h.counts = {int(b): int(c) for b, c in (d.get("buckets") or {}).items()}
         h.n = int(d.get("n", sum(h.counts.values())))
@@ -87,15 +91,16 @@ class LatenessHistogram:
         return h
 
 
-def merge_by_key(rows) -> dict:
+def merge_by_key(rows: Iterable[tuple[_K, dict[str, Any]]]) -> dict[_K, LatenessHistogram]:
     """{key: merged histogram} from ``(key, detail dict)`` rows of TIMER_LATENESS events."""
-    out: dict = {}
+    out: dict[_K, LatenessHistogram] = {}
     for key, detail in rows:
         out.setdefault(key, LatenessHistogram()).merge(LatenessHistogram.from_detail(detail))
     return out
 
 
-def lateness_by_role(role_details) -> dict:
+def lateness_by_role(
+        role_details: Iterable[tuple[str, str | dict[str, Any]]]) -> dict[str, dict[str, float | None]]:
     """{role: {p50, p99, max, n}} in ms from the (role, detail) of TIMER_LATENESS events, the
     detail a histogram as a dict or its JSON: summary.json's ``timer_lateness_ms`` and the
     emulation's overload line, one definition."""

@@ -1,4 +1,4 @@
-"""An attacker (issue 12, seed 6): a hostile host that attacks one stripe, as a pure core.
+"""An attacker (seed 6): a hostile host that attacks one stripe, as a pure core.
 
 It holds no key. Its mode says what it tries, from ``start_ns`` to ``stop_ns``, one frame
 every 1/``rate`` seconds:

@@ -1,4 +1,4 @@
-"""Silence is an alarm (issue 21): a customer watches each of its sessions for the R_T feed.
+"""Silence is an alarm: a customer watches each of its sessions for the R_T feed.
 
 An R_T sends a MoldUDP64 heartbeat whenever it has sent nothing for one heartbeat interval
 (``remulticast``), so a customer that hears neither data nor a heartbeat from any R_T of its

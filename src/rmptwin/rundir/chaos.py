@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 from rmptwin.errors import UserError
 from rmptwin.rundir.run import RunDir
@@ -26,7 +27,7 @@ REPRO = "repro"
 RUNS = "runs"
 
 
-def campaign_id(spec: dict) -> str:
+def campaign_id(spec: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:10]
 
 
@@ -34,7 +35,7 @@ class ChaosDir(SweepDir):
     TABLE, SPEC, REPORT = TABLE, SPEC, REPORT
 
     @classmethod
-    def for_campaign(cls, experiment: str, spec: dict, out: str | Path | None = None,
+    def for_campaign(cls, experiment: str, spec: dict[str, Any], out: str | Path | None = None,
                      base: str | Path = "results") -> ChaosDir:
         path = Path(out) if out else Path(base) / "chaos" / experiment / campaign_id(spec)
         if path.exists() and not path.is_dir():

@@ -15,7 +15,9 @@ import platform
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 from rmptwin import __version__, corebuild
 
@@ -24,6 +26,8 @@ LOCK = REPO / "requirements.lock"
 NA = "n/a"  # a field that does not apply to this backend (e.g. the datapath of a simulated run)
 EMULATION_FIELDS = ("node_mode", "impair_backend", "datapath", "node_image", "node_image_id")
 _TIMEOUT_S = 2.0
+
+_T = TypeVar("_T")
 
 
 def _output(cmd: list[str], timeout: float = _TIMEOUT_S) -> str | None:
@@ -167,14 +171,14 @@ def _usable_cpus() -> int | None:
 # ----------------------------------------------------------------------------- the record
 
 
-def safe(fn, *args):
+def safe(fn: Callable[..., _T], *args: Any) -> _T | None:
     try:
         return fn(*args)
     except Exception:
         return None
 
 
-def collect(emulation: dict | None = None) -> dict:
+def collect(emulation: dict[str, Any] | None = None) -> dict[str, Any]:
     """``git_commit``, ``versions`` and ``environment`` for the manifest; ``emulation`` is what the
     emulated backend knows of itself (``emulation.emulate.emulation_facts``), None for a
     simulated run."""
@@ -204,15 +208,16 @@ def collect(emulation: dict | None = None) -> dict:
 # ----------------------------------------------------------------------------- comparison
 
 
-def _short(v) -> str:
+def _short(v: object) -> str:
     s = "null" if v is None else str(v)
     return s[:12] if re.fullmatch(r"[0-9a-f]{40}", s) else s
 
 
-def differences(then: dict, now: dict) -> list[str]:
+def differences(then: dict[str, Any], now: dict[str, Any]) -> list[str]:
     """Where two manifests' environments differ, one phrase each (``'kernel differs (a -> b)'``).
     What ``then`` does not record at all (an older manifest) is not a difference."""
-    te, ne = then.get("environment") or {}, now.get("environment") or {}
+    te: dict[str, Any] = then.get("environment") or {}
+    ne: dict[str, Any] = now.get("environment") or {}
     tv, nv = then.get("versions") or {}, now.get("versions") or {}
     pairs = [("git commit", then, now, "git_commit")]
     pairs += [(k.replace("_", " "), te, ne, k) for k in ("git_dirty", "kernel", "sch_netem", "cpu_model", "cpu_count",
@@ -221,6 +226,7 @@ def differences(then: dict, now: dict) -> list[str]:
     pairs += [(name, tv, nv, name) for name in sorted(tv)]
     out = [f"{what} differs ({_short(a.get(k))} -> {_short(b.get(k))})"
            for what, a, b, k in pairs if k in a and a.get(k) != b.get(k)]
+    tp: Any   # JSON: the packages then recorded, None when the manifest has none
     tp, np_ = te.get("packages"), ne.get("packages") or {}
     changed = sorted(n for n in tp or {} if n not in tv and tp.get(n) != np_.get(n))
     changed += sorted(n for n in np_ if tp is not None and n not in tp and n not in tv)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -46,11 +47,11 @@ NODE_FILES = {"events": "{host}.{incarnation}" + EVENT_LOG_SUFFIX,
 REPORT = "report.html"
 
 
-def _dump(data: dict) -> str:
+def _dump(data: dict[str, Any]) -> str:
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
 
-def derived_timers(experiment: dict | None) -> dict | None:
+def derived_timers(experiment: dict[str, Any] | None) -> dict[str, Any] | None:
     """tau_t, tau_r, Delta_A and the null-token interval as this code computed them where the
     experiment left them to the seed's formulas, so a reader of the manifest sees the numbers."""
     try:
@@ -190,7 +191,8 @@ class RunDir:
 
     # ------------------------------------------------------------------ manifest
 
-    def write_manifest(self, manifest: dict, backend: str, seed: int, emulation: dict | None = None) -> dict:
+    def write_manifest(self, manifest: dict[str, Any], backend: str, seed: int,
+                       emulation: dict[str, Any] | None = None) -> dict[str, Any]:
         """``manifest`` (the resolved spec, ``LoadedExperiment.to_manifest()``, plus backend extras)
         with the seed, the timers the protocol derives from it, and where the run ran
         (``rmptwin.rundir.provenance``; ``emulation`` is ``emulation.emulate.emulation_facts`` for an emulated
@@ -208,12 +210,12 @@ class RunDir:
         self.replace_manifest(full)
         return full
 
-    def replace_manifest(self, manifest: dict) -> None:
+    def replace_manifest(self, manifest: dict[str, Any]) -> None:
         """Write ``manifest`` as it is (a synthetic run; a manifest amended after the run)."""
         self.path.mkdir(parents=True, exist_ok=True)
         self.manifest_path.write_text(_dump(manifest))
 
-    def read_manifest(self) -> dict:
+    def read_manifest(self) -> dict[str, Any]:
         """manifest.json as a dict, or one UserError line saying what is wrong."""
         run, path = self.path, self.manifest_path
         if not run.exists():
@@ -232,7 +234,7 @@ class RunDir:
             raise UserError(f"{path}: expected a JSON object at the top level")
         return data
 
-    def check(self) -> tuple[dict, Topology, list[Path]]:
+    def check(self) -> tuple[dict[str, Any], Topology, list[Path]]:
         """The manifest, the topology it records and the event files of a finished run (what
         the analysis reads), or one UserError line saying what is missing."""
         if not self.path.is_dir():
@@ -284,21 +286,23 @@ class RunDir:
 
     # ------------------------------------------------------------------ summary and analysis
 
-    def write_summary(self, summary: dict) -> None:
+    def write_summary(self, summary: dict[str, Any]) -> None:
         self.summary_path.write_text(_dump(summary))
 
-    def read_summary(self) -> dict:
-        return json.loads(self.summary_path.read_text())
+    def read_summary(self) -> dict[str, Any]:
+        summary: dict[str, Any] = json.loads(self.summary_path.read_text())
+        return summary
 
     def write_analysis_table(self, name: str, table: pa.Table) -> Path:
         return self._write_table(self.analysis_path(f"{name}.parquet"), table)
 
-    def write_metrics(self, metrics: dict) -> None:
+    def write_metrics(self, metrics: dict[str, Any]) -> None:
         self.analysis_dir.mkdir(parents=True, exist_ok=True)
         self.metrics_path.write_text(json.dumps(metrics, indent=2, sort_keys=True, default=str) + "\n")
 
-    def read_metrics(self) -> dict:
-        return json.loads(self.metrics_path.read_text())
+    def read_metrics(self) -> dict[str, Any]:
+        metrics: dict[str, Any] = json.loads(self.metrics_path.read_text())
+        return metrics
 
     def write_report(self, page: str) -> Path:
         self.analysis_dir.mkdir(parents=True, exist_ok=True)

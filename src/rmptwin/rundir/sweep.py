@@ -16,6 +16,7 @@ import json
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -30,7 +31,7 @@ PLOTS = "plots"
 RUNS = "runs"
 
 
-def sweep_id(spec: dict) -> str:
+def sweep_id(spec: dict[str, Any]) -> str:
     """A stable id from what is swept (not the seed count): the same command resumes the same sweep."""
     what = {k: spec[k] for k in ("experiment", "base", "parameters", "backend") if k in spec}
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:10]
@@ -49,7 +50,7 @@ class SweepDir:
         return str(self.path)
 
     @classmethod
-    def for_sweep(cls, experiment: str, spec: dict, out: str | Path | None = None,
+    def for_sweep(cls, experiment: str, spec: dict[str, Any], out: str | Path | None = None,
                   base: str | Path = "results") -> SweepDir:
         path = Path(out) if out else Path(base) / "sweeps" / experiment / sweep_id(spec)
         sweep = cls(path)
@@ -81,7 +82,7 @@ class SweepDir:
         """The run directories a sweep kept (--keep-runs, or emulated), each with a manifest."""
         return sorted(p for p in (self.path / RUNS).glob("*") if RunDir(p).manifest_path.exists())
 
-    def check_spec(self, spec: dict) -> None:
+    def check_spec(self, spec: dict[str, Any]) -> None:
         """A directory holds one sweep: resuming with other parameters would mix two tables."""
         if self.spec_path.exists():
             old = json.loads(self.spec_path.read_text())
@@ -90,10 +91,10 @@ class SweepDir:
                                 f"{sorted(old.get('parameters', {}))}), or the experiment file changed since; "
                                 "choose another --out")
 
-    def write_spec(self, spec: dict) -> None:
+    def write_spec(self, spec: dict[str, Any]) -> None:
         self.spec_path.write_text(json.dumps(spec, indent=2, sort_keys=True) + "\n")
 
-    def read_spec(self) -> dict:
+    def read_spec(self) -> dict[str, Any]:
         return json.loads(self.spec_path.read_text()) if self.spec_path.exists() else {}
 
     def read_table(self) -> pa.Table | None:

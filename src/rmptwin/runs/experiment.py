@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from rmptwin.analysis.summary import summarize
 from rmptwin.emulation import emulate as runner
@@ -41,14 +41,14 @@ class EmulationOptions:
 
 class RunOutcome(NamedTuple):
     run_dir: RunDir
-    summary: dict
-    stats: dict      # the backend's counters: simulator events and wall time, or the runtime's figures
+    summary: dict[str, Any]
+    stats: dict[str, Any]      # the backend's counters: simulator events and wall time, or the runtime's figures
     backend: str
 
 
 def run_experiment(loaded: LoadedExperiment, backend: str = "sim", seed: int | None = None,
                    out: str | Path | None = None, options: EmulationOptions | None = None,
-                   progress: ProgressFn | None = None, manifest_extra: dict | None = None) -> RunOutcome:
+                   progress: ProgressFn | None = None, manifest_extra: dict[str, Any] | None = None) -> RunOutcome:
     """Run ``loaded`` on ``backend`` with ``seed`` (default: the experiment's) into a new run
     directory ``out`` (default results/<experiment>/<run-id>): tables, manifest (with
     ``manifest_extra``, e.g. which run this one repeats), summary."""
@@ -61,7 +61,8 @@ def run_experiment(loaded: LoadedExperiment, backend: str = "sim", seed: int | N
     raise UserError(f"unknown backend {backend!r}; choose {' or '.join(BACKENDS)}")
 
 
-def _simulated(loaded: LoadedExperiment, spec: dict, seed: int, out, progress: ProgressFn | None) -> RunOutcome:
+def _simulated(loaded: LoadedExperiment, spec: dict[str, Any], seed: int, out: str | Path | None,
+               progress: ProgressFn | None) -> RunOutcome:
     run = RunDir.create(loaded.experiment.name, out)
     duration_ns = max(loaded.experiment.duration_s * 1e9, 1.0)
     tick = None if progress is None else (lambda t_ns: progress(t_ns / duration_ns, "running"))
@@ -79,8 +80,8 @@ def _simulated(loaded: LoadedExperiment, spec: dict, seed: int, out, progress: P
     return RunOutcome(run, summary, result.stats, "sim")
 
 
-def _emulated(loaded: LoadedExperiment, spec: dict, seed: int, out, options: EmulationOptions,
-              progress: ProgressFn | None) -> RunOutcome:
+def _emulated(loaded: LoadedExperiment, spec: dict[str, Any], seed: int, out: str | Path | None,
+              options: EmulationOptions, progress: ProgressFn | None) -> RunOutcome:
     runner.check_arguments(loaded, options.nodes, options.capture)
     run = RunDir.create(loaded.experiment.name, out)
     result = runner.emulate(loaded, seed, run, nodes=options.nodes, impair=options.impair,

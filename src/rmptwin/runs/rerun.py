@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -38,7 +39,7 @@ class Replay:
     nodes: str | None = None            # emulation: docker, ns or flat
     impair: str | None = None           # emulation: netem, relay, or auto for the flat network
     capture: list[str] | None = None    # emulation: None is the runner's default (customers)
-    limits: dict | None = None          # emulation: {cpus, memory_mb} per Docker host, as recorded
+    limits: dict[str, Any] | None = None   # emulation: {cpus, memory_mb} per Docker host, as recorded
 
 
 def _first_error(key: str, err: ValidationError) -> str:
@@ -47,7 +48,7 @@ def _first_error(key: str, err: ValidationError) -> str:
     return f"{field}: {first['msg'].removeprefix('Value error, ')}"
 
 
-def loaded_from_manifest(manifest: dict, where: str) -> LoadedExperiment:
+def loaded_from_manifest(manifest: dict[str, Any], where: str) -> LoadedExperiment:
     """The experiment and topology the manifest recorded, validated as a YAML file would be."""
     for key in ("experiment", "topology"):
         if not isinstance(manifest.get(key), dict):
@@ -65,7 +66,7 @@ def loaded_from_manifest(manifest: dict, where: str) -> LoadedExperiment:
     return LoadedExperiment(experiment=exp, topology=topo, path=Path(path if isinstance(path, str) else where))
 
 
-def replay_from_manifest(manifest: dict, where: str) -> Replay:
+def replay_from_manifest(manifest: dict[str, Any], where: str) -> Replay:
     """The simulator's or the runtime runner's arguments for repeating the run."""
     loaded = loaded_from_manifest(manifest, where)
     seed = manifest.get("seed")
@@ -92,7 +93,7 @@ def replay_from_manifest(manifest: dict, where: str) -> Replay:
     return Replay(loaded, seed, "emulation", nodes=nodes, impair=impair, capture=capture, limits=limits)
 
 
-def read_replay(original: RunDir) -> tuple[dict, Replay]:
+def read_replay(original: RunDir) -> tuple[dict[str, Any], Replay]:
     """The original run's manifest, and how to repeat the run (one UserError line if it cannot be)."""
     manifest = original.read_manifest()
     return manifest, replay_from_manifest(manifest, str(original.manifest_path))
@@ -117,7 +118,7 @@ def repeat(replay: Replay, original: RunDir, out: str | Path | None, progress: P
                           progress=progress, manifest_extra={"rerun_of": str(original.path.resolve())})
 
 
-def environment_line(then: dict, now: dict) -> str:
+def environment_line(then: dict[str, Any], now: dict[str, Any]) -> str:
     found = differences(then, now)
     note = "" if "environment" in then else " (the original manifest records only git commit and versions)"
     if not found:

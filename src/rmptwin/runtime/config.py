@@ -10,8 +10,10 @@ read-only into Docker nodes).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from rmptwin.factories.keys import key_path
 from rmptwin.spec import Experiment, LoadedExperiment, Topology
@@ -19,8 +21,8 @@ from rmptwin.spec import Experiment, LoadedExperiment, Topology
 
 @dataclass
 class NodeConfig:
-    experiment: dict
-    topology: dict
+    experiment: dict[str, Any]
+    topology: dict[str, Any]
     experiment_file: str
     seed: int
     hosts: dict[str, str]          # host name -> IP
@@ -36,7 +38,7 @@ class NodeConfig:
     @classmethod
     def for_run(cls, loaded: LoadedExperiment, seed: int, hosts: dict[str, str], log_dir: Path,
                 node_files: dict[str, str], t0_ns: int | None = None, state_dir: Path | None = None,
-                access_in_node: list[str] | None = None) -> NodeConfig:
+                access_in_node: Iterable[str] | None = None) -> NodeConfig:
         """``state_dir`` defaults to ``log_dir`` (a test's one scratch directory)."""
         m = loaded.to_manifest()
         keys = str(key_path(loaded)) if loaded.experiment.security.enabled else None

@@ -20,6 +20,8 @@ Best-effort customers skip gaps by design and are not waited for.
 
 from __future__ import annotations
 
+from typing import Any
+
 from rmptwin.core.events import Event, Kind
 from rmptwin.spec import LoadedExperiment
 from rmptwin.spec.queries import customer_stripes, stripes_of
@@ -74,8 +76,8 @@ class NodeProgress:
                 held.discard(top)
             self.prefix[k] = top
 
-    def status(self) -> dict:
-        out: dict = {}
+    def status(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
         if self.sent:
             out.update(sent=self.sent, acked=self.acked, acked_top=self.acked_top)
         if self.released_top:
@@ -87,11 +89,11 @@ class NodeProgress:
         return out
 
 
-def _stripes(d: dict) -> dict[int, int]:
+def _stripes(d: dict[str, Any]) -> dict[int, int]:
     return {int(k): int(v) for k, v in d.items()}  # JSON turned the stripe keys into strings
 
 
-def quiescent(statuses: dict[str, dict], owes: dict[str, list[int]]) -> tuple[bool, str]:
+def quiescent(statuses: dict[str, dict[str, Any]], owes: dict[str, list[int]]) -> tuple[bool, str]:
     """(done, what is still outstanding) from the live nodes' latest ``status()``.
 
     ``owes`` is ``owed_stripes``."""

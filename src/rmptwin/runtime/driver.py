@@ -32,16 +32,20 @@ import socket
 import struct
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol, cast
 
 from rmptwin.core.events import Event, Kind
 from rmptwin.core.groups import REGION_PORT, REREQUEST_PORT, RMP_PORT, group_ip
 from rmptwin.core.host import RELEASE_ROLES, NodeClock, port_for_datagram, port_for_group
-from rmptwin.core.sansio import Group, Unicast
+from rmptwin.core.sansio import Core, Dest, Group, Unicast
 from rmptwin.records.timer_lateness import LatenessHistogram
 from rmptwin.runtime.drain import NodeProgress
 from rmptwin.runtime.eventlog import EventWriter
 from rmptwin.runtime.hostlink import HostLink
 from rmptwin.spec import Clock
+
+if TYPE_CHECKING:
+    from rmptwin.factories.ticker_workload import Publish
 
 SOCKET_BUFFER = 4 << 20
 MAX_READS_PER_WAKEUP = 256
@@ -58,6 +62,12 @@ ACCESS_SLACK_NS = 200_000  # awake anyway: a datagram due this soon goes now (as
 # receives only the groups it joined itself, not every group some other socket of the host
 # joined: a spare's membership keeper (below) must not feed the running node a group it left.
 IP_MULTICAST_ALL = getattr(socket, "IP_MULTICAST_ALL", 49)
+
+
+class _SourceCore(Core, Protocol):
+    """A source's core: the one a driver feeds publications (``rmp.source``)."""
+
+    def publish(self, stripe: int, payload: bytes, now: int) -> object: ...
 
 
 def _udp_socket(ip: str, port: int) -> socket.socket:
@@ -98,7 +108,7 @@ def membership_keeper(ip: str, groups: list[str]) -> socket.socket:
     return s
 
 
-def is_release_deadline(core, deadline: int) -> bool:
+def is_release_deadline(core: Core, deadline: int) -> bool:
     """Whether ``deadline`` is a receiver's release (timer key ``(stripe, "release")``).
 
     Asks the RMP cores' ``Timers`` table (``rmp.corebase``); a core without one has no
@@ -112,7 +122,7 @@ def is_release_deadline(core, deadline: int) -> bool:
 class NodeDriver:
     """Runs one core on this host's sockets until ``stop()``."""
 
-    def __init__(self, core, name: str, role: str, hosts: dict[str, str], t0_ns: int,
+    def __init__(self, core: Core, name: str, role: str, hosts: dict[str, str], t0_ns: int,
                  log: EventWriter, clock: Clock | None = None, guaranteed: bool = False,
                  access: HostLink | None = None) -> None:
         self.core = core
@@ -228,6 +238,7 @@ class NodeDriver:
         """Deliver and send what the access link lets go now, then collect the core's output."""
         self._access_timer = self._access_at = None
         core, local, access = self.core, self.clock.local, self.access
+        assert access is not None   # armed only with an access link
         t = self.true_now()
         for _leave, data, src in access.down.due(t + ACCESS_SLACK_NS):
             self.received += 1
@@ -238,6 +249,7 @@ class NodeDriver:
         self.after(t)
 
     def _arm_access(self) -> None:
+        assert self.access is not None and self.loop is not None   # called with an access link, once started
         due = self.access.next_due()
         if due is None or due == self._access_at:
             return
@@ -262,6 +274,7 @@ class NodeDriver:
     def _fire(self) -> None:
         self._timer = None
         fired, self._timer_local = self._timer_local, None
+        assert fired is not None   # armed only for a deadline
         due = self.clock.true(fired)
         t = self.true_now()
         if due - t > 2 * EARLY_WAKE_NS + 1_000_000:  # the wall clock stepped back: wait again
@@ -319,7 +332,7 @@ class NodeDriver:
         wait_ns = self.clock.true(deadline) - early - self.true_now()
         self._timer = self.loop.call_at(self.loop.time() + max(0, wait_ns) / 1e9, self._fire)
 
-    def _send(self, data: bytes, dest) -> None:
+    def _send(self, data: bytes, dest: Dest) -> None:
         addr = self._address(data, dest)
         if addr is None:
             self.send_errors += 1
@@ -328,7 +341,7 @@ class NodeDriver:
         else:
             self._sendto(data, addr)
 
-    def _address(self, data: bytes, dest) -> tuple[str, int] | None:
+    def _address(self, data: bytes, dest: object) -> tuple[str, int] | None:
         if isinstance(dest, Group):
             return group_ip(dest.name), port_for_group(dest.name)
         if isinstance(dest, Unicast):
@@ -345,14 +358,14 @@ class NodeDriver:
         except OSError:
             self.send_errors += 1  # unreachable peer (e.g. crashed): UDP loses it
 
-    def schedule_publications(self, pubs: list, end: Callable[[], None] | None = None) -> None:
-        """Feed ``workload.Publish`` items (this source's) to ``core.publish`` at their times."""
+    def schedule_publications(self, pubs: list[Publish], end: Callable[[], None] | None = None) -> None:
+        """Feed ``workload.Publish`` items (this source's) to the source core's ``publish`` at their times."""
         it = iter(pubs)
         loop = self.loop
 
-        def fire(p) -> None:
+        def fire(p: Publish) -> None:
             t = self.true_now()
-            self.core.publish(p.stripe, p.payload, self.clock.local(t))
+            cast(_SourceCore, self.core).publish(p.stripe, p.payload, self.clock.local(t))
             self.after(t)
             nxt(t)
 
@@ -360,9 +373,10 @@ class NodeDriver:
             # Publish every item already due in this wakeup, then sleep until the next one.
             for p in it:
                 if p.t_ns <= t:
-                    self.core.publish(p.stripe, p.payload, self.clock.local(t))
+                    cast(_SourceCore, self.core).publish(p.stripe, p.payload, self.clock.local(t))
                     continue
                 self.after(t)
+                assert loop is not None   # scheduled once started
                 loop.call_later((p.t_ns - self.true_now()) / 1e9, fire, p)
                 return
             self.after(t)

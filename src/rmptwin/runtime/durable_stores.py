@@ -15,6 +15,7 @@ import time
 import zlib
 from pathlib import Path
 
+from rmptwin.venue.orderbook import Trade
 from rmptwin.venue.stores import MemoryGatewayLog
 
 _HREC = struct.Struct("!BqIII")   # kind, position, body length, trades, crc32 (of the fields before it + payload)
@@ -61,7 +62,7 @@ _REC = struct.Struct("!BqII")   # kind, seq, body length, crc32 (of the fields b
 _REQUEST, _DONE = 0x51, 0x44     # record kinds; a zero byte is the preallocated space after the last record
 
 
-def _crc_record(rec: struct.Struct, fields: tuple, payload: bytes) -> bytes:
+def _crc_record(rec: struct.Struct, fields: tuple[int, ...], payload: bytes) -> bytes:
     """``rec`` packed with ``fields`` and, last, the CRC of them and ``payload``; then ``payload``."""
     head = rec.pack(*fields, 0)[:-4]
     return head + struct.pack("!I", zlib.crc32(payload, zlib.crc32(head))) + payload
@@ -166,7 +167,7 @@ class FileHistoryStore:
             self._checkpoint = (n, blob)
 
     @staticmethod
-    def _record(kind: int, n: int, body: bytes, trades: list) -> bytes:
+    def _record(kind: int, n: int, body: bytes, trades: list[Trade]) -> bytes:
         return _crc_record(_HREC, (kind, n, len(body), len(trades)), body + b"".join(_HTRADE.pack(*t) for t in trades))
 
     def _append(self, data: bytes) -> float:
@@ -176,7 +177,7 @@ class FileHistoryStore:
         self._f.sync()
         return time.perf_counter() - t
 
-    def store(self, batch: list[tuple[int, bytes, list]]) -> None:
+    def store(self, batch: list[tuple[int, bytes, list[Trade]]]) -> None:
         new = [(n, body, tr) for n, body, tr in batch if n not in self.bodies]   # a duplicate position is ignored
         if not new:
             return

@@ -32,7 +32,7 @@ So one member's crash is invisible to the venues.
 hands its ``venue.sequencer.CasProxyCore``: a worker thread runs the transactions, in
 arrival order, and the answers go back to the core on the event loop, which never waits.
 ``serve_propose`` answers one PROPOSE datagram at once, for drivers with threads of their
-own (tests; ``runtime.venue_node.EtcdProposer``, an EV's own worker thread).
+own (tests; ``bench.venue_node.EtcdProposer``, an EV's own worker thread).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar, cast
 from urllib.parse import urlsplit
 
 from rmptwin.errors import UserError
@@ -53,6 +53,7 @@ from rmptwin.venue import wire
 from rmptwin.venue.sequencer import REPLY_MAX
 
 Key = tuple[int, int]
+T = TypeVar("T")
 # What a transaction says, in neither API's terms (each subclass spells it its own way):
 # a compare is ("value", key, value) "key's value == value" or ("absent", key, b"") "key was never created";
 # an op is ("put", key, value), ("range", key, range_end, limit, serializable) or ("delete", key, range_end)
@@ -110,7 +111,7 @@ class EtcdCas:
     def _close_conn(self, conn: Any) -> None:
         conn.close()
 
-    def _ask(self, call: Callable[[Any], Any]) -> Any:
+    def _ask(self, call: Callable[[Any], T]) -> T:
         """``call(connection)`` on the current member, else on the next ones, for ``give_up_s``."""
         deadline = time.monotonic() + self.give_up_s
         last = None
@@ -204,7 +205,7 @@ class EtcdCas:
     @classmethod
     def _positions(cls, values: list[bytes]) -> dict[int, Key]:
         """Position -> key for every position of the batches stored as ``values``."""
-        got = {}
+        got: dict[int, Key] = {}
         for value in values:
             first, _, keys = cls._batch(value)
             got.update(zip(range(first, first + len(keys)), keys))
@@ -215,7 +216,7 @@ class EtcdCas:
         got = self._positions(found[1])
         if n < nxt - self.window or (n < nxt and n not in got):
             return wire.TOO_FAR, nxt, []
-        out = []   # as many as CasLog tells (the batches read may hold more positions)
+        out: list[Key] = []   # as many as CasLog tells (the batches read may hold more positions)
         while n + len(out) in got and len(out) < count:
             out.append(got[n + len(out)])
         return wire.LOST, nxt, out
@@ -248,7 +249,7 @@ def leader_first(endpoints: list[str], timeout_s: float = 1.0) -> list[str]:
     the follower's share of the work (about a fifth of etcd's CPU per transaction here)."""
     for i, ep in enumerate(endpoints):
         u = urlsplit(ep)
-        conn = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout_s)
+        conn = http.client.HTTPConnection(cast(str, u.hostname), u.port, timeout=timeout_s)   # an http:// URL: a host
         try:
             conn.request("POST", "/v3/maintenance/status", body=b"{}", headers={"Content-Type": "application/json"})
             st = json.loads(conn.getresponse().read() or b"{}")
@@ -294,17 +295,17 @@ class EtcdCasClient:
 
     def __init__(self, cas: EtcdCas) -> None:
         self.cas = cas
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[tuple[int, int, list[Key], int] | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
 
     def submit(self, request_id: int, n: int, keys: list[Key], owner: int = NO_OWNER) -> None:
         self._queue.put((request_id, n, keys, owner))
 
-    def start(self, deliver: Callable[[int, Answer], None]) -> None:
+    def start(self, deliver: Callable[[int, Answer], object]) -> None:
         self._thread = threading.Thread(target=self._work, args=(deliver,), name="etcd-cas", daemon=True)
         self._thread.start()
 
-    def _work(self, deliver: Callable[[int, Answer], None]) -> None:
+    def _work(self, deliver: Callable[[int, Answer], object]) -> None:
         try:
             self.cas.init()
         except UserError as e:

@@ -38,7 +38,8 @@ def _die_with_parent() -> None:
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 class EtcdCluster:
@@ -53,7 +54,7 @@ class EtcdCluster:
         self.root = Path(tempfile.mkdtemp(prefix="rmptwin-etcd-", dir=base))
         self.client_ports = [_free_port() for _ in range(members)]
         self.peer_ports = [_free_port() for _ in range(members)]
-        self.procs: list[subprocess.Popen | None] = [None] * members
+        self.procs: list[subprocess.Popen[bytes] | None] = [None] * members
         self.token = f"rmptwin-{os.getpid()}-{self.root.name}"
 
     @property
@@ -94,7 +95,8 @@ class EtcdCluster:
     def healthy(self, i: int) -> bool:
         try:
             with urllib.request.urlopen(self.endpoints[i] + "/health", timeout=1.0) as r:
-                return json.loads(r.read()).get("health") == "true"
+                health: object = json.loads(r.read()).get("health")
+                return health == "true"
         except (OSError, ValueError):
             return False
 
@@ -167,5 +169,5 @@ class EtcdCluster:
     def __enter__(self) -> EtcdCluster:
         return self.start()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()

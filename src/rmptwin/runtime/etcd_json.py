@@ -13,6 +13,7 @@ import base64
 import http.client
 import json
 import socket
+from typing import Any
 
 from rmptwin.errors import UserError
 from rmptwin.runtime.etcd_client import Compare, EtcdCas, EtcdError, Op, Reply
@@ -72,12 +73,12 @@ class _Http:
         self.sock.close()
 
 
-def _op(op: Op) -> dict:
+def _op(op: Op) -> dict[str, Any]:
     kind, key = op[0], _b64(op[1])
     if kind == "put":
         return {"request_put": {"key": key, "value": _b64(op[2])}}
     if kind == "range":
-        r: dict = {"key": key}
+        r: dict[str, Any] = {"key": key}
         if op[2]:
             r["range_end"] = _b64(op[2])
         if op[3]:
@@ -88,13 +89,13 @@ def _op(op: Op) -> dict:
     return {"request_delete_range": {"key": key, "range_end": _b64(op[2])}}
 
 
-def _compare(c: Compare) -> dict:
+def _compare(c: Compare) -> dict[str, str]:
     if c[0] == "absent":
         return {"key": _b64(c[1]), "target": "CREATE", "result": "EQUAL", "create_revision": "0"}
     return {"key": _b64(c[1]), "target": "VALUE", "result": "EQUAL", "value": _b64(c[2])}
 
 
-def _values(kvs: list[dict]) -> list[bytes]:
+def _values(kvs: list[dict[str, Any]]) -> list[bytes]:
     return [base64.b64decode(kv.get("value", "")) for kv in kvs]
 
 
@@ -106,9 +107,9 @@ class JsonEtcdCas(EtcdCas):
         return _Http(host, port, self.timeout_s)
 
     @staticmethod
-    def _post(conn: _Http, path: str, body: dict) -> dict:
+    def _post(conn: _Http, path: str, body: dict[str, Any]) -> dict[str, Any]:
         status, raw = conn.post(path, json.dumps(body).encode())
-        payload = json.loads(raw or b"{}")
+        payload: dict[str, Any] = json.loads(raw or b"{}")
         if status == 400:   # a malformed request stays malformed on every member
             raise UserError(f"etcd refused a sequencer request: {payload.get('message', payload)}")
         if status != 200 or "error" in payload:
@@ -116,7 +117,7 @@ class JsonEtcdCas(EtcdCas):
         return payload
 
     def _txn_on(self, conn: _Http, compare: list[Compare], success: list[Op], failure: list[Op]) -> Reply:
-        body: dict = {"success": [_op(o) for o in success]}
+        body: dict[str, Any] = {"success": [_op(o) for o in success]}
         if compare:
             body["compare"] = [_compare(c) for c in compare]
         if failure:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 
@@ -26,7 +27,7 @@ from rmptwin.records.tables import DETAIL_COLUMNS, EVENT_SCHEMA, detail_arrays
 _COMPACT = json.JSONEncoder(separators=(",", ":"))   # one encoder, not one per json.dumps call
 
 
-class _Quoted(dict):
+class _Quoted(dict[str, str]):
     """str -> its JSON string literal, computed once per distinct string."""
 
     def __missing__(self, s: str) -> str:
@@ -69,9 +70,10 @@ class EventWriter:
         self._f.close()
 
 
-def read_jsonl(path: Path) -> tuple[list[dict], int]:
+def read_jsonl(path: Path) -> tuple[list[dict[str, Any]], int]:
     """Rows of one node log and the number of torn or unreadable lines skipped."""
-    rows, bad = [], 0
+    rows: list[dict[str, Any]] = []
+    bad = 0
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
             try:
@@ -85,7 +87,7 @@ def read_jsonl(path: Path) -> tuple[list[dict], int]:
     return rows, bad
 
 
-def _detail_object(detail) -> dict | None:
+def _detail_object(detail: Any) -> dict[str, Any] | None:
     """A logged detail as a dict (a node writes an object; a string is parsed), None if not one."""
     if isinstance(detail, str):
         try:
@@ -97,7 +99,7 @@ def _detail_object(detail) -> dict | None:
 
 def merge_logs(paths: list[Path]) -> tuple[pa.Table, int]:
     """All node logs as one ``EVENT_SCHEMA`` table in (t_ns, node) order; and lines skipped."""
-    rows: list[dict] = []
+    rows: list[dict[str, Any]] = []
     bad = 0
     for p in sorted(paths):
         r, b = read_jsonl(p)

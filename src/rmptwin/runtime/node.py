@@ -39,8 +39,10 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any, TypeVar
 
 from rmptwin.core.events import Event, Kind
 from rmptwin.core.host import RELEASE_ROLES
@@ -58,6 +60,7 @@ from rmptwin.runtime.venue_adapters import NodeAdapters, node_adapters
 from rmptwin.spec import HostSpec, LoadedExperiment
 
 FLUSH_EVERY_S = 0.2
+T = TypeVar("T")
 
 
 def _say(msg: str) -> None:
@@ -93,7 +96,7 @@ def _open_node(cfg: NodeConfig, name: str, incarnation: int, loaded: LoadedExper
     return Node(loaded, host, core, adapters, log, driver)
 
 
-def _settle(fut: asyncio.Future, value) -> None:
+def _settle(fut: asyncio.Future[T], value: T) -> None:
     if not fut.done():
         fut.set_result(value)
 
@@ -117,8 +120,8 @@ def etcd_command(cmd: list[str]) -> tuple[str, int] | None:
     return cmd[1], int(cmd[2])
 
 
-def _listen_to_runner(loop: asyncio.AbstractEventLoop, go: asyncio.Future, stop: asyncio.Future,
-                      driver=None, adapters=None) -> None:
+def _listen_to_runner(loop: asyncio.AbstractEventLoop, go: asyncio.Future[int | None], stop: asyncio.Future[str],
+                      driver: NodeDriver | None = None, adapters: NodeAdapters | None = None) -> None:
     """The runner's line protocol on stdin (see emulation.nodeproc), read by a thread of its own."""
     def read() -> None:
         for line in sys.stdin:
@@ -139,7 +142,8 @@ def _listen_to_runner(loop: asyncio.AbstractEventLoop, go: asyncio.Future, stop:
     threading.Thread(target=read, daemon=True).start()
 
 
-def _every(loop: asyncio.AbstractEventLoop, seconds: float, stop: asyncio.Future, fn) -> None:
+def _every(loop: asyncio.AbstractEventLoop, seconds: float, stop: asyncio.Future[str],
+           fn: Callable[[], object]) -> None:
     """Call ``fn`` now and every ``seconds`` until ``stop`` is done."""
     def tick() -> None:
         if not stop.done():
@@ -177,7 +181,7 @@ def scheduling() -> str:
         return "unknown"
 
 
-def _log_lateness(node: Node, asked: str) -> dict:
+def _log_lateness(node: Node, asked: str) -> dict[str, Any]:
     """The TIMER_LATENESS event (histogram + scheduling) and the figures for DONE."""
     d = node.driver
     sched = {"asked": asked, "got": scheduling()}
@@ -186,7 +190,7 @@ def _log_lateness(node: Node, asked: str) -> dict:
     return {"timer_lateness_ms": d.lateness.summary_ms(), "sched": sched}
 
 
-def _counters(node: Node, reason: str, timing: dict) -> dict:
+def _counters(node: Node, reason: str, timing: dict[str, Any]) -> dict[str, Any]:
     ru = resource.getrusage(resource.RUSAGE_SELF)
     d = node.driver
     return {"reason": reason, "sent": d.sent, "received": d.received, "events": node.log.count,
@@ -195,7 +199,7 @@ def _counters(node: Node, reason: str, timing: dict) -> dict:
 
 
 async def _run(cfg: NodeConfig, name: str, incarnation: int, loaded: LoadedExperiment | None = None,
-               keeper: socket.socket | None = None) -> dict:
+               keeper: socket.socket | None = None) -> dict[str, Any]:
     node = _open_node(cfg, name, incarnation, loaded)
     if keeper is not None:
         keeper.close()   # our own sockets have joined: a group we no longer want is left now
@@ -203,8 +207,8 @@ async def _run(cfg: NodeConfig, name: str, incarnation: int, loaded: LoadedExper
     asked = boost_priority() if node.host.role in RELEASE_ROLES else "none"
     loop = asyncio.get_running_loop()
     node.adapters.attach(driver, loop)
-    go: asyncio.Future = loop.create_future()
-    stop: asyncio.Future = loop.create_future()
+    go: asyncio.Future[int | None] = loop.create_future()
+    stop: asyncio.Future[str] = loop.create_future()
     _listen_to_runner(loop, go, stop, driver, node.adapters)
     _say("READY " + json.dumps(sorted(driver.joined)))
     t0 = cfg.t0_ns

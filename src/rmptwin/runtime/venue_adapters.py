@@ -16,12 +16,17 @@ import os
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from rmptwin.factories.adapters import Adapters
 from rmptwin.runtime.durable_stores import DurableStores
 from rmptwin.runtime.etcd_client import Answer, EtcdCasClient, etcd_cas
 from rmptwin.runtime.etcd_cluster import EtcdCluster
-from rmptwin.spec import LoadedExperiment
+from rmptwin.spec import HostSpec, LoadedExperiment
+from rmptwin.venue.sequencer import CasProxyCore
+
+if TYPE_CHECKING:
+    from rmptwin.runtime.driver import NodeDriver
 
 ETCD_MEMBERS = 3
 
@@ -31,7 +36,7 @@ class NodeAdapters(Adapters):
     cluster: EtcdCluster | None = None
     closed: bool = False
 
-    def attach(self, driver, loop: asyncio.AbstractEventLoop) -> None:
+    def attach(self, driver: NodeDriver, loop: asyncio.AbstractEventLoop) -> None:
         """Start asking etcd; each answer goes to ``driver``'s core on ``loop``'s thread."""
         if not isinstance(self.cas_client, EtcdCasClient):
             return
@@ -40,7 +45,7 @@ class NodeAdapters(Adapters):
             if self.closed:
                 return   # an answer that arrived while the node was stopping: nobody to tell
             t = driver.true_now()
-            driver.core.receive_answer(request_id, *answer, driver.clock.local(t))
+            cast(CasProxyCore, driver.core).receive_answer(request_id, *answer, driver.clock.local(t))
             driver.after(t)
 
         self.cas_client.start(lambda request_id, answer: loop.call_soon_threadsafe(deliver, request_id, answer))
@@ -48,14 +53,14 @@ class NodeAdapters(Adapters):
     def close(self) -> None:
         self.closed = True
         if self.cas_client is not None:
-            self.cas_client.close()
+            cast(EtcdCasClient, self.cas_client).close()   # the only client node_adapters makes
         if isinstance(self.stores, DurableStores):
             self.stores.close()
         if self.cluster is not None:
             self.cluster.stop()
 
 
-def node_adapters(host, loaded: LoadedExperiment, state_dir: Path) -> NodeAdapters:
+def node_adapters(host: HostSpec, loaded: LoadedExperiment, state_dir: Path) -> NodeAdapters:
     """The adapters of ``host`` in a real run whose venue roles keep their stores in ``state_dir``."""
     adapters = NodeAdapters(stores=DurableStores(state_dir))
     venue = loaded.experiment.venue

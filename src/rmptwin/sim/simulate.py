@@ -2,7 +2,7 @@
 
 ``simulate(loaded, seed)`` builds each host's core through ``rmptwin.factories.build_core``
 (per-host RNG from the run seed and the host name), delivers datagrams when they arrive,
-fires timers, feeds the workload to sources (``core.publish``) and applies the fault
+fires timers, feeds the workload to sources (a source core's ``publish``) and applies the fault
 schedule. After every call into a core it drains ``datagrams_to_send`` and
 ``next_event`` and re-reads ``groups()`` and ``get_timer()``. Events are logged at TRUE
 simulated time; each core sees its own clock (``experiment.clocks``: offset and drift),
@@ -52,7 +52,7 @@ class SimResult:
 
 
 def _event_drain(core: Core) -> Callable[[], tuple[Event, ...]] | None:
-    """``core.take_events`` (every queued event at once: one call per delivery, not one per
+    """The core's ``take_events`` (every queued event at once: one call per delivery, not one per
     event) when the class that defines its ``next_event`` defines that too; else None, and
     the driver calls ``next_event`` until None."""
     for cls in type(core).__mro__:

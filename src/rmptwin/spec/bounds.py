@@ -61,7 +61,7 @@ from dataclasses import dataclass
 from itertools import permutations
 
 from rmptwin.core.striping import symbol_stripe, symbols_on
-from rmptwin.spec import LoadedExperiment, Topology
+from rmptwin.spec import HostSpec, LinkParams, LoadedExperiment, Topology
 from rmptwin.spec.queries import primary_ring, stripes_of, workload_sources
 from rmptwin.spec.tree import links_delay_ms, switch_path_links
 
@@ -105,28 +105,28 @@ class _Paths:
 
     def __init__(self, topo: Topology) -> None:
         self.topo = topo
-        self._switch_links: dict[tuple[str, str], list] = {}
+        self._switch_links: dict[tuple[str, str], list[LinkParams]] = {}
 
-    def links(self, a, b) -> list:
+    def links(self, a: HostSpec, b: HostSpec) -> list[LinkParams]:
         key = (a.switch, b.switch)
         if key not in self._switch_links:
             self._switch_links[key] = switch_path_links(self.topo, a.switch, b.switch)
         return [a.link, b.link, *self._switch_links[key]]
 
-    def delay(self, a, b) -> float:
+    def delay(self, a: HostSpec, b: HostSpec) -> float:
         return links_delay_ms(self.links(a, b))
 
-    def loss(self, a, b) -> float:
+    def loss(self, a: HostSpec, b: HostSpec) -> float:
         return 1 - math.prod(1 - link.loss.mean for link in self.links(a, b))
 
-    def round_trip_loss(self, a, b) -> float:
+    def round_trip_loss(self, a: HostSpec, b: HostSpec) -> float:
         return 1 - (1 - self.loss(a, b)) * (1 - self.loss(b, a))
 
 
-def _representatives(hosts: list) -> list:
+def _representatives(hosts: list[HostSpec]) -> list[HostSpec]:
     """Two hosts of each kind (switch and access link), since a pair may share both: every
     other host has the delays and losses of one of these. Keeps big rings' pairs few."""
-    kept: dict[tuple, int] = {}
+    kept: dict[tuple[str, LinkParams], int] = {}
     out = []
     for h in hosts:
         key = (h.switch, h.link)
@@ -136,10 +136,10 @@ def _representatives(hosts: list) -> list:
     return out
 
 
-def _talking_pairs(loaded: LoadedExperiment) -> list[tuple]:
+def _talking_pairs(loaded: LoadedExperiment) -> list[tuple[HostSpec, HostSpec]]:
     """(requester, the host it waits on) for every pair whose requests repeat every tau_r."""
     topo = loaded.topology
-    pairs = []
+    pairs: list[tuple[HostSpec, HostSpec]] = []
     for k in range(loaded.experiment.workload.stripes):
         ring = _representatives([topo.host(n) for n in primary_ring(loaded, k)])
         pairs += [(s, p) for s in workload_sources(loaded) if k in stripes_of(s, loaded) for p in ring]
@@ -169,7 +169,8 @@ def _ms(x: float) -> str:
 # ----------------------------------------------------------------------------- bounds
 
 
-def _dn_vs_path_delay(loaded, paths: _Paths, pairs) -> Violation | None:
+def _dn_vs_path_delay(loaded: LoadedExperiment, paths: _Paths,
+                      pairs: list[tuple[HostSpec, HostSpec]]) -> Violation | None:
     p = loaded.experiment.protocol
     if not pairs:
         return None
@@ -182,7 +183,8 @@ def _dn_vs_path_delay(loaded, paths: _Paths, pairs) -> Violation | None:
         "receivers presume far messages and token passes lost before they can arrive, and request them")
 
 
-def _tau_r_vs_round_trip(loaded, paths: _Paths, pairs) -> Violation | None:
+def _tau_r_vs_round_trip(loaded: LoadedExperiment, paths: _Paths,
+                         pairs: list[tuple[HostSpec, HostSpec]]) -> Violation | None:
     p = loaded.experiment.protocol
     if not pairs:
         return None
@@ -198,7 +200,7 @@ def _tau_r_vs_round_trip(loaded, paths: _Paths, pairs) -> Violation | None:
         "k_r tries report an operable host as failed")
 
 
-def _delta_a_vs_tau_t(loaded) -> Violation | None:
+def _delta_a_vs_tau_t(loaded: LoadedExperiment) -> Violation | None:
     p = loaded.experiment.protocol
     if p.token_mode != "time_driven":
         return None  # seed 5.1: the event-driven protocol trades delay for fairness, no bound
@@ -220,7 +222,7 @@ def _delta_a_vs_tau_t(loaded) -> Violation | None:
         "an R_T that must recover a message releases it late: releases are not simultaneous (unfair)")
 
 
-def _tau_t_vs_recovery(loaded) -> Violation | None:
+def _tau_t_vs_recovery(loaded: LoadedExperiment) -> Violation | None:
     p = loaded.experiment.protocol
     if p.token_mode != "time_driven":
         return None  # event-driven rings pass on arrival; tau_t is no token period there
@@ -236,7 +238,7 @@ def _tau_t_vs_recovery(loaded) -> Violation | None:
         "out late, acks come late (sources re-send), and Delta_A >= tau_t no longer guarantees fairness" + note)
 
 
-def _batch_limit_vs_rate(loaded) -> Violation | None:
+def _batch_limit_vs_rate(loaded: LoadedExperiment) -> Violation | None:
     p = loaded.experiment.protocol
     if p.token_mode != "time_driven":
         return None  # event-driven rings pass the token as messages arrive
@@ -251,7 +253,7 @@ def _batch_limit_vs_rate(loaded) -> Violation | None:
         "latency grow, and sources re-send what waits in it")
 
 
-def _token_passes(loaded, stripe: int) -> float:
+def _token_passes(loaded: LoadedExperiment, stripe: int) -> float:
     """Token passes of one stripe's ring over the run."""
     exp = loaded.experiment
     p, wl = exp.protocol, exp.workload
@@ -261,7 +263,7 @@ def _token_passes(loaded, stripe: int) -> float:
     return stripe_rate(loaded, stripe) * wl.duration_s + run_ms / p.null_token
 
 
-def _k_r_vs_loss(loaded, paths: _Paths) -> Violation | None:
+def _k_r_vs_loss(loaded: LoadedExperiment, paths: _Paths) -> Violation | None:
     p = loaded.experiment.protocol
     topo = loaded.topology
     expected, passes, worst = 0.0, 0.0, (0.0, "", "")
@@ -277,10 +279,11 @@ def _k_r_vs_loss(loaded, paths: _Paths) -> Violation | None:
             worst = max(worst, (q, a.name, b.name))
     if expected < FALSE_FAILURES_PER_RUN:
         return None
-    q, a, b = worst
+    q, from_name, to_name = worst
     return Violation(
         "k_r_vs_loss", "seed 2.1 and 5.1",
         f"expected false failure reports per run = sum over token passes of q^k_r < {FALSE_FAILURES_PER_RUN:g}",
-        f"{passes:.0f} passes give {expected:.2f} (worst pass {a}->{b}: q = {q:.3f}, q^{p.k_r} = {q ** p.k_r:.2g})",
+        f"{passes:.0f} passes give {expected:.2f} (worst pass {from_name}->{to_name}: q = {q:.3f}, "
+        f"q^{p.k_r} = {q ** p.k_r:.2g})",
         "all k_r tries of a token pass fail often enough that an operable member may be reported failed "
         "and the ring re-formed for nothing: raise k_r or lower the loss")

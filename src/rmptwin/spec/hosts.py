@@ -23,7 +23,7 @@ class _Host(_Model):
 
 class SourceHost(_Host):
     role: Literal["source"]
-    stripes: list[int] | None = Field(None, description="stripes it publishes on; None: all")
+    stripes: list[int] | None = Field(default=None, description="stripes it publishes on; None: all")
 
 
 class PrimaryHost(_Host):
@@ -59,8 +59,8 @@ class CustomerHost(_Host):
     role: Literal["customer"]
     regions: list[str] = Field(min_length=1, description="regional groups it listens to (overlap allowed)")
     grade: Grade = "guaranteed"
-    retransmit: str | None = Field(None, description="R_x it re-requests from (guaranteed grade)")
-    stripes: list[int] | None = Field(None, description="stripes it joins; None: all")
+    retransmit: str | None = Field(default=None, description="R_x it re-requests from (guaranteed grade)")
+    stripes: list[int] | None = Field(default=None, description="stripes it joins; None: all")
 
 
 class AttackerHost(_Host):
@@ -70,13 +70,14 @@ class AttackerHost(_Host):
     mode: Literal["unauthorized", "replay", "forge", "flood"] = Field(
         description="unauthorized: publish as a source of its own; replay: send captured frames again; "
         "forge: remulticast made-up trades in its region as if it were the R_T; flood: unauthorized at 10 x")
-    stripe: int = Field(0, ge=0, description="the stripe it attacks")
-    region: str | None = Field(None, description="replay and forge: the region it attacks (its switch must be in it)")
+    stripe: int = Field(default=0, ge=0, description="the stripe it attacks")
+    region: str | None = Field(
+        default=None, description="replay and forge: the region it attacks (its switch must be in it)")
     rate_factor: float | None = Field(
-        None, gt=0, description="frames per second as a multiple of the stripe's legitimate rate; None: 10 for "
+        default=None, gt=0, description="frames per second as a multiple of the stripe's legitimate rate; None: 10 for "
         "flood, 1 otherwise")
-    start_s: float | None = Field(None, ge=0, description="None: half a second after the workload starts")
-    stop_s: float | None = Field(None, gt=0, description="None: when the workload stops")
+    start_s: float | None = Field(default=None, ge=0, description="None: half a second after the workload starts")
+    stop_s: float | None = Field(default=None, gt=0, description="None: when the workload stops")
 
     @model_validator(mode="after")
     def _needs_region(self) -> AttackerHost:
@@ -111,21 +112,21 @@ class TraderHost(_Host):
 
     role: Literal["trader"]
     portal: str | None = Field(
-        None, description="its S_P (a portal host) or S_S (a broker host); needed when orders.entry is rmp")
-    exchange: str | None = Field(None, description="the exchange host its offers are directed to; None: open")
-    pair: str | None = Field(None, description="traders sharing a pair name decide at the same instants")
-    account: str | None = Field(None, description="its account at the portal; None: its own name")
-    token: str | None = Field(None, description="its credential; None: the valid one (set it to test refusals)")
-    funds: float = Field(1e7, ge=0, description="cash the account may commit to buys")
-    holdings: int = Field(1_000_000, ge=0, description="shares of each listed symbol the account may sell")
-    rate_per_s: float = Field(0.0, ge=0, description="unpaired trader: Poisson offers per second")
+        default=None, description="its S_P (a portal host) or S_S (a broker host); needed when orders.entry is rmp")
+    exchange: str | None = Field(default=None, description="the exchange host its offers are directed to; None: open")
+    pair: str | None = Field(default=None, description="traders sharing a pair name decide at the same instants")
+    account: str | None = Field(default=None, description="its account at the portal; None: its own name")
+    token: str | None = Field(default=None, description="its credential; None: the valid one (set it to test refusals)")
+    funds: float = Field(default=1e7, ge=0, description="cash the account may commit to buys")
+    holdings: int = Field(default=1_000_000, ge=0, description="shares of each listed symbol the account may sell")
+    rate_per_s: float = Field(default=0.0, ge=0, description="unpaired trader: Poisson offers per second")
 
 
 class PortalHost(_Host):
     """S_P of unified orders: admits traders' offers and publishes them into the ring."""
 
     role: Literal["portal"]
-    stripes: list[int] | None = Field(None, description="stripes it publishes on; None: all")
+    stripes: list[int] | None = Field(default=None, description="stripes it publishes on; None: all")
 
 
 class BrokerHost(_Host):
@@ -133,8 +134,8 @@ class BrokerHost(_Host):
 
     role: Literal["broker"]
     portal: str = Field(description="the S_P (a portal host) it forwards to")
-    funds: float = Field(1e9, ge=0, description="cash its account at the S_P may commit to buys")
-    holdings: int = Field(100_000_000, ge=0, description="shares of each listed symbol its account may sell")
+    funds: float = Field(default=1e9, ge=0, description="cash its account at the S_P may commit to buys")
+    holdings: int = Field(default=100_000_000, ge=0, description="shares of each listed symbol its account may sell")
 
 
 class ExchangeHost(_Host):
@@ -142,7 +143,7 @@ class ExchangeHost(_Host):
 
     role: Literal["exchange"]
     regions: list[str] = Field(default_factory=list, description="regional groups it hears the ring's sequence in")
-    retransmit: str | None = Field(None, description="R_x it re-requests from")
+    retransmit: str | None = Field(default=None, description="R_x it re-requests from")
 
 
 
@@ -159,7 +160,7 @@ class ParticipantHost(_Host):
     the floor's whole sequence like an R_S; the experiment's ``floor:`` section sets the rule."""
 
     role: Literal["participant"]
-    primary: str | None = Field(None, description="the R_P it asks for what it misses; None: the first primary")
+    primary: str | None = Field(default=None, description="the R_P it asks for what it misses; None: the first primary")
 
 
 HostSpec = Annotated[

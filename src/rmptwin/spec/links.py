@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -14,7 +14,7 @@ class Bernoulli(_Model):
     """Independent loss with probability ``p`` per packet."""
 
     model: Literal["bernoulli"] = "bernoulli"
-    p: float = Field(0.0, ge=0.0, le=1.0)
+    p: float = Field(default=0.0, ge=0.0, le=1.0)
 
     @property
     def mean(self) -> float:
@@ -27,8 +27,8 @@ class GilbertElliott(_Model):
     model: Literal["gilbert_elliott"] = "gilbert_elliott"
     p_gb: float = Field(ge=0.0, le=1.0)
     p_bg: float = Field(gt=0.0, le=1.0)
-    loss_good: float = Field(0.0, ge=0.0, le=1.0)
-    loss_bad: float = Field(1.0, ge=0.0, le=1.0)
+    loss_good: float = Field(default=0.0, ge=0.0, le=1.0)
+    loss_bad: float = Field(default=1.0, ge=0.0, le=1.0)
 
     @property
     def mean(self) -> float:
@@ -43,12 +43,12 @@ class Trace(_Model):
     ``intervals_ms``, so a run's manifest carries the trace itself."""
 
     model: Literal["trace"] = "trace"
-    file: str | None = Field(None, description="trace file: one 0/1 per packet (per line or run together), or "
+    file: str | None = Field(default=None, description="trace file: one 0/1 per packet (per line or run together), or "
                              "'start_ms end_ms' loss intervals per line (docs/bring-your-own-topology.md)")
-    packets: str | None = Field(None, pattern=r"^[01]*$", description="the per-packet trace as 0/1 characters "
+    packets: str | None = Field(default=None, pattern=r"^[01]*$", description="the per-packet trace as 0/1 characters "
                                 "(filled from file by the loader; may be written inline)")
     intervals_ms: list[tuple[float, float]] | None = Field(
-        None, description="loss intervals [start, end) in ms of run time (filled from file by the loader)")
+        default=None, description="loss intervals [start, end) in ms of run time (filled from file by the loader)")
 
     @model_validator(mode="after")
     def _one_trace(self) -> Trace:
@@ -73,7 +73,7 @@ class Trace(_Model):
 LossModel = Annotated[Bernoulli | GilbertElliott | Trace, Field(discriminator="model")]
 
 
-def _coerce_loss(v):
+def _coerce_loss(v: Any) -> Any:
     """A bare number means Bernoulli loss with that probability."""
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         return {"model": "bernoulli", "p": v}
@@ -81,12 +81,12 @@ def _coerce_loss(v):
 
 
 class LinkParams(_Model):
-    delay_ms: float = Field(0.0, ge=0.0, description="one-way propagation delay")
-    jitter_ms: float = Field(0.0, ge=0.0, description="uniform extra delay in [0, jitter] (no reordering)")
+    delay_ms: float = Field(default=0.0, ge=0.0, description="one-way propagation delay")
+    jitter_ms: float = Field(default=0.0, ge=0.0, description="uniform extra delay in [0, jitter] (no reordering)")
     loss: LossModel = Field(default_factory=Bernoulli)
-    bandwidth_mbps: float | None = Field(None, gt=0.0, description="None: unlimited")
+    bandwidth_mbps: float | None = Field(default=None, gt=0.0, description="None: unlimited")
     queue_packets: int | None = Field(
-        None, ge=1, description="None: sized from delay x bandwidth (at least 1000 packets)"
+        default=None, ge=1, description="None: sized from delay x bandwidth (at least 1000 packets)"
     )
 
     _coerce = field_validator("loss", mode="before")(_coerce_loss)

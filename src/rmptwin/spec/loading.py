@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import yaml
 from pydantic import ValidationError
@@ -17,11 +19,11 @@ from rmptwin.spec.topology import Topology
 from rmptwin.spec.traces import fill_traces
 
 
-def _line_index(text: str) -> dict[tuple, int]:
+def _line_index(text: str) -> dict[tuple[str | int, ...], int]:
     """Map each YAML path (tuple of keys/indices) to its 1-based line number."""
-    lines: dict[tuple, int] = {}
+    lines: dict[tuple[str | int, ...], int] = {}
 
-    def walk(node, path):
+    def walk(node: Any, path: tuple[str | int, ...]) -> None:   # node: a yaml Node
         lines.setdefault(path, node.start_mark.line + 1)
         if isinstance(node, yaml.MappingNode):
             for k, v in node.value:
@@ -41,7 +43,7 @@ def _line_index(text: str) -> dict[tuple, int]:
     return lines
 
 
-def read_yaml(path: Path) -> tuple[dict, str]:
+def read_yaml(path: Path) -> tuple[dict[str, Any], str]:
     try:
         text = path.read_text()
     except FileNotFoundError:
@@ -113,7 +115,7 @@ _TOPOLOGY_ONLY = ("switches", "links", "hosts")
 _EXPERIMENT_ONLY = ("topology", "protocol", "workload")
 
 
-def _wrong_kind(path: Path, data: dict, expected: str) -> None:
+def _wrong_kind(path: Path, data: dict[str, Any], expected: str) -> None:
     if expected == "experiment" and "topology" not in data and any(k in data for k in _TOPOLOGY_ONLY):
         raise UserError(f"{path}: this is a topology file; give an experiment (a YAML whose 'topology:' names "
                         "a topology file, e.g. experiments/quickstart.yaml)")
@@ -233,7 +235,7 @@ def _check_floor_primaries(path: Path, exp: Experiment, topo: Topology) -> None:
                             "out for the first")
 
 
-def json_schemas() -> dict[str, dict]:
+def json_schemas() -> dict[str, dict[str, Any]]:
     """One standalone JSON Schema (draft 2020-12) per YAML kind, for editors.
 
     ``schemas/<kind>.schema.json`` are these, as ``rmptwin schema <kind>`` prints them. Two
@@ -244,7 +246,7 @@ def json_schemas() -> dict[str, dict]:
     """
     bare_loss = {"type": "number", "minimum": 0, "maximum": 1, "description": "Bernoulli loss probability"}
 
-    def tagged_unions(node):
+    def tagged_unions(node: Any) -> Iterator[dict[str, Any]]:   # node: JSON Schema data
         if isinstance(node, dict) and "discriminator" in node:
             yield node["discriminator"]
         for child in node.values() if isinstance(node, dict) else node if isinstance(node, list) else ():

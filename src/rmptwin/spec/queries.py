@@ -17,7 +17,16 @@ from rmptwin.core.timing import MS, Timing
 from rmptwin.errors import UserError
 from rmptwin.rmp import edge_stripes
 from rmptwin.rmp.edge_stripes import EdgePlan, plan_edges
-from rmptwin.spec import LoadedExperiment, Protocol, Topology
+from rmptwin.spec import (
+    CustomerHost,
+    HostSpec,
+    LoadedExperiment,
+    PrimaryHost,
+    Protocol,
+    SecondaryHost,
+    SourceHost,
+    Topology,
+)
 
 # the hosts that remulticast a stripe into their regions (R_T)
 REMULTICAST_ROLES = ("primary", "secondary")
@@ -41,7 +50,7 @@ def all_stripes(loaded: LoadedExperiment) -> list[int]:
     return striping.host_stripes(None, loaded.experiment.workload.stripes)
 
 
-def stripes_of(host, loaded: LoadedExperiment) -> list[int]:
+def stripes_of(host: HostSpec, loaded: LoadedExperiment) -> list[int]:
     """The stripes a source, R_P or R_S serves: its own list, else every stripe of the workload."""
     return striping.host_stripes(getattr(host, "stripes", None), loaded.experiment.workload.stripes)
 
@@ -65,7 +74,7 @@ def secondary_ring(loaded: LoadedExperiment, ring: str, stripe: int) -> list[str
     return [members[0].primary] + [h.name for h in members]
 
 
-def remulticast_hosts(loaded: LoadedExperiment) -> list:
+def remulticast_hosts(loaded: LoadedExperiment) -> list[PrimaryHost | SecondaryHost]:
     """R_T hosts (primary and secondary) in topology order (indexed by the topology itself)."""
     return loaded.topology.hosts_with_role(*REMULTICAST_ROLES)
 
@@ -82,7 +91,7 @@ def remulticasters(loaded: LoadedExperiment, regions: list[str], stripe: int) ->
     ]
 
 
-def customer_stripes(host, loaded: LoadedExperiment) -> list[int]:
+def customer_stripes(host: CustomerHost, loaded: LoadedExperiment) -> list[int]:
     """The stripes a customer joins (``striping.customer_stripes`` on its spec and the workload's rate)."""
     w = loaded.experiment.workload
     plan = edge_plan(loaded)
@@ -101,7 +110,7 @@ def customer_stripes(host, loaded: LoadedExperiment) -> list[int]:
         regions=len(host.regions))
 
 
-def workload_sources(loaded: LoadedExperiment) -> list:
+def workload_sources(loaded: LoadedExperiment) -> list[SourceHost]:
     wl = loaded.experiment.workload
     hosts = loaded.topology.hosts_with_role("source")
     if wl.sources is not None:

@@ -1,4 +1,4 @@
-"""Topology mistakes that would silence a role, found before a run (issue 21).
+"""Topology mistakes that would silence a role, found before a run.
 
 A scoped remulticast (``region/<r>/<k>``) only crosses the switches of region r
 (``tree.multicast_tree``), so a region cut in two, a customer outside its own region or a
@@ -15,12 +15,19 @@ and warning, with an example line, is listed in docs/validation.md.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
 
 from rmptwin.core.striping import host_stripes, serves_stripe
 
+if TYPE_CHECKING:
+    from rmptwin.spec.experiment import Experiment
+    from rmptwin.spec.hosts import CustomerHost, HostSpec
+    from rmptwin.spec.topology import Topology
+
 # Hosts that remulticast a stripe into their regions (R_T), as ``factories.rmp`` has them.
-RT_ROLES = ("primary", "secondary")
+RT_ROLES: Final = ("primary", "secondary")
 # Roles whose ``regions`` are groups they join or send on: their switch must be in each.
 REGION_ROLES = {
     "primary": "its remulticast into {r} would start outside the region and reach nobody",
@@ -35,7 +42,7 @@ REGION_ROLES = {
 class Finding:
     """One problem: where it is in the YAML, the field as printed, what is wrong."""
 
-    path: tuple           # YAML path, e.g. ("regions", "east") or ("hosts", 3, "regions")
+    path: tuple[str | int, ...]  # YAML path, e.g. ("regions", "east") or ("hosts", 3, "regions")
     field: str            # e.g. "regions.east"
     message: str
     key: str = ""         # warnings: a stable name (docs/validation.md lists them)
@@ -44,7 +51,7 @@ class Finding:
 # ----------------------------------------------------------------------------- graph
 
 
-def _adjacency(topo) -> dict[str, list[str]]:
+def _adjacency(topo: Topology) -> dict[str, list[str]]:
     adj: dict[str, list[str]] = {s: [] for s in topo.switches}
     for link in topo.links:
         adj[link.a].append(link.b)
@@ -67,16 +74,16 @@ def _reach(adj: dict[str, list[str]], start: set[str], allowed: set[str] | None)
 
 def _path(parent: dict[str, str | None], end: str) -> list[str]:
     out = [end]
-    while parent[out[-1]] is not None:
-        out.append(parent[out[-1]])
+    while (up := parent[out[-1]]) is not None:
+        out.append(up)
     return out[::-1]
 
 
-def _hosts(topo):
+def _hosts(topo: Topology) -> list[tuple[int, HostSpec]]:
     return list(enumerate(topo.hosts))
 
 
-def _names(items) -> str:
+def _names(items: Iterable[str]) -> str:
     items = list(items)
     return ", ".join(items[:4]) + (f" and {len(items) - 4} more" if len(items) > 4 else "")
 
@@ -84,7 +91,7 @@ def _names(items) -> str:
 # ----------------------------------------------------------------------------- topology
 
 
-def _region_cut(topo) -> Finding | None:
+def _region_cut(topo: Topology) -> Finding | None:
     """(a) Every region's switches connected using the region's switches alone."""
     adj = _adjacency(topo)
     for region, members in topo.regions.items():
@@ -109,7 +116,7 @@ def _region_cut(topo) -> Finding | None:
     return None
 
 
-def _switch_outside_region(topo) -> Finding | None:
+def _switch_outside_region(topo: Topology) -> Finding | None:
     """(b) A host joining or sending on a region's group sits on one of its switches."""
     for i, h in _hosts(topo):
         why = REGION_ROLES.get(h.role)
@@ -118,6 +125,7 @@ def _switch_outside_region(topo) -> Finding | None:
             why, regions = "it could not reach the region's customers", [h.region]
         for r in regions if why else ():
             if h.switch not in topo.regions.get(r, ()):
+                assert why is not None
                 field = "region" if h.role == "attacker" else "regions"
                 return Finding(("hosts", i, field), f"hosts.{i}.{field}",
                                f"{h.role} {h.name} is attached to switch {h.switch}, which is not in region {r} "
@@ -126,7 +134,7 @@ def _switch_outside_region(topo) -> Finding | None:
     return None
 
 
-def _region_without_rt(topo) -> Finding | None:
+def _region_without_rt(topo: Topology) -> Finding | None:
     """(c) A region customers listen to has an R_T remulticasting into it."""
     fed = {r for h in topo.hosts if h.role in RT_ROLES for r in h.regions}
     for region in topo.regions:
@@ -140,9 +148,9 @@ def _region_without_rt(topo) -> Finding | None:
     return None
 
 
-def _retransmit_outside_region(topo) -> Finding | None:
+def _retransmit_outside_region(topo: Topology) -> Finding | None:
     """(d) A guaranteed customer's R_x serves one of the customer's regions."""
-    by_name = {h.name: h for h in topo.hosts}
+    by_name: dict[str, Any] = {h.name: h for h in topo.hosts}   # the validator made h.retransmit an R_x
     for i, h in _hosts(topo):
         if h.role != "customer" or h.grade != "guaranteed" or h.retransmit is None:
             continue
@@ -156,9 +164,9 @@ def _retransmit_outside_region(topo) -> Finding | None:
     return None
 
 
-def _secondary_primary_stripes(topo) -> Finding | None:
+def _secondary_primary_stripes(topo: Topology) -> Finding | None:
     """A secondary ring on a stripe starts at its R_P, which must serve that stripe too."""
-    by_name = {h.name: h for h in topo.hosts}
+    by_name: dict[str, Any] = {h.name: h for h in topo.hosts}   # the validator made h.primary an R_P
     for i, h in _hosts(topo):
         if h.role != "secondary" or h.stripes is None:
             continue
@@ -171,14 +179,14 @@ def _secondary_primary_stripes(topo) -> Finding | None:
     return None
 
 
-def topology_errors(topo) -> list[Finding]:
+def topology_errors(topo: Topology) -> list[Finding]:
     """Rules (a)-(d) of docs/validation.md, in a fixed order."""
     checks = (_region_cut, _switch_outside_region, _region_without_rt, _retransmit_outside_region,
               _secondary_primary_stripes)
     return [f for f in (c(topo) for c in checks) if f is not None]
 
 
-def topology_warnings(topo) -> list[Finding]:
+def topology_warnings(topo: Topology) -> list[Finding]:
     """Legal but likely unintended (docs/validation.md, warnings)."""
     out: list[Finding] = []
     named = {r for h in topo.hosts for r in (getattr(h, "regions", None) or [])}
@@ -195,7 +203,8 @@ def topology_warnings(topo) -> list[Finding]:
             out.append(Finding(("regions", region), f"regions.{region}",
                                f"R_T remulticast into region {region}, but no customer, R_x or exchange listens "
                                "there: every packet to it is wasted", "region_unheard"))
-    asked = {h.retransmit for h in topo.hosts if getattr(h, "retransmit", None)}
+    hosts: list[Any] = topo.hosts   # getattr does not narrow a HostSpec to the roles that have retransmit
+    asked = {h.retransmit for h in hosts if getattr(h, "retransmit", None)}
     for i, h in _hosts(topo):
         if h.role == "retransmit" and h.name not in asked:
             out.append(Finding(("hosts", i, "name"), f"hosts.{i}",
@@ -212,10 +221,11 @@ def topology_warnings(topo) -> list[Finding]:
 # ----------------------------------------------------------------------------- experiment
 
 
-def experiment_errors(exp, topo, customer_stripes) -> list[Finding]:
+def experiment_errors(exp: Experiment, topo: Topology,
+                      customer_stripes: Callable[[CustomerHost], list[int]]) -> list[Finding]:
     """(e) and the stripe-level (c): every stripe in use has a primary ring, and every stripe a
     customer joins is remulticast into one of its regions. ``customer_stripes(host)`` is
-    ``factories.rmp.customer_stripes`` bound to the experiment (passed in: the factories
+    ``spec.queries.customer_stripes`` bound to the experiment (passed in: the factories
     import the spec)."""
     n = exp.workload.stripes
     primaries = topo.hosts_with_role("primary")
@@ -245,7 +255,7 @@ def experiment_errors(exp, topo, customer_stripes) -> list[Finding]:
     return out
 
 
-def experiment_warnings(exp, topo) -> list[Finding]:
+def experiment_warnings(exp: Experiment, topo: Topology) -> list[Finding]:
     """A crash fault on the only primary of a stripe stops the stripe until it recovers."""
     n = exp.workload.stripes
     primaries = topo.hosts_with_role("primary")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import heapq
+from typing import Any
 
 from pydantic import Field, model_validator
 
@@ -62,7 +63,7 @@ class Topology(_Model):
             raise ValueError("the switches do not form one connected network")
         return self
 
-    def hosts_with_role(self, *roles: str) -> list:
+    def hosts_with_role(self, *roles: str) -> list[Any]:
         """The hosts of these roles, in topology order. Factories ask this per host, and
         10,000 customers would otherwise scan every host each: the positions per role are
         indexed once per topology, kept on the object itself (as functools.cached_property
@@ -76,7 +77,7 @@ class Topology(_Model):
         at = [index[2].get(role, []) for role in roles]
         return [self.hosts[i] for i in (at[0] if len(at) == 1 else heapq.merge(*at))]
 
-    def host(self, name: str):
+    def host(self, name: str) -> HostSpec:
         for h in self.hosts:
             if h.name == name:
                 return h

@@ -16,11 +16,12 @@ Two formats, told apart by their lines (``#`` starts a comment; blank lines are 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from rmptwin.errors import UserError
 
 
-def read_trace(path: Path) -> dict:
+def read_trace(path: Path) -> dict[str, Any]:
     """``{"packets": "0101..."}`` or ``{"intervals_ms": [[a, b], ...]}`` from a trace file."""
     try:
         text = path.read_text()
@@ -31,7 +32,7 @@ def read_trace(path: Path) -> dict:
     return parse_trace(text, str(path))
 
 
-def parse_trace(text: str, where: str = "trace") -> dict:
+def parse_trace(text: str, where: str = "trace") -> dict[str, Any]:
     rows = []
     for n, raw in enumerate(text.splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
@@ -59,14 +60,14 @@ def parse_trace(text: str, where: str = "trace") -> dict:
     return {"packets": "".join(bits)}
 
 
-def _fill(loss, base: Path, where: str) -> None:
+def _fill(loss: Any, base: Path, where: str) -> None:
     if isinstance(loss, dict) and loss.get("model") == "trace" and loss.get("file") \
             and loss.get("packets") is None and loss.get("intervals_ms") is None:
         f = Path(str(loss["file"]))
         loss.update(read_trace(f if f.is_absolute() else base / f))
 
 
-def fill_traces(data: dict, path: Path) -> None:
+def fill_traces(data: dict[str, Any], path: Path) -> None:
     """Read every trace file a topology or experiment YAML names (links, hosts' access links,
     faults), relative to the YAML, into its loss mapping. Malformed shapes are left for the
     model's validation to report."""

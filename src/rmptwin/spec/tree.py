@@ -11,7 +11,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass
 
-from rmptwin.spec import LinkParams, Topology
+from rmptwin.spec import HostSpec, LinkParams, Topology
 
 
 def adjacency(topo: Topology, allowed: set[str] | None = None) -> dict[str, dict[str, float]]:
@@ -104,7 +104,7 @@ def unicast_path(topo: Topology, a: str, b: str) -> list[str]:
     parent = shortest_path_parents(adjacency(topo), a)
     path = [b]
     while path[-1] != a:
-        path.append(parent[path[-1]])  # type: ignore[arg-type]
+        path.append(parent[path[-1]])  # type: ignore[arg-type]  # only the root a maps to None, and the loop stops there
     return path[::-1]
 
 
@@ -114,7 +114,7 @@ def switch_path_links(topo: Topology, a: str, b: str) -> list[LinkParams]:
     return [topo.link(u, v) for u, v in zip(path, path[1:])]
 
 
-def path_links(topo: Topology, a, b) -> list[LinkParams]:
+def path_links(topo: Topology, a: HostSpec, b: HostSpec) -> list[LinkParams]:
     """Every link a packet from host ``a`` to host ``b`` crosses: both access links and the
     switch path between them."""
     return [a.link, b.link, *switch_path_links(topo, a.switch, b.switch)]
@@ -125,6 +125,6 @@ def links_delay_ms(links: list[LinkParams]) -> float:
     return sum(p.delay_ms + p.jitter_ms for p in links)
 
 
-def worst_delay_ms(topo: Topology, a, b) -> float:
+def worst_delay_ms(topo: Topology, a: HostSpec, b: HostSpec) -> float:
     """The largest one-way delay from host ``a`` to host ``b`` over ``path_links``."""
     return links_delay_ms(path_links(topo, a, b))

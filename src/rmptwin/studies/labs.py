@@ -13,6 +13,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -104,7 +105,7 @@ def check_minc(run: RunDir, tolerance: float = 0.01) -> list[Check]:
     return checks
 
 
-def _same_as_analysis(rows: list[dict], metrics: dict) -> Check:
+def _same_as_analysis(rows: list[dict[str, Any]], metrics: dict[str, Any]) -> Check:
     """The estimates above are `rmptwin analyze`'s (its metrics), to float rounding."""
     theirs = {(r["src"], r["stripe"], r["link"]): r["estimate"] for r in metrics.get("minc") or []}
     diffs = [abs(r["estimate"] - theirs[(r["src"], r["stripe"], r["link"])]) for r in rows
@@ -132,7 +133,7 @@ def check_minc_dir(path: Path) -> list[Check]:
 # ----------------------------------------------------------------------------- lab 3: ring crash
 
 
-def check_ring_crash(s: dict) -> list[Check]:
+def check_ring_crash(s: dict[str, Any]) -> list[Check]:
     """Lab 3 from summary.json (analysis.reformations defines outages and reformations)."""
     outages = s.get("reformation_ms") or []
     reforms = s.get("reformations") or []
@@ -152,16 +153,17 @@ def check_ring_crash(s: dict) -> list[Check]:
 # ----------------------------------------------------------------------------- lab 4: venue failover
 
 
-def _no_dip(r: dict) -> bool:
+def _no_dip(r: dict[str, Any]) -> bool:
     """The live EV executed, while the other was down and syncing, as many requests as before
     the crash, up to the noise of random (Poisson) arrivals: at most 3 standard deviations of
     the difference of two counts fewer (at 500 req/s over 1 s that is about 0.8, not 0.9)."""
-    before = r["rate_before"] * r["window_ms"] / 1e3
-    during = r["rate_during"] * r["window_ms"] / 1e3
-    return before - during <= 3 * (before + during) ** 0.5
+    before: float = r["rate_before"] * r["window_ms"] / 1e3
+    during: float = r["rate_during"] * r["window_ms"] / 1e3
+    noise: float = 3 * (before + during) ** 0.5
+    return before - during <= noise
 
 
-def check_venue_failover(s: dict) -> list[Check]:
+def check_venue_failover(s: dict[str, Any]) -> list[Check]:
     ratios = s.get("live_throughput_ratio") or []
     return [
         Check("the restarted EV synchronizes (SYNC_DONE)", s.get("sync_ms") is not None,
@@ -184,21 +186,23 @@ def _loaded(run: RunDir) -> LoadedExperiment:
     return loaded_from_manifest(run.read_manifest(), str(run.manifest_path))
 
 
-def summaries(path: Path) -> list[tuple[str, dict]]:
+def summaries(path: Path) -> list[tuple[str, dict[str, Any]]]:
     """(label, summary) of a run directory (label ""), or of every row of a sweep directory
     (label: the row's point and seed; its lists, stored as JSON text, read back)."""
     sweep = SweepDir(path)
     if not sweep.table_path.exists():
         return [("", RunDir(path).read_summary())]
     out = []
-    for row in sweep.read_table().to_pylist():
+    table = sweep.read_table()
+    assert table is not None   # its file exists
+    for row in table.to_pylist():
         summary = {k: json.loads(v) if isinstance(v, str) and v[:1] in "[{" else v for k, v in row.items()}
         params = {k: v for k, v in json.loads(row["point"]).items()}
         out.append((f"{', '.join(f'{k}={v}' for k, v in params.items())} seed {row['seed']}", summary))
     return out
 
 
-def each_summary(check: Callable[[dict], list[Check]]) -> Callable[[Path], list[Check]]:
+def each_summary(check: Callable[[dict[str, Any]], list[Check]]) -> Callable[[Path], list[Check]]:
     """A check of one summary, run on a run directory or on every run of a sweep directory."""
     def run(path: Path) -> list[Check]:
         out = []
@@ -212,7 +216,7 @@ def each_summary(check: Callable[[dict], list[Check]]) -> Callable[[Path], list[
 class Lab:
     name: str
     experiment: str                  # file under labs/<name>/
-    quick: dict                      # --set values for the quick (test) version
+    quick: dict[str, list[Any]]      # --set values for the quick (test) version
     check: Callable[[Path], list[Check]]
 
 

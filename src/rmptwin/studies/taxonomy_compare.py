@@ -1,4 +1,4 @@
-"""The sequencer taxonomy side by side (issue 14, item 2): one generated topology and one
+"""The sequencer taxonomy side by side: one generated topology and one
 workload, run in the simulator for every protocol, measured the same way.
 
 Protocols: ``ub``, ``bb``, ``uub``, ``gup`` (``rmptwin.taxonomy``), RMP's token ring
@@ -43,8 +43,10 @@ from __future__ import annotations
 import json
 import random
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -53,14 +55,19 @@ import pyarrow.compute
 from rmptwin import factories
 from rmptwin.analysis.taxonomy_summary import order_figures
 from rmptwin.core.events import Kind
+from rmptwin.core.sansio import Core, Dest
 from rmptwin.sim.simulate import simulate
 from rmptwin.spec import Experiment, LoadedExperiment, Topology
+from rmptwin.spec.hosts import HostSpec
 
 PROTOCOLS = ("ub", "bb", "uub", "gup", "rmp_time", "rmp_event", "cas")
 TAXONOMY = ("ub", "bb", "uub", "gup")
 SCENARIOS = ("steady", "lossy", "crash", "partition")
 LOSSY_RECEIVER = "r1"
 START_S = 0.3
+
+MessageKey = tuple[str, int]   # (sender, its sequence number); CAS: (gateway, gw_seq)
+Delivery = tuple[int, str, MessageKey, int]   # (t, node, message, gseq)
 
 
 @dataclass(frozen=True)
@@ -81,7 +88,7 @@ class CountingCore:
     ran (``window``, true ns; simulated nodes here have no clock offset): the idle heartbeats
     before and after it would otherwise weigh on the per-message figures."""
 
-    def __init__(self, core, window: tuple[int, int]) -> None:
+    def __init__(self, core: Core, window: tuple[int, int]) -> None:
         self._core = core
         self._lo, self._hi = window
         self.rx = self.rx_bytes = self.tx = self.tx_bytes = 0
@@ -92,14 +99,14 @@ class CountingCore:
             self.rx_bytes += len(data)
         self._core.receive_datagram(data, src, now)
 
-    def datagrams_to_send(self, now: int):
+    def datagrams_to_send(self, now: int) -> Sequence[tuple[bytes, Dest]]:
         out = self._core.datagrams_to_send(now)
         if out and self._lo <= now <= self._hi:
             self.tx += len(out)
             self.tx_bytes += sum(len(d) for d, _ in out)
         return out
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         return getattr(self._core, name)
 
 
@@ -122,9 +129,9 @@ def scenario_topology(p: Point) -> Topology:
               "loss": p.link_loss} for i in range(1, p.switches)]
     place = random.Random(f"taxonomy:{p.seed}:hosts")
     s_role, q_role, r_role = _roles(p.protocol)
-    hosts: list[dict] = []
+    hosts: list[dict[str, Any]] = []
 
-    def host(name: str, role: str, switch: str, loss: float = 0.0, **extra) -> None:
+    def host(name: str, role: str, switch: str, loss: float = 0.0, **extra: str) -> None:
         hosts.append({"name": name, "role": role, "switch": switch,
                       "link": {"delay_ms": 0.05, "loss": loss}, **extra})
 
@@ -151,7 +158,7 @@ def _max_delay_ms(topo: Topology) -> float:
 def scenario(p: Point) -> LoadedExperiment:
     topo = scenario_topology(p)
     start, end = START_S, START_S + p.duration_s
-    exp: dict = {"name": f"taxonomy-{p.protocol}", "topology": "<generated>", "seed": p.seed,
+    exp: dict[str, Any] = {"name": f"taxonomy-{p.protocol}", "topology": "<generated>", "seed": p.seed,
                  "duration_s": end + 1.5}
     mid = round(start + p.duration_s / 2, 3)
     if p.scenario == "crash":
@@ -182,11 +189,12 @@ def scenario(p: Point) -> LoadedExperiment:
     return loaded
 
 
-def run_point(p: Point) -> dict:
+def run_point(p: Point) -> dict[str, Any]:
     """Simulate one point and measure it: one row of the comparison table."""
     cores: dict[str, CountingCore] = {}
 
-    def build(host, loaded, rng, *, recovering: bool = False):
+    def build(host: HostSpec, loaded: LoadedExperiment, rng: random.Random, *,
+              recovering: bool = False) -> CountingCore:
         core = CountingCore(factories.build_core(host, loaded, rng, recovering=recovering), window)
         cores[host.name] = core
         return core
@@ -194,8 +202,8 @@ def run_point(p: Point) -> dict:
     loaded = scenario(p)
     window = (round(START_S * 1e9), round((START_S + p.duration_s) * 1e9))
     result = simulate(loaded, build=build)
-    row = {"protocol": p.protocol, "receivers": p.receivers, "rate": p.rate, "scenario": p.scenario,
-           "seed": p.seed}
+    row: dict[str, Any] = {"protocol": p.protocol, "receivers": p.receivers, "rate": p.rate,
+                           "scenario": p.scenario, "seed": p.seed}
     row.update(measure(p, result.events, cores, loaded))
     row["wall_s"] = round(result.stats["wall_s"], 2)
     return row
@@ -203,15 +211,16 @@ def run_point(p: Point) -> dict:
 
 # ---------------------------------------------------------------------------- measures
 
-def _pct(values, q: float) -> float | None:
+def _pct(values: list[float], q: float) -> float | None:
     return round(float(np.percentile(values, q)), 3) if values else None
 
 
-def _message_events(p: Point, events: pa.Table, receivers: set[str]):
+def _message_events(p: Point, events: pa.Table,
+                    receivers: set[str]) -> tuple[dict[MessageKey, int], list[Delivery]]:
     """(send time per message, deliveries as (t, node, message, gseq)) in one shape for every protocol."""
     cols = events.select(["t_ns", "node", "kind", "src", "src_seq", "gseq", "detail"]).to_pydict()
-    sent: dict[tuple, int] = {}
-    deliveries: list[tuple] = []
+    sent: dict[MessageKey, int] = {}
+    deliveries: list[Delivery] = []
     send_kind = Kind.ORDER_IN if p.protocol == "cas" else Kind.SEND
     deliver_kind = Kind.SEQ_POSITION if p.protocol == "cas" else Kind.DELIVER
     for t, node, kind, src, seq, gseq, detail in zip(*cols.values()):
@@ -234,7 +243,7 @@ def _crashes(events: pa.Table) -> dict[str, int]:
     return out
 
 
-def measure(p: Point, events: pa.Table, cores: dict[str, CountingCore], loaded: LoadedExperiment) -> dict:
+def measure(p: Point, events: pa.Table, cores: dict[str, CountingCore], loaded: LoadedExperiment) -> dict[str, Any]:
     _, q_role, r_role = _roles(p.protocol)
     receivers = {h.name for h in loaded.topology.hosts if h.role == r_role}
     # RMP: the token site rotates over every primary; the others: the sequencer and its successor
@@ -244,7 +253,7 @@ def measure(p: Point, events: pa.Table, cores: dict[str, CountingCore], loaded: 
     sent, deliveries = _message_events(p, events, receivers)
     # lost, agree, latency and resume: one definition, the taxonomy section of summary.json
     f = order_figures(events.to_pandas(), receivers, p.protocol)
-    got: dict[str, set] = defaultdict(set)
+    got: dict[str, set[MessageKey]] = defaultdict(set)
     lossy_lat: list[float] = []
     for t, node, msg, _ in deliveries:
         if node not in operable:
@@ -258,7 +267,7 @@ def measure(p: Point, events: pa.Table, cores: dict[str, CountingCore], loaded: 
     rx = sum(c.rx for c in cores.values())
     busiest = max(sequencing & set(cores), key=lambda n: cores[n].rx + cores[n].tx)
     b = cores[busiest]
-    row = {
+    row: dict[str, Any] = {
         "sent": n_sent,
         "delivered_pct": round(100 * min((len(got[n] & set(sent)) for n in operable), default=0)
                                / max(n_sent, 1), 2),
@@ -294,7 +303,7 @@ def _ordered_per_s(p: Point, events: pa.Table, delivered: int) -> float:
     return round(max(per_node.values(), default=0) / p.duration_s, 1)
 
 
-def measure_run(path: Path) -> dict:
+def measure_run(path: Path) -> dict[str, Any]:
     """Latency, loss, agreement and resume of a run directory (simulated or emulated) of a
     taxonomy, RMP or CAS experiment: the figures that need only its events."""
     from rmptwin.rundir.run import RunDir

@@ -1,4 +1,4 @@
-"""`rmptwin campaign twin`: the twin held to N generated topologies, one table (issue 21, item 6).
+"""`rmptwin campaign twin`: the twin held to N generated topologies, one table.
 
 Run i takes seed S + i: ``generate.campaign_params(seed)`` picks its shape, ``generate``
 its topology and experiment, written as YAML and loaded as a user's files are (so a
@@ -21,6 +21,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -28,6 +29,9 @@ import pyarrow.parquet as pq
 from rmptwin.errors import UserError
 from rmptwin.topotools.generate import campaign_params, generate
 from rmptwin.topotools.yaml_files import dump_yaml, write_text
+
+if TYPE_CHECKING:
+    from rmptwin.spec import LoadedExperiment
 
 TABLE, REPORT, INPUTS, RUNS = "campaign.parquet", "campaign.md", "inputs", "runs"
 COLUMNS = ("seed", "switches", "regions", "links", "loss_max", "mesh", "stripes", "valid", "error",
@@ -39,7 +43,7 @@ def default_dir(seed: int, count: int, backend: str) -> Path:
     return Path("results") / "campaigns" / f"twin-{backend}-s{seed}-n{count}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
 
 
-def _sim_row(loaded, seed: int, run_dir: Path | None) -> dict:
+def _sim_row(loaded: LoadedExperiment, seed: int, run_dir: Path | None) -> dict[str, Any]:
     from rmptwin.analysis.summary import summarize
     from rmptwin.analysis.twin_verdict import reformation_counts
     from rmptwin.runs.experiment import run_experiment
@@ -61,7 +65,8 @@ def _sim_row(loaded, seed: int, run_dir: Path | None) -> dict:
                           and c["guaranteed_complete"] == c["guaranteed"])}
 
 
-def _emulated_verdict(loaded, seed: int, sim_dir: Path, emu_dir: Path, nodes: str) -> tuple[bool, str]:
+def _emulated_verdict(loaded: LoadedExperiment, seed: int, sim_dir: Path, emu_dir: Path,
+                      nodes: str) -> tuple[bool, str]:
     """Emulate the run (as root) and judge it against the simulated one: (passed, failed rules)."""
     from rmptwin.analysis.twin_verdict import FAIL, inputs_of, passed, twin_verdict
     from rmptwin.rundir.run import RunDir
@@ -73,7 +78,7 @@ def _emulated_verdict(loaded, seed: int, sim_dir: Path, emu_dir: Path, nodes: st
 
 
 def run_campaign(count: int, seed: int, out: Path, backend: str = "sim", keep_runs: bool = False, nodes: str = "ns",
-                 progress: Callable[[int, int], None] | None = None) -> list[dict]:
+                 progress: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
     """Run ``count`` generated experiments; write the table and its Markdown; return the rows."""
     from rmptwin.spec import load_experiment
 
@@ -91,7 +96,7 @@ def run_campaign(count: int, seed: int, out: Path, backend: str = "sim", keep_ru
         inputs = out / INPUTS / str(s)
         write_text(inputs / "topology.yaml", dump_yaml(topology))
         write_text(inputs / "experiment.yaml", dump_yaml(experiment))
-        row = {k: None for k in COLUMNS}
+        row: dict[str, Any] = {k: None for k in COLUMNS}
         row.update(seed=s, switches=params.switches, regions=params.regions, links=len(topology["links"]),
                    loss_max=params.loss_max, mesh=params.mesh, stripes=params.stripes, valid=True, error="")
         try:
@@ -104,6 +109,7 @@ def run_campaign(count: int, seed: int, out: Path, backend: str = "sim", keep_ru
         sim_dir = out / RUNS / str(s) / "sim" if emulated or keep_runs else None
         row.update(_sim_row(loaded, s, sim_dir))
         if emulated:
+            assert sim_dir is not None   # an emulated campaign keeps its runs
             ok, failed = _emulated_verdict(loaded, s, sim_dir, out / RUNS / str(s) / "emulation", nodes)
             row.update(verdict="PASS" if ok else "FAIL", failed_rules=failed)
         rows.append(row)
@@ -113,13 +119,13 @@ def run_campaign(count: int, seed: int, out: Path, backend: str = "sim", keep_ru
     return rows
 
 
-def write_table(out: Path, rows: list[dict]) -> None:
+def write_table(out: Path, rows: list[dict[str, Any]]) -> None:
     out.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist(rows), out / TABLE)
     write_text(out / REPORT, markdown(rows))
 
 
-def markdown(rows: list[dict]) -> str:
+def markdown(rows: list[dict[str, Any]]) -> str:
     clean = sum(1 for r in rows if r["clean"])
     invalid = sum(1 for r in rows if not r["valid"])
     judged = [r for r in rows if r["verdict"] is not None]

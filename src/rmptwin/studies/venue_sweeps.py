@@ -7,8 +7,9 @@ changed; results are a list of dict rows, written as a Markdown table and a plot
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -18,13 +19,18 @@ from rmptwin.errors import UserError
 from rmptwin.sim.simulate import Simulation
 from rmptwin.spec import LoadedExperiment, load_experiment, load_topology
 
+if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa
+
 # The seed's Table 1 (IBM z990 prototype): req/s -> (max gap, max delay ms, avg gap, avg delay ms)
 SEED_TABLE1 = {5000: (57, 6.3, 3, 0.3), 9000: (81, 9.0, 7, 0.8)}
 
 
-def variant(loaded: LoadedExperiment, topology_file: str | None = None, **venue) -> LoadedExperiment:
+def variant(loaded: LoadedExperiment, topology_file: str | None = None, **venue: Any) -> LoadedExperiment:
     """The same experiment with venue fields replaced (and optionally another topology)."""
     exp = loaded.experiment
+    assert exp.venue is not None   # a venue experiment's
     v = exp.venue.model_copy(update=venue)
     duration = max(exp.duration_s, v.start_s + v.duration_s + 0.3)
     topo = loaded.topology
@@ -35,7 +41,7 @@ def variant(loaded: LoadedExperiment, topology_file: str | None = None, **venue)
                             topology=topo, path=loaded.path)
 
 
-def simulate_summary(loaded: LoadedExperiment) -> dict:
+def simulate_summary(loaded: LoadedExperiment) -> dict[str, Any]:
     """The venue metrics of one simulation (its stores go with the ``Simulation``)."""
     sim = Simulation(loaded)
     sim.start()
@@ -43,12 +49,12 @@ def simulate_summary(loaded: LoadedExperiment) -> dict:
     return venue_summary(sim.event_table().to_pandas(), loaded)
 
 
-def gap_table(path: Path, rates=(5000, 9000), duration_s: float | None = None,
-              progress: Callable[[str], None] | None = None) -> list[dict]:
+def gap_table(path: Path, rates: Iterable[int] = (5000, 9000), duration_s: float | None = None,
+              progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
     base = load_experiment(path)
     rows = []
     for rate in rates:
-        upd = {"rate": float(rate)}
+        upd: dict[str, Any] = {"rate": float(rate)}
         if duration_s:
             upd["duration_s"] = duration_s
         if progress:
@@ -64,7 +70,8 @@ def gap_table(path: Path, rates=(5000, 9000), duration_s: float | None = None,
     return rows
 
 
-LATENCY_CONFIGS = [
+LatencyConfig = tuple[str, str, int, str, bool]   # (label, topology, symbols, sequencer, durable)
+LATENCY_CONFIGS: list[LatencyConfig] = [
     # (label, topology, symbols, sequencer, durable)
     ("1GW 1sym cas durable", "../topologies/venue1.yaml", 1, "cas", True),
     ("1GW 1sym cas volatile", "../topologies/venue1.yaml", 1, "cas", False),
@@ -79,8 +86,9 @@ LATENCY_CONFIGS = [
 ]
 
 
-def latency_sweep(path: Path, rates=(1000, 3000, 5000, 7000, 9000), duration_s: float = 1.0,
-                  configs=LATENCY_CONFIGS, progress: Callable[[str], None] | None = None) -> list[dict]:
+def latency_sweep(path: Path, rates: Iterable[int] = (1000, 3000, 5000, 7000, 9000), duration_s: float = 1.0,
+                  configs: Sequence[LatencyConfig] = LATENCY_CONFIGS,
+                  progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
     base = load_experiment(path)
     rows = []
     for label, topo, nsym, seq, durable in configs:
@@ -96,12 +104,12 @@ def latency_sweep(path: Path, rates=(1000, 3000, 5000, 7000, 9000), duration_s: 
     return rows
 
 
-def markdown(rows: list[dict]) -> str:
+def markdown(rows: list[dict[str, Any]]) -> str:
     if not rows:
         return ""
     cols = list(rows[0])
 
-    def fmt(v):
+    def fmt(v: object) -> str:
         return f"{v:.3f}" if isinstance(v, float) else str(v)
 
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
@@ -109,7 +117,7 @@ def markdown(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot_latency(rows: list[dict], out: Path) -> Path:
+def plot_latency(rows: list[dict[str, Any]], out: Path) -> Path:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -130,7 +138,7 @@ def plot_latency(rows: list[dict], out: Path) -> Path:
     return out
 
 
-def plot_gap(rows: list[dict], out: Path) -> Path:
+def plot_gap(rows: list[dict[str, Any]], out: Path) -> Path:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -149,7 +157,8 @@ def plot_gap(rows: list[dict], out: Path) -> Path:
     return out
 
 
-def plot_timeline(events, loaded_venues: list[str], out: Path, bin_ms: float = 100.0) -> Path:
+def plot_timeline(events: pa.Table | pd.DataFrame, loaded_venues: list[str], out: Path,
+                  bin_ms: float = 100.0) -> Path:
     """Per-EV executed requests/s over time (the seed's Figure 3) and the EV gap (Figure 6)."""
     import matplotlib
 

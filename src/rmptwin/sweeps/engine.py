@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypedDict
 
 import pyarrow as pa
 
@@ -25,18 +26,27 @@ from rmptwin.sweeps.points import Point, make_points
 from rmptwin.sweeps.task import POINT, SEED, payload, run_simulated
 
 Progress = Callable[[int, int], None]   # (runs done, runs to do)
+Task = dict[str, Any]                   # a run's payload (``sweeps.task.payload``)
+Row = dict[str, Any]                    # a run's row in the sweep table
+OnRows = Callable[[list[Row]], None]
+Runner = Callable[[list[Task], OnRows], None]   # runner(tasks, on_rows)
+
+
+class _State(TypedDict):
+    table: pa.Table | None
+    done: int
 
 
 @dataclass
 class SweepPlan:
     base: LoadedExperiment
-    sets: dict[str, list]
+    sets: dict[str, list[Any]]
     seeds: list[int]
     backend: str = "sim"
     probes: list[str] = field(default_factory=list)
     keep_runs: bool = False
 
-    def spec(self) -> dict:
+    def spec(self) -> dict[str, Any]:
         # The resolved experiment's hash: editing the YAML starts a new sweep instead of mixing rows.
         resolved = {k: v for k, v in self.base.to_manifest().items() if k != "experiment_file"}
         digest = hashlib.sha256(json.dumps(resolved, sort_keys=True).encode()).hexdigest()[:16]
@@ -53,7 +63,7 @@ class SweepOutcome:
     wall_s: float
 
 
-def pending_tasks(plan: SweepPlan, points: list[Point], sweep: SweepDir, done: set) -> list[dict]:
+def pending_tasks(plan: SweepPlan, points: list[Point], sweep: SweepDir, done: set[tuple[str, int]]) -> list[Task]:
     tasks = []
     for point in points:
         for seed in plan.seeds:
@@ -65,20 +75,20 @@ def pending_tasks(plan: SweepPlan, points: list[Point], sweep: SweepDir, done: s
     return tasks
 
 
-def _done_keys(table: pa.Table | None) -> set:
+def _done_keys(table: pa.Table | None) -> set[tuple[str, int]]:
     if table is None or POINT not in table.column_names:
         return set()
     return set(zip(table.column(POINT).to_pylist(), table.column(SEED).to_pylist()))
 
 
-def _rows_to_table(rows: list[dict]) -> pa.Table:
+def _rows_to_table(rows: list[Row]) -> pa.Table:
     columns: dict[str, None] = {}
     for row in rows:
         columns.update(dict.fromkeys(row))
     return pa.Table.from_pylist([{c: r.get(c) for c in columns} for r in rows])
 
 
-def append_rows(sweep: SweepDir, table: pa.Table | None, rows: list[dict]) -> pa.Table:
+def append_rows(sweep: SweepDir, table: pa.Table | None, rows: list[Row]) -> pa.Table:
     if not rows:
         return table if table is not None else pa.table({})
     new = _rows_to_table(rows)
@@ -88,7 +98,7 @@ def append_rows(sweep: SweepDir, table: pa.Table | None, rows: list[dict]) -> pa
 
 
 def run_sweep(plan: SweepPlan, out: str | Path | None = None, master: str | None = None,
-              progress: Progress | None = None, runner=None) -> SweepOutcome:
+              progress: Progress | None = None, runner: Runner | None = None) -> SweepOutcome:
     """Run what the sweep table lacks; ``runner(tasks, on_rows)`` overrides how (default: Spark
     for simulated sweeps, a plain loop for emulated ones)."""
     probe_mod.check(plan.probes)
@@ -101,11 +111,11 @@ def run_sweep(plan: SweepPlan, out: str | Path | None = None, master: str | None
     tasks = pending_tasks(plan, points, sweep, _done_keys(table))
     total = len(points) * len(plan.seeds)
     skipped = total - len(tasks)
-    state = {"table": table, "done": skipped}
+    state: _State = {"table": table, "done": skipped}
     if progress:
         progress(skipped, total)
 
-    def on_rows(rows: list[dict]) -> None:
+    def on_rows(rows: list[Row]) -> None:
         state["table"] = append_rows(sweep, state["table"], rows)
         state["done"] += len(rows)
         if progress:
@@ -121,13 +131,13 @@ def run_sweep(plan: SweepPlan, out: str | Path | None = None, master: str | None
                         skipped, wall)
 
 
-def run_loop(tasks: list[dict], on_rows: Callable[[list[dict]], None]) -> None:
+def run_loop(tasks: list[Task], on_rows: OnRows) -> None:
     """The same simulated tasks one after another in this process."""
     for task in tasks:
         on_rows([run_simulated(task)])
 
 
-def run_emulated(tasks: list[dict], on_rows: Callable[[list[dict]], None]) -> None:
+def run_emulated(tasks: list[Task], on_rows: OnRows) -> None:
     """Emulated points one after another on the local network (one network at a time)."""
     from rmptwin.runs.experiment import run_experiment
     from rmptwin.sweeps.probes import measure
@@ -142,8 +152,8 @@ def run_emulated(tasks: list[dict], on_rows: Callable[[list[dict]], None]) -> No
         on_rows([make_row(task, outcome.summary, extra, time.perf_counter() - t0)])
 
 
-def _spark_runner(master: str | None, progress: Progress | None, state: dict, total: int):
-    def runner(tasks, on_rows):
+def _spark_runner(master: str | None, progress: Progress | None, state: _State, total: int) -> Runner:
+    def runner(tasks: list[Task], on_rows: OnRows) -> None:
         from rmptwin.sweeps.spark import run_spark
 
         run_spark(tasks, on_rows, master=master,

@@ -17,11 +17,15 @@ R_P and R_S hosts. ``rings``: how many rings reported stability.
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from rmptwin.core.events import Kind
+
+if TYPE_CHECKING:
+    from rmptwin.spec import LoadedExperiment
 
 
 def _stable_times(events: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -34,14 +38,14 @@ def _stable_times(events: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return g, np.minimum.accumulate(t[::-1])[::-1]
 
 
-def layered_passes(df: pd.DataFrame, loaded, arg: str | None) -> dict:
+def layered_passes(df: pd.DataFrame, loaded: LoadedExperiment, arg: str | None) -> dict[str, Any]:
     hosts = loaded.topology.hosts
     receivers = sum(1 for h in hosts if h.role in ("primary", "secondary"))
     levels = 2 if any(h.role == "secondary" and h.ring for h in hosts) else 1
     tau_ns = loaded.experiment.protocol.tau_t * 1e6
     stable = df[(df.kind == Kind.STABLE) | (df.kind == Kind.SECONDARY_STABLE)]
     acks = df[df.kind == Kind.ACK_SENT]
-    out = {"layered_passes": None, "levels": levels, "receivers": receivers, "rings": 0}
+    out: dict[str, Any] = {"layered_passes": None, "levels": levels, "receivers": receivers, "rings": 0}
     if stable.empty or acks.empty:
         return out
     details = [json.loads(d) for d in stable.detail]
@@ -58,12 +62,13 @@ def layered_passes(df: pd.DataFrame, loaded, arg: str | None) -> dict:
             if d.get("stripe", 0) != stripe:
                 continue
             for gseq in range(int(first), int(first) + int(d.get("k", 0))):
-                done = 0
+                done: int | None = 0
                 for g, t in per_ring:
                     i = np.searchsorted(g, gseq, side="left")
                     if i == len(g):
                         done = None
                         break
+                    assert done is not None   # a ring without the position broke out above
                     done = max(done, int(t[i]))
                 if done is not None:
                     passes.append(1 + (done - t_ack) / tau_ns)

@@ -15,6 +15,7 @@ import itertools
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 from pydantic import ValidationError
@@ -27,7 +28,7 @@ from rmptwin.spec import Experiment, LoadedExperiment, Topology, cross_check, lo
 class Point:
     """One assignment of every swept key, and the experiment it makes."""
 
-    params: dict           # key -> value, in the order the keys were given
+    params: dict[str, Any]  # key -> value, in the order the keys were given
     loaded: LoadedExperiment
 
     @property
@@ -40,7 +41,7 @@ class Point:
         return ",".join(f"{k}={v}" for k, v in self.params.items()) or "base"
 
 
-def parse_set(option: str) -> tuple[str, list]:
+def parse_set(option: str) -> tuple[str, list[Any]]:
     """``KEY=V1,V2,...`` -> (KEY, [V1, V2, ...]) with each value read as a YAML scalar."""
     key, sep, values = option.partition("=")
     key = key.strip()
@@ -55,14 +56,14 @@ def parse_set(option: str) -> tuple[str, list]:
     return key, parsed
 
 
-def _walk_to_parent(doc, parts: list[str], key: str, where: str):
+def _walk_to_parent(doc: Any, parts: list[str], key: str, where: str) -> Any:
     node = doc
     for i, part in enumerate(parts[:-1]):
         node = _child(node, part, key, ".".join(parts[: i + 1]), where)
     return node
 
 
-def _child(node, part: str, key: str, path: str, where: str):
+def _child(node: Any, part: str, key: str, path: str, where: str) -> Any:
     if isinstance(node, dict):
         if part not in node:
             raise UserError(f"--set {key}: {where} has no field {path!r} (check its spelling)")
@@ -74,7 +75,7 @@ def _child(node, part: str, key: str, path: str, where: str):
     raise UserError(f"--set {key}: {where} has no {path!r}")
 
 
-def assign(doc: dict, key: str, value, where: str) -> None:
+def assign(doc: dict[str, Any], key: str, value: Any, where: str) -> None:
     """Set the dotted ``key`` in ``doc`` (a model dump, which holds every field) to ``value``."""
     parts = key.split(".")
     parent = _walk_to_parent(doc, parts, key, where)
@@ -92,7 +93,7 @@ def _first_error(err: ValidationError) -> str:
     return f"{'.'.join(str(p) for p in first['loc'])}: {first['msg'].removeprefix('Value error, ')}"
 
 
-def make_point(base: LoadedExperiment, params: dict) -> Point:
+def make_point(base: LoadedExperiment, params: dict[str, Any]) -> Point:
     """The experiment with ``params`` applied, validated as a YAML file would be."""
     exp_doc = base.experiment.model_dump(mode="json")
     topo_doc = base.topology.model_dump(mode="json")
@@ -115,14 +116,14 @@ def make_point(base: LoadedExperiment, params: dict) -> Point:
     return Point(dict(params), LoadedExperiment(experiment=exp, topology=topo, path=base.path))
 
 
-def make_points(base: LoadedExperiment, sets: dict[str, list]) -> list[Point]:
+def make_points(base: LoadedExperiment, sets: dict[str, list[Any]]) -> list[Point]:
     """Every combination of the swept values (the cross product), each validated."""
     keys = list(sets)
     return [make_point(base, dict(zip(keys, combo))) for combo in itertools.product(*(sets[k] for k in keys))]
 
 
-def parse_sets(options: list[str]) -> dict[str, list]:
-    sets: dict[str, list] = {}
+def parse_sets(options: list[str]) -> dict[str, list[Any]]:
+    sets: dict[str, list[Any]] = {}
     for option in options:
         key, values = parse_set(option)
         if key in sets:

@@ -24,6 +24,8 @@ table: the counts the seeds' claims are stated in. A probe is named ``NAME`` or 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -33,15 +35,20 @@ from rmptwin.errors import UserError
 from rmptwin.rmp.wire import WANT_ACKS, WANT_MSGS
 from rmptwin.sweeps.layering_probe import layered_passes
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from rmptwin.spec import LoadedExperiment
+
 RING_ROLES = ("primary", "secondary")
 PAPER_MAX_RATE = 9000.0   # the venue paper divides gaps by its EVs' top rate, 9,000 req/s
 
 
-def _frame(events) -> pd.DataFrame:
+def _frame(events: pa.Table | pd.DataFrame) -> pd.DataFrame:
     return events if isinstance(events, pd.DataFrame) else events.to_pandas()
 
 
-def rmp_counts(df: pd.DataFrame, loaded, arg: str | None) -> dict:
+def rmp_counts(df: pd.DataFrame, loaded: LoadedExperiment, arg: str | None) -> dict[str, Any]:
     sent = df[df.kind == Kind.SEND][["src", "src_seq", "detail"]].drop_duplicates().shape[0]
     acks = df[df.kind == Kind.ACK_SENT]
     ks = [json.loads(d).get("k", 0) for d in acks.detail]
@@ -65,7 +72,7 @@ def rmp_counts(df: pd.DataFrame, loaded, arg: str | None) -> dict:
     }
 
 
-def venue_gap_sampled(df: pd.DataFrame, loaded, arg: str | None) -> dict:
+def venue_gap_sampled(df: pd.DataFrame, loaded: LoadedExperiment, arg: str | None) -> dict[str, Any]:
     step_ns = int(float(arg or 5000) * 1e6)
     venues = [h.name for h in loaded.topology.hosts_with_role("venue")]
     sp = df[(df.kind == Kind.SEQ_POSITION) & df.node.isin(venues)]
@@ -83,7 +90,7 @@ def venue_gap_sampled(df: pd.DataFrame, loaded, arg: str | None) -> dict:
             "max_delay_ms": max(gaps) / per_ms, "avg_delay_ms": float(np.mean(gaps)) / per_ms}
 
 
-def ring_passes(df: pd.DataFrame, loaded, arg: str | None) -> dict:
+def ring_passes(df: pd.DataFrame, loaded: LoadedExperiment, arg: str | None) -> dict[str, Any]:
     """Token passes from a message's acknowledgement until a receiver knows every ring member
     holds it (STABLE), median over STABLE events: the seed's L_1 = m counts them, m - 1 after
     the acknowledging pass. Also the median interval between consecutive token passes."""
@@ -102,7 +109,7 @@ def ring_passes(df: pd.DataFrame, loaded, arg: str | None) -> dict:
             "token_interval_ms": float(np.median(token_ms)) if token_ms.size else None}
 
 
-def history_checks(df: pd.DataFrame, loaded, arg: str | None) -> dict:
+def history_checks(df: pd.DataFrame, loaded: LoadedExperiment, arg: str | None) -> dict[str, Any]:
     """Every history checker's verdict and the outage (``rmptwin.checkers.probe``)."""
     from rmptwin.checkers.probe import checks
 
@@ -110,7 +117,7 @@ def history_checks(df: pd.DataFrame, loaded, arg: str | None) -> dict:
 
 
 
-def minc_links(df: pd.DataFrame, loaded, arg: str | None) -> dict:
+def minc_links(df: pd.DataFrame, loaded: LoadedExperiment, arg: str | None) -> dict[str, Any]:
     """Per-receiver first-copy loss and each link's MINC estimate beside its configured loss
     (``analysis.link_loss``: the figures `rmptwin analyze` gives, without Spark)."""
     from rmptwin.analysis.link_loss import link_loss_figures
@@ -118,8 +125,11 @@ def minc_links(df: pd.DataFrame, loaded, arg: str | None) -> dict:
     return link_loss_figures(df, loaded)
 
 
-PROBES = {"rmp": rmp_counts, "ring": ring_passes, "venue_gap_sampled": venue_gap_sampled, "minc": minc_links,
-          "checks": history_checks, "layers": layered_passes}
+# (events, experiment, the ARG of NAME:ARG) -> {figure: value}
+Probe = Callable[[pd.DataFrame, "LoadedExperiment", str | None], dict[str, Any]]
+
+PROBES: dict[str, Probe] = {"rmp": rmp_counts, "ring": ring_passes, "venue_gap_sampled": venue_gap_sampled,
+                            "minc": minc_links, "checks": history_checks, "layers": layered_passes}
 
 
 def check(names: list[str]) -> None:
@@ -128,12 +138,12 @@ def check(names: list[str]) -> None:
             raise UserError(f"--probe {name}: unknown; choose from {', '.join(PROBES)}")
 
 
-def measure(names: list[str], events, loaded) -> dict:
+def measure(names: list[str], events: pa.Table | pd.DataFrame, loaded: LoadedExperiment) -> dict[str, Any]:
     """{probe name: {figure: value}} for each named probe (nothing when none is named)."""
     if not names:
         return {}
     df = _frame(events)
-    out = {}
+    out: dict[str, Any] = {}
     for name in names:
         base, _, arg = name.partition(":")
         out[base] = PROBES[base](df, loaded, arg or None)

@@ -14,24 +14,36 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from rmptwin.errors import UserError
 from rmptwin.sweeps.task import ERROR, run_task
+
+if TYPE_CHECKING:
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
 
 SWEEP_MASTER = "local[*]"
 POLL_S = 0.25
 
 
-def sweep_session(master: str | None = None):
+class _Box(TypedDict, total=False):
+    """What a batch's Spark job hands back to the caller's thread."""
+
+    rows: list[dict[str, Any]]
+    error: BaseException
+
+
+def sweep_session(master: str | None = None) -> SparkSession:
     from rmptwin.analysis.session import spark_session
 
     spark = spark_session(master or SWEEP_MASTER, app_name="rmptwin-sweep")
-    if not spark.sparkContext.master.startswith("local"):
+    if not cast(str, spark.sparkContext.master).startswith("local"):   # a running context has a master
         _ship_package(spark.sparkContext)
     return spark
 
 
-def _ship_package(sc) -> None:
+def _ship_package(sc: SparkContext) -> None:
     """Give remote executors this checkout's rmptwin (its dependencies must be installed there)."""
     package = Path(__file__).resolve().parents[1]
     tmp = Path(tempfile.mkdtemp(prefix="rmptwin-sweep-"))
@@ -39,8 +51,9 @@ def _ship_package(sc) -> None:
     sc.addPyFile(archive)
 
 
-def run_spark(tasks: list[dict], on_rows: Callable[[list[dict]], None], master: str | None = None,
-              tick: Callable[[int], None] | None = None, batch: int | None = None, spark=None) -> None:
+def run_spark(tasks: list[dict[str, Any]], on_rows: Callable[[list[dict[str, Any]]], None], master: str | None = None,
+              tick: Callable[[int], None] | None = None, batch: int | None = None,
+              spark: SparkSession | None = None) -> None:
     """Run ``tasks`` in batches; ``on_rows`` gets each batch's rows, ``tick(n)`` the number of
     tasks of the current batch finished so far (for a progress bar)."""
     spark = spark or sweep_session(master)
@@ -56,9 +69,10 @@ def run_spark(tasks: list[dict], on_rows: Callable[[list[dict]], None], master: 
                             f"seed {failed[0]['seed']}): {failed[0][ERROR]}")
 
 
-def _run_batch(sc, chunk: list[dict], tick: Callable[[int], None] | None) -> list[dict]:
+def _run_batch(sc: SparkContext, chunk: list[dict[str, Any]],
+               tick: Callable[[int], None] | None) -> list[dict[str, Any]]:
     group = f"rmptwin-sweep-{time.monotonic_ns()}"
-    box: dict = {}
+    box: _Box = {}
 
     def collect() -> None:
         sc.setJobGroup(group, "rmptwin sweep", interruptOnCancel=True)
@@ -82,7 +96,7 @@ def _run_batch(sc, chunk: list[dict], tick: Callable[[int], None] | None) -> lis
     return box["rows"]
 
 
-def _finished(sc, group: str) -> int:
+def _finished(sc: SparkContext, group: str) -> int:
     tracker = sc.statusTracker()
     done = 0
     for job in tracker.getJobIdsForGroup(group):

@@ -6,12 +6,19 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from rmptwin.rundir.sweep import SweepDir
 from rmptwin.sweeps.task import POINT, SEED, WALL
+
+if TYPE_CHECKING:
+    from rmptwin.sweeps.engine import SweepOutcome
 
 # Student's t, two-sided 95 %, by degrees of freedom (beyond 30: the normal 1.96).
 _T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228,
@@ -26,7 +33,7 @@ def t95(dof: int) -> float:
     return _T95[max(eligible)] if dof <= 30 else 1.96
 
 
-def mean_ci(values) -> tuple[float, float, int]:
+def mean_ci(values: Iterable[float | None]) -> tuple[float, float, int]:
     """(mean, half-width of the 95 % CI, n) of the finite values."""
     a = np.asarray([v for v in values if v is not None and np.isfinite(v)], dtype=float)
     if a.size == 0:
@@ -52,7 +59,7 @@ def constant(df: pd.DataFrame, metrics: list[str]) -> list[str]:
     return [m for m in metrics if df[m].nunique(dropna=False) <= 1]
 
 
-def value_range(values) -> tuple[float, float]:
+def value_range(values: Iterable[Any]) -> tuple[float, float]:
     """The range the quantity can take, judged from its runs: a metric never negative in any run
     (a count, a latency, a loss) cannot be below 0. No upper bound is inferred: a latency under
     1 ms in every run is no fraction."""
@@ -61,7 +68,8 @@ def value_range(values) -> tuple[float, float]:
     return low, math.inf
 
 
-def clipped_interval(mean, half, low: float, high: float):
+def clipped_interval(mean: npt.ArrayLike, half: npt.ArrayLike, low: float,
+                     high: float) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """The 95 % interval mean +- half, clipped to the quantity's range (no negative latency)."""
     m, h = np.asarray(mean, dtype=float), np.asarray(half, dtype=float)
     return np.clip(m - h, low, high), np.clip(m + h, low, high)
@@ -77,7 +85,7 @@ def summarise(df: pd.DataFrame, param: str, others: list[str], metric: str) -> p
     return pd.DataFrame(rows)
 
 
-def _plot(df: pd.DataFrame, param: str, others: list[str], metric: str, out) -> None:
+def _plot(df: pd.DataFrame, param: str, others: list[str], metric: str, out: Path) -> None:
     from rmptwin.analysis.plots import plt  # figures without pyplot: the caller's backend is left alone
 
     stats = summarise(df, param, others, metric)
@@ -135,12 +143,12 @@ def _slug(text: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in text)
 
 
-def write_outcome_report(outcome) -> str:
+def write_outcome_report(outcome: SweepOutcome) -> str:
     """sweep.html of a finished sweep (``engine.run_sweep``'s outcome), titled by its experiment."""
     return write_sweep_report(outcome.sweep.path, outcome.table.to_pandas())
 
 
-def write_sweep_report(path, df: pd.DataFrame) -> str:
+def write_sweep_report(path: str | Path, df: pd.DataFrame) -> str:
     """sweep.html of the sweep directory ``path`` from its table ``df``, titled by its experiment."""
     sweep = SweepDir(path)
     spec = sweep.read_spec()

@@ -11,12 +11,16 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rmptwin.spec import LoadedExperiment
 
 POINT, SEED, WALL = "point", "seed", "wall_s"   # bookkeeping columns of every row
 ERROR = "__error__"   # a failed task's row carries only this (and where it ran), never a JVM trace
 
 
-def run_task(task: dict) -> dict:
+def run_task(task: dict[str, Any]) -> dict[str, Any]:
     """``run_simulated`` as a Spark task: a failure comes back as one line in the row."""
     try:
         return run_simulated(task)
@@ -24,14 +28,15 @@ def run_task(task: dict) -> dict:
         return {ERROR: f"{type(e).__name__}: {e}".splitlines()[0][:300], POINT: task["point"], SEED: task["seed"]}
 
 
-def payload(loaded, params: dict, point_key: str, seed: int, probes: list[str], run_dir: str | None) -> dict:
+def payload(loaded: LoadedExperiment, params: dict[str, Any], point_key: str, seed: int, probes: list[str],
+            run_dir: str | None) -> dict[str, Any]:
     return {"manifest": loaded.to_manifest(), "params": params, "point": point_key, "seed": seed,
             "probes": list(probes), "run_dir": run_dir}
 
 
-def flatten(summary: dict, prefix: str = "") -> dict:
+def flatten(summary: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     """{'a': {'b': 1}, 'c': [1, 2]} -> {'a.b': 1, 'c': '[1, 2]'}: one scalar per column."""
-    out = {}
+    out: dict[str, Any] = {}
     for key, value in summary.items():
         name = f"{prefix}{key}"
         if isinstance(value, dict):
@@ -43,13 +48,13 @@ def flatten(summary: dict, prefix: str = "") -> dict:
     return out
 
 
-def loaded_from(manifest: dict):
+def loaded_from(manifest: dict[str, Any]) -> LoadedExperiment:
     from rmptwin.spec import LoadedExperiment
 
     return LoadedExperiment.from_manifest(manifest, Path("sweep"))
 
 
-def run_simulated(task: dict) -> dict:
+def run_simulated(task: dict[str, Any]) -> dict[str, Any]:
     """Simulate one (point, seed) and return its row; writes a run directory only if asked."""
     from rmptwin.analysis.summary import summarize
     from rmptwin.sim.simulate import simulate
@@ -79,7 +84,7 @@ def clear_run_dir(path: str) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def make_row(task: dict, summary: dict, extra: dict, wall_s: float) -> dict:
+def make_row(task: dict[str, Any], summary: dict[str, Any], extra: dict[str, Any], wall_s: float) -> dict[str, Any]:
     params = {k: v if isinstance(v, (int, float, str, bool, type(None))) else json.dumps(v)
               for k, v in task["params"].items()}
     row = {**params, POINT: task["point"], SEED: task["seed"], WALL: wall_s}

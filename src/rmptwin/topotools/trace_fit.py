@@ -95,6 +95,8 @@ def report_lines(f: Fit) -> list[str]:
     if f.loglik_gilbert is None:
         out.append("gilbert_elliott: not identifiable (the trace never changes state: all 0 or all 1)")
     else:
+        # a Gilbert-Elliott log-likelihood comes with both transition probabilities, summing above 0
+        assert f.p_bg is not None and f.gilbert_mean is not None
         out += [f"gilbert_elliott: p_gb = {f.p_gb:.6g}, p_bg = {f.p_bg:.6g}, loss_good 0, loss_bad 1 "
                 f"(stationary loss {100 * f.gilbert_mean:.3g} %, mean burst {1 / f.p_bg:.3g} packets)   "
                 f"log-likelihood {f.loglik_gilbert:.6g}",

@@ -4,6 +4,7 @@ the file itself (one error line when it cannot be written)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -13,34 +14,35 @@ TOPOLOGY_HEADER = "# yaml-language-server: $schema=../schemas/topology.schema.js
 EXPERIMENT_HEADER = "# yaml-language-server: $schema=../schemas/experiment.schema.json\n"
 
 
-def dump_yaml(data: dict, header: str = "") -> str:
+def dump_yaml(data: dict[str, Any], header: str = "") -> str:
     """A spec dict as YAML in the field order given (links and hosts one flow mapping a line)."""
 
-    class _Dumper(yaml.SafeDumper):
+    class _Dumper(yaml.SafeDumper):  # type: ignore[misc]  # yaml is untyped here (no stubs locked)
         pass
 
-    def flow_row(dumper, row: dict):
+    def flow_row(dumper: Any, row: dict[str, Any]) -> Any:   # a yaml Dumper -> its node
         return dumper.represent_mapping("tag:yaml.org,2002:map", row.items(), flow_style=True)
 
-    def block_map(dumper, m: dict):
+    def block_map(dumper: Any, m: dict[str, Any]) -> Any:
         return dumper.represent_mapping("tag:yaml.org,2002:map", m.items())
 
     _Dumper.add_representer(dict, block_map)
     _Dumper.add_representer(_Row, flow_row)
-    body = {k: ([_Row(r) for r in v] if k in ("links", "hosts") else v) for k, v in data.items()}
+    body: dict[str, Any] = {k: ([_Row(r) for r in v] if k in ("links", "hosts") else v) for k, v in data.items()}
     if "regions" in body:
         body["regions"] = {r: _Flow(m) for r, m in body["regions"].items()}
     _Dumper.add_representer(_Flow, lambda d, seq: d.represent_sequence("tag:yaml.org,2002:seq", seq, flow_style=True))
     if isinstance(body.get("switches"), list):
         body["switches"] = _Flow(body["switches"])
-    return header + yaml.dump(body, Dumper=_Dumper, sort_keys=False, width=100000)
+    text: str = yaml.dump(body, Dumper=_Dumper, sort_keys=False, width=100000)
+    return header + text
 
 
-class _Row(dict):
+class _Row(dict[str, Any]):
     pass
 
 
-class _Flow(list):
+class _Flow(list[Any]):
     pass
 
 

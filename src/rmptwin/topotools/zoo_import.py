@@ -50,8 +50,12 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from rmptwin.errors import UserError
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 EARTH_RADIUS_KM = 6371.0088
 FIBRE_KM_PER_MS = 299_792.458 * 2 / 3 / 1000     # 2/3 c: 199.86 km per ms
@@ -83,7 +87,7 @@ def link_delay_ms(km: float, route_factor: float = 1.0, overhead_ms: float = 0.1
     return route_factor * km / FIBRE_KM_PER_MS + overhead_ms
 
 
-def read_graph(path: Path):
+def read_graph(path: Path) -> nx.MultiGraph:
     """The file as a networkx MultiGraph (parallel edges kept for ``to_topology`` to merge)."""
     import networkx as nx
 
@@ -118,7 +122,7 @@ def _name(label: str) -> str:
     return n[:12]
 
 
-def _coord(attrs: dict, key: str) -> float | None:
+def _coord(attrs: dict[str, Any], key: str) -> float | None:
     v = attrs.get(key)
     try:
         return float(v) if v is not None and v != "" else None
@@ -126,7 +130,7 @@ def _coord(attrs: dict, key: str) -> float | None:
         return None
 
 
-def _bandwidth_mbps(attrs: dict) -> float | None:
+def _bandwidth_mbps(attrs: dict[str, Any]) -> float | None:
     raw = attrs.get("LinkSpeedRaw")
     try:
         if raw not in (None, ""):
@@ -139,7 +143,7 @@ def _bandwidth_mbps(attrs: dict) -> float | None:
     return None
 
 
-def to_topology(path: Path, g, opts: ImportOptions, name: str) -> tuple[dict, list[str]]:
+def to_topology(path: Path, g: nx.MultiGraph, opts: ImportOptions, name: str) -> tuple[dict[str, Any], list[str]]:
     """(the topology's switches, regions and links as a YAML-shaped dict, notes on choices made)."""
     import networkx as nx
 
@@ -173,7 +177,7 @@ def to_topology(path: Path, g, opts: ImportOptions, name: str) -> tuple[dict, li
         notes.append(f"kept the largest component ({len(parts[0])} nodes), left out {len(dropped)}: "
                      + ", ".join(sorted(labels[n] for n in dropped)))
     nodes = sorted(g.nodes, key=lambda n: (labels[n], str(n)))
-    names: dict = {}
+    names: dict[Any, str] = {}   # graph node -> switch name
     taken: set[str] = set()
     for n in nodes:
         base = _name(labels[n])
@@ -183,15 +187,19 @@ def to_topology(path: Path, g, opts: ImportOptions, name: str) -> tuple[dict, li
             i += 1
         taken.add(cand)
         names[n] = cand
-    links, merged = [], 0
+    links: list[dict[str, Any]] = []
+    merged = 0
     for u, v in sorted({tuple(sorted((a, b), key=lambda x: names[x])) for a, b in g.edges()},
                        key=lambda e: (names[e[0]], names[e[1]])):
         between = list(g.get_edge_data(u, v).values())
         merged += len(between) - 1
         au, av = g.nodes[u], g.nodes[v]
-        km = haversine_km(_coord(au, "Latitude"), _coord(au, "Longitude"), _coord(av, "Latitude"),
-                          _coord(av, "Longitude"))
-        row = {"a": names[u], "b": names[v],
+        lat_u, lon_u = _coord(au, "Latitude"), _coord(au, "Longitude")
+        lat_v, lon_v = _coord(av, "Latitude"), _coord(av, "Longitude")
+        # nodes without coordinates were left out above
+        assert lat_u is not None and lon_u is not None and lat_v is not None and lon_v is not None
+        km = haversine_km(lat_u, lon_u, lat_v, lon_v)
+        row: dict[str, Any] = {"a": names[u], "b": names[v],
                "delay_ms": round(link_delay_ms(km, opts.route_factor, opts.overhead_ms), 3)}
         bws = [b for b in (_bandwidth_mbps(e) for e in between) if b is not None]
         if bws:
@@ -205,12 +213,13 @@ def to_topology(path: Path, g, opts: ImportOptions, name: str) -> tuple[dict, li
     return {"name": name, "switches": [names[n] for n in nodes], "regions": regions, "links": links}, notes
 
 
-def _regions(path: Path, g, names: dict, labels: dict, attr: str | None) -> dict[str, list[str]]:
+def _regions(path: Path, g: nx.MultiGraph, names: dict[Any, str], labels: dict[Any, str],
+             attr: str | None) -> dict[str, list[str]]:
     import networkx as nx
 
     if attr is None:
         return {"net": sorted(names.values())}
-    values: dict[str, list] = {}
+    values: dict[str, list[Any]] = {}
     for n, a in g.nodes(data=True):
         if a.get(attr) not in (None, ""):
             values.setdefault(str(a[attr]), []).append(n)
@@ -229,7 +238,7 @@ def _regions(path: Path, g, names: dict, labels: dict, attr: str | None) -> dict
     return regions
 
 
-def place_roles(topology: dict, opts: ImportOptions) -> dict:
+def place_roles(topology: dict[str, Any], opts: ImportOptions) -> dict[str, Any]:
     """The topology with hosts placed by the rule set of the module docstring."""
     links = topology["links"]
     degree = {s: 0 for s in topology["switches"]}
@@ -240,9 +249,9 @@ def place_roles(topology: dict, opts: ImportOptions) -> dict:
         adj[lk["a"]].append((lk["b"], lk["delay_ms"]))
         adj[lk["b"]].append((lk["a"], lk["delay_ms"]))
     ranked = sorted(topology["switches"], key=lambda s: (-degree[s], s))
-    hosts: list[dict] = []
+    hosts: list[dict[str, Any]] = []
 
-    def host(name: str, role: str, switch: str, **extra) -> None:
+    def host(name: str, role: str, switch: str, **extra: Any) -> None:
         hosts.append({"name": name, "role": role, "switch": switch, "link": {"delay_ms": 0.1}, **extra})
 
     for i in range(opts.sources):
@@ -278,7 +287,7 @@ def place_roles(topology: dict, opts: ImportOptions) -> dict:
     return {**topology, "hosts": hosts}
 
 
-def _distances(adj: dict, root: str, allowed: set[str]) -> dict[str, float]:
+def _distances(adj: dict[str, list[tuple[str, float]]], root: str, allowed: set[str]) -> dict[str, float]:
     """Delay from ``root`` to every switch of ``allowed``, over links inside it (Dijkstra)."""
     import heapq
 
@@ -295,7 +304,7 @@ def _distances(adj: dict, root: str, allowed: set[str]) -> dict[str, float]:
     return dist
 
 
-def import_graph(path: Path, opts: ImportOptions, name: str | None = None) -> tuple[dict, list[str]]:
+def import_graph(path: Path, opts: ImportOptions, name: str | None = None) -> tuple[dict[str, Any], list[str]]:
     """(topology dict with roles placed, notes): the whole of `rmptwin topo import`."""
     from rmptwin.spec import Topology
 
