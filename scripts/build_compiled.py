@@ -53,7 +53,7 @@ SIM_MODULES = ("scheduler", "network", "simulate")
 NOT_COMPILED = {
     "taxonomy/codec.py": "its frame dataclasses carry ClassVar constants (TYPE, FORMAT), which mypyc "
                          "2.4 turns into dataclass fields",
-    "venue/stores.py": "runtime/durable_stores.py subclasses its memory stores, and an interpreted class "
+    "venue/stores.py": "node/durable_stores.py subclasses its memory stores, and an interpreted class "
                        "cannot inherit from a compiled one (they are not on a hot path)",
 }
 LOG = REPO / "build" / "compiled.log"

@@ -224,7 +224,7 @@ def generated(name: str, arg: str | None, repo: Path = REPO) -> str:
         from rmptwin.cli.main import app
         return cli_reference(app)
     if name == "schema" and arg in ("experiment", "topology"):
-        from rmptwin.spec import json_schemas
+        from rmptwin.model import json_schemas
         return schema_reference(json_schemas()[arg], arg)
     if name == "bench" and arg is None:
         from rmptwin.bench.harness import BenchFiles

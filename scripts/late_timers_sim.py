@@ -14,8 +14,8 @@ import random
 
 from rmptwin.analysis.summary import summarize
 from rmptwin.analysis.twin_verdict import reformation_counts
+from rmptwin.model import Clock
 from rmptwin.sim.simulate import simulate
-from rmptwin.spec import Clock
 from rmptwin.topotools.generate import GenParams, campaign_params, loaded_generated
 
 

@@ -38,7 +38,7 @@ BUILD_PACKAGES=(gcc libc6-dev)
 declare -A PROVIDES=([docker.io]=dockerd [etcd-server]=etcd [etcd-client]=etcdctl)
 
 # The project starts these daemons itself, with its own options, only while it needs them
-# (src/rmptwin/emulation/env.py, src/rmptwin/runtime/etcd_cluster.py). When THIS run is what
+# (src/rmptwin/emulation/env.py, src/rmptwin/node/etcd_cluster.py). When THIS run is what
 # installs their package, the package must neither start them nor leave them enabled.
 declare -A QUIET_UNITS=(
   [docker.io]="docker.service docker.socket"

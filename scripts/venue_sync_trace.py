@@ -16,11 +16,11 @@ from functools import partial
 
 from rmptwin import factories
 from rmptwin.core.events import Kind
+from rmptwin.model import load_experiment
+from rmptwin.model.overrides import make_point
 from rmptwin.sim.simulate import Simulation
-from rmptwin.spec import load_experiment
-from rmptwin.sweeps.points import make_point
 from rmptwin.venue import wire
-from rmptwin.venue.venue import SEQ_PROBE
+from rmptwin.venue.execution_venue import SEQ_PROBE
 
 
 class Traced:

@@ -540,7 +540,7 @@ function venue.dissector(buf, pinfo, tree)
 end
 
 -- ------------------------------------------------------------------------------- registration
--- Port 7400 carries RMP and venue frames (rmptwin.runtime.driver sends both there): told
+-- Port 7400 carries RMP and venue frames (rmptwin.node.driver sends both there): told
 -- apart by the first byte (0xA5 vs the venue's version 1).
 local port = Proto("rmptwin_port", "rmptwin UDP port 7400 (RMP or venue)")
 function port.dissector(buf, pinfo, tree)

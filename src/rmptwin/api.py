@@ -1,20 +1,20 @@
 """rmptwin from Python: what the command line does, as functions and a ``Run`` object.
 
-    import rmptwin.api as rt
+    from rmptwin import api
 
-    exp = rt.load_experiment("experiments/quickstart.yaml", {"protocol.delta_a_ms": 800})
-    run = rt.simulate(exp, seed=2)                 # a Run: results/<experiment>/<run-id>
+    exp = api.load_experiment("experiments/quickstart.yaml", {"protocol.delta_a_ms": 800})
+    run = api.simulate(exp, seed=2)                 # a Run: results/<experiment>/<run-id>
     run.summary["fairness_spread_ms"]["p99"]
     run.events()                                   # pandas; run.events_arrow() for Arrow
     run.drops(), run.counts()                      # the ground-truth drop log, link counts
     run.releases()                                 # per release: latency; per message: fairness
     run.first_copies(), run.minc()                 # who heard each packet first-hand; MINC per link
-    report = rt.analyze(run)                       # Spark: metrics.json, report.html
+    report = api.analyze(run)                       # Spark: metrics.json, report.html
     run.metrics["headline"]
-    sw = rt.sweep(exp, {"protocol.delta_a_ms": [200, 800]}, seeds=2)
+    sw = api.sweep(exp, {"protocol.delta_a_ms": [200, 800]}, seeds=2)
     sw.table                                       # pandas, one row per (point, seed)
 
-Overrides are sweep's ``--set`` keys (``rmptwin.sweeps.points``): dotted paths into the
+Overrides are sweep's ``--set`` keys (``rmptwin.model.overrides``): dotted paths into the
 experiment as its YAML spells them (``protocol.delta_a_ms``, ``faults.0.at_s``), or into its
 topology with a ``topology.`` prefix (``topology.links.0.loss``); the result is validated as
 the YAML file would be. Bad input raises ``rmptwin.errors.UserError`` with the same one line
@@ -36,19 +36,19 @@ from typing import TYPE_CHECKING, Any, cast
 import pyarrow as pa
 
 from rmptwin.errors import UserError
+from rmptwin.model import LoadedExperiment, Topology, read_yaml
+from rmptwin.model import load_experiment as _load_experiment
+from rmptwin.model import load_topology as _load_topology
+from rmptwin.model.overrides import assign, make_point
 from rmptwin.rundir.run import RunDir
-from rmptwin.runs.experiment import EmulationOptions, ProgressFn, RunOutcome, run_experiment
-from rmptwin.spec import LoadedExperiment, Topology, read_yaml
-from rmptwin.spec import load_experiment as _load_experiment
-from rmptwin.spec import load_topology as _load_topology
-from rmptwin.sweeps.points import assign, make_point
+from rmptwin.runner.pipeline import EmulationOptions, ProgressFn, RunOutcome, run_experiment
 
 if TYPE_CHECKING:
     import pandas as pd
     from pyspark.sql import SparkSession
     from rich.console import Console
 
-    from rmptwin.runs.rerun import Replay
+    from rmptwin.runner.rerun import Replay
 
 __all__ = ["UserError", "EmulationOptions", "ProgressFn", "LoadedExperiment", "Topology", "Run", "Comparison",
            "SweepResult", "load", "load_experiment", "load_topology", "parse_sets", "with_overrides", "simulate",
@@ -73,7 +73,7 @@ def parse_sets(texts: list[str]) -> dict[str, list[Any]]:
     """``KEY=V1,V2,...`` strings as ``--set`` spells them: key -> its values, each read as a
     YAML scalar (``200`` an int, ``true`` a bool); a UserError for a malformed one or a key
     given twice. What `rmptwin sweep` and `rmptwin sim --set` read their options with."""
-    from rmptwin.sweeps.points import parse_sets as parse
+    from rmptwin.model.overrides import parse_sets as parse
 
     return parse(list(texts))
 
@@ -182,7 +182,7 @@ class Run:
     def experiment(self) -> LoadedExperiment:
         """The experiment and topology this run ran, as its manifest recorded them (resolved,
         every default filled: what `rmptwin rerun` repeats), not the YAML files of today."""
-        from rmptwin.runs.rerun import loaded_from_manifest
+        from rmptwin.runner.rerun import loaded_from_manifest
 
         return loaded_from_manifest(self.manifest, str(self.dir.manifest_path))
 
@@ -269,7 +269,7 @@ def replay_of(run: Run | str | Path) -> Replay:
     """How ``rerun`` repeats ``run``: the experiment and topology its manifest recorded (resolved,
     every default filled), the seed, the backend and, emulated, the node mode, the impairment
     actually used and the hosts captured; a UserError if the manifest cannot be repeated."""
-    from rmptwin.runs.rerun import replay_from_manifest
+    from rmptwin.runner.rerun import replay_from_manifest
 
     r = _unchecked(run)
     return replay_from_manifest(r.manifest, str(r.dir.manifest_path))
@@ -278,7 +278,7 @@ def replay_of(run: Run | str | Path) -> Replay:
 def rerun(run: Run | str | Path, out: str | Path | None = None, progress: ProgressFn | None = None) -> Run:
     """`rmptwin rerun`: ``run`` again from its manifest alone (``replay_of``), into a new run
     directory (default results/<experiment>/<run-id>) whose manifest names the run it repeats."""
-    from rmptwin.runs.rerun import repeat
+    from rmptwin.runner.rerun import repeat
 
     r = _unchecked(run)
     return Run._made(repeat(replay_of(r), r.dir, out, progress))
@@ -291,7 +291,7 @@ def _runs(*runs: Run | str | Path) -> list[Run]:
 @contextmanager
 def spark_session(master: str | None = None) -> Iterator[SparkSession]:
     """A SparkSession (embedded local[2], or on ``master``) for several ``analyze`` calls,
-    stopped when the ``with`` block ends: ``with rt.spark_session() as s: rt.analyze(run, spark=s)``."""
+    stopped when the ``with`` block ends: ``with api.spark_session() as s: api.analyze(run, spark=s)``."""
     from rmptwin.analysis.session import spark_session as start
 
     session = start(master)
@@ -397,7 +397,7 @@ def sweep(experiment: LoadedExperiment | str | Path, sets: dict[str, list[Any]],
     start: quicker for a few short runs, e.g. in a notebook); the rows are the same. ``report=False``
     skips sweep.html (a plot per metric: seconds) for a caller that draws its own.
     ``progress(done, total)``: called as runs finish (the command's bar)."""
-    from rmptwin.sweeps.engine import SweepPlan, describe, run_loop, run_sweep
+    from rmptwin.sweeps.sweep_loop import SweepPlan, describe, run_loop, run_sweep
     from rmptwin.sweeps.sweep_report import write_outcome_report
 
     if backend not in ("sim", "emulation"):

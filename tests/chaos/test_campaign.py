@@ -18,11 +18,11 @@ from rmptwin.chaos.campaign import (
 )
 from rmptwin.chaos.schedule import NEMESES, Plan, draw, nemeses_of, within_majority
 from rmptwin.chaos.shrink import ddmin
-from rmptwin.checkers.run import CHECKERS
+from rmptwin.checkers.suite import CHECKERS
 from rmptwin.cli.main import app
 from rmptwin.errors import UserError
-from rmptwin.spec import load_experiment
-from rmptwin.sweeps.engine import run_loop
+from rmptwin.model import load_experiment
+from rmptwin.sweeps.sweep_loop import run_loop
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -5,8 +5,8 @@ itself: tests/unit/test_host_model.py). The emulated runs themselves: tests/emul
 from __future__ import annotations
 
 from rmptwin.emulation.relay import Direction
-from rmptwin.runtime.node import clock_command
-from rmptwin.spec import LinkParams
+from rmptwin.model import LinkParams
+from rmptwin.node.main import clock_command
 
 
 def _frame(i: int) -> bytes:
@@ -40,7 +40,7 @@ def test_clock_command_carries_the_jump_in_ns():
 
 
 def test_etcd_member_command():
-    from rmptwin.runtime.node import etcd_command
+    from rmptwin.node.main import etcd_command
 
     assert etcd_command(["ETCD", "pause", "1"]) == ("pause", 1)
     assert etcd_command(["ETCD", "resume", "0"]) == ("resume", 0)
@@ -54,7 +54,7 @@ def test_a_member_pause_needs_an_etcd_sequencer_host(tmp_path):
     import yaml
 
     from rmptwin.errors import UserError
-    from rmptwin.spec import load_experiment
+    from rmptwin.model import load_experiment
 
     repo = Path(__file__).resolve().parents[2]
     exp = yaml.safe_load((repo / "experiments" / "venue-failover.yaml").read_text())

@@ -12,9 +12,9 @@ from rmptwin.core.linkmodel import LinkConfig, LinkDirection
 from rmptwin.core.nemesis import partition_links, steps
 from rmptwin.core.packetkey import packet_key
 from rmptwin.errors import UserError
+from rmptwin.model import load_experiment
+from rmptwin.model.experiment import Fault
 from rmptwin.sim.simulate import Simulation, simulate
-from rmptwin.spec import load_experiment
-from rmptwin.spec.experiment import Fault
 
 REPO = Path(__file__).resolve().parents[2]
 LINE3 = REPO / "experiments" / "line3.yaml"

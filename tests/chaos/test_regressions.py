@@ -28,9 +28,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from rmptwin.checkers import first_violation
-from rmptwin.checkers.run import check_events
+from rmptwin.checkers.suite import check_events
+from rmptwin.model import load_experiment
 from rmptwin.sim.simulate import simulate
-from rmptwin.spec import load_experiment
 
 HERE = Path(__file__).resolve().parent / "regressions"
 

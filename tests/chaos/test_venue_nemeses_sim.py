@@ -10,11 +10,11 @@ import pytest
 
 from rmptwin.chaos.venue_nemeses import SCENARIOS, scenario
 from rmptwin.checkers import first_violation
-from rmptwin.checkers.probe import venue_outage_ms
-from rmptwin.checkers.run import check_events
+from rmptwin.checkers.probe_checker import venue_outage_ms
+from rmptwin.checkers.suite import check_events
 from rmptwin.core.events import Kind
+from rmptwin.model import load_experiment
 from rmptwin.sim.simulate import simulate
-from rmptwin.spec import load_experiment
 
 REPO = Path(__file__).resolve().parents[2]
 

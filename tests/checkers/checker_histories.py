@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rmptwin.checkers.history import Delivery, Lifecycle, RmpHistory, event_dict
+from rmptwin.checkers.histories import Delivery, Lifecycle, RmpHistory, event_dict
 
 RECEIVERS = ("ra", "rb", "rc")
 

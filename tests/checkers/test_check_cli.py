@@ -11,9 +11,9 @@ from typer.testing import CliRunner
 
 from rmptwin.cli.main import app
 from rmptwin.errors import UserError
+from rmptwin.model import load_experiment
 from rmptwin.rundir.run import RunDir
-from rmptwin.runs.experiment import run_experiment
-from rmptwin.spec import load_experiment
+from rmptwin.runner.pipeline import run_experiment
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from checker_histories import clean, dl, msg, replace
 
-from rmptwin.checkers.history import Lifecycle, RmpHistory
-from rmptwin.checkers.messages import messages
+from rmptwin.checkers.histories import Lifecycle, RmpHistory
+from rmptwin.checkers.messages_checker import messages
 from rmptwin.checkers.order import total_order
 
 

@@ -15,9 +15,9 @@ from rmptwin.checkers.customers import (
     mold_sequences,
     pcap_frames,
 )
-from rmptwin.checkers.history import event_dict
+from rmptwin.checkers.histories import event_dict
 from rmptwin.checkers.linearizable import linearizable
-from rmptwin.checkers.venue import VenueHistory, cas_history, venue, venue_history
+from rmptwin.checkers.venue_checker import VenueHistory, cas_history, venue, venue_history
 from rmptwin.core.striping import session_name
 
 

@@ -15,7 +15,7 @@ from test_shim import RecordingDatapath
 from rmptwin.core.groups import group_ip, region_group, rmp_group
 from rmptwin.emulation.authorized import authorized_senders
 from rmptwin.emulation.flows import PRIO_UNAUTH_DROP, Policy, SwitchState, Wiring, authorized_by_ip, diff
-from rmptwin.spec import Topology, load_topology
+from rmptwin.model import Topology, load_topology
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "controllers"))
 from rmptwin_controller import apply_diff

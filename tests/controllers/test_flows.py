@@ -28,7 +28,7 @@ from rmptwin.emulation.flows import (
     igmp_changes,
     known_group_names,
 )
-from rmptwin.spec import Topology
+from rmptwin.model import Topology
 
 TOPO = Topology.model_validate({
     "name": "ring5",

@@ -1,4 +1,4 @@
-"""The Docker SDK adapter (rmptwin.emulation.engine) against a real engine: a container made as
+"""The Docker SDK adapter (rmptwin.emulation.docker_engine) against a real engine: a container made as
 a Docker host is (limits, labels, capabilities, no network, mounts), exec, logs, stats and the
 stats sampler, removal of many at once, leftovers found and removed by label, and the image
 steps (import, classic build with no network, removal). No Mininet, no network is built."""
@@ -13,7 +13,8 @@ import uuid
 
 import pytest
 
-from rmptwin.emulation import cleanup, engine
+from rmptwin.emulation import cleanup
+from rmptwin.emulation import docker_engine as engine
 from rmptwin.emulation.containerstats import ContainerStatsSampler, sample_of
 from rmptwin.emulation.dockerhost import CAPABILITIES
 from rmptwin.errors import UserError

@@ -23,7 +23,7 @@ def node_image():
 
 @pytest.fixture(scope="module", params=["ns", pytest.param("docker", marks=pytest.mark.docker)])
 def net(request, tmp_path_factory):
-    from rmptwin.emulation.network import EmulatedNetwork
+    from rmptwin.emulation.emulated_network import EmulatedNetwork
 
     if os.geteuid() != 0:
         pytest.skip("needs root")

@@ -17,7 +17,7 @@ from emukit import DOCKER_CPUS, DOCKER_MEMORY_MB, METER_PPS, NET4, link_count  #
 from rmptwin.core.groups import group_ip, region_group, rmp_group
 from rmptwin.emulation.losscheck import misses_explained, relay_count
 from rmptwin.emulation.measure import run_probe
-from rmptwin.spec import load_topology
+from rmptwin.model import load_topology
 
 pytestmark = [pytest.mark.root, pytest.mark.emulation]
 TOPO = load_topology(NET4)

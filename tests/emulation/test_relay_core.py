@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from rmptwin.emulation.droplog import drops_table, read_drop_file
 from rmptwin.emulation.relay import DROP_RECORD, LOSS, QUEUE, Direction
-from rmptwin.spec import GilbertElliott, LinkParams
+from rmptwin.model import GilbertElliott, LinkParams
 
 MS = 1_000_000
 

@@ -5,7 +5,7 @@ the relay's next wake-up is the earliest frame's own release time (the slack nev
 from __future__ import annotations
 
 from rmptwin.emulation.relay import MAX_SLACK_NS, RELEASE_SLACK_NS, Direction, Relay, release_slack_ns
-from rmptwin.spec import LinkParams
+from rmptwin.model import LinkParams
 
 MS = 1_000_000
 

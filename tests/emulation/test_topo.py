@@ -13,7 +13,7 @@ import pytest
 from emukit import NET4
 
 from rmptwin.errors import UserError
-from rmptwin.spec import load_topology
+from rmptwin.model import load_topology
 
 topo_mod = pytest.importorskip("rmptwin.emulation.topo", reason="Mininet is not importable")
 RmpTopo, RelayNode = topo_mod.RmpTopo, topo_mod.RelayNode

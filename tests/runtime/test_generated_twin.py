@@ -36,8 +36,8 @@ import pytest
 from test_twin_links import first_copy_losses
 from twin_checks import assert_twin_verdict
 
-from rmptwin.runs.experiment import EmulationOptions, run_experiment
-from rmptwin.spec import load_experiment
+from rmptwin.model import load_experiment
+from rmptwin.runner.pipeline import EmulationOptions, run_experiment
 from rmptwin.topotools.generate import GenParams, loaded_generated
 
 pytestmark = [pytest.mark.root, pytest.mark.emulation]

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from rmptwin.checkers import first_violation
-from rmptwin.checkers.run import check_run
+from rmptwin.checkers.suite import check_run
 from rmptwin.core.events import Kind
-from rmptwin.runs.experiment import EmulationOptions, run_experiment
-from rmptwin.spec import load_experiment
-from rmptwin.spec.experiment import Fault
+from rmptwin.model import load_experiment
+from rmptwin.model.experiment import Fault
+from rmptwin.runner.pipeline import EmulationOptions, run_experiment
 
 pytestmark = [pytest.mark.root, pytest.mark.emulation]
 

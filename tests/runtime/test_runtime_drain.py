@@ -1,4 +1,4 @@
-"""The runner's stop rule (``runtime.drain``), fed with a simulated run's real event stream:
+"""The runner's stop rule (``node.drain``), fed with a simulated run's real event stream:
 a finished run is quiescent, a run cut short is not, and the rule names what is missing."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from rmptwin.core.events import Event
-from rmptwin.runtime.drain import NodeProgress, owed_stripes, quiescent
+from rmptwin.model import load_experiment
+from rmptwin.node.drain import NodeProgress, owed_stripes, quiescent
 from rmptwin.sim.simulate import simulate
-from rmptwin.spec import load_experiment
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 

@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 
 from rmptwin.emulation.flatnet import FlatNetwork, leftover_namespaces
+from rmptwin.model import Experiment, LoadedExperiment, Topology
+from rmptwin.node.eventlog import merge_logs
+from rmptwin.node.node_config import NodeConfig
 from rmptwin.rmp.repair import FIRST_MOLD_SEQ
 from rmptwin.rundir.run import NODE_FILES
-from rmptwin.runtime.config import NodeConfig
-from rmptwin.runtime.eventlog import merge_logs
-from rmptwin.spec import Experiment, LoadedExperiment, Topology
 
 pytestmark = [pytest.mark.root]
 
@@ -31,9 +31,9 @@ N_MESSAGES = 300
 
 NODE_SCRIPT = textwrap.dedent('''
     import asyncio, random, sys, time
-    from rmptwin.runtime.config import NodeConfig
-    from rmptwin.runtime.driver import NodeDriver
-    from rmptwin.runtime.eventlog import EventWriter
+    from rmptwin.node.node_config import NodeConfig
+    from rmptwin.node.driver import NodeDriver
+    from rmptwin.node.eventlog import EventWriter
     from rmptwin.factories.rmp import build_customer, build_retransmit
     from rmptwin.rmp.repair import FIRST_MOLD_SEQ
     from rmptwin.rmp.remulticast import Remulticaster

@@ -30,11 +30,11 @@ from rmptwin.analysis.twin_verdict import NOT_COMPARABLE, NOT_DETERMINISTIC, PAS
 from rmptwin.core.groups import REGION_PORT, REREQUEST_PORT, group_ip, region_group
 from rmptwin.core.striping import session_name
 from rmptwin.emulation.losscheck import repaired_first_copies, repairs_without_a_drop
+from rmptwin.model import load_experiment
+from rmptwin.model.queries import customer_stripes
 from rmptwin.rmp.repair import FIRST_MOLD_SEQ
 from rmptwin.rundir.run import RunDir
-from rmptwin.runs.experiment import EmulationOptions, run_experiment
-from rmptwin.spec import load_experiment
-from rmptwin.spec.queries import customer_stripes
+from rmptwin.runner.pipeline import EmulationOptions, run_experiment
 
 pytestmark = [pytest.mark.root, pytest.mark.emulation]
 
@@ -76,7 +76,7 @@ def lossy_edge(tmp_path_factory):
     rp2 remulticasts to east only, so c1 (west) hears a single copy of each packet: with two
     overlapping sources a loss is usually covered by the other copy and nothing is repaired.
     k_r = 6 because the re-requests and their answers cross the same lossy access link."""
-    from rmptwin.spec import LoadedExperiment, Topology
+    from rmptwin.model import LoadedExperiment, Topology
 
     base = load_experiment(REPO / "experiments" / "line3.yaml")
     topo = base.topology.model_dump(mode="json")

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from rmptwin.core.events import Event, Kind
+from rmptwin.model import load_experiment
+from rmptwin.node.eventlog import EventWriter, merge_logs
+from rmptwin.node.node_config import NodeConfig
 from rmptwin.rundir.run import NODE_FILES, RunDir
-from rmptwin.runtime.config import NodeConfig
-from rmptwin.runtime.eventlog import EventWriter, merge_logs
-from rmptwin.spec import load_experiment
 
 REPO = Path(__file__).resolve().parents[2]
 

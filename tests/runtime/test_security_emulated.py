@@ -14,8 +14,8 @@ import pytest
 
 from rmptwin.analysis.security_summary import HEADLINE
 from rmptwin.factories.keys import generate, key_path, write_keys
-from rmptwin.runs.experiment import EmulationOptions, run_experiment
-from rmptwin.spec import load_experiment
+from rmptwin.model import load_experiment
+from rmptwin.runner.pipeline import EmulationOptions, run_experiment
 
 pytestmark = [pytest.mark.root, pytest.mark.emulation]
 

@@ -16,10 +16,10 @@ import pytest
 
 from rmptwin.core.groups import group_ip
 from rmptwin.emulation.nodeproc import NodeProc, Spares
+from rmptwin.model import load_experiment
+from rmptwin.node.main import hold_groups, wake_time
+from rmptwin.node.node_config import NodeConfig
 from rmptwin.rundir.run import NODE_FILES
-from rmptwin.runtime.config import NodeConfig
-from rmptwin.runtime.node import hold_groups, wake_time
-from rmptwin.spec import load_experiment
 from rmptwin.venue import wire
 
 REPO = Path(__file__).resolve().parents[2]
@@ -72,7 +72,7 @@ def test_a_spare_node_says_spare_opens_nothing_and_leaves_quietly_without_wake(t
     loaded = load_experiment(REPO / "labs" / "venue-failover" / "failover.yaml")
     hosts = {h.name: f"10.0.0.{i + 1}" for i, h in enumerate(loaded.topology.hosts)}
     cfg = NodeConfig.for_run(loaded, 1, hosts, tmp_path / "nodes", NODE_FILES).write(tmp_path / "config.json")
-    p = subprocess.run([sys.executable, "-m", "rmptwin.runtime.node", str(cfg), "ev1", "--incarnation", "1", "--spare"],
+    p = subprocess.run([sys.executable, "-m", "rmptwin.node.main", str(cfg), "ev1", "--incarnation", "1", "--spare"],
                        input=b"", capture_output=True, timeout=120, env={"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin"})
     assert p.returncode == 0, p.stderr.decode()
     assert p.stdout.decode().split() == ["SPARE"]
@@ -98,7 +98,7 @@ def test_a_spare_holds_the_groups_it_is_given_so_a_crash_withdraws_no_membership
         for cmd in (["link", "add", "d0", "type", "veth", "peer", "name", "d1"], ["link", "set", "d1", "up"],
                     ["addr", "add", f"{hosts['ev1']}/24", "dev", "d0"], ["link", "set", "d0", "up", "multicast", "on"]):
             subprocess.run(["ip", "-n", ns, *cmd], check=True)
-        p = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-m", "rmptwin.runtime.node", str(cfg), "ev1",
+        p = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-m", "rmptwin.node.main", str(cfg), "ev1",
                               "--incarnation", "1", "--spare"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                              env={"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin"})
         try:

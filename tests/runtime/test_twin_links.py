@@ -21,9 +21,9 @@ from twin_checks import BINARY_TREE_NOT_YET, assert_binary_tree_loss_twin
 
 from rmptwin.analysis.twin_verdict import PASS, first_copies_lost, message_times, stripe_trees
 from rmptwin.core.events import Kind
+from rmptwin.model import LoadedExperiment, load_experiment
 from rmptwin.rundir.run import RunDir
-from rmptwin.runs.experiment import EmulationOptions, run_experiment
-from rmptwin.spec import LoadedExperiment, load_experiment
+from rmptwin.runner.pipeline import EmulationOptions, run_experiment
 
 pytestmark = [pytest.mark.root, pytest.mark.emulation]
 

@@ -26,11 +26,11 @@ from pathlib import Path
 import pytest
 
 from rmptwin.chaos.venue_nemeses import SCENARIOS, scenario
-from rmptwin.checkers.probe import venue_outage_ms
-from rmptwin.checkers.run import check_run
+from rmptwin.checkers.probe_checker import venue_outage_ms
+from rmptwin.checkers.suite import check_run
 from rmptwin.core.events import Kind
-from rmptwin.runs.experiment import EmulationOptions, run_experiment
-from rmptwin.spec import load_experiment
+from rmptwin.model import load_experiment
+from rmptwin.runner.pipeline import EmulationOptions, run_experiment
 
 pytestmark = [pytest.mark.root, pytest.mark.emulation]
 

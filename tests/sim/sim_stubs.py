@@ -8,7 +8,7 @@ from collections import deque
 
 from rmptwin.core.events import Event, Kind
 from rmptwin.core.sansio import Group, Unicast
-from rmptwin.spec import Experiment, LoadedExperiment, Topology
+from rmptwin.model import Experiment, LoadedExperiment, Topology
 
 # A MoldUDP64-shaped datagram (session, seq, count=1, one 8-byte message: the sender's local
 # send time), so the simulator's drop log names each packet by its number (gseq column).

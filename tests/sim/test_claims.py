@@ -11,7 +11,7 @@ import yaml
 from rmptwin.claims.evaluate import CLAIMS_DIR, NOT_MEASURED, run_claims, write_report
 from rmptwin.claims.model import load_claim, load_claims
 from rmptwin.errors import UserError
-from rmptwin.sweeps.engine import run_loop
+from rmptwin.sweeps.sweep_loop import run_loop
 
 
 def _claim_file(tmp_path: Path, name: str, **changes) -> Path:
@@ -72,8 +72,8 @@ def test_every_shipped_claim_plans_an_emulated_sweep_or_says_why_not():
 def test_every_emulated_sweep_builds():
     """Each emulated point is a valid experiment: a topology path or a set key that does not
     exist is caught here, not by the emulated run (issue 26 gave five claims smaller sweeps)."""
-    from rmptwin.spec import load_experiment
-    from rmptwin.sweeps.points import make_points
+    from rmptwin.model import load_experiment
+    from rmptwin.model.overrides import make_points
 
     for c in load_claims(CLAIMS_DIR):
         if c.emulated is None or c.emulated.not_applicable:
@@ -83,8 +83,8 @@ def test_every_emulated_sweep_builds():
 
 def test_the_security_claims_emulated_sweep_slows_the_flooder_not_another_host():
     """security-sources sets topology.hosts.14.rate_factor: host 14 must stay the flooder."""
-    from rmptwin.spec import load_experiment
-    from rmptwin.sweeps.points import make_points
+    from rmptwin.model import load_experiment
+    from rmptwin.model.overrides import make_points
 
     claim = load_claim(CLAIMS_DIR / "security-sources.yaml")
     (point,) = make_points(load_experiment(claim.experiment_path), claim.emulated.sets)
@@ -153,7 +153,7 @@ def test_an_overloaded_sweep_is_judged_only_where_late_timers_cannot_make_the_cl
 def test_a_secure_claim_gets_a_key_set_where_it_has_none(tmp_path, monkeypatch):
     from rmptwin.claims.evaluate import _keys_for
     from rmptwin.factories.keys import key_path
-    from rmptwin.spec import load_experiment
+    from rmptwin.model import load_experiment
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     loaded = load_experiment(CLAIMS_DIR.parent / "security-attack.yaml")

@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 
 from rmptwin.analysis.twin_verdict import FAIL, PASS, inputs_of, twin_verdict
 from rmptwin.cli.main import app
+from rmptwin.model import LoadedExperiment, Topology, load_experiment
 from rmptwin.rundir.run import RunDir
-from rmptwin.runs.experiment import run_experiment
-from rmptwin.spec import LoadedExperiment, Topology, load_experiment
+from rmptwin.runner.pipeline import run_experiment
 
 REPO = Path(__file__).resolve().parents[2]
 

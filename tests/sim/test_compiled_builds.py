@@ -22,7 +22,7 @@ import pytest
 
 from rmptwin import corebuild
 from rmptwin.factories.keys import generate, key_path, write_keys
-from rmptwin.spec import load_experiment
+from rmptwin.model import load_experiment
 
 REPO = Path(__file__).resolve().parents[2]
 EXPERIMENTS = sorted((REPO / "experiments").glob("*.yaml")) + sorted((REPO / "experiments" / "taxonomy").glob("*.yaml"))
@@ -44,16 +44,16 @@ RUNNER = """
 import json, sys
 from pathlib import Path
 from rmptwin import corebuild
-from rmptwin.cli.overrides import with_overrides
+from rmptwin.cli.overrides import apply_set_options
 from rmptwin.errors import UserError
-from rmptwin.runs.experiment import run_experiment
-from rmptwin.spec import load_experiment
+from rmptwin.runner.pipeline import run_experiment
+from rmptwin.model import load_experiment
 out, cases = Path(sys.argv[1]), json.loads(sys.argv[2])
 print(json.dumps({"cores": corebuild.ACTIVE.kind}), flush=True)
 for name, path, cap in cases:
     loaded = load_experiment(Path(path))
     if cap is not None and loaded.experiment.duration_s > cap:
-        loaded = with_overrides(loaded, [f"duration_s={cap}"])
+        loaded = apply_set_options(loaded, [f"duration_s={cap}"])
     try:
         run_experiment(loaded, "sim", out=out / name)
         print(json.dumps({"name": name, "ran": True}), flush=True)

@@ -14,9 +14,9 @@ import pyarrow as pa
 
 from rmptwin.analysis.summary import summarize
 from rmptwin.core.events import Event, Kind
+from rmptwin.model import load_experiment
 from rmptwin.records.tables import EVENT_SCHEMA, row
-from rmptwin.runs.experiment import run_experiment
-from rmptwin.spec import load_experiment
+from rmptwin.runner.pipeline import run_experiment
 
 REPO = Path(__file__).resolve().parents[2]
 MS = 1_000_000

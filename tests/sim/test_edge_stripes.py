@@ -11,10 +11,10 @@ import pytest
 from rmptwin.core.events import Kind
 from rmptwin.core.striping import session_name
 from rmptwin.errors import UserError
+from rmptwin.model import load_experiment
+from rmptwin.model.queries import edge_plan
 from rmptwin.rmp.edge_stripes import message_bits, plan_edges, stripes_within
-from rmptwin.runs.experiment import run_experiment
-from rmptwin.spec import load_experiment
-from rmptwin.spec.queries import edge_plan
+from rmptwin.runner.pipeline import run_experiment
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -87,8 +87,8 @@ def test_each_edge_stripe_is_its_own_session_and_group(run):
 
 
 def test_a_customer_naming_a_stripe_that_is_no_edge_stripe_is_one_error_line():
-    from rmptwin.spec.queries import customer_stripes
-    from rmptwin.sweeps.points import make_point
+    from rmptwin.model.overrides import make_point
+    from rmptwin.model.queries import customer_stripes
 
     loaded = load_experiment(REPO / "experiments" / "edge-stripes.yaml")
     bad = make_point(loaded, {"topology.hosts.7.stripes": [999]}).loaded
@@ -104,7 +104,7 @@ def test_a_modem_repairs_a_lost_packet_of_its_stripe_within_its_line(tmp_path):
     that re-requested every tau_r (30 ms) had given the 7 messages up (retries_exhausted)."""
     import pyarrow.parquet as pq
 
-    from rmptwin.sweeps.points import make_point
+    from rmptwin.model.overrides import make_point
 
     loaded = load_experiment(REPO / "experiments" / "edge-stripes.yaml")
     point = make_point(loaded, {"workload.rate_per_source": 500, "topology.hosts.7.stripes": [21]}).loaded

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from rmptwin.analysis.summary import summarize
 from rmptwin.errors import UserError
+from rmptwin.model import load_experiment
 from rmptwin.sim.simulate import simulate
-from rmptwin.spec import load_experiment
 from rmptwin.topotools.generate import campaign_params as params_for
 from rmptwin.topotools.generate import generate
 from rmptwin.topotools.yaml_files import dump_yaml

@@ -11,10 +11,10 @@ import pytest
 
 from rmptwin.claims.evaluate import CLAIMS_DIR
 from rmptwin.core.events import Kind
+from rmptwin.model import load_experiment
+from rmptwin.model.overrides import make_point
 from rmptwin.sim.simulate import simulate
-from rmptwin.spec import load_experiment
 from rmptwin.sweeps.layering_probe import layered_passes
-from rmptwin.sweeps.points import make_point
 
 TOPOLOGIES = "../../../topologies/claims"
 

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from rmptwin import spec
+from rmptwin import model
 from rmptwin.analysis.summary import summarize
 from rmptwin.cli.main import app
 from rmptwin.errors import UserError
 from rmptwin.records.tables import DROP_SCHEMA, LINK_COUNT_SCHEMA, EventLog
 from rmptwin.rundir.run import RunDir
-from rmptwin.runs.rerun import replay_from_manifest
+from rmptwin.runner.rerun import replay_from_manifest
 
 REPO = Path(__file__).resolve().parents[2]
 QUICKSTART = REPO / "experiments" / "quickstart.yaml"
@@ -43,7 +43,7 @@ def _refuse_yaml(monkeypatch) -> None:
     def refuse(path):
         raise AssertionError(f"rerun read a YAML file: {path}")
 
-    monkeypatch.setattr(spec.loading, "read_yaml", refuse)
+    monkeypatch.setattr(model.loading, "read_yaml", refuse)
 
 
 def test_rerun_of_a_simulated_quickstart_from_its_manifest_alone_is_identical(tmp_path, monkeypatch):
@@ -125,7 +125,7 @@ def test_a_bad_run_dir_is_one_line_and_exit_2(tmp_path, make, expected):
 
 
 def _emulated_manifest(**extra) -> dict:
-    loaded = spec.load_experiment(QUICKSTART)
+    loaded = model.load_experiment(QUICKSTART)
     return {**loaded.to_manifest(), "backend": "emulation", "seed": 7, "nodes": "ns", "impair": "relay",
             "impair_requested": "auto", "capture": ["cu1", "cu2"],
             "limits": {"cpus": 1.5, "memory_mb": 256}, **extra}
@@ -148,7 +148,7 @@ def test_an_emulated_run_is_replayed_with_its_node_mode_impairment_and_capture()
 def test_rerun_of_an_emulated_run_calls_the_runtime_runner_with_the_recorded_arguments(tmp_path, monkeypatch):
     from rmptwin.emulation import emulate as runner
 
-    loaded = spec.load_experiment(QUICKSTART)
+    loaded = model.load_experiment(QUICKSTART)
     events = EventLog().table()
     original = RunDir(tmp_path / "original")
     original.replace_manifest(_emulated_manifest(nodes="docker"))

@@ -12,10 +12,10 @@ import pytest
 from rmp_checks import assert_agreement_and_no_loss, frame
 
 from rmptwin.analysis.summary import summarize
+from rmptwin.model import load_experiment
 from rmptwin.rmp.wire import WANT_MSGS
 from rmptwin.sim.random_trees import loaded_experiment, max_path_delay_ms, random_tree
 from rmptwin.sim.simulate import simulate
-from rmptwin.spec import load_experiment
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 from rmp_checks import assert_agreement_and_no_loss, frame
 
 from rmptwin.analysis.summary import summarize
+from rmptwin.model import load_experiment
 from rmptwin.sim.random_trees import loaded_experiment, max_path_delay_ms, random_tree
 from rmptwin.sim.simulate import simulate
-from rmptwin.spec import load_experiment
 
 
 def chaotic(seed: int, delivery: str, *, dn_factor: float = 1.0):

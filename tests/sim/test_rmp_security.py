@@ -13,8 +13,8 @@ import pytest
 from rmptwin.core.events import Kind
 from rmptwin.errors import UserError
 from rmptwin.factories.keys import generate, key_path, load_keys, write_keys
-from rmptwin.runs.experiment import run_experiment
-from rmptwin.spec import load_experiment
+from rmptwin.model import load_experiment
+from rmptwin.runner.pipeline import run_experiment
 
 
 @pytest.fixture
@@ -115,8 +115,8 @@ def test_each_role_gets_only_the_keys_it_is_entitled_to(secure):
 
 
 def test_an_emulated_node_gets_the_key_files_path_and_never_the_keys(secure, tmp_path):
+    from rmptwin.node.node_config import NodeConfig
     from rmptwin.rundir.run import NODE_FILES
-    from rmptwin.runtime.config import NodeConfig
 
     path = NodeConfig.for_run(secure, 1, {"srcny": "10.0.0.1"}, tmp_path, NODE_FILES).write(tmp_path / "node.json")
     text = path.read_bytes()

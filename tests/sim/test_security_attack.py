@@ -16,9 +16,9 @@ import pytest
 from rmptwin.analysis.security_summary import HEADLINE, flood_p99_ratio
 from rmptwin.analysis.summary import summarize
 from rmptwin.factories.keys import generate, key_path, write_keys
+from rmptwin.model import load_experiment
 from rmptwin.rmp.attacker import MODES
 from rmptwin.sim.simulate import simulate
-from rmptwin.spec import load_experiment
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 

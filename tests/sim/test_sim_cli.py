@@ -70,8 +70,8 @@ def test_quickstart_through_the_real_cli(tmp_path):
 
 
 def test_real_cores_same_seed_identical_run():
+    from rmptwin.model import load_experiment
     from rmptwin.sim.simulate import simulate
-    from rmptwin.spec import load_experiment
 
     loaded = load_experiment(REPO / "experiments" / "line3-crash.yaml")
     a, b = simulate(loaded, seed=11), simulate(loaded, seed=11)

@@ -144,8 +144,8 @@ def test_queue_drops_only_when_the_link_is_overloaded():
 
 
 def test_a_drop_is_missed_by_exactly_the_receivers_below_it():
-    from rmptwin.spec import Topology
-    from rmptwin.spec.tree import multicast_tree
+    from rmptwin.model import Topology
+    from rmptwin.model.tree import multicast_tree
 
     sw = [f"s{i}" for i in range(1, 16)]
     links = [{"a": f"s{p}", "b": f"s{c}", "delay_ms": 1.0, "loss": 0.02 + 0.01 * (c % 5)}

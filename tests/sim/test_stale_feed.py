@@ -10,8 +10,8 @@ from pathlib import Path
 import yaml
 
 from rmptwin.core.events import Kind
-from rmptwin.runs.experiment import run_experiment
-from rmptwin.spec import Experiment, LoadedExperiment, Topology, load_experiment
+from rmptwin.model import Experiment, LoadedExperiment, Topology, load_experiment
+from rmptwin.runner.pipeline import run_experiment
 
 REPO = Path(__file__).resolve().parents[2]
 UNIT = REPO / "tests" / "unit"

@@ -90,7 +90,7 @@ def test_the_comparison_table_has_one_row_per_point_and_every_column(tmp_path: P
 def test_compare_cli_says_what_to_fix_in_one_line():
     from typer.testing import CliRunner
 
-    from rmptwin.cli.taxonomy import app
+    from rmptwin.cli.taxonomy_commands import app
     result = CliRunner().invoke(app, ["compare", "--receivers", "5,abc"])
     assert result.exit_code == 2
     assert "--receivers" in result.output and "Traceback" not in result.output

@@ -6,7 +6,7 @@ import pyarrow.parquet as pq
 from typer.testing import CliRunner
 
 from rmptwin.cli.main import app
-from rmptwin.spec import load_experiment
+from rmptwin.model import load_experiment
 
 runner = CliRunner()
 

@@ -22,8 +22,8 @@ from rmptwin.analysis.floor_summary import (
 )
 from rmptwin.analysis.summary import summarize
 from rmptwin.errors import UserError
+from rmptwin.model import load_experiment
 from rmptwin.sim.simulate import simulate
-from rmptwin.spec import load_experiment
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 FLOOR_EXPERIMENTS = ["trading-floor", "trading-floor-dutch", "trading-floor-second-price", "trading-floor-crash"]

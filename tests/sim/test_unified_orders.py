@@ -21,8 +21,8 @@ import yaml
 from rmptwin.analysis.orders_summary import figures
 from rmptwin.core.events import Kind
 from rmptwin.errors import UserError
+from rmptwin.model import load_experiment
 from rmptwin.sim.simulate import simulate
-from rmptwin.spec import load_experiment
 from rmptwin.venue.orderbook import BUY, SELL, OrderBook
 
 REPO = Path(__file__).resolve().parents[2]

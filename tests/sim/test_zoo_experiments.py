@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from rmptwin.analysis.summary import summarize
+from rmptwin.model import load_experiment
+from rmptwin.model.bounds import violated_bounds
 from rmptwin.sim.simulate import simulate
-from rmptwin.spec import load_experiment
-from rmptwin.spec.bounds import violated_bounds
 
 ROOT = Path(__file__).resolve().parents[2]
 

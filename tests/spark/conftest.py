@@ -37,26 +37,26 @@ def events_df(spark):
 def line3_run(tmp_path_factory) -> Path:
     """experiments/line3.yaml simulated (rmptwin.api.simulate, its own seed), not analysed:
     a test that analyses it works on a copy."""
-    import rmptwin.api as rt
+    from rmptwin import api
 
-    return rt.simulate(LINE3, out=tmp_path_factory.mktemp("line3") / "run").path
+    return api.simulate(LINE3, out=tmp_path_factory.mktemp("line3") / "run").path
 
 
 @pytest.fixture(scope="session")
 def line3_analysed(spark, line3_run, tmp_path_factory):
     """(Run, report path): a copy of line3_run analysed by rmptwin.api.analyze in the tests'
     session, the embedded local[2] analysis `rmptwin analyze` runs."""
-    import rmptwin.api as rt
+    from rmptwin import api
 
     copy = tmp_path_factory.mktemp("line3-analysed") / "run"
     shutil.copytree(line3_run, copy)
-    run = rt.Run(copy)
-    return run, rt.analyze(run, spark=spark)   # the tests' session, left running
+    run = api.Run(copy)
+    return run, api.analyze(run, spark=spark)   # the tests' session, left running
 
 
 @pytest.fixture(scope="session")
 def line3_sweep(spark, tmp_path_factory):
     """rmptwin.api.sweep of line3 over LINE3_SWEEP, one seed, embedded (in the tests' session)."""
-    import rmptwin.api as rt
+    from rmptwin import api
 
-    return rt.sweep(LINE3, LINE3_SWEEP, seeds=1, out=tmp_path_factory.mktemp("line3-sweep") / "sweep")
+    return api.sweep(LINE3, LINE3_SWEEP, seeds=1, out=tmp_path_factory.mktemp("line3-sweep") / "sweep")

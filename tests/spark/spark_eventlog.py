@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from rmptwin.spec import Topology
+from rmptwin.model import Topology
 
 
 def ev(t, node, role, kind, src="", seq=-1, gseq=-1, **detail):

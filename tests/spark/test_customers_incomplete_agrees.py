@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from rmptwin.analysis import customer_completeness, extract
-from rmptwin.runs.experiment import run_experiment
-from rmptwin.spec import Experiment, LoadedExperiment, Topology
+from rmptwin.model import Experiment, LoadedExperiment, Topology
+from rmptwin.runner.pipeline import run_experiment
 
 pytestmark = pytest.mark.spark
 

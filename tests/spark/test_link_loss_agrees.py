@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from rmptwin.analysis import extract, job, link_loss, loss
-from rmptwin.runs.experiment import run_experiment
-from rmptwin.spec import load_experiment
+from rmptwin.model import load_experiment
+from rmptwin.model.overrides import make_point
+from rmptwin.runner.pipeline import run_experiment
 from rmptwin.studies.labs import LABS_DIR
-from rmptwin.sweeps.points import make_point
 
 pytestmark = pytest.mark.spark
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from rmptwin.analysis import extract, latency, loss, minc, synthetic
-from rmptwin.spec import Topology
+from rmptwin.model import Topology
 
 pytestmark = pytest.mark.spark
 

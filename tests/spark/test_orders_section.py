@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from rmptwin.analysis import extract, orders_summary
+from rmptwin.model import load_experiment
 from rmptwin.rundir.run import RunDir
-from rmptwin.runs.experiment import run_experiment
-from rmptwin.spec import load_experiment
+from rmptwin.runner.pipeline import run_experiment
 
 pytestmark = pytest.mark.spark
 

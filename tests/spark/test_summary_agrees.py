@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from rmptwin.analysis import extract, job
-from rmptwin.runs.experiment import run_experiment
-from rmptwin.spec import load_experiment
+from rmptwin.model import load_experiment
+from rmptwin.runner.pipeline import run_experiment
 
 pytestmark = pytest.mark.spark
 

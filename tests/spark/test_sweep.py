@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from rmptwin.errors import UserError
-from rmptwin.spec import load_experiment
-from rmptwin.sweeps.engine import SweepPlan, run_sweep
-from rmptwin.sweeps.points import make_points, parse_sets
+from rmptwin.model import load_experiment
+from rmptwin.model.overrides import make_points, parse_sets
 from rmptwin.sweeps.spark import run_spark
+from rmptwin.sweeps.sweep_loop import SweepPlan, run_sweep
 from rmptwin.sweeps.sweep_report import write_report
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"

@@ -11,10 +11,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from rmptwin.analysis import extract, job
+from rmptwin.model import load_experiment
 from rmptwin.records.tables import DETAIL_COLUMNS, LEGACY_EVENT_COLUMNS
 from rmptwin.rundir.run import RunDir
-from rmptwin.runs.experiment import run_experiment
-from rmptwin.spec import load_experiment
+from rmptwin.runner.pipeline import run_experiment
 
 pytestmark = pytest.mark.spark
 

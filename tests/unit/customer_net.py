@@ -9,9 +9,9 @@ import random
 
 from rmptwin.core.sansio import Unicast
 from rmptwin.core.trade_report import TradeReport
+from rmptwin.model import Experiment, LoadedExperiment, Topology
 from rmptwin.rmp.remulticast import Remulticaster
 from rmptwin.rmp.repair import FIRST_MOLD_SEQ
-from rmptwin.spec import Experiment, LoadedExperiment, Topology
 
 MS = 1_000_000
 

@@ -8,10 +8,10 @@ from collections.abc import Callable
 
 from rmptwin.core.sansio import Unicast
 from rmptwin.core.timing import Timing
+from rmptwin.model import Protocol
+from rmptwin.model.queries import timing_from_protocol
 from rmptwin.rmp import wire
 from rmptwin.rmp.primary import PrimaryCore
-from rmptwin.spec import Protocol
-from rmptwin.spec.queries import timing_from_protocol
 
 
 class Bus:

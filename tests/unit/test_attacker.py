@@ -13,12 +13,12 @@ from rmptwin.core.sansio import Group
 from rmptwin.core.striping import session_name
 from rmptwin.core.trade_report import TradeReport
 from rmptwin.errors import UserError
-from rmptwin.factories.attacker import attacker_config, legitimate_rate
+from rmptwin.factories.attacker_factory import attacker_config, legitimate_rate
+from rmptwin.model import load_experiment
 from rmptwin.rmp import wire
 from rmptwin.rmp.attacker import FORGED_SYMBOL, AttackerConfig, AttackerCore
 from rmptwin.rmp.moldudp64 import MoldPacket, decode_packet
 from rmptwin.rmp.seal import PURPOSE_REGION, key_id, key_name
-from rmptwin.spec import load_experiment
 
 REPO = Path(__file__).resolve().parents[2]
 MS = 1_000_000

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rmptwin.bench.bench_runtime import REPO, at_rate, latency_bound_ms, run_facts, verdict
-from rmptwin.spec import load_experiment
+from rmptwin.model import load_experiment
 
 
 def _summary(**over) -> dict:

@@ -4,7 +4,7 @@ person (arguments, rich display, exit codes).
 
 Read from the source with ast (lazy imports inside functions included): every name cli/
 imports from a lower layer of rmptwin must be in ``MAY_IMPORT``, which says which cli files
-may import it and why. The API's own territory (``rmptwin.runs.experiment``, ``rmptwin.sweeps``,
+may import it and why. The API's own territory (``rmptwin.runner.pipeline``, ``rmptwin.sweeps``,
 the Spark job and session, ``rmptwin.analysis.compare``, ``spec.load_experiment`` and
 ``load_topology``) is in no entry, so a command that bypasses the API fails here; the layers
 themselves are tests/unit/test_layers.py's.
@@ -39,29 +39,29 @@ MAY_IMPORT = [
     may("rmptwin.analysis.sections", "display.py", "headline_sections", "which summary rows each application adds"),
     may("rmptwin", "display.py net.py", "corebuild", "which cores ran (compiled or interpreted), printed by `sim` and `env`"),
     may("rmptwin.core.groups", "display.py", "REGION_PORT REREQUEST_PORT", "the tshark hint under the captures"),
-    may("rmptwin.runs.rerun", "main.py", "replay_line environment_line summary_line",
-        "the lines `rerun` prints about the original run (the rerun itself is rt.rerun)"),
-    may("rmptwin.spec", "bound_warnings.py net.py", "LoadedExperiment Topology read_yaml",
+    may("rmptwin.runner.rerun", "main.py", "replay_line environment_line summary_line",
+        "the lines `rerun` prints about the original run (the rerun itself is api.rerun)"),
+    may("rmptwin.model", "bound_warnings.py net.py", "LoadedExperiment Topology read_yaml",
         "types; read_yaml: a warning's line number, and which kind of file `net` was given"),
-    may("rmptwin.spec", "main.py", "json_schemas", "`rmptwin schema` prints them"),
-    may("rmptwin.spec.bounds", "bound_warnings.py", "format_violation violated_bounds",
+    may("rmptwin.model", "main.py", "json_schemas", "`rmptwin schema` prints them"),
+    may("rmptwin.model.bounds", "bound_warnings.py", "format_violation violated_bounds",
         "the seed-bound warnings `validate`, `sim` and `run` print"),
-    may("rmptwin.spec.role_checks", "bound_warnings.py", "Finding experiment_warnings topology_warnings",
+    may("rmptwin.model.role_checks", "bound_warnings.py", "Finding experiment_warnings topology_warnings",
         "the role warnings `validate`, `sim` and `run` print"),
-    may("rmptwin.spec.loading", "bound_warnings.py", "finding_line", "a warning as file:line: field: problem"),
+    may("rmptwin.model.loading", "bound_warnings.py", "finding_line", "a warning as file:line: field: problem"),
     # commands the API has no equivalent of
-    may("rmptwin.analysis", "spark.py", "cluster", "`spark up/down/status`: a standalone cluster"),
-    may("rmptwin.analysis.taxonomy_report", "taxonomy.py", "", "`taxonomy compare`'s report"),
+    may("rmptwin.analysis", "spark_commands.py", "cluster", "`spark up/down/status`: a standalone cluster"),
+    may("rmptwin.analysis.taxonomy_report", "taxonomy_commands.py", "", "`taxonomy compare`'s report"),
     may("rmptwin.checkers.*", "check.py", "", "`check`: the history checkers on a run"),
-    may("rmptwin.chaos.*", "chaos.py", "", "`chaos`: fault campaigns"),
+    may("rmptwin.chaos.*", "chaos_commands.py", "", "`chaos`: fault campaigns"),
     may("rmptwin.claims.*", "claims.py", "", "`claims`: the seeds' claims"),
     may("rmptwin.emulation.*", "net.py", "", "`net`, `image`, `env`: the emulated network itself"),
-    may("rmptwin.factories.keys", "keys.py", "", "`keys gen`"),
-    may("rmptwin.rundir.run", "check.py taxonomy.py venue.py", "RunDir",
+    may("rmptwin.factories.keys", "keys_commands.py", "", "`keys gen`"),
+    may("rmptwin.rundir.run", "check.py taxonomy_commands.py venue_commands.py", "RunDir",
         "`check`, `taxonomy measure`, `venue timeline` read a run directory"),
-    may("rmptwin.spec.traces", "topo.py", "read_trace", "`trace fit`"),
-    may("rmptwin.studies.*", "taxonomy.py topo.py venue.py", "", "`taxonomy`, `campaign twin`, `venue`"),
-    may("rmptwin.topotools.*", "topo.py", "", "`topo gen`, `topo import`, `trace fit`"),
+    may("rmptwin.model.traces", "topo_commands.py", "read_trace", "`trace fit`"),
+    may("rmptwin.studies.*", "taxonomy_commands.py topo_commands.py venue_commands.py", "", "`taxonomy`, `campaign twin`, `venue`"),
+    may("rmptwin.topotools.*", "topo_commands.py", "", "`topo gen`, `topo import`, `trace fit`"),
 ]
 
 
@@ -119,10 +119,10 @@ def test_every_allowance_is_used():
 
 def test_the_check_sees_a_bypass(tmp_path):
     """A command calling the runner, the sweep engine or the loader itself, lazily or not, fails."""
-    (tmp_path / "run.py").write_text("from rmptwin.runs.experiment import run_experiment\n"
-                                     "import rmptwin.api as rt\n"
-                                     "def f():\n    from rmptwin.sweeps.engine import run_sweep\n"
-                                     "from rmptwin.spec import load_experiment, read_yaml\n")
+    (tmp_path / "run_commands.py").write_text("from rmptwin.runner.pipeline import run_experiment\n"
+                                     "from rmptwin import api\n"
+                                     "def f():\n    from rmptwin.sweeps.sweep_loop import run_sweep\n"
+                                     "from rmptwin.model import load_experiment, read_yaml\n")
     bad, _ = bypasses(tmp_path)
-    assert bad == ["cli/run.py:1: rmptwin.runs.experiment.run_experiment", "cli/run.py:4: rmptwin.sweeps.engine.run_sweep",
-                   "cli/run.py:5: rmptwin.spec.load_experiment", "cli/run.py:5: rmptwin.spec.read_yaml"]
+    assert bad == ["cli/run_commands.py:1: rmptwin.runner.pipeline.run_experiment", "cli/run_commands.py:4: rmptwin.sweeps.sweep_loop.run_sweep",
+                   "cli/run_commands.py:5: rmptwin.model.load_experiment", "cli/run_commands.py:5: rmptwin.model.read_yaml"]

@@ -8,7 +8,8 @@ import socket
 import pytest
 
 from rmptwin.analysis import report
-from rmptwin.emulation import cleanup, engine, env
+from rmptwin.emulation import cleanup, env
+from rmptwin.emulation import docker_engine as engine
 from rmptwin.emulation.containerstats import (
     ContainerStatsSampler,
     StatsSample,

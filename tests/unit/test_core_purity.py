@@ -23,7 +23,7 @@ import rmptwin
 
 PACKAGE_DIR = Path(rmptwin.__file__).parent
 
-VENUE_CORES = ["orderbook", "gateway", "venue", "evstate", "history", "sequencer", "client", "wire"]
+VENUE_CORES = ["orderbook", "gateway", "execution_venue", "evstate", "history", "sequencer", "client", "wire"]
 # application packages under rmptwin/apps/ whose every module is a pure core
 PURE_APPS = ["unified_orders", "trading_floor"]
 

@@ -17,10 +17,10 @@ from rmptwin.core.sansio import Group, Unicast
 from rmptwin.core.striping import session_name
 from rmptwin.core.trade_report import TradeReport
 from rmptwin.factories.rmp import build_customer, build_retransmit
+from rmptwin.model.queries import customer_stripes
 from rmptwin.rmp.moldudp64 import MoldPacket, MoldRequest, decode_packet, request_stripe
 from rmptwin.rmp.remulticast import Remulticaster
 from rmptwin.rmp.repair import FIRST_MOLD_SEQ
-from rmptwin.spec.queries import customer_stripes
 
 # ------------------------------------------------------------------ remulticast
 

@@ -87,7 +87,7 @@ def test_the_command_line_reference_has_every_command_and_option():
 
 @pytest.mark.parametrize("kind", ["experiment", "topology"])
 def test_the_yaml_reference_has_every_field_and_every_link_lands(kind):
-    from rmptwin.spec import json_schemas
+    from rmptwin.model import json_schemas
 
     schema = json_schemas()[kind]
     text = hooks.schema_reference(schema, kind)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import socket
 
 from rmptwin.core.events import Event, Kind
-from rmptwin.runtime.driver import NodeDriver
+from rmptwin.node.driver import NodeDriver
 
 
 class _Log:

@@ -10,7 +10,7 @@ import weakref
 from pathlib import Path
 
 from rmptwin.factories import rmp
-from rmptwin.spec import load_experiment
+from rmptwin.model import load_experiment
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 

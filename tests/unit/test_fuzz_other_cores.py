@@ -23,10 +23,10 @@ import pytest
 from rmptwin.apps.unified_orders import offers
 from rmptwin.factories import build_core
 from rmptwin.factories.adapters import Adapters
+from rmptwin.model import load_experiment
 from rmptwin.rmp import wire as rmp_wire
 from rmptwin.rmp.moldudp64 import MoldDecodeError, decode_packet
 from rmptwin.sim.simulate import simulate
-from rmptwin.spec import load_experiment
 from rmptwin.taxonomy.codec import CodecError
 from rmptwin.venue import wire as venue_wire
 

@@ -17,9 +17,9 @@ from rmptwin.core.host import RELEASE_ROLES, NodeClock, port_for_datagram, port_
 from rmptwin.core.nemesis import FaultInterpreter, FaultTarget, steps
 from rmptwin.core.striping import session_name
 from rmptwin.errors import UserError
+from rmptwin.model import Clock
+from rmptwin.model.experiment import Fault
 from rmptwin.rmp.moldudp64 import MoldPacket, MoldRequest, is_request
-from rmptwin.spec import Clock
-from rmptwin.spec.experiment import Fault
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "rmptwin"
 
@@ -150,7 +150,7 @@ def test_an_unknown_action_is_one_clear_error():
         FaultInterpreter(Topo(), Recorder()).apply(0, Step(0, "melt"))
 
 
-@pytest.mark.parametrize("backend", ["rmptwin.sim.simulate:Simulation", "rmptwin.emulation.emulate:Run"])
+@pytest.mark.parametrize("backend", ["rmptwin.sim.simulate:Simulation", "rmptwin.emulation.emulate:EmulatedRun"])
 def test_both_backends_implement_the_fault_target(backend):
     import importlib
     mod, cls = backend.split(":")
@@ -165,6 +165,6 @@ def test_both_backends_implement_the_fault_target(backend):
 
 def test_the_simulator_reads_no_runtime_and_interprets_no_fault_itself():
     for path in (SRC / "sim").glob("*.py"):
-        assert "rmptwin.runtime" not in path.read_text(), path.name
+        assert "rmptwin.node" not in path.read_text(), path.name
     for path in (SRC / "sim" / "simulate.py", SRC / "emulation" / "emulate.py"):
         assert "partition_links" not in path.read_text(), f"{path.name} cuts partitions itself"

@@ -1,4 +1,4 @@
-"""A delay-only access link shaped by its host's node (``runtime.hostlink``): the link model's
+"""A delay-only access link shaped by its host's node (``node.hostlink``): the link model's
 timing, FIFO order, and the same counts and drop records a relay leaves behind."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ import json
 
 from rmptwin.core.linkmodel import WIRE_HEADER_BYTES, LinkConfig, LinkDirection, stream_seed
 from rmptwin.emulation.droplog import counts_table, drops_table, read_access_reports
+from rmptwin.model import LinkParams
+from rmptwin.node.hostlink import HostLink
 from rmptwin.rmp.wire import Data, encode
 from rmptwin.rundir.run import NODE_FILES
-from rmptwin.runtime.hostlink import HostLink
-from rmptwin.spec import LinkParams
 
 
 def _data(seq: int) -> bytes:

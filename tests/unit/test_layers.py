@@ -27,14 +27,14 @@ LAYERS: list[tuple[str, ...]] = [
     ("core",),                                    # what every core shares: events, sansio, groups, stripes, timing, link model
     ("rmp", "venue", "taxonomy"),                 # the protocol cores
     ("apps",),                                    # cores built on RMP: unified orders, the trading floor
-    ("spec",),                                    # what a user writes: models, loading, bounds, questions about a topology
-    ("factories",),                               # spec -> each core's frozen config -> the core; key files
+    ("model",),                                   # the experiment model: what a user writes, loading, bounds, --set
+    ("factories",),                               # the model -> each core's frozen config -> the core; key files
     ("records",),                                 # what drivers record: tables, frame names, timer lateness
-    ("sim", "runtime"),                           # the two drivers of the same cores
+    ("sim", "node"),                              # the two drivers of the same cores: the simulator, the node runtime
     ("rundir",),                                  # the run and sweep directories' one owner, provenance
     ("emulation",),                               # Mininet + OVS + controller + nodes; the emulated experiment runner
     ("analysis", "checkers"),                     # summary.json, the Spark jobs, the history checkers: read run directories only
-    ("runs",),                                    # an experiment on a backend, reruns
+    ("runner",),                                  # an experiment on a backend, reruns
     ("sweeps", "claims", "studies", "topotools", "chaos"),  # many runs; generated inputs; fault campaigns
     ("api",),                                     # the Python API: what the command line does, as functions
     ("cli",),                                     # the command line and what it prints
@@ -48,7 +48,7 @@ LAYER_OF = {room: i for i, rooms in enumerate(LAYERS) for room in rooms}
 
 
 def room_of(module: str) -> str | None:
-    """The first component under rmptwin ("rmptwin.spec.queries" -> "spec"); None outside the package."""
+    """The first component under rmptwin ("rmptwin.model.queries" -> "model"); None outside the package."""
     parts = module.split(".")
     return parts[1] if parts[0] == "rmptwin" and len(parts) > 1 else None
 
@@ -72,7 +72,7 @@ def imports_of(path: Path) -> list[tuple[int, str]]:
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
                 target = node.module or ""
-            # `from rmptwin import spec` imports the room spec, not the package's face
+            # `from rmptwin import model` imports the room model, not the package's face
             found += [(node.lineno, f"{target}.{a.name}" if target == "rmptwin" else target) for a in node.names]
     return [(line, m) for line, m in found if m.split(".")[0] == "rmptwin"]
 
@@ -130,11 +130,11 @@ def test_nothing_imports_the_command_line_or_the_benchmarks():
 def test_the_check_sees_an_upward_import(tmp_path, monkeypatch, source, expected):
     """The check can fail: an upward import written as a plain, a lazy or a relative import is seen."""
     fake = tmp_path / "rmptwin"
-    (fake / "spec").mkdir(parents=True)
+    (fake / "model").mkdir(parents=True)
     (fake / "__init__.py").write_text("")
-    (fake / "spec" / "__init__.py").write_text("")
-    (fake / "spec" / "upward.py").write_text(source)
+    (fake / "model" / "__init__.py").write_text("")
+    (fake / "model" / "upward.py").write_text(source)
     monkeypatch.setattr(sys.modules[__name__], "SRC", fake)
     arrows = graph()
-    assert [room_of(t) for _, _, t in arrows["spec"]] == [expected]
-    assert LAYER_OF[expected] > LAYER_OF["spec"]
+    assert [room_of(t) for _, _, t in arrows["model"]] == [expected]
+    assert LAYER_OF[expected] > LAYER_OF["model"]

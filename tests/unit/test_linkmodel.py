@@ -35,8 +35,8 @@ from rmptwin.core.linkmodel import (
 from rmptwin.core.packetkey import UNKEYED, frame_key, packet_key
 from rmptwin.corebuild import source_path
 from rmptwin.errors import UserError
+from rmptwin.model import GilbertElliott, LinkParams
 from rmptwin.rmp import wire
-from rmptwin.spec import GilbertElliott, LinkParams
 
 SEED = stream_seed(7, "s1-s2", "s1", "s2")
 SOURCES = ("srcny", "srclon", "srctyo")
@@ -387,7 +387,7 @@ def test_the_model_is_pure(module):
     probe = f"import json, sys, {module}; print(json.dumps(sorted(sys.modules)))"
     loaded = set(json.loads(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                                            check=True).stdout))
-    assert not loaded & {"pyarrow", "pydantic", "yaml", "rmptwin.spec", "rmptwin.lossmodels"}
+    assert not loaded & {"pyarrow", "pydantic", "yaml", "rmptwin.model", "rmptwin.lossmodels"}
 
 
 # ----------------------------------------------------------------------------- micro-benchmark (not a test)

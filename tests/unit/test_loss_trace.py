@@ -16,8 +16,8 @@ from rmptwin.core.linkmodel import LOSS, LinkConfig, LinkDirection, TraceConfig,
 from rmptwin.emulation.impair import impair_for_traces, traced_links
 from rmptwin.emulation.relay import Direction
 from rmptwin.errors import UserError
-from rmptwin.spec import LinkParams, load_experiment, load_topology
-from rmptwin.spec.traces import parse_trace
+from rmptwin.model import LinkParams, load_experiment, load_topology
+from rmptwin.model.traces import parse_trace
 from rmptwin.topotools.trace_fit import fit
 
 ROOT = Path(__file__).resolve().parents[2]

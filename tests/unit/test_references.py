@@ -24,9 +24,10 @@ FILE_SUFFIXES = {"py", "json", "jsonl", "md", "yaml", "yml", "html", "parquet", 
                  "so", "pcap", "log", "csv", "arrow", "stderr"}
 DOTTED = re.compile(r"(?<![\w./-])((?:rmptwin\.)?[a-z_][a-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+)(?![\w/(-]|\.\w)")
 FACES = {"__init__.py", "api.py"}   # modules whose imports are re-exports for their users
-# Dotted names in prose that are not code: an experiment's YAML fields (``venue.rate``) and
-# summary.json's keys (``runtime.drain_s``), where a section shares a word with a package.
-SECTIONS = {"venue": "experiment", "runtime": "summary"}
+# Dotted names in prose that are not code: an experiment's YAML fields (``venue.rate``), where a
+# section shares a word with a package. (summary.json's ``runtime.drain_s`` no longer does: the
+# node runtime's package is ``node``.)
+YAML_SECTIONS = {"venue"}
 TRACKER = re.compile(r"\b(?:issues?|tracker)\s+#?\d+|\(#\d+\)|\bissue\s+\d+", re.IGNORECASE)
 
 
@@ -95,20 +96,20 @@ def resolves(dotted: str) -> bool:
 @functools.cache
 def _yaml_fields(section: str) -> set[str]:
     """The fields of one section of the experiment YAML (``venue`` -> rate, etcd_api, ...)."""
-    from rmptwin.spec import Experiment
+    from rmptwin.model import Experiment
     ann = Experiment.model_fields[section].annotation
     models = [a for a in getattr(ann, "__args__", (ann,)) if hasattr(a, "model_fields")]
     return {f for m in models for f in m.model_fields}
 
 
 def _not_code(parts: list[str]) -> bool:
-    """A YAML field or a summary.json key written like a module (see SECTIONS)."""
-    if len(parts) < 2 or parts[0] not in SECTIONS:
+    """A YAML field written like a module (see YAML_SECTIONS)."""
+    if len(parts) < 2 or parts[0] not in YAML_SECTIONS:
         return False
     room = SRC / parts[0]
     if (room / f"{parts[1]}.py").exists() or (room / parts[1]).is_dir():
         return False
-    return SECTIONS[parts[0]] == "summary" or parts[1] in _yaml_fields(parts[0])
+    return parts[1] in _yaml_fields(parts[0])
 
 
 def references(text: str) -> list[str]:
@@ -165,7 +166,7 @@ def test_no_comment_cites_a_tracker_number():
 @pytest.mark.parametrize("name, ok", [
     ("sim.simulate", True), ("rmptwin.core.host.NodeClock", True), ("core.host.NodeClock.true", True),
     ("sim.runner", False), ("rmp.striping", False), ("core.host.NodeClock.nope", False),
-    ("runtime.driver.port_for_group", False),
+    ("node.driver.port_for_group", False),
 ])
 def test_the_check_can_fail(name, ok):
     assert resolves(name) is ok

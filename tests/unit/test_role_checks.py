@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from rmptwin.errors import UserError
-from rmptwin.spec import load_experiment, load_topology, read_yaml
-from rmptwin.spec.role_checks import experiment_warnings, topology_warnings
+from rmptwin.model import load_experiment, load_topology, read_yaml
+from rmptwin.model.role_checks import experiment_warnings, topology_warnings
 
 REPO = Path(__file__).resolve().parents[2]
 

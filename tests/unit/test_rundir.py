@@ -28,7 +28,7 @@ DIR_PATH = re.compile(r"(?<![\w.])(?:events|links|pcaps|analysis|nodes)/(?:$|[*{
 DIR_NAMES = {rundir.EVENTS, rundir.LINKS, rundir.PCAPS, rundir.ANALYSIS, rundir.NODES}
 # Other directories that happen to share a name with one of the run directory's.
 NOT_THE_RUN_DIRECTORY = {
-    ("emulation/network.py", "links"),   # the relays' own state directory under /run/rmptwin
+    ("emulation/emulated_network.py", "links"),   # the relays' own state directory under /run/rmptwin
     ("emulation/droplog.py", "links"),   # ... read back for the drop log
     ("emulation/image.py", "nodes"),     # the repository's nodes/ (the node image's Dockerfile)
 }

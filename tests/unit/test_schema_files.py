@@ -1,7 +1,7 @@
 """Editor schemas: schemas/*.schema.json are what the spec models generate now, every shipped
 YAML names its schema in a yaml-language-server modeline, and satisfies that schema.
 
-After changing a model in src/rmptwin/spec/, regenerate the files with
+After changing a model in src/rmptwin/model/, regenerate the files with
 ``rmptwin schema topology > schemas/topology.schema.json`` and
 ``rmptwin schema experiment > schemas/experiment.schema.json``.
 """
@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from rmptwin.errors import UserError
-from rmptwin.spec import Experiment, Topology, json_schemas, load_topology
+from rmptwin.model import Experiment, Topology, json_schemas, load_topology
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMAS = REPO / "schemas"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rmptwin.errors import UserError
-from rmptwin.spec import load_experiment, load_topology
+from rmptwin.model import load_experiment, load_topology
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from rmptwin.spec import Bernoulli, GilbertElliott, LoadedExperiment, load_experiment
-from rmptwin.spec.bounds import format_violation, violated_bounds
+from rmptwin.model import Bernoulli, GilbertElliott, LoadedExperiment, load_experiment
+from rmptwin.model.bounds import format_violation, violated_bounds
 
 REPO = Path(__file__).resolve().parents[2]
 LINE3 = REPO / "experiments" / "line3.yaml"              # event-driven, satisfies every bound

@@ -17,10 +17,10 @@ import pytest
 from rmptwin.analysis import customer_completeness, edge_summary, summary
 from rmptwin.analysis.stripe_delivery import stripe_delivery, stripe_of
 from rmptwin.checkers.customers import gap_free
-from rmptwin.checkers.run import customer_history
+from rmptwin.checkers.suite import customer_history
 from rmptwin.core.events import Kind
-from rmptwin.spec import load_experiment
-from rmptwin.spec.queries import customer_stripes, edge_plan
+from rmptwin.model import load_experiment
+from rmptwin.model.queries import customer_stripes, edge_plan
 
 REPO = Path(__file__).resolve().parents[2]
 POSITIONS = (1, 2, 3)

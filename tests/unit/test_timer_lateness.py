@@ -16,11 +16,11 @@ import pytest
 from rmptwin.analysis.summary import summarize
 from rmptwin.core.events import Event, Kind
 from rmptwin.emulation.hostload import overload_verdict, procs_running
+from rmptwin.model import load_experiment
+from rmptwin.node.driver import EARLY_WAKE_NS, NodeDriver, is_release_deadline
 from rmptwin.records.tables import EVENT_SCHEMA, row
 from rmptwin.records.timer_lateness import LatenessHistogram
 from rmptwin.rmp.corebase import Timers
-from rmptwin.runtime.driver import EARLY_WAKE_NS, NodeDriver, is_release_deadline
-from rmptwin.spec import load_experiment
 
 REPO = Path(__file__).resolve().parents[2]
 MS = 1_000_000
@@ -196,7 +196,7 @@ def test_the_overload_line_and_the_summary_read_one_lateness_figure():
 
 
 def test_the_cpu_cgroup_of_a_process_is_read_from_proc(tmp_path):
-    from rmptwin.runtime.priority import cpu_cgroup_of
+    from rmptwin.node.priority import cpu_cgroup_of
 
     (tmp_path / "42").mkdir()
     (tmp_path / "42" / "cgroup").write_text("12:pids:/docker/abc\n4:cpu,cpuacct:/docker/abc\n1:name=systemd:/x\n")
@@ -205,7 +205,7 @@ def test_the_cpu_cgroup_of_a_process_is_read_from_proc(tmp_path):
 
 
 def test_release_priority_raises_a_containers_shares_and_restores_them(tmp_path, monkeypatch):
-    from rmptwin.runtime import priority
+    from rmptwin.node import priority as priority
 
     container = tmp_path / "docker" / "abc"
     container.mkdir(parents=True)
@@ -224,7 +224,7 @@ def test_release_priority_raises_a_containers_shares_and_restores_them(tmp_path,
 
 
 def test_an_rt_budget_is_given_parent_first_and_taken_back_child_first(tmp_path, monkeypatch):
-    from rmptwin.runtime import priority
+    from rmptwin.node import priority as priority
 
     container = tmp_path / "docker" / "abc"
     container.mkdir(parents=True)

@@ -182,7 +182,7 @@ def test_first_copy_loss_counts_copy_zero_drops_over_copies_that_reached_the_lin
 
 
 def test_multicast_edges_follow_the_tree_with_access_links():
-    from rmptwin.spec import load_experiment
+    from rmptwin.model import load_experiment
 
     topo = load_experiment(Path(__file__).resolve().parents[2] / "experiments" / "line3.yaml").topology
     edges = multicast_edges(topo, "src1", {"rp1", "rp2", "rp3"})
@@ -268,7 +268,7 @@ def test_unequal_reformations_name_the_machine_when_its_timers_outrun_the_pass_m
 
 def test_pass_margin_is_dn_minus_the_longest_path_between_primaries():
     from rmptwin.analysis.twin_verdict import pass_margin_ms
-    from rmptwin.spec import load_experiment
+    from rmptwin.model import load_experiment
     loaded = load_experiment(Path(__file__).resolve().parents[2] / "experiments" / "line3.yaml")
     # rp1 (s1) to rp3 (s3): 0.1 + 5 + 5 + 0.1 ms; dN 20 ms
     assert pass_margin_ms(loaded.to_manifest(), loaded.topology) == pytest.approx(20 - 10.2)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 from rmptwin.core.events import Event, Kind
+from rmptwin.node.eventlog import EventWriter, merge_logs
 from rmptwin.records.tables import EventLog, detail_arrays, detail_values, encoded_details
-from rmptwin.runtime.eventlog import EventWriter, merge_logs
 
 
 def test_detail_values_keep_only_values_of_the_column_type():

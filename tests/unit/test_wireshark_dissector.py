@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 
 from rmptwin.core.groups import REGION_PORT, REREQUEST_PORT, RMP_PORT, group_ip, host_ip, rmp_group
+from rmptwin.model.loading import load_experiment
+from rmptwin.model.overrides import make_point
 from rmptwin.rmp import wire
 from rmptwin.rmp.seal import MAC_BYTES, KeySet, Sealer
 from rmptwin.sim.pcap import Datagram, simulated_datagrams, write_pcap
-from rmptwin.spec.loading import load_experiment
-from rmptwin.sweeps.points import make_point
 from rmptwin.venue import wire as vw
 
 REPO = Path(__file__).resolve().parents[2]

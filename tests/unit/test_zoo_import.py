@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from rmptwin.errors import UserError
-from rmptwin.spec import Topology
+from rmptwin.model import Topology
 from rmptwin.topotools.yaml_files import dump_yaml
 from rmptwin.topotools.zoo_import import ImportOptions, haversine_km, import_graph, link_delay_ms
 

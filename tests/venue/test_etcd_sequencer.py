@@ -25,15 +25,15 @@ from rmptwin.core.events import Kind
 from rmptwin.core.sansio import Unicast
 from rmptwin.errors import UserError
 from rmptwin.factories import build_core
-from rmptwin.runtime.etcd_client import ETCD_APIS, EtcdCas, EtcdCasClient, etcd_cas, leader_first, serve_propose
-from rmptwin.runtime.etcd_cluster import EtcdCluster
-from rmptwin.runtime.etcd_json import _Http
-from rmptwin.runtime.venue_adapters import node_adapters
-from rmptwin.spec import load_experiment
+from rmptwin.model import load_experiment
+from rmptwin.node.etcd_client import ETCD_APIS, EtcdCas, EtcdCasClient, etcd_cas, leader_first, serve_propose
+from rmptwin.node.etcd_cluster import EtcdCluster
+from rmptwin.node.etcd_json import _Http
+from rmptwin.node.venue_adapters import node_adapters
 from rmptwin.venue import wire
+from rmptwin.venue.execution_venue import SEQ_PROBE, VenueConfig, VenueCore
 from rmptwin.venue.orderbook import LIMIT
 from rmptwin.venue.sequencer import REPLY_MAX, CasLog, CasProxyCore
-from rmptwin.venue.venue import SEQ_PROBE, VenueConfig, VenueCore
 from rmptwin.venue.wire import Order, Request
 
 pytestmark = [pytest.mark.etcd, pytest.mark.timeout(240)]
@@ -285,7 +285,7 @@ def _flatten(item):
 
 
 class _LoopDriver:
-    """What ``NodeAdapters.attach`` needs of ``runtime.driver.NodeDriver``: the core, the clocks,
+    """What ``NodeAdapters.attach`` needs of ``node.driver.NodeDriver``: the core, the clocks,
     and ``after`` (here collecting what the core sends)."""
 
     def __init__(self, core) -> None:

@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 from rmptwin.core.events import Kind
 from rmptwin.core.sansio import Unicast
 from rmptwin.venue import wire
+from rmptwin.venue.execution_venue import VenueConfig, VenueCore
 from rmptwin.venue.orderbook import BUY, LIMIT, SELL
 from rmptwin.venue.sequencer import CasLog
 from rmptwin.venue.standby import StandbyVenueCore
-from rmptwin.venue.venue import VenueConfig, VenueCore
 from rmptwin.venue.wire import Order, Request
 
 RETRY = 1_000_000

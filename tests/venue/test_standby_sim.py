@@ -9,8 +9,8 @@ from test_venue_sim import REPO, run, with_venue
 
 from rmptwin.core.events import Kind
 from rmptwin.errors import UserError
-from rmptwin.spec import Fault, LoadedExperiment, load_experiment
-from rmptwin.spec.loading import cross_check
+from rmptwin.model import Fault, LoadedExperiment, load_experiment
+from rmptwin.model.loading import cross_check
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,9 @@ import random
 from pathlib import Path
 
 from rmptwin.factories import build_core
-from rmptwin.runtime.durable_stores import DurableStores, FileGatewayLog, FileHistoryStore
-from rmptwin.runtime.venue_adapters import node_adapters
-from rmptwin.spec import load_experiment
+from rmptwin.model import load_experiment
+from rmptwin.node.durable_stores import DurableStores, FileGatewayLog, FileHistoryStore
+from rmptwin.node.venue_adapters import node_adapters
 from rmptwin.venue.stores import MemoryStores
 
 REPO = Path(__file__).resolve().parents[2]

@@ -8,12 +8,12 @@ import random
 from rmptwin.core.events import Kind
 from rmptwin.core.sansio import Group, Unicast
 from rmptwin.venue import wire
+from rmptwin.venue.execution_venue import SEQ_PROBE, VenueConfig, VenueCore
 from rmptwin.venue.gateway import GatewayConfig, GatewayCore
 from rmptwin.venue.history import HistoryConfig, HistoryCore
 from rmptwin.venue.orderbook import BUY, LIMIT, SELL
 from rmptwin.venue.sequencer import CasLog, CasProxyCore, SequencerConfig, SequencerCore
 from rmptwin.venue.stores import MemoryGatewayLog, MemoryHistoryStore
-from rmptwin.venue.venue import SEQ_PROBE, VenueConfig, VenueCore
 from rmptwin.venue.wire import Order, Request, seq_ranges
 
 GWS = ["gw1", "gw2"]

@@ -22,7 +22,7 @@ FORBIDDEN = {"socket", "asyncio", "subprocess", "threading", "time", "sqlite3", 
              "pyarrow", "pydantic", "yaml", "pandas", "numpy", "pyspark", "matplotlib", "typer", "rich"}
 # Loaded by importing the whole package in a fresh interpreter, any of these means a leak.
 FORBIDDEN_LOADED = ["pyarrow", "pydantic", "yaml", "pandas", "pyspark", "sqlite3", "asyncio", "subprocess",
-                    "rmptwin.spec", "rmptwin.factories", "rmptwin.sim", "rmptwin.runtime", "rmptwin.analysis"]
+                    "rmptwin.model", "rmptwin.factories", "rmptwin.sim", "rmptwin.node", "rmptwin.analysis"]
 
 
 def venue_modules() -> list[Path]:
@@ -57,7 +57,7 @@ def test_every_venue_module_imports_only_pure_parts():
 def test_the_check_names_io_and_upward_imports():
     source = ("import sqlite3\nfrom ..spec import LoadedExperiment\nfrom ..sim.simulate import Simulation\n"
               "from ..core.sansio import Unicast\nfrom . import wire\nfrom .orderbook import BUY\nimport os\n")
-    assert bad_imports(source) == ["line 1: sqlite3", "line 2: rmptwin.spec", "line 3: rmptwin.sim.simulate",
+    assert bad_imports(source) == ["line 1: sqlite3", "line 2: rmptwin.model", "line 3: rmptwin.sim.simulate",
                                    "line 7: os"]
 
 

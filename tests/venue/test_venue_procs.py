@@ -15,7 +15,7 @@ import shutil
 import pytest
 
 from rmptwin.bench.venue_procs import run_processes
-from rmptwin.runtime.etcd_cluster import EtcdCluster
+from rmptwin.node.etcd_cluster import EtcdCluster
 
 pytestmark = [pytest.mark.etcd, pytest.mark.timeout(120),
               pytest.mark.skipif(shutil.which("etcd") is None, reason="etcd not installed")]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rmptwin.spec import load_experiment
+from rmptwin.model import load_experiment
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -26,7 +26,7 @@ topology: {REPO / "topologies" / "venue.yaml"}
 duration_s: 8.0
 venue: {{rate: 200, symbols: [IBM], sequencer: etcd, ev_service_us: 0, start_s: 0.5, duration_s: 1.5}}
 """)
-    from rmptwin.runs.experiment import EmulationOptions, run_experiment
+    from rmptwin.runner.pipeline import EmulationOptions, run_experiment
 
     loaded = load_experiment(exp)
     s = run_experiment(loaded, "emulation", out=tmp_path / "run",

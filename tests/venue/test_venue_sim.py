@@ -16,9 +16,9 @@ from rmptwin.analysis.venue_metrics import venue_summary
 from rmptwin.core.events import Kind
 from rmptwin.factories import build_core
 from rmptwin.factories.adapters import Adapters
-from rmptwin.runtime.durable_stores import DurableStores, FileHistoryStore
+from rmptwin.model import Bernoulli, Fault, LoadedExperiment, Topology, load_experiment
+from rmptwin.node.durable_stores import DurableStores, FileHistoryStore
 from rmptwin.sim.simulate import Simulation
-from rmptwin.spec import Bernoulli, Fault, LoadedExperiment, Topology, load_experiment
 
 REPO = __import__("pathlib").Path(__file__).resolve().parents[2]
 

@@ -8,7 +8,7 @@ events for metrics.json, ``report_html`` shows it, ``headline`` prints it under 
 Definitions (simulated and emulated runs alike; the completeness of summary.py's
 ``customers.guaranteed_complete``):
 
-- A customer's *missing* messages: per stripe it joins (``spec.queries.customer_stripes``),
+- A customer's *missing* messages: per stripe it joins (``model.queries.customer_stripes``),
   the gseqs released there (RELEASE of an R_P/R_S; on an edge stripe, EDGE_RELEASE) that the
   customer has no CUST_RECV of: ``analysis.stripe_delivery``, the definition
   ``guaranteed_complete`` uses. A customer crashed at the end of the run is left out, as there.
@@ -33,9 +33,9 @@ import pandas as pd
 
 from rmptwin.analysis.stripe_delivery import RELEASE_KINDS, rt_names, stripe_delivery, stripe_of
 from rmptwin.core.events import Kind
+from rmptwin.model import LoadedExperiment
+from rmptwin.model.queries import customer_stripes
 from rmptwin.rmp.feed_watch import STALE_FEED
-from rmptwin.spec import LoadedExperiment
-from rmptwin.spec.queries import customer_stripes
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -113,8 +113,8 @@ def spark_metrics(spark: SparkSession, events: DataFrame, rd: RunData) -> dict[s
     """The same figure from the run's raw events (their detail is needed, which the parsed
     frame drops), filtered by Spark to the kinds it reads."""
     from rmptwin.analysis import schemas
+    from rmptwin.model import Experiment
     from rmptwin.rundir.run import RunDir
-    from rmptwin.spec import Experiment
 
     if not rd.topology.hosts_with_role("customer"):
         return {}

@@ -23,9 +23,9 @@ from typing import Any
 import pandas as pd
 
 from rmptwin.analysis.stripe_delivery import rt_names, stripe_delivery
+from rmptwin.model import LoadedExperiment
+from rmptwin.model.queries import customer_stripes, edge_plan
 from rmptwin.rmp.edge_stripes import PACKET_OVERHEAD
-from rmptwin.spec import LoadedExperiment
-from rmptwin.spec.queries import customer_stripes, edge_plan
 
 
 def summarize(df: pd.DataFrame, loaded: LoadedExperiment) -> dict[str, Any]:

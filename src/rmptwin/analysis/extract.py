@@ -13,9 +13,9 @@ from pyspark.sql.types import StructType
 
 from rmptwin.analysis import schemas
 from rmptwin.core.events import Kind
+from rmptwin.model import HostSpec, Topology
 from rmptwin.records.tables import DETAIL_COLUMNS
 from rmptwin.rundir.run import RunDir
-from rmptwin.spec import HostSpec, Topology
 
 RECEIVER_ROLES = ("primary", "secondary")
 # The event columns every transform may read, beside the detail columns.
@@ -109,7 +109,7 @@ _MAX_CODED_NODES = 64
 
 def _name_tables(node_names: list[str] | None) -> dict[str, list[str]]:
     """The coded columns, lowest bits first (kind in bits 0-7), each with its names by code."""
-    from rmptwin.spec import ROLES
+    from rmptwin.model import ROLES
     tables = {"kind": _KIND_NAMES, "role": sorted(ROLES)}
     nodes = sorted(set(node_names or ()))
     if 0 < len(nodes) <= _MAX_CODED_NODES:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from rmptwin.spec import Protocol
-from rmptwin.spec.queries import timing_from_protocol
+from rmptwin.model import Protocol
+from rmptwin.model.queries import timing_from_protocol
 
 
 def first_copy_slack_ms(protocol: dict[str, Any] | None) -> float:

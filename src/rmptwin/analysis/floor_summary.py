@@ -48,7 +48,7 @@ import pandas as pd
 
 from rmptwin.analysis.stats import percentiles
 from rmptwin.core.events import Kind
-from rmptwin.spec import LoadedExperiment, Topology
+from rmptwin.model import LoadedExperiment, Topology
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

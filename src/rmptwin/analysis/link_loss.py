@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from rmptwin.analysis.first_copy import first_copy_slack_ms
 from rmptwin.core.events import Kind
-from rmptwin.spec import LoadedExperiment
+from rmptwin.model import LoadedExperiment
 
 RECEIVER_ROLES = ("primary", "secondary")
 

@@ -20,8 +20,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from rmptwin.core.striping import serves_stripe
-from rmptwin.spec import LinkParams, Topology
-from rmptwin.spec.tree import multicast_tree, path_links
+from rmptwin.model import LinkParams, Topology
+from rmptwin.model.tree import multicast_tree, path_links
 
 
 @dataclass

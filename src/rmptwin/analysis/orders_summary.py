@@ -41,7 +41,7 @@ Keys (each defined once, here; ``spark_metrics`` computes them with the same fun
   increasing ring position (global sequence number), and every two exchanges executed the
   offers both executed (the open ones) in the same relative order.
 - ``pair_distance_ms``: {pair: far trader's minus near trader's one-way delay to the pair's
-  exchange (``spec.queries.path_delay_ms``), rounded to 0.1 ms}; the near trader is the one
+  exchange (``model.queries.path_delay_ms``), rounded to 0.1 ms}; the near trader is the one
   with the smaller delay.
 - ``near_first_fraction``: {distance: over every decision of every pair at that distance in
   which the pair's exchange executed both offers, the fraction in which it executed the near
@@ -59,9 +59,9 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from rmptwin.core.events import Kind
+from rmptwin.model import LoadedExperiment, Topology, TraderHost
+from rmptwin.model.queries import path_delay_ms
 from rmptwin.rundir.run import RunDir
-from rmptwin.spec import LoadedExperiment, Topology, TraderHost
-from rmptwin.spec.queries import path_delay_ms
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

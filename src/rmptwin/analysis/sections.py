@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from rmptwin.analysis.extract import RunData
-    from rmptwin.spec import LoadedExperiment
+    from rmptwin.model import LoadedExperiment
 
 SECTIONS: dict[str, ModuleType] = {
     # name -> module; an application adds one line.

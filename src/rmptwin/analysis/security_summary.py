@@ -49,8 +49,8 @@ import pandas as pd
 from rmptwin.analysis.stats import percentiles
 from rmptwin.core.events import Kind
 from rmptwin.core.striping import serves_stripe
+from rmptwin.model import LoadedExperiment, Topology
 from rmptwin.rmp.attacker import FORGED_SYMBOL
-from rmptwin.spec import LoadedExperiment, Topology
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

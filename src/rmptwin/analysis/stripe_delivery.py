@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from rmptwin.core.events import Kind
-from rmptwin.spec import Topology
+from rmptwin.model import Topology
 
 RT_ROLES = ("primary", "secondary")
 RELEASE_KINDS = (Kind.RELEASE, Kind.EDGE_RELEASE)

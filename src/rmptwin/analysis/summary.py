@@ -89,9 +89,9 @@ from rmptwin.analysis.stats import percentiles
 from rmptwin.analysis.stripe_delivery import RT_ROLES, stripe_delivery, stripe_of
 from rmptwin.analysis.venue_metrics import venue_summary
 from rmptwin.core.events import Kind
+from rmptwin.model import HostSpec, LoadedExperiment
+from rmptwin.model.queries import customer_stripes
 from rmptwin.records.timer_lateness import lateness_by_role
-from rmptwin.spec import HostSpec, LoadedExperiment
-from rmptwin.spec.queries import customer_stripes
 
 Message = tuple[int, str, int]  # (stripe, src, src_seq)
 

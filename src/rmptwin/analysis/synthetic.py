@@ -14,9 +14,9 @@ import numpy as np
 import pyarrow as pa
 
 from rmptwin.core.events import Kind
+from rmptwin.model import Experiment, Topology
 from rmptwin.records.tables import DROP_SCHEMA, EVENT_SCHEMA, LINK_COUNT_SCHEMA, detail_arrays
 from rmptwin.rundir.run import RunDir
-from rmptwin.spec import Experiment, Topology
 
 SWITCH_LINKS = [("s1", "s2"), ("s1", "s3"), ("s2", "s4"), ("s2", "s5"), ("s3", "s6"), ("s3", "s7")]
 LEAF_SWITCHES = ["s4", "s5", "s6", "s7"]

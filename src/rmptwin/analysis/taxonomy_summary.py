@@ -38,7 +38,7 @@ import pandas as pd
 
 from rmptwin.analysis.stats import percentiles
 from rmptwin.core.events import Kind
-from rmptwin.spec import LoadedExperiment
+from rmptwin.model import LoadedExperiment
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

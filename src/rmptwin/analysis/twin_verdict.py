@@ -62,9 +62,9 @@ import pyarrow.compute as pc
 
 from rmptwin.analysis.summary import control_window_end_ns
 from rmptwin.core.events import Kind
+from rmptwin.model import Topology
+from rmptwin.model.tree import multicast_tree, worst_delay_ms
 from rmptwin.rundir.run import RunDir
-from rmptwin.spec import Topology
-from rmptwin.spec.tree import multicast_tree, worst_delay_ms
 
 PASS, FAIL = "pass", "fail"
 NOT_COMPARABLE, NOT_DETERMINISTIC = "not comparable", "not deterministic"

@@ -29,7 +29,7 @@ import pandas as pd
 from rmptwin.analysis.incarnations import incarnations, ordered
 from rmptwin.analysis.stats import percentiles
 from rmptwin.core.events import Kind
-from rmptwin.spec import LoadedExperiment
+from rmptwin.model import LoadedExperiment
 
 if TYPE_CHECKING:
     import pyarrow as pa

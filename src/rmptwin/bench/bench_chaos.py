@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rmptwin.chaos.campaign import CampaignOutcome
-    from rmptwin.spec import LoadedExperiment
-    from rmptwin.sweeps.engine import Runner
+    from rmptwin.model import LoadedExperiment
+    from rmptwin.sweeps.sweep_loop import Runner
 
 RUNS = 1                    # one campaign per cell is the measurement; repeating it adds nothing
 RUNS_PER_NEMESIS = 170
@@ -35,7 +35,7 @@ REPO = Path(__file__).resolve().parents[3]
 
 def _runner() -> Runner | None:
     if os.environ.get("RMPTWIN_BENCH_CHAOS_RUNNER") == "loop":
-        from rmptwin.sweeps.engine import run_loop
+        from rmptwin.sweeps.sweep_loop import run_loop
 
         return run_loop
     return None   # Spark, the campaign's own path
@@ -83,7 +83,7 @@ def _keep(repros: list[Path], mode: str, nemesis: str) -> list[Path]:
 
 def run(quick: bool) -> list[dict[str, Any]]:
     from rmptwin.chaos.schedule import NEMESES
-    from rmptwin.spec import load_experiment
+    from rmptwin.model import load_experiment
 
     n = int(os.environ.get("RMPTWIN_BENCH_CHAOS_RUNS") or (QUICK_RUNS_PER_NEMESIS if quick else RUNS_PER_NEMESIS))
     rows = []

@@ -25,13 +25,13 @@ CHILD = """
 import json, sys, time
 from pathlib import Path
 from rmptwin import corebuild
-from rmptwin.cli.overrides import with_overrides
+from rmptwin.cli.overrides import apply_set_options
 from rmptwin.rmp import wire
 from rmptwin.sim.simulate import simulate
-from rmptwin.spec import load_experiment
+from rmptwin.model import load_experiment
 
 duration, frames = float(sys.argv[1]), int(sys.argv[2])
-loaded = with_overrides(load_experiment(Path("experiments/quickstart.yaml")), [f"duration_s={duration}"])
+loaded = apply_set_options(load_experiment(Path("experiments/quickstart.yaml")), [f"duration_s={duration}"])
 stats = simulate(loaded).stats
 msgs = tuple((f"src{i % 3 + 1}", i) for i in range(32))
 batch = [wire.Data(0, "src1", i, i, bytes(64)) for i in range(frames // 2)]

@@ -22,10 +22,10 @@ from typing import Any, cast
 
 from rmptwin.core.groups import group_ip, host_ip, region_group, rmp_group
 from rmptwin.emulation import env
+from rmptwin.emulation.emulated_network import EmulatedNetwork
 from rmptwin.emulation.flows import HostPort, Policy, Wiring, known_group_names
 from rmptwin.emulation.measure import run_probe
-from rmptwin.emulation.network import EmulatedNetwork
-from rmptwin.spec import Topology, load_experiment
+from rmptwin.model import Topology, load_experiment
 
 REPO = Path(__file__).resolve().parents[3]
 LINK = {"delay_ms": 20.0, "loss": 0.05}

@@ -31,9 +31,9 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from rmptwin.core.events import Kind
-from rmptwin.runs.experiment import EmulationOptions, run_experiment
-from rmptwin.spec import LoadedExperiment, Topology, load_experiment
-from rmptwin.spec.tree import worst_delay_ms
+from rmptwin.model import LoadedExperiment, Topology, load_experiment
+from rmptwin.model.tree import worst_delay_ms
+from rmptwin.runner.pipeline import EmulationOptions, run_experiment
 
 REPO = Path(__file__).resolve().parents[3]
 RUNS = 1                             # each step is one emulated run; the ladder is the repetition

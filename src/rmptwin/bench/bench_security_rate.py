@@ -21,8 +21,8 @@ from typing import Any
 
 from rmptwin.bench.bench_runtime import at_rate, highest_rate_row, latency_bound_ms, run_facts, verdict
 from rmptwin.factories.keys import generate, write_keys
-from rmptwin.runs.experiment import EmulationOptions, run_experiment
-from rmptwin.spec import LoadedExperiment, load_experiment
+from rmptwin.model import LoadedExperiment, load_experiment
+from rmptwin.runner.pipeline import EmulationOptions, run_experiment
 
 REPO = Path(__file__).resolve().parents[3]
 RUNS = 1                             # each step is one emulated run; the ladder is the repetition

@@ -29,10 +29,10 @@ from rmptwin.bench.simpy_ring import RingWorkload, run_ours, run_simpy, simpy_av
 from rmptwin.core.events import Event
 from rmptwin.core.sansio import Dest, Group
 from rmptwin.factories import build_core
+from rmptwin.model import Experiment, LoadedExperiment, Topology, load_experiment, load_topology
+from rmptwin.model.hosts import HostSpec
 from rmptwin.sim.random_trees import loaded_experiment, max_path_delay_ms, random_tree
 from rmptwin.sim.simulate import BuildFn, Simulation
-from rmptwin.spec import Experiment, LoadedExperiment, Topology, load_experiment, load_topology
-from rmptwin.spec.hosts import HostSpec
 
 REPO = Path(__file__).resolve().parents[3]
 GROUP = "tick"

@@ -213,8 +213,8 @@ def _median(xs: list[float]) -> float:
 def _pandas_seconds(run_dir: Path) -> float:
     """Wall seconds of summary.json's figures by pandas: read the log, summarize."""
     from rmptwin.analysis.summary import summarize
+    from rmptwin.model import Experiment, LoadedExperiment, Topology
     from rmptwin.rundir.run import RunDir
-    from rmptwin.spec import Experiment, LoadedExperiment, Topology
 
     rd = RunDir(run_dir)
     man = rd.read_manifest()

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from rmptwin.sweeps.engine import Runner, SweepPlan
+    from rmptwin.sweeps.sweep_loop import Runner, SweepPlan
 
 RUNS = 1        # one JVM; each figure is timed TIMINGS times inside it
 TIMINGS = 3
@@ -20,8 +20,8 @@ EXPERIMENT = Path(__file__).resolve().parents[3] / "experiments" / "line3.yaml"
 
 
 def _plan(quick: bool) -> SweepPlan:
-    from rmptwin.spec import load_experiment
-    from rmptwin.sweeps.engine import SweepPlan
+    from rmptwin.model import load_experiment
+    from rmptwin.sweeps.sweep_loop import SweepPlan
 
     rates = [50, 100, 200, 400] if quick else [50, 100, 200, 400, 800, 1200]
     sets: dict[str, list[Any]] = {"workload.rate_per_source": rates, "protocol.delta_a_ms": [150]}
@@ -29,7 +29,7 @@ def _plan(quick: bool) -> SweepPlan:
 
 
 def _timed(plan: SweepPlan, out: Path, runner: Runner | None = None) -> tuple[float, int]:
-    from rmptwin.sweeps.engine import run_sweep
+    from rmptwin.sweeps.sweep_loop import run_sweep
 
     t0 = time.perf_counter()
     outcome = run_sweep(plan, out=out, runner=runner)
@@ -37,8 +37,8 @@ def _timed(plan: SweepPlan, out: Path, runner: Runner | None = None) -> tuple[fl
 
 
 def run(quick: bool) -> list[dict[str, Any]]:
-    from rmptwin.sweeps.engine import run_loop
     from rmptwin.sweeps.spark import run_spark, sweep_session
+    from rmptwin.sweeps.sweep_loop import run_loop
 
     plan = _plan(quick)
     n = len(plan.seeds) * len(plan.sets["workload.rate_per_source"])
@@ -58,11 +58,11 @@ def run(quick: bool) -> list[dict[str, Any]]:
     runs = f"line3.yaml, {n} simulated runs (rate_per_source x 2 seeds, 2 s of load each); {os.cpu_count()} CPUs"
     cond = f"{runs}; Spark local[*] (default parallelism {cores}), after start-up and warm-up"
     rows: list[dict[str, Any]] = [
-        {"metric": "sweep runs/s through Spark (local[*])", "samples": [n / w for w in spark_walls],
-         "unit": "runs/s", "better": "higher", "conditions": cond, "note": "one task per (point, seed); rows "
+        {"metric": "sweep runner/s through Spark (local[*])", "samples": [n / w for w in spark_walls],
+         "unit": "runner/s", "better": "higher", "conditions": cond, "note": "one task per (point, seed); rows "
          "written to sweep.parquet after each batch"},
-        {"metric": "sweep runs/s, plain Python loop (same process)", "samples": [n / w for w in loop_walls],
-         "unit": "runs/s", "better": "higher", "conditions": f"{runs}; this process, no Spark",
+        {"metric": "sweep runner/s, plain Python loop (same process)", "samples": [n / w for w in loop_walls],
+         "unit": "runner/s", "better": "higher", "conditions": f"{runs}; this process, no Spark",
          "note": "the same runs, simulate + summarize, one after another"},
         {"metric": "sweep: Spark session start-up", "value": startup, "unit": "s", "better": "lower",
          "conditions": "embedded local[*], JVM start included; once per sweep command (n = 1)"},

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from rmptwin.bench.venue_procs import run_processes
-from rmptwin.runs.experiment import EmulationOptions, run_experiment
-from rmptwin.runtime.etcd_client import ETCD_APIS, etcd_cas
-from rmptwin.runtime.etcd_cluster import EtcdCluster
-from rmptwin.spec import load_experiment
+from rmptwin.model import load_experiment
+from rmptwin.node.etcd_client import ETCD_APIS, etcd_cas
+from rmptwin.node.etcd_cluster import EtcdCluster
+from rmptwin.runner.pipeline import EmulationOptions, run_experiment
 
 STATE_DIR = "/var/tmp"   # the gateway log and the HR database: on disk, their fsyncs are real
 STORAGE = {"disk": "/var/tmp", "tmpfs": "/dev/shm"}   # where the etcd members keep their data

@@ -34,7 +34,7 @@ from pathlib import Path
 from rmptwin.core.events import Event
 from rmptwin.core.sansio import Core, Dest, Group, Unicast
 from rmptwin.errors import UserError
-from rmptwin.runtime.etcd_client import EtcdCas, serve_propose
+from rmptwin.node.etcd_client import EtcdCas, serve_propose
 
 RCVBUF = 4 << 20
 _SEQ = Unicast("seq")

@@ -49,14 +49,14 @@ from rmptwin.bench.venue_node import EtcdProposer, EtcdStats, Transport, pump
 from rmptwin.bench.venue_trace import StageStamps, stage_breakdown
 from rmptwin.core.events import Event, Kind
 from rmptwin.core.sansio import Core, Unicast
-from rmptwin.runtime.durable_stores import FileGatewayLog, FileHistoryStore
-from rmptwin.runtime.etcd_client import ETCD_APIS, etcd_cas, etcd_cas_class, leader_first
+from rmptwin.node.durable_stores import FileGatewayLog, FileHistoryStore
+from rmptwin.node.etcd_client import ETCD_APIS, etcd_cas, etcd_cas_class, leader_first
 from rmptwin.venue import wire
 from rmptwin.venue.client import ClientConfig, ClientCore
+from rmptwin.venue.execution_venue import VenueConfig, VenueCore
 from rmptwin.venue.gateway import GatewayConfig, GatewayCore
 from rmptwin.venue.history import HistoryConfig, HistoryCore
 from rmptwin.venue.standby import StandbyVenueCore
-from rmptwin.venue.venue import VenueConfig, VenueCore
 
 if TYPE_CHECKING:
     import ctypes
@@ -415,7 +415,7 @@ def run_processes(endpoints: list[str], *, rate: float, duration_s: float, symbo
     are real); default a temporary directory under /var/tmp (disk). ``kill_at``: seconds into
     the load at which EV 2 is killed and restarted (failover sync). ``batch``: positions an EV
     proposes in one etcd transaction at most (it looks ahead twice that). ``etcd_api``: how the EVs'
-    clients ask etcd (``runtime.etcd_client.ETCD_APIS``). ``standby``: one EV more, started as a
+    clients ask etcd (``node.etcd_client.ETCD_APIS``). ``standby``: one EV more, started as a
     standby; a kill then promotes it (``_standby_failovers``), no fork waited for."""
     n_ev += 1 if standby else 0
     # The API's module (grpc: ~100 ms of CPU to import) loaded before the forks, not in each EV

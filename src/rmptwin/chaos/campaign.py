@@ -18,13 +18,13 @@ import yaml
 
 from rmptwin.chaos.schedule import Plan, draw, nemeses_of, recovery_s
 from rmptwin.chaos.shrink import ddmin
+from rmptwin.model import Experiment, LoadedExperiment
 from rmptwin.rundir.chaos import ChaosDir
-from rmptwin.spec import Experiment, LoadedExperiment
 from rmptwin.sweeps.task import payload
 
 RUN, VERDICT, FIRST = "run", "checks.verdict", "checks.first"
 Progress = Callable[[int, int], None]
-# runs the tasks, handing each batch of result rows on (sweeps.engine.run_loop, run_emulated; Spark)
+# runs the tasks, handing each batch of result rows on (sweeps.sweep_loop.run_loop, run_emulated; Spark)
 Runner = Callable[[list[dict[str, Any]], Callable[[list[dict[str, Any]]], None]], None]
 
 
@@ -100,7 +100,7 @@ def violated_checker(row: dict[str, Any]) -> str | None:
 
 def simulated_violation(loaded: LoadedExperiment, faults: list[dict[str, Any]], seed: int, checker: str) -> bool:
     """Does the simulator, with ``faults`` and ``seed``, find ``checker`` violated?"""
-    from rmptwin.checkers.run import check_events
+    from rmptwin.checkers.suite import check_events
     from rmptwin.sim.simulate import simulate
 
     run = with_faults(loaded, faults)
@@ -141,8 +141,8 @@ def shrink_row(c: Campaign, cdir: ChaosDir, row: dict[str, Any]) -> dict[str, An
 def run_campaign(c: Campaign, out: str | Path | None = None, master: str | None = None,
                  progress: Progress | None = None, runner: Runner | None = None) -> CampaignOutcome:
     """Run the campaign; ``runner(tasks, on_rows)`` overrides how (default: Spark for simulated
-    runs, ``sweeps.engine.run_emulated`` for emulated ones; tests pass ``sweeps.engine.run_loop``)."""
-    from rmptwin.sweeps.engine import run_emulated
+    runs, ``sweeps.sweep_loop.run_emulated`` for emulated ones; tests pass ``sweeps.sweep_loop.run_loop``)."""
+    from rmptwin.sweeps.sweep_loop import run_emulated
 
     t0 = time.perf_counter()
     spec = c.spec()
@@ -173,7 +173,7 @@ def run_campaign(c: Campaign, out: str | Path | None = None, master: str | None 
             repros.append(Path(row["repro"]))
     table = _table(rows)
     cdir.write_table(table)
-    from rmptwin.chaos.report import write_report
+    from rmptwin.chaos.campaign_report import write_report
 
     write_report(cdir, table, spec)
     return CampaignOutcome(cdir, table, len(repros), repros, time.perf_counter() - t0)

@@ -1,6 +1,6 @@
 """The exchange venue under nemeses: four scenarios on a venue experiment,
 each a fault schedule the checkers judge (0 trades lost, CAS history linearizable, EV states
-equal) and whose outage ``checkers.probe.venue_outage_ms`` measures.
+equal) and whose outage ``checkers.probe_checker.venue_outage_ms`` measures.
 
 - ``ev_kill9``: an EV is killed (SIGKILL) and a new incarnation started 1.5 s later;
 - ``ev_partition``: the EV's switch is cut off from the rest (the sequencer host and its etcd
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rmptwin.spec import LoadedExperiment, Topology
+from rmptwin.model import LoadedExperiment, Topology
 
 SCENARIOS = ("ev_kill9", "ev_partition", "etcd_member_pause", "gateway_restart")
 EV_SWITCH = "s_ev"

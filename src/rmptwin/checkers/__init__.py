@@ -1,8 +1,8 @@
 """History checkers: invariants written once and applied to any run directory.
 
 Each checker is a pure function over a history (plain records built from the event table by
-``checkers.history``) that returns ``None`` or the FIRST ``Violation``, with the events that
-show it. ``checkers.run.check_events`` decides which checkers apply to a run and runs them;
+``checkers.histories``) that returns ``None`` or the FIRST ``Violation``, with the events that
+show it. ``checkers.suite.check_events`` decides which checkers apply to a run and runs them;
 ``rmptwin check RUN_DIR`` prints the verdicts and exits 1 on a violation; ``rmptwin chaos``
 runs them on every run of a campaign.
 

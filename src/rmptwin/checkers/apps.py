@@ -14,7 +14,7 @@ import pandas as pd
 
 from rmptwin.analysis.incarnations import ordered
 from rmptwin.checkers import Violation
-from rmptwin.checkers.history import event_dict
+from rmptwin.checkers.histories import event_dict
 from rmptwin.core.events import Kind
 
 

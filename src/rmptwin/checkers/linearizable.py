@@ -9,7 +9,7 @@ the run ended) is INDETERMINATE, as Jepsen treats a timeout: it may have taken e
 instant after its invocation, or not at all, and its answer is unconstrained. A retry of a
 proposal is a new operation, and the earlier copy becomes indeterminate; the answer that
 came back may belong to either copy, so the answered operation spans both: it is invoked
-when the first copy went out (``checkers.venue.cas_history``).
+when the first copy went out (``checkers.venue_checker.cas_history``).
 
 The model is ``venue.sequencer.CasLog`` itself, as a sequential specification with the
 sequencer's window: ``propose(n, keys)`` wins exactly when n is the first free position

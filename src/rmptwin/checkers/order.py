@@ -19,7 +19,7 @@ by one receiver is the ``messages`` checker's to report.
 from __future__ import annotations
 
 from rmptwin.checkers import Violation
-from rmptwin.checkers.history import Delivery, Message, RmpHistory
+from rmptwin.checkers.histories import Delivery, Message, RmpHistory
 
 NAME = "total_order"
 

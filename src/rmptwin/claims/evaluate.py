@@ -19,9 +19,9 @@ from rmptwin.claims.model import Claim
 from rmptwin.claims.verdicts import judge
 from rmptwin.errors import UserError
 from rmptwin.factories.keys import generate, key_path, write_keys
+from rmptwin.model import LoadedExperiment, load_experiment
 from rmptwin.rundir.sweep import sweep_id
-from rmptwin.spec import LoadedExperiment, load_experiment
-from rmptwin.sweeps.engine import Runner, SweepPlan, run_sweep
+from rmptwin.sweeps.sweep_loop import Runner, SweepPlan, run_sweep
 
 NOT_MEASURED, NOT_RUN, NOT_APPLICABLE = "not yet measured", "not run", "not applicable"
 # An emulated run whose timers ran late (the machine, not the protocol: emulation.hostload) is

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import typer
 
-import rmptwin.api as rt
+from rmptwin import api
 from rmptwin.cli.console import make_console
 from rmptwin.errors import UserError
 
@@ -26,10 +26,10 @@ def analyze(
     master: str | None = typer.Option(None, help="Spark master URL; default embedded local[2]"),
 ) -> None:
     """Analyse runs with PySpark: metrics parquet, metrics.json and report.html in RUN/analysis/."""
-    opened = [rt.open_run(run) for run in runs]  # fail on a bad path before paying for Spark's start-up
-    with rt.spark_session(master) as spark:      # one session for every run
+    opened = [api.open_run(run) for run in runs]  # fail on a bad path before paying for Spark's start-up
+    with api.spark_session(master) as spark:      # one session for every run
         for run in opened:
-            console.print(f"report: {rt.analyze(run, spark=spark, console=console)}")
+            console.print(f"report: {api.analyze(run, spark=spark, console=console)}")
 
 
 @app.command()
@@ -47,9 +47,9 @@ def compare(
 ) -> None:
     """Two runs' metrics side by side and the twin verdict: per metric its tolerance and pass or
     fail, then one PASS/FAIL line; exit code 1 if a rule failed."""
-    a, b = rt.open_run(run_a), rt.open_run(run_b)
+    a, b = api.open_run(run_a), api.open_run(run_b)
     if not analyze and not verdict:
         raise UserError("--no-analyze --no-verdict leaves nothing to show; drop one of them")
-    result = rt.compare(a, b, html, verdict=verdict, analyze_missing=analyze, master=master, console=console)
+    result = api.compare(a, b, html, verdict=verdict, analyze_missing=analyze, master=master, console=console)
     if result.passed is False:
         raise typer.Exit(1)

@@ -1,6 +1,6 @@
 """Print what an experiment or topology likely did not mean as warning lines on stderr: the
-seed bounds it breaks (``spec.bounds``) and the legal but likely unintended role placements
-(``spec.role_checks``: an unused region, an R_x nobody asks, ...).
+seed bounds it breaks (``model.bounds``) and the legal but likely unintended role placements
+(``model.role_checks``: an unused region, an R_x nobody asks, ...).
 
 One function per file kind, called by ``rmptwin validate``, ``rmptwin sim`` and ``rmptwin
 run`` before they start, so that the three commands warn alike.
@@ -15,10 +15,10 @@ from rich.text import Text
 
 from rmptwin.cli.console import make_console
 from rmptwin.errors import UserError
-from rmptwin.spec import LoadedExperiment, Topology, read_yaml
-from rmptwin.spec.bounds import format_violation, violated_bounds
-from rmptwin.spec.loading import finding_line
-from rmptwin.spec.role_checks import Finding, experiment_warnings, topology_warnings
+from rmptwin.model import LoadedExperiment, Topology, read_yaml
+from rmptwin.model.bounds import format_violation, violated_bounds
+from rmptwin.model.loading import finding_line
+from rmptwin.model.role_checks import Finding, experiment_warnings, topology_warnings
 
 
 def print_bound_warnings(loaded: LoadedExperiment, file: Path, *, strict: bool = False) -> None:

@@ -53,7 +53,7 @@ def print_verdicts(verdicts: list[Verdict]) -> bool:
 def check(run_dir: Path = typer.Argument(..., help="a run directory (rmptwin sim / run / chaos)")) -> None:
     """Run every applicable history checker on a run (total order, messages, customers, CAS
     linearizability, venue, trading floor, unified orders); exit 1 on a violation."""
-    from rmptwin.checkers.run import check_run
+    from rmptwin.checkers.suite import check_run
 
     verdicts = check_run(RunDir(run_dir))
     if print_verdicts(verdicts):

@@ -12,8 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-import rmptwin.api as rt
-from rmptwin import corebuild
+from rmptwin import api, corebuild
 from rmptwin.analysis.sections import headline_sections
 from rmptwin.core.groups import REGION_PORT, REREQUEST_PORT
 
@@ -22,9 +21,9 @@ HEADLINE_KEYS = ("receivers", "agreement", "messages_sent", "messages_delivered_
 VENUE_KEYS = ("ev_agreement", "trades_lost", "sync_ms", "max_gap", "latency_ms")
 
 @contextmanager
-def progress_bar(console: Console, loaded: rt.LoadedExperiment, backend: str) -> Iterator[rt.ProgressFn]:
+def progress_bar(console: Console, loaded: api.LoadedExperiment, backend: str) -> Iterator[api.ProgressFn]:
     """A transient bar over the experiment's duration; yields the ``progress(fraction, what)``
-    callback ``rt.simulate``, ``rt.emulate`` and ``rt.rerun`` take."""
+    callback ``api.simulate``, ``api.emulate`` and ``api.rerun`` take."""
     duration = loaded.experiment.duration_s
     if backend == "sim":
         columns = (TextColumn("[bold]simulating[/] {task.description}"), BarColumn(),
@@ -84,7 +83,7 @@ def _print_tables(console: Console, table: Table, s: dict[str, Any]) -> None:
         console.print(apps)
 
 
-def print_sim_summary(console: Console, run: rt.Run) -> None:
+def print_sim_summary(console: Console, run: api.Run) -> None:
     """`rmptwin sim`: the summary with the simulator's own figures, and where the run is."""
     s = run.summary
     table = summary_table(s)
@@ -97,17 +96,17 @@ def print_sim_summary(console: Console, run: rt.Run) -> None:
     console.print(f"run directory: {run.path}")
 
 
-def print_emulation_summary(console: Console, run: rt.Run) -> None:
+def print_emulation_summary(console: Console, run: api.Run) -> None:
     """`rmptwin run`: the summary with the runtime's figures, the captures and where the run is."""
     s = run.summary
     table = summary_table(s, title="summary (emulation)")
-    rt = s.get("runtime", {})
-    drained = f", drained {rt['drain_s']} s past the duration" if rt.get("drain_s", 0) >= 1 else ""
-    table.add_row("runtime", f"{rt.get('nodes')} nodes, {rt.get('wall_s')} s wall{drained}")
-    if rt.get("outstanding"):
-        console.print(f"[yellow]not quiescent after the drain cap: {rt['outstanding']}[/yellow]")
-    if rt.get("overloaded"):
-        load = rt.get("load", {})
+    figures = s.get("runtime", {})
+    drained = f", drained {figures['drain_s']} s past the duration" if figures.get("drain_s", 0) >= 1 else ""
+    table.add_row("runtime", f"{figures.get('nodes')} nodes, {figures.get('wall_s')} s wall{drained}")
+    if figures.get("outstanding"):
+        console.print(f"[yellow]not quiescent after the drain cap: {figures['outstanding']}[/yellow]")
+    if figures.get("overloaded"):
+        load = figures.get("load", {})
         console.print(f"[yellow]machine overloaded (run queue p90 {load.get('run_queue', {}).get('p90')} on "
                       f"{load.get('cpus')} CPUs, {load.get('timer_lateness_role')} timers {load.get('timer_lateness_p99_ms')} ms "
                       "late at p99, as timer_lateness_ms in the summary): "
@@ -121,7 +120,7 @@ def print_emulation_summary(console: Console, run: rt.Run) -> None:
     console.print(f"run directory: {run.path}")
 
 
-def print_summary(console: Console, run: rt.Run) -> None:
+def print_summary(console: Console, run: api.Run) -> None:
     if run.backend == "sim":
         print_sim_summary(console, run)
     else:

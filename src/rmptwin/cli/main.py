@@ -17,29 +17,31 @@ from pathlib import Path
 
 import typer
 
-import rmptwin.api as rt
+from rmptwin import api
 from rmptwin.cli import analyze as analysis_cli
-from rmptwin.cli import chaos as chaos_cli
+from rmptwin.cli import chaos_commands as chaos_cli
 from rmptwin.cli import check as checkers_cli
 from rmptwin.cli import claims as claims_cli
 from rmptwin.cli import (
     flags,  # noqa: F401 - flags' help without a '<bool>' placeholder
-    keys,
+)
+from rmptwin.cli import (
+    keys_commands as keys,
 )
 from rmptwin.cli import net as emulation_cli
-from rmptwin.cli import run as runtime_cli
-from rmptwin.cli import spark as cluster_cli
-from rmptwin.cli import sweep as sweeps_cli
-from rmptwin.cli import taxonomy as taxonomy_cli
-from rmptwin.cli import topo as topo_cli
-from rmptwin.cli import venue as venue_cli
+from rmptwin.cli import run_commands as runtime_cli
+from rmptwin.cli import spark_commands as cluster_cli
+from rmptwin.cli import sweep_commands as sweeps_cli
+from rmptwin.cli import taxonomy_commands as taxonomy_cli
+from rmptwin.cli import topo_commands as topo_cli
+from rmptwin.cli import venue_commands as venue_cli
 from rmptwin.cli.bound_warnings import print_bound_warnings, print_topology_warnings
 from rmptwin.cli.console import make_console, print_error
 from rmptwin.cli.display import print_sim_summary, print_summary, progress_bar
-from rmptwin.cli.overrides import SET_HELP, with_overrides
+from rmptwin.cli.overrides import SET_HELP, apply_set_options
 from rmptwin.errors import UserError
-from rmptwin.runs.rerun import environment_line, replay_line, summary_line
-from rmptwin.spec import json_schemas
+from rmptwin.model import json_schemas
+from rmptwin.runner.rerun import environment_line, replay_line, summary_line
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="rmptwin: RMP and exchange-venue testbed")
 console = make_console()
@@ -53,8 +55,8 @@ def validate(
 ) -> None:
     """Check a topology or experiment YAML; print one line saying it is valid or what to fix, and for an
     experiment one warning line per seed bound its parameters break."""
-    loaded = rt.load(file)
-    if isinstance(loaded, rt.LoadedExperiment):
+    loaded = api.load(file)
+    if isinstance(loaded, api.LoadedExperiment):
         print_bound_warnings(loaded, file, strict=strict)
         t = loaded.topology
         console.print(f"{file}: valid experiment '{loaded.experiment.name}' on topology '{t.name}' "
@@ -90,10 +92,10 @@ def sim(
     sets: list[str] = typer.Option([], "--set", metavar="KEY=VALUE", help=SET_HELP),
 ) -> None:
     """Run an experiment in the deterministic discrete-event simulator."""
-    loaded = with_overrides(rt.load_experiment(experiment), sets)
+    loaded = apply_set_options(api.load_experiment(experiment), sets)
     print_bound_warnings(loaded, experiment, strict=strict)
     with progress_bar(console, loaded, "sim") as progress:
-        run = rt.simulate(loaded, seed=seed, out=out, progress=progress)
+        run = api.simulate(loaded, seed=seed, out=out, progress=progress)
     print_sim_summary(console, run)
 
 
@@ -103,12 +105,12 @@ def rerun(
     out: Path | None = typer.Option(None, help="new run directory (default results/<experiment>/<run-id>)"),
 ) -> None:
     """Repeat a run from its manifest.json alone: same spec, seed and backend, into a new run directory."""
-    original = rt.open_run(run_dir, check=False)   # its manifest is all a rerun reads
+    original = api.open_run(run_dir, check=False)   # its manifest is all a rerun reads
     manifest = original.manifest
-    replay = rt.replay_of(original)
+    replay = api.replay_of(original)
     console.print(replay_line(replay, original.dir), highlight=False)
     with progress_bar(console, replay.loaded, replay.backend) as progress:
-        run = rt.rerun(original, out, progress)
+        run = api.rerun(original, out, progress)
     print_summary(console, run)
     console.print(environment_line(manifest, run.manifest), highlight=False, soft_wrap=True)
     console.print(summary_line(original.dir, run.dir), highlight=False, soft_wrap=True)

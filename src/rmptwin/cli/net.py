@@ -14,16 +14,15 @@ from typing import Any
 import typer
 from rich.table import Table
 
-import rmptwin.api as rt
-from rmptwin import corebuild
+from rmptwin import api, corebuild
 from rmptwin.cli.console import make_console
 from rmptwin.emulation import env
 from rmptwin.emulation.cleanup import cleanup_all
+from rmptwin.emulation.emulated_network import DEFAULT_STATE_DIR, EmulatedNetwork
 from rmptwin.emulation.image import ensure_image
-from rmptwin.emulation.network import DEFAULT_STATE_DIR, EmulatedNetwork
 from rmptwin.emulation.selftest import selftest
 from rmptwin.errors import UserError
-from rmptwin.spec import Topology, read_yaml
+from rmptwin.model import Topology, read_yaml
 
 console = make_console()
 net_app = typer.Typer(help="the emulated network: Mininet + Open vSwitch + os-ken", no_args_is_help=True)
@@ -36,8 +35,8 @@ def load_any_topology(path: Path) -> Topology:
     """A topology YAML, or an experiment YAML (its topology)."""
     data, _ = read_yaml(path)
     if "topology" in data and isinstance(data["topology"], str):
-        return rt.load_experiment(path).topology
-    return rt.load_topology(path)
+        return api.load_experiment(path).topology
+    return api.load_topology(path)
 
 
 def _progress_printer() -> Callable[[str], None]:

@@ -1,6 +1,6 @@
 """What a host is to both drivers: its clock, the ports its datagrams use, its release roles.
 
-The simulator (``rmptwin.sim.simulate``) and the node runtime (``rmptwin.runtime.driver``) run
+The simulator (``rmptwin.sim.simulate``) and the node runtime (``rmptwin.node.driver``) run
 the same cores; this module is what they must also agree on about the machine a core runs on,
 so that a simulated and an emulated run of one experiment differ only where the network does.
 

@@ -51,7 +51,7 @@ sources' packets at the same instant.
 **Traces.** ``TraceConfig`` replays a measured loss trace instead of drawing: a per-packet
 0/1 sequence by the order UDP datagrams are offered to the direction (looping when the run
 offers more), or loss intervals by run time (``trace_origin_ns`` is the clock value of t = 0).
-The file is read by the spec loader (``spec.traces``); this module is only given the
+The file is read by the spec loader (``model.traces``); this module is only given the
 sequence. Where the two backends offer a direction the same datagrams in the same order,
 they drop the same ones, and the drop log is the trace.
 
@@ -209,7 +209,7 @@ def loss_config(model: Any) -> LossConfig:
                     merged.append([a, b])
             return TraceConfig(intervals_ns=tuple((a, b) for a, b in merged))
         raise UserError(f"link loss: trace {getattr(model, 'file', None)!r} was never read (load the YAML with "
-                        "rmptwin.spec.load_topology, which reads trace files)")
+                        "rmptwin.model.load_topology, which reads trace files)")
     raise UserError(f"link loss: unknown model {kind!r}; use bernoulli, gilbert_elliott or trace")
 
 

@@ -1,7 +1,7 @@
 """Protocol timing (seed section 5.1): the token passing time formula and ``Timing``, the
 protocol's periods in integer nanoseconds, the frozen config every RMP core computes with.
 
-``spec.queries.timing_from_protocol`` builds a ``Timing`` from the experiment spec.
+``model.queries.timing_from_protocol`` builds a ``Timing`` from the experiment spec.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from collections.abc import Callable
 
 from rmptwin.core.groups import region_group, rmp_group
 from rmptwin.core.striping import serves_stripe
-from rmptwin.spec import Topology
+from rmptwin.model import Topology
 
 SOURCE_ROLES = ("source", "portal", "participant")
 GLOBAL_SENDER_ROLES = ("primary", "secondary", "reformation")

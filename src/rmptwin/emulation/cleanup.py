@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rmptwin.emulation import engine
+from rmptwin.emulation import docker_engine as engine
 from rmptwin.errors import UserError
 
 REGISTRY = Path("/run/rmptwin/state-dirs")

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from rmptwin.emulation import engine
+from rmptwin.emulation import docker_engine as engine
 from rmptwin.errors import UserError
 
 if TYPE_CHECKING:

@@ -24,7 +24,7 @@ from typing import Any
 
 from mininet.node import Host
 
-from rmptwin.emulation import engine
+from rmptwin.emulation import docker_engine as engine
 from rmptwin.emulation.cleanup import CONTAINER_LABEL
 from rmptwin.errors import UserError
 

@@ -115,7 +115,7 @@ def counts_table(paths: list[Path], extra: Sequence[dict[str, Any]] = ()) -> pa.
 
 def read_access_reports(paths: list[Path], clock_shift_ns: int) -> tuple[list[DroppedFrame], list[dict[str, Any]]]:
     """The dropped frames and counts the nodes left for the access links they shaped
-    (``runtime.hostlink``), times moved by ``clock_shift_ns`` onto the relays' clock."""
+    (``node.hostlink``), times moved by ``clock_shift_ns`` onto the relays' clock."""
     frames: list[DroppedFrame] = []
     counts: list[dict[str, Any]] = []
     for p in paths:

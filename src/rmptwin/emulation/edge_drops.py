@@ -16,7 +16,7 @@ from rmptwin.core.events import Event, Kind
 from rmptwin.emulation.flows import PRIO_UNAUTH_DROP
 
 if TYPE_CHECKING:
-    from rmptwin.runtime.eventlog import EventWriter
+    from rmptwin.node.eventlog import EventWriter
 
 _N_PACKETS = re.compile(r"\bn_packets=(\d+)")
 _PRIORITY = re.compile(r"\bpriority=(\d+)")

@@ -1,15 +1,15 @@
 """`rmptwin run`: an experiment on the emulated network, every role its own process.
 
 Brings the network up (``EmulatedNetwork``: Mininet + OVS + the controller, Docker or
-namespace hosts; or the flat bridge network), starts ``rmptwin.runtime.node`` in every
+namespace hosts; or the flat bridge network), starts ``rmptwin.node.main`` in every
 host, waits until all have bound their sockets and joined their groups, starts the packet
 captures, releases everyone at the same instant t0, applies the fault schedule while a
 progress bar runs, lets the run drain past its duration until every message is
-acknowledged, released and delivered (``runtime.drain``; a loaded machine falls behind
+acknowledged, released and delivered (``node.drain``; a loaded machine falls behind
 the schedule), then stops the nodes, collects and merges their logs and tears everything
 down. ``emulate`` returns the tables (events, drops, link counts), what the manifest
 records of the emulation and the runtime's figures; it writes no run-directory file and
-computes no summary (``rmptwin.runs.experiment`` does both). The nodes write their config,
+computes no summary (``rmptwin.runner.pipeline`` does both). The nodes write their config,
 logs and captures where the ``RunDir`` says.
 
 Node control (``GO``, ``STOP``, what a node prints back): ``emulation.nodeproc``.
@@ -49,18 +49,18 @@ from rmptwin.emulation.image import image_id
 from rmptwin.emulation.nodeproc import READY_TIMEOUT_S, NodeProc, Spares, read_output, wait_for_line
 from rmptwin.errors import UserError
 from rmptwin.factories.keys import key_path, load_keys
+from rmptwin.model import LoadedExperiment
+from rmptwin.model.queries import edge_plan, stripe_count
+from rmptwin.node.drain import DRAIN_MAX_S, owed_stripes, quiescent
+from rmptwin.node.eventlog import EventWriter, merge_logs
+from rmptwin.node.node_config import NodeConfig
+from rmptwin.node.priority import ReleasePriority
 from rmptwin.records.tables import DROP_SCHEMA
 from rmptwin.rundir.provenance import NA, safe
 from rmptwin.rundir.run import NODE_FILES, RunDir
-from rmptwin.runtime.config import NodeConfig
-from rmptwin.runtime.drain import DRAIN_MAX_S, owed_stripes, quiescent
-from rmptwin.runtime.eventlog import EventWriter, merge_logs
-from rmptwin.runtime.priority import ReleasePriority
-from rmptwin.spec import LoadedExperiment
-from rmptwin.spec.queries import edge_plan, stripe_count
 
 if TYPE_CHECKING:
-    from rmptwin.emulation.network import EmulatedNetwork  # imported when a switched network is built
+    from rmptwin.emulation.emulated_network import EmulatedNetwork  # imported when a switched network is built
 
 REPO = Path(__file__).resolve().parents[3]
 SETTLE_S = 1.0           # after the controller saw every join: its flow mods land before t0
@@ -75,7 +75,7 @@ NODE_MEMORY_MB = 512
 
 @dataclass
 class EmulationResult:
-    """What an emulated run produced, for ``runs.experiment`` to write and summarize."""
+    """What an emulated run produced, for ``runner.pipeline`` to write and summarize."""
 
     events: pa.Table
     drops: pa.Table
@@ -85,7 +85,7 @@ class EmulationResult:
     stats: dict[str, Any]         # summary.json's "runtime": wall time, drain, torn log lines, node counters
 
 
-class Run:
+class EmulatedRun:
     """One emulated run; ``execute()`` does everything and returns the tables."""
 
     def __init__(self, loaded: LoadedExperiment, seed: int, run_dir: RunDir, nodes: str = "docker",
@@ -130,7 +130,7 @@ class Run:
             if bad:
                 raise UserError(f"fault '{bad[0].action}' needs link impairment; run with --nodes ns or docker")
             return FlatNetwork(self.loaded.topology, tag=str(os.getpid() % 100000))
-        from rmptwin.emulation.network import EmulatedNetwork  # Mininet: loaded only for a switched network
+        from rmptwin.emulation.emulated_network import EmulatedNetwork  # Mininet: loaded only for a switched network
 
         if any(f.action == "dup_reorder" for f in self.exp.faults):
             # duplicates and reordering come from the shared link model: only the relay runs it
@@ -178,7 +178,7 @@ class Run:
         err = open(self.run.node_stderr_path(name, incarnation), "wb")
         env = {"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "PYTHONUNBUFFERED": "1",
                "HOME": "/tmp", **corebuild.child_env()}   # the nodes run the cores this process runs
-        cmd = [sys.executable, "-m", "rmptwin.runtime.node", str(config), name, "--incarnation", str(incarnation)]
+        cmd = [sys.executable, "-m", "rmptwin.node.main", str(config), name, "--incarnation", str(incarnation)]
         cmd += ["--spare"] if spare else []
         proc = host.popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=env, cwd="/")
         err.close()
@@ -498,7 +498,7 @@ def emulate(loaded: LoadedExperiment, seed: int, run_dir: RunDir, nodes: str = "
     ``cpus`` and ``memory_mb`` limit each Docker host (None: unlimited)."""
     check_arguments(loaded, nodes, capture)
     wall = time.monotonic()
-    r = Run(loaded, seed, run_dir, nodes=nodes, impair=impair, capture=capture, progress=progress,
+    r = EmulatedRun(loaded, seed, run_dir, nodes=nodes, impair=impair, capture=capture, progress=progress,
             cpus=cpus, memory_mb=memory_mb)
     events, drops, counts = r.execute()
     # `rmptwin rerun` passes nodes, the impairment actually used, capture and limits back here.

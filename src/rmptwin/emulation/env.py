@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from rmptwin.emulation import engine
+from rmptwin.emulation import docker_engine as engine
 from rmptwin.emulation.cgroups import parse_mountinfo
 from rmptwin.emulation.relay import boost_priority
 from rmptwin.errors import UserError

@@ -16,8 +16,8 @@ import pyarrow as pa
 
 from rmptwin.core.groups import host_ip
 from rmptwin.errors import UserError
+from rmptwin.model import Topology
 from rmptwin.records.tables import DROP_SCHEMA, LINK_COUNT_SCHEMA
-from rmptwin.spec import Topology
 
 PREFIX = "rmptf"
 

@@ -10,7 +10,7 @@ Forwarding, per switch:
 - ARP floods along one spanning tree of the topology (an ALL group), so it reaches every
   host without loops.
 - IPv4 unicast follows the static shortest path to the destination host's switch.
-- Multicast: per (sender, group) a source-rooted shortest-path tree (``rmptwin.spec.tree``)
+- Multicast: per (sender, group) a source-rooted shortest-path tree (``rmptwin.model.tree``)
   pruned to the switches of joined hosts, installed as an ALL group whose buckets are the
   tree's child links and the joined hosts' ports; the flow matches the expected in-port so
   a frame arriving off-tree is dropped. A ``region/<r>/<k>`` group only uses region r's
@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from rmptwin.core.groups import group_ip, group_region, region_group, rmp_group
-from rmptwin.spec import Topology
-from rmptwin.spec.tree import Tree, adjacency, multicast_tree, shortest_path_parents, unicast_path
+from rmptwin.model import Topology
+from rmptwin.model.tree import Tree, adjacency, multicast_tree, shortest_path_parents, unicast_path
 
 ETH_IP, ETH_ARP = 0x0800, 0x0806
 IP_PROTO_IGMP = 2

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rmptwin.emulation import engine
+from rmptwin.emulation import docker_engine as engine
 from rmptwin.errors import UserError
 
 REPO = Path(__file__).resolve().parents[3]

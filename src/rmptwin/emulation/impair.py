@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rmptwin.errors import UserError
-from rmptwin.spec import Bernoulli, GilbertElliott, LinkParams, Topology, Trace
+from rmptwin.model import Bernoulli, GilbertElliott, LinkParams, Topology, Trace
 
 if TYPE_CHECKING:   # Mininet is untyped: these are Any to mypy
     from mininet.link import Intf, Link
@@ -53,7 +53,7 @@ def impair_for_traces(requested: str, topo: Topology) -> str:
 
 def delay_only(p: LinkParams) -> bool:
     """An impaired link that neither loses nor jitters: its model takes no random draws, so the
-    node at its host end can apply it (``runtime.hostlink``) instead of a relay process."""
+    node at its host end can apply it (``node.hostlink``) instead of a relay process."""
     loss_mean = p.loss.mean if hasattr(p.loss, "mean") else 0.0
     return is_impaired(p) and not loss_mean and not p.jitter_ms and not isinstance(p.loss, Trace)
 

@@ -5,7 +5,7 @@ through a container): ``GO <t0_ns>`` starts it, ``STOP`` ends it cleanly; EOF (t
 died) stops it too. A crash fault is SIGKILL: the node loses whatever it had not flushed.
 The runner also sends ``ETCD pause|resume <member>`` and ``CLOCK <jump_ns> <drift_ppm>``
 (nemesis steps), and a spare ``HOLD <groups>`` (it answers ``HELD <n>``) then ``WAKE <t0_ns>``
-(``runtime.node``). On stdout the node prints ``READY <groups>`` once bound and joined,
+(``node.main``). On stdout the node prints ``READY <groups>`` once bound and joined,
 ``STATUS <json>`` as it goes (read for the drain), ``DONE <json>`` (its counters) at the end.
 """
 
@@ -111,7 +111,7 @@ class Spares:
 
     def hold(self, name: str, groups: list[str]) -> None:
         """The groups ``name``'s first incarnation joined (its READY): each of its spares holds
-        them (``runtime.node``'s HOLD), so a crash of the node withdraws no membership."""
+        them (``node.main``'s HOLD), so a crash of the node withdraws no membership."""
         if name not in self._left:
             return
         self._groups[name] = list(groups)

@@ -33,7 +33,7 @@ from typing import Any
 
 from rmptwin.core.linkmodel import LinkConfig, LinkDirection, stream_seed
 from rmptwin.core.packetkey import UNKEYED, frame_key
-from rmptwin.spec import LinkParams
+from rmptwin.model import LinkParams
 
 ETH_P_ALL = 0x0003
 SOL_PACKET = 263

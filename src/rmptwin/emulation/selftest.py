@@ -15,10 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import cast
 
+from rmptwin.emulation.emulated_network import EmuHost, EmulatedNetwork
 from rmptwin.emulation.impair import disable_tx_offload, is_impaired
 from rmptwin.emulation.measure import ProbeResult, run_probe
-from rmptwin.emulation.network import EmuHost, EmulatedNetwork
-from rmptwin.spec import LinkParams
+from rmptwin.model import LinkParams
 
 COOKIE = "0x7e57"
 LOSS_TOL, DELAY_TOL_MS, BW_TOL = 0.015, 2.0, 0.10

@@ -58,7 +58,7 @@ from rmptwin.emulation.env import has_netem
 from rmptwin.emulation.flows import HostPort
 from rmptwin.emulation.impair import delay_only, disable_tx_offload, is_impaired, traced_links
 from rmptwin.errors import UserError
-from rmptwin.spec import Bernoulli, HostSpec, LinkParams, LinkSpec, Topology, load_topology
+from rmptwin.model import Bernoulli, HostSpec, LinkParams, LinkSpec, Topology, load_topology
 
 TOPO_IMPAIR = ("none", "netem", "relay")
 

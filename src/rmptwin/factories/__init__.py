@@ -12,9 +12,12 @@ from collections.abc import Callable
 
 from rmptwin.core.sansio import Core
 from rmptwin.errors import UserError
-from rmptwin.factories import attacker, floor, orders, rmp, taxonomy, venue
+from rmptwin.factories import attacker_factory as attacker
+from rmptwin.factories import floor, orders, rmp
+from rmptwin.factories import taxonomy_factory as taxonomy
+from rmptwin.factories import venue_factory as venue
 from rmptwin.factories.adapters import Adapters
-from rmptwin.spec import HostSpec, LoadedExperiment
+from rmptwin.model import HostSpec, LoadedExperiment
 
 Factory = Callable[..., Core]
 

@@ -15,7 +15,7 @@ class Adapters:
     ``stores`` keeps each gateway's log and each history recorder's store; it outlives the
     cores, so a recovering host gets back what it had. The simulator keeps them in memory,
     one ``Adapters`` per run; a real node keeps them as files in its state directory
-    (``runtime.durable_stores``). ``cas_client`` is the CAS memory of the sequencer host
+    (``node.durable_stores``). ``cas_client`` is the CAS memory of the sequencer host
     when it lives outside the core (etcd, in a real run of a ``sequencer: etcd``
     experiment); None: the in-memory CAS sequencer.
     """

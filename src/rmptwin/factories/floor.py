@@ -14,11 +14,11 @@ from rmptwin.apps.trading_floor.state import FloorState
 from rmptwin.apps.trading_floor.workload import TICK, OrderWorkload, order_schedule
 from rmptwin.errors import UserError
 from rmptwin.factories import rmp
+from rmptwin.model import Floor, LoadedExperiment, ParticipantHost, PrimaryHost
+from rmptwin.model.queries import primary_ring, reformation_servers, timing_from_protocol
 from rmptwin.rmp.primary import PrimaryCore
 from rmptwin.rmp.secondary import SecondaryCore
 from rmptwin.rmp.source import SourceCore
-from rmptwin.spec import Floor, LoadedExperiment, ParticipantHost, PrimaryHost
-from rmptwin.spec.queries import primary_ring, reformation_servers, timing_from_protocol
 
 
 def floor_spec(loaded: LoadedExperiment) -> Floor:

@@ -1,5 +1,5 @@
 """Key files of secure experiments (seed 6, 7.1): generating, finding and reading them
-(``rmptwin keys gen`` is ``cli.keys``).
+(``rmptwin keys gen`` is ``cli.keys_commands``).
 
 A key file is JSON (``KeySet.to_json_dict``: base64 keys), mode 0600, kept OUTSIDE the run
 directory so results can be shared without the keys: by default
@@ -22,8 +22,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from rmptwin.errors import UserError
+from rmptwin.model import LoadedExperiment
 from rmptwin.rmp.seal import KEY_BYTES, KeySet
-from rmptwin.spec import LoadedExperiment
 
 
 def default_key_dir() -> Path:

@@ -22,10 +22,10 @@ from rmptwin.apps.unified_orders.trader import TraderConfig, TraderCore
 from rmptwin.core.striping import symbol_stripe
 from rmptwin.errors import UserError
 from rmptwin.factories.rmp import build_source
+from rmptwin.model import BrokerHost, ExchangeHost, HostSpec, LoadedExperiment, Orders, PortalHost, TraderHost
+from rmptwin.model.queries import remulticasters, stripes_of
 from rmptwin.rmp.customer import CustomerConfig
 from rmptwin.rmp.repair import RepairConfig
-from rmptwin.spec import BrokerHost, ExchangeHost, HostSpec, LoadedExperiment, Orders, PortalHost, TraderHost
-from rmptwin.spec.queries import remulticasters, stripes_of
 
 PRICE_UNIT = 10_000   # prices travel as price x 10,000
 

@@ -6,7 +6,7 @@ Signature: ``factory(host, loaded, rng, *, recovering=False, adapters=None) -> C
 cores take no adapters (they need no stores or clients).
 
 The topology questions those configs answer (the stripes a host serves, a stripe's primary
-ring, ...) are ``rmptwin.spec.queries``.
+ring, ...) are ``rmptwin.model.queries``.
 
 Security (``security.enabled``): ``keys_for`` reads the experiment's key file once
 (``rmptwin.factories.keys``) and gives each core only what its role is entitled to (seed 6, 7.1).
@@ -19,18 +19,7 @@ from typing import TypeVar, cast
 
 from rmptwin.core.timing import MS
 from rmptwin.factories.adapters import Adapters
-from rmptwin.rmp.customer import CustomerConfig, CustomerCore
-from rmptwin.rmp.feed_watch import FeedWatchConfig
-from rmptwin.rmp.primary import PrimaryCore
-from rmptwin.rmp.reformation import ReformationCore
-from rmptwin.rmp.remulticast import DEFAULT_HEARTBEAT_NS
-from rmptwin.rmp.repair import RepairConfig
-from rmptwin.rmp.retransmit import RetransmitConfig, RetransmitCore
-from rmptwin.rmp.seal import OVERHEAD as SEAL_OVERHEAD
-from rmptwin.rmp.seal import KeySet
-from rmptwin.rmp.secondary import SecondaryCore
-from rmptwin.rmp.source import SourceCore
-from rmptwin.spec import (
+from rmptwin.model import (
     CustomerHost,
     HostSpec,
     LoadedExperiment,
@@ -41,8 +30,8 @@ from rmptwin.spec import (
     SecondaryHost,
     SourceHost,
 )
-from rmptwin.spec.bounds import stripe_rate
-from rmptwin.spec.queries import (
+from rmptwin.model.bounds import stripe_rate
+from rmptwin.model.queries import (
     REMULTICAST_ROLES,
     all_stripes,
     customer_stripes,
@@ -55,6 +44,17 @@ from rmptwin.spec.queries import (
     secondary_ring,
     stripes_of,
 )
+from rmptwin.rmp.customer import CustomerConfig, CustomerCore
+from rmptwin.rmp.feed_watch import FeedWatchConfig
+from rmptwin.rmp.primary import PrimaryCore
+from rmptwin.rmp.reformation import ReformationCore
+from rmptwin.rmp.remulticast import DEFAULT_HEARTBEAT_NS
+from rmptwin.rmp.repair import RepairConfig
+from rmptwin.rmp.retransmit import RetransmitConfig, RetransmitCore
+from rmptwin.rmp.seal import OVERHEAD as SEAL_OVERHEAD
+from rmptwin.rmp.seal import KeySet
+from rmptwin.rmp.secondary import SecondaryCore
+from rmptwin.rmp.source import SourceCore
 
 # A stripe's feed is watched from when its first message is all but sure to be out: this
 # many mean inter-arrival times after the workload starts (Poisson: P(none yet) = e^-10).

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 from rmptwin.core.striping import host_stripes, symbol_stripe, symbols_on
 from rmptwin.core.trade_report import TradeReport, symbol_name
-from rmptwin.spec import LoadedExperiment, SourceHost
-from rmptwin.spec.queries import workload_sources
+from rmptwin.model import LoadedExperiment, SourceHost
+from rmptwin.model.queries import workload_sources
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,7 @@ its files (a ``SweepDir`` with files of its own; ``RunDir`` owns each run direct
     chaos.json      what was asked: experiment, runs, seed, backend, nemeses, bounds
     chaos.html      violations per nemesis and checker, then every run
     repro/run-<i>.yaml   a violating run's shrunk schedule as an experiment that reproduces it
-    runs/run-<i>/   a run directory per run (emulated runs always; simulated ones never)
+    runner/run-<i>/   a run directory per run (emulated runs always; simulated ones never)
 """
 
 from __future__ import annotations

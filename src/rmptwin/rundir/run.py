@@ -24,8 +24,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rmptwin.errors import UserError
+from rmptwin.model import Protocol, Topology
 from rmptwin.rundir import provenance
-from rmptwin.spec import Protocol, Topology
 
 # The names, spelled here and nowhere else.
 MANIFEST = "manifest.json"
@@ -176,7 +176,7 @@ class RunDir:
         return sorted(self.nodes_dir.glob("*" + EVENT_LOG_SUFFIX))
 
     def access_link_reports(self) -> list[Path]:
-        """Counts and drops of the access links the nodes shaped themselves (``runtime.hostlink``)."""
+        """Counts and drops of the access links the nodes shaped themselves (``node.hostlink``)."""
         return sorted(self.nodes_dir.glob("*" + ACCESS_LINK_SUFFIX))
 
     @property

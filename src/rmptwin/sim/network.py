@@ -29,11 +29,11 @@ from rmptwin.core.groups import group_region
 from rmptwin.core.linkmodel import REASONS, WIRE_HEADER_BYTES, LinkConfig, LinkDirection, stream_seed
 from rmptwin.core.packetkey import PacketKey, packet_key
 from rmptwin.core.sansio import Dest, Group, Unicast
+from rmptwin.model import Bernoulli, GilbertElliott, LinkParams, Topology
+from rmptwin.model.tree import multicast_tree, unicast_path
 from rmptwin.records.frame_names import describe
 from rmptwin.records.tables import DROP_SCHEMA, LINK_COUNT_SCHEMA
 from rmptwin.sim.scheduler import Scheduler
-from rmptwin.spec import Bernoulli, GilbertElliott, LinkParams, Topology
-from rmptwin.spec.tree import multicast_tree, unicast_path
 
 DeliverFn = Callable[[list[int], bytes, str, int], None]  # (host indices, data, sender name, t_ns)
 TapFn = Callable[[int, int, bytes, Dest], None]          # (t_ns, sender index, data, destination)
@@ -114,7 +114,7 @@ class LinkDir:
         # least 1000 packets within one access link's delay.)
         m = self.model
         self.simple = m.up and not m.draws and not m.config.bandwidth_mbps
-        self.chaos = bool(m.config.duplicate or m.config.reorder)   # duplicates: see model.duplicate_at
+        self.chaos = bool(m.config.duplicate or m.config.reorder)   # duplicates: the link model's ``duplicate_at``
 
 
 class SimNetwork:

@@ -17,8 +17,8 @@ from pathlib import Path
 from rmptwin.core.groups import group_ip, host_ip
 from rmptwin.core.host import port_for_datagram, port_for_group
 from rmptwin.core.sansio import Dest, Group
+from rmptwin.model import LoadedExperiment
 from rmptwin.sim.simulate import Simulation
-from rmptwin.spec import LoadedExperiment
 
 _PCAP_HEADER = struct.Struct("<IHHiIII")
 _RECORD = struct.Struct("<IIII")

@@ -9,7 +9,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from rmptwin.spec import Experiment, LoadedExperiment, Topology
+from rmptwin.model import Experiment, LoadedExperiment, Topology
 
 
 def random_tree(

@@ -9,7 +9,7 @@ simulated time; each core sees its own clock (``experiment.clocks``: offset and 
 and its timer deadlines are converted back to true time.
 
 It returns tables (events, link drops, link counts) and counters; it writes no file, computes
-no summary and prints nothing (``rmptwin.runs.experiment`` and the CLI do).
+no summary and prints nothing (``rmptwin.runner.pipeline`` and the CLI do).
 """
 
 from __future__ import annotations
@@ -34,11 +34,11 @@ from rmptwin.core.sansio import Core, Dest
 from rmptwin.errors import UserError
 from rmptwin.factories.adapters import Adapters
 from rmptwin.factories.ticker_workload import Publish, schedule
+from rmptwin.model import Clock, LoadedExperiment
+from rmptwin.model.hosts import HostSpec
 from rmptwin.records.tables import EVENT_SCHEMA, encoded_details
 from rmptwin.sim.network import SimNetwork
 from rmptwin.sim.scheduler import Scheduler, gc_paused
-from rmptwin.spec import Clock, LoadedExperiment
-from rmptwin.spec.hosts import HostSpec
 
 BuildFn = Callable[..., Core]  # (host, loaded, rng, *, recovering=False) -> Core
 

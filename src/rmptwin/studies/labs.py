@@ -19,9 +19,9 @@ import numpy as np
 import pandas as pd
 
 from rmptwin.errors import UserError
+from rmptwin.model import LoadedExperiment, load_experiment
 from rmptwin.rundir.run import RunDir
 from rmptwin.rundir.sweep import SweepDir
-from rmptwin.spec import LoadedExperiment, load_experiment
 
 LABS_DIR = Path(__file__).resolve().parents[3] / "labs"
 
@@ -181,7 +181,7 @@ def check_venue_failover(s: dict[str, Any]) -> list[Check]:
 
 
 def _loaded(run: RunDir) -> LoadedExperiment:
-    from rmptwin.runs.rerun import loaded_from_manifest
+    from rmptwin.runner.rerun import loaded_from_manifest
 
     return loaded_from_manifest(run.read_manifest(), str(run.manifest_path))
 
@@ -243,9 +243,9 @@ LABS = {
 
 def run_quick(name: str, out: Path) -> list[Check]:
     """The lab's quick simulated version into ``out``, then its check (what the tests run)."""
-    from rmptwin.runs.experiment import run_experiment
-    from rmptwin.sweeps.engine import SweepPlan, run_loop, run_sweep
-    from rmptwin.sweeps.points import make_point
+    from rmptwin.model.overrides import make_point
+    from rmptwin.runner.pipeline import run_experiment
+    from rmptwin.sweeps.sweep_loop import SweepPlan, run_loop, run_sweep
 
     lab = LABS[name]
     base = load_experiment(LABS_DIR / name / lab.experiment)

@@ -56,9 +56,9 @@ from rmptwin import factories
 from rmptwin.analysis.taxonomy_summary import order_figures
 from rmptwin.core.events import Kind
 from rmptwin.core.sansio import Core, Dest
+from rmptwin.model import Experiment, LoadedExperiment, Topology
+from rmptwin.model.hosts import HostSpec
 from rmptwin.sim.simulate import simulate
-from rmptwin.spec import Experiment, LoadedExperiment, Topology
-from rmptwin.spec.hosts import HostSpec
 
 PROTOCOLS = ("ub", "bb", "uub", "gup", "rmp_time", "rmp_event", "cas")
 TAXONOMY = ("ub", "bb", "uub", "gup")

@@ -31,7 +31,7 @@ from rmptwin.topotools.generate import campaign_params, generate
 from rmptwin.topotools.yaml_files import dump_yaml, write_text
 
 if TYPE_CHECKING:
-    from rmptwin.spec import LoadedExperiment
+    from rmptwin.model import LoadedExperiment
 
 TABLE, REPORT, INPUTS, RUNS = "campaign.parquet", "campaign.md", "inputs", "runs"
 COLUMNS = ("seed", "switches", "regions", "links", "loss_max", "mesh", "stripes", "valid", "error",
@@ -46,7 +46,7 @@ def default_dir(seed: int, count: int, backend: str) -> Path:
 def _sim_row(loaded: LoadedExperiment, seed: int, run_dir: Path | None) -> dict[str, Any]:
     from rmptwin.analysis.summary import summarize
     from rmptwin.analysis.twin_verdict import reformation_counts
-    from rmptwin.runs.experiment import run_experiment
+    from rmptwin.runner.pipeline import run_experiment
     from rmptwin.sim.simulate import simulate
 
     if run_dir is None:
@@ -70,7 +70,7 @@ def _emulated_verdict(loaded: LoadedExperiment, seed: int, sim_dir: Path, emu_di
     """Emulate the run (as root) and judge it against the simulated one: (passed, failed rules)."""
     from rmptwin.analysis.twin_verdict import FAIL, inputs_of, passed, twin_verdict
     from rmptwin.rundir.run import RunDir
-    from rmptwin.runs.experiment import EmulationOptions, run_experiment
+    from rmptwin.runner.pipeline import EmulationOptions, run_experiment
 
     run_experiment(loaded, "emulation", seed=seed, out=emu_dir, options=EmulationOptions(nodes=nodes, impair="relay", capture=[]))
     rules = twin_verdict(inputs_of(RunDir(sim_dir)), inputs_of(RunDir(emu_dir)))
@@ -80,7 +80,7 @@ def _emulated_verdict(loaded: LoadedExperiment, seed: int, sim_dir: Path, emu_di
 def run_campaign(count: int, seed: int, out: Path, backend: str = "sim", keep_runs: bool = False, nodes: str = "ns",
                  progress: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
     """Run ``count`` generated experiments; write the table and its Markdown; return the rows."""
-    from rmptwin.spec import load_experiment
+    from rmptwin.model import load_experiment
 
     if backend not in ("sim", "emulation"):
         raise UserError(f"--backend {backend!r}: choose sim or emulation")

@@ -16,8 +16,8 @@ import numpy as np
 from rmptwin.analysis.venue_metrics import venue_summary
 from rmptwin.core.events import Kind
 from rmptwin.errors import UserError
+from rmptwin.model import LoadedExperiment, load_experiment, load_topology
 from rmptwin.sim.simulate import Simulation
-from rmptwin.spec import LoadedExperiment, load_experiment, load_topology
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -25,7 +25,7 @@ import pandas as pd
 from rmptwin.core.events import Kind
 
 if TYPE_CHECKING:
-    from rmptwin.spec import LoadedExperiment
+    from rmptwin.model import LoadedExperiment
 
 
 def _stable_times(events: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:

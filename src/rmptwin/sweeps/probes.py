@@ -18,7 +18,7 @@ table: the counts the seeds' claims are stated in. A probe is named ``NAME`` or 
 - ``minc``: ``first_loss.NODE`` per receiver, ``LINK.estimate`` and ``LINK.configured`` per
   logical link of the first source's tree (``analysis.link_loss``), and ``max_error_pp``.
 - ``checks``: every history checker's verdict, the first violation and the outage
-  (``rmptwin.checkers.probe``; what `rmptwin chaos` records for each run).
+  (``rmptwin.checkers.probe_checker``; what `rmptwin chaos` records for each run).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from rmptwin.sweeps.layering_probe import layered_passes
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from rmptwin.spec import LoadedExperiment
+    from rmptwin.model import LoadedExperiment
 
 RING_ROLES = ("primary", "secondary")
 PAPER_MAX_RATE = 9000.0   # the venue paper divides gaps by its EVs' top rate, 9,000 req/s
@@ -110,8 +110,8 @@ def ring_passes(df: pd.DataFrame, loaded: LoadedExperiment, arg: str | None) -> 
 
 
 def history_checks(df: pd.DataFrame, loaded: LoadedExperiment, arg: str | None) -> dict[str, Any]:
-    """Every history checker's verdict and the outage (``rmptwin.checkers.probe``)."""
-    from rmptwin.checkers.probe import checks
+    """Every history checker's verdict and the outage (``rmptwin.checkers.probe_checker``)."""
+    from rmptwin.checkers.probe_checker import checks
 
     return checks(df, loaded, arg)
 

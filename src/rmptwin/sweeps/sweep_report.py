@@ -18,7 +18,7 @@ from rmptwin.rundir.sweep import SweepDir
 from rmptwin.sweeps.task import POINT, SEED, WALL
 
 if TYPE_CHECKING:
-    from rmptwin.sweeps.engine import SweepOutcome
+    from rmptwin.sweeps.sweep_loop import SweepOutcome
 
 # Student's t, two-sided 95 %, by degrees of freedom (beyond 30: the normal 1.96).
 _T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228,

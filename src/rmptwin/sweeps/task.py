@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from rmptwin.spec import LoadedExperiment
+    from rmptwin.model import LoadedExperiment
 
 POINT, SEED, WALL = "point", "seed", "wall_s"   # bookkeeping columns of every row
 ERROR = "__error__"   # a failed task's row carries only this (and where it ran), never a JVM trace
@@ -49,7 +49,7 @@ def flatten(summary: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def loaded_from(manifest: dict[str, Any]) -> LoadedExperiment:
-    from rmptwin.spec import LoadedExperiment
+    from rmptwin.model import LoadedExperiment
 
     return LoadedExperiment.from_manifest(manifest, Path("sweep"))
 
@@ -63,7 +63,7 @@ def run_simulated(task: dict[str, Any]) -> dict[str, Any]:
     loaded = loaded_from(task["manifest"])
     t0 = time.perf_counter()
     if task.get("run_dir"):
-        from rmptwin.runs.experiment import run_experiment
+        from rmptwin.runner.pipeline import run_experiment
 
         clear_run_dir(task["run_dir"])
 

@@ -1,4 +1,4 @@
-"""The frozen config every taxonomy core takes (built by ``rmptwin.factories.taxonomy``)."""
+"""The frozen config every taxonomy core takes (built by ``rmptwin.factories.taxonomy_factory``)."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ What every protocol shares lives here; ``ub``, ``bb``, ``uub`` and ``gup`` add t
 - **Sequencer failure** (crash faults; the seed is silent, so this is ours, kept simple, after
   virtual synchrony's flush). The sequencer heartbeats when idle; a member that hears nothing
   from it for ``suspect_ns`` suspects it, and the next member of the succession that is not
-  suspected takes over (``takeover.Takeover``): it broadcasts TAKEOVER(epoch + 1); every
+  suspected takes over (``takeover.SuccessorTakeover``): it broadcasts TAKEOVER(epoch + 1); every
   member stops accepting first copies, moves to the new epoch and answers STATE (the gseqs
   above the successor's top it holds); the successor fetches each of them (NAK/RETX), fills
   the gseqs nobody holds with no-ops, and broadcasts NEWEPOCH(floor, no-ops). Members then
@@ -33,7 +33,7 @@ from rmptwin.core.events import Event, Kind
 from rmptwin.taxonomy.codec import Frame, Heartbeat, Nak, NewEpoch, Retx, Seq, State, Takeover
 from rmptwin.taxonomy.config import TaxonomyConfig
 from rmptwin.taxonomy.node_base import TaxonomyNode, runs_of
-from rmptwin.taxonomy.takeover import Takeover as TakeoverRun
+from rmptwin.taxonomy.takeover import SuccessorTakeover
 
 NOOP = ("", -1, b"")
 
@@ -52,7 +52,7 @@ class MemberCore(TaxonomyNode):
         # as the sequencer
         self.next_gseq = 0
         self.index: dict[tuple[str, int], int] = {}   # (src, src_seq) -> gseq, to refuse duplicates
-        self.takeover: TakeoverRun | None = None
+        self.takeover: SuccessorTakeover | None = None
         self.last_group_send = -1
         self.started = False
 
@@ -242,7 +242,7 @@ class MemberCore(TaxonomyNode):
         # The sequencer it replaces is asked too: if it was only slow (a false suspicion) its
         # STATE brings what it sequenced; if it crashed, max_retries unanswered TAKEOVERs pass it over.
         live = [m for m in self.cfg.members if (m not in self.suspected or m == previous) and m != self.name]
-        self.takeover = TakeoverRun(self, live, now)
+        self.takeover = SuccessorTakeover(self, live, now)
 
     def on_takeover(self, frame: Takeover, src: str, now: int) -> None:
         if frame.epoch < self.epoch or (frame.epoch == self.epoch and src != self.sequencer):

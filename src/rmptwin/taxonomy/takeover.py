@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from rmptwin.taxonomy.member import MemberCore
 
 
-class Takeover:
+class SuccessorTakeover:
     def __init__(self, core: MemberCore, live: list[str], now: int) -> None:
         self.core = core
         self.waiting = {m: 0 for m in live}    # member -> TAKEOVERs sent without an answer

@@ -40,10 +40,10 @@ from pathlib import Path
 from typing import Any, cast
 
 from rmptwin.errors import UserError
+from rmptwin.model import Experiment, GilbertElliott, LinkParams, LoadedExperiment, Topology
+from rmptwin.model.bounds import violated_bounds
+from rmptwin.model.tree import switch_path_links
 from rmptwin.sim.random_trees import max_path_delay_ms
-from rmptwin.spec import Experiment, GilbertElliott, LinkParams, LoadedExperiment, Topology
-from rmptwin.spec.bounds import violated_bounds
-from rmptwin.spec.tree import switch_path_links
 
 ACCESS = {"delay_ms": 0.1}
 

@@ -306,7 +306,7 @@ def _distances(adj: dict[str, list[tuple[str, float]]], root: str, allowed: set[
 
 def import_graph(path: Path, opts: ImportOptions, name: str | None = None) -> tuple[dict[str, Any], list[str]]:
     """(topology dict with roles placed, notes): the whole of `rmptwin topo import`."""
-    from rmptwin.spec import Topology
+    from rmptwin.model import Topology
 
     for what, v in (("--sources", opts.sources), ("--primaries", opts.primaries)):
         if v < 1:

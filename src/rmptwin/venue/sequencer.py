@@ -12,7 +12,7 @@ again: the index of keys inside the window refuses it.
 
 ``SequencerCore`` serves ``CasLog`` over datagrams (the simulator's in-memory
 sequencer). ``CasProxyCore`` is the sequencer host whose CAS memory lives outside it (an
-etcd cluster in a real run, ``rmptwin.runtime.etcd_client``, which gives the same answers
+etcd cluster in a real run, ``rmptwin.node.etcd_client``, which gives the same answers
 as ``CasLog``): it hands each proposal to the ``CasClient`` its driver gave it and turns
 the answer, when the driver brings it back, into the DECIDE datagram. It never waits.
 """

@@ -33,7 +33,7 @@ from rmptwin.core.events import Event, Kind
 from rmptwin.core.sansio import Unicast
 from rmptwin.venue import wire
 from rmptwin.venue.evstate import Key
-from rmptwin.venue.venue import VenueConfig, VenueCore
+from rmptwin.venue.execution_venue import VenueConfig, VenueCore
 from rmptwin.venue.wire import Request
 
 

@@ -3,7 +3,7 @@
 The cores call a store synchronously and model the fsync/commit *latency* themselves (a
 timer), so the same core runs against an in-memory store in the simulator and against a
 real file (gateway, fsync) or SQLite database (history recorder) where it runs for real
-(``rmptwin.runtime.durable_stores``). A store outlives the core that uses it: a crashed
+(``rmptwin.node.durable_stores``). A store outlives the core that uses it: a crashed
 and restarted core is handed the same store, as a restarted process finds its disk. The
 driver owns the stores (``VenueStores``) and hands them to the factories.
 """

@@ -1,0 +1,59 @@
+"""`rmptwin run`: an experiment on the emulated network. A module-level typer app whose one
+command the root CLI (rmptwin.cli.main) mounts at the top level."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from rmptwin import api
+from rmptwin.cli.bound_warnings import print_bound_warnings
+from rmptwin.cli.console import make_console
+from rmptwin.cli.display import print_emulation_summary, progress_bar
+from rmptwin.cli.overrides import SET_HELP, apply_set_options
+from rmptwin.errors import UserError
+
+app = typer.Typer(add_completion=False, help="emulated runs: every role its own process in its own host")
+console = make_console()
+DEFAULTS = api.EmulationOptions()   # the Docker hosts' CPU and memory limits
+
+
+def capture_hosts(loaded: api.LoadedExperiment, capture: str) -> list[str] | None:
+    """The hosts --capture names: customers (and retransmit servers: the emulation's default,
+    None), all, none, or a,b,c."""
+    if capture == "customers":
+        return None
+    if capture == "all":
+        return [h.name for h in loaded.topology.hosts]
+    if capture == "none":
+        return []
+    return [c for c in capture.split(",") if c]
+
+
+@app.command("run")
+def run(
+    experiment: Path,
+    seed: int | None = typer.Option(None, help="overrides the experiment's seed"),
+    out: Path | None = typer.Option(None, help="run directory (default results/<experiment>/<run-id>)"),
+    nodes: str = typer.Option("docker", help="host kind: docker (containers), ns (namespaces) or "
+                                             "flat (namespaces on one bridge, no switches or impairment)"),
+    impair: str = typer.Option("auto", help="link impairment backend: auto, netem or relay"),
+    capture: str = typer.Option("customers", help="hosts to capture into pcaps/: customers (customers and "
+                                                  "retransmit servers), all, none, or names a,b,c"),
+    node_cpus: float = typer.Option(DEFAULTS.cpus, help="CPUs each Docker host may use (0: unlimited)"),
+    node_memory_mb: int = typer.Option(DEFAULTS.memory_mb, help="memory each Docker host may use, MB (0: unlimited)"),
+    strict: bool = typer.Option(False, "--strict", help="warnings (parameters outside the seed's bounds) "
+                                                     "are errors: exit 2 before the network comes up"),
+    sets: list[str] = typer.Option([], "--set", metavar="KEY=VALUE", help=SET_HELP),
+) -> None:
+    """Run an experiment on the emulated network: every role its own process in its own host."""
+    loaded = apply_set_options(api.load_experiment(experiment), sets)
+    print_bound_warnings(loaded, experiment, strict=strict)
+    if node_cpus < 0 or node_memory_mb < 0:
+        raise UserError("--node-cpus and --node-memory-mb must be >= 0 (0: unlimited)")
+    options = api.EmulationOptions(nodes=nodes, impair=impair, capture=capture_hosts(loaded, capture),
+                                  cpus=node_cpus or None, memory_mb=node_memory_mb or None)
+    with progress_bar(console, loaded, "emulation") as progress:
+        result = api.emulate(loaded, seed=seed, out=out, options=options, progress=progress)
+    print_emulation_summary(console, result)

@@ -1,0 +1,132 @@
+"""Parameter points of a sweep: ``--set KEY=V1,V2`` parsed, crossed, applied to the experiment
+and validated through the spec models, so that a bad key or value is one line before anything runs.
+
+KEY is a dotted path into the experiment as its YAML spells it (``protocol.delta_a_ms``,
+``workload.rate_per_source``, ``venue.rate``, ``faults.0.at_s``), or into its topology with a
+``topology.`` prefix (``topology.links.0.loss``); ``topology`` alone swaps the topology file
+(a path relative to the experiment file). Values are YAML scalars: ``150``, ``0.5``,
+``event_driven``, ``null``.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from rmptwin.errors import UserError
+from rmptwin.model import Experiment, LoadedExperiment, Topology, cross_check, load_topology
+
+
+@dataclass(frozen=True)
+class Point:
+    """One assignment of every swept key, and the experiment it makes."""
+
+    params: dict[str, Any]  # key -> value, in the order the keys were given
+    loaded: LoadedExperiment
+
+    @property
+    def key(self) -> str:
+        """The identity of the point in the sweep table (what resuming matches on)."""
+        return json.dumps(self.params, sort_keys=True)
+
+    @property
+    def label(self) -> str:
+        return ",".join(f"{k}={v}" for k, v in self.params.items()) or "base"
+
+
+def parse_set(option: str) -> tuple[str, list[Any]]:
+    """``KEY=V1,V2,...`` -> (KEY, [V1, V2, ...]) with each value read as a YAML scalar."""
+    key, sep, values = option.partition("=")
+    key = key.strip()
+    if not sep or not key or not values.strip():
+        raise UserError(f"--set {option!r}: expected KEY=V1,V2,... (e.g. protocol.delta_a_ms=100,200)")
+    parsed = []
+    for text in values.split(","):
+        try:
+            parsed.append(yaml.safe_load(text.strip()))
+        except yaml.YAMLError:
+            raise UserError(f"--set {key}: {text.strip()!r} is not a value") from None
+    return key, parsed
+
+
+def _walk_to_parent(doc: Any, parts: list[str], key: str, where: str) -> Any:
+    node = doc
+    for i, part in enumerate(parts[:-1]):
+        node = _child(node, part, key, ".".join(parts[: i + 1]), where)
+    return node
+
+
+def _child(node: Any, part: str, key: str, path: str, where: str) -> Any:
+    if isinstance(node, dict):
+        if part not in node:
+            raise UserError(f"--set {key}: {where} has no field {path!r} (check its spelling)")
+        if node[part] is None:
+            raise UserError(f"--set {key}: {where} has no {path!r} section to change")
+        return node[part]
+    if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+        return node[int(part)]
+    raise UserError(f"--set {key}: {where} has no {path!r}")
+
+
+def assign(doc: dict[str, Any], key: str, value: Any, where: str) -> None:
+    """Set the dotted ``key`` in ``doc`` (a model dump, which holds every field) to ``value``."""
+    parts = key.split(".")
+    parent = _walk_to_parent(doc, parts, key, where)
+    last = parts[-1]
+    if isinstance(parent, dict) and last in parent:
+        parent[last] = value
+    elif isinstance(parent, list) and last.isdigit() and int(last) < len(parent):
+        parent[int(last)] = value
+    else:
+        raise UserError(f"--set {key}: {where} has no field {key!r} (check its spelling)")
+
+
+def _first_error(err: ValidationError) -> str:
+    first = err.errors()[0]
+    return f"{'.'.join(str(p) for p in first['loc'])}: {first['msg'].removeprefix('Value error, ')}"
+
+
+def make_point(base: LoadedExperiment, params: dict[str, Any]) -> Point:
+    """The experiment with ``params`` applied, validated as a YAML file would be."""
+    exp_doc = base.experiment.model_dump(mode="json")
+    topo_doc = base.topology.model_dump(mode="json")
+    shown = ", ".join(f"{k}={v}" for k, v in params.items())
+    for key, value in params.items():
+        if key == "topology":
+            topo_doc = load_topology(Path(base.path).parent / str(value)).model_dump(mode="json")
+            exp_doc["topology"] = str(value)
+    for key, value in params.items():
+        if key.startswith("topology."):
+            assign(topo_doc, key.removeprefix("topology."), copy.deepcopy(value), "the topology")
+        elif key != "topology":
+            assign(exp_doc, key, copy.deepcopy(value), "the experiment")
+    try:
+        exp = Experiment.model_validate(exp_doc)
+        topo = Topology.model_validate(topo_doc)
+    except ValidationError as e:
+        raise UserError(f"--set {shown}: {_first_error(e)}") from None
+    cross_check(Path(f"--set {shown}"), exp, topo)
+    return Point(dict(params), LoadedExperiment(experiment=exp, topology=topo, path=base.path))
+
+
+def make_points(base: LoadedExperiment, sets: dict[str, list[Any]]) -> list[Point]:
+    """Every combination of the swept values (the cross product), each validated."""
+    keys = list(sets)
+    return [make_point(base, dict(zip(keys, combo))) for combo in itertools.product(*(sets[k] for k in keys))]
+
+
+def parse_sets(options: list[str]) -> dict[str, list[Any]]:
+    sets: dict[str, list[Any]] = {}
+    for option in options:
+        key, values = parse_set(option)
+        if key in sets:
+            raise UserError(f"--set {key}: given twice; list every value in one --set {key}=V1,V2")
+        sets[key] = values
+    return sets

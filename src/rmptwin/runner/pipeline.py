@@ -1,0 +1,97 @@
+"""One experiment on one backend, into one run directory: the single pipeline behind
+`rmptwin sim`, `rmptwin run`, `rmptwin rerun`, the benchmarks and the tests.
+
+    backend (sim.simulate.simulate | emulation.emulate.emulate)  ->  tables and counters
+    RunDir                                                   ->  manifest, events, links, summary
+    analysis.summary.summarize                               ->  summary.json
+
+The backends return tables and never write, summarize or print; the command line shows the
+progress and the summary (``rmptwin.cli.display``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from rmptwin.analysis.summary import summarize
+from rmptwin.emulation import emulate as runner
+from rmptwin.errors import UserError
+from rmptwin.model import LoadedExperiment
+from rmptwin.rundir.run import RunDir
+from rmptwin.sim.simulate import simulate
+
+BACKENDS = ("sim", "emulation")
+
+ProgressFn = Callable[[float, str], None]  # (fraction of the duration done, what is happening)
+
+
+@dataclass(frozen=True)
+class EmulationOptions:
+    """How `rmptwin run` emulates: host kind, link impairment backend, hosts captured."""
+
+    nodes: str = "docker"                # docker, ns or flat
+    impair: str = "auto"                 # auto, netem or relay
+    capture: list[str] | None = None     # None: customers and retransmit servers
+    cpus: float | None = runner.NODE_CPUS          # per Docker host; None: unlimited
+    memory_mb: int | None = runner.NODE_MEMORY_MB  # per Docker host; None: unlimited
+
+
+class RunOutcome(NamedTuple):
+    run_dir: RunDir
+    summary: dict[str, Any]
+    stats: dict[str, Any]      # the backend's counters: simulator events and wall time, or the runtime's figures
+    backend: str
+
+
+def run_experiment(loaded: LoadedExperiment, backend: str = "sim", seed: int | None = None,
+                   out: str | Path | None = None, options: EmulationOptions | None = None,
+                   progress: ProgressFn | None = None, manifest_extra: dict[str, Any] | None = None) -> RunOutcome:
+    """Run ``loaded`` on ``backend`` with ``seed`` (default: the experiment's) into a new run
+    directory ``out`` (default results/<experiment>/<run-id>): tables, manifest (with
+    ``manifest_extra``, e.g. which run this one repeats), summary."""
+    seed = loaded.experiment.seed if seed is None else seed
+    spec = {**loaded.to_manifest(), **(manifest_extra or {})}
+    if backend == "sim":
+        return _simulated(loaded, spec, seed, out, progress)
+    if backend == "emulation":
+        return _emulated(loaded, spec, seed, out, options or EmulationOptions(), progress)
+    raise UserError(f"unknown backend {backend!r}; choose {' or '.join(BACKENDS)}")
+
+
+def _simulated(loaded: LoadedExperiment, spec: dict[str, Any], seed: int, out: str | Path | None,
+               progress: ProgressFn | None) -> RunOutcome:
+    run = RunDir.create(loaded.experiment.name, out)
+    duration_ns = max(loaded.experiment.duration_s * 1e9, 1.0)
+    tick = None if progress is None else (lambda t_ns: progress(t_ns / duration_ns, "running"))
+    try:
+        result = simulate(loaded, seed, progress=tick)
+    except BaseException:
+        run.remove_if_empty()
+        raise
+    run.write_manifest(spec, backend="sim", seed=seed)
+    run.write_events(result.events)
+    run.write_drops(result.drops)
+    run.write_link_counts(result.link_counts)
+    summary = summarize(result.events, loaded)
+    run.write_summary(summary)
+    return RunOutcome(run, summary, result.stats, "sim")
+
+
+def _emulated(loaded: LoadedExperiment, spec: dict[str, Any], seed: int, out: str | Path | None,
+              options: EmulationOptions, progress: ProgressFn | None) -> RunOutcome:
+    runner.check_arguments(loaded, options.nodes, options.capture)
+    run = RunDir.create(loaded.experiment.name, out)
+    result = runner.emulate(loaded, seed, run, nodes=options.nodes, impair=options.impair,
+                            capture=options.capture, progress=progress, cpus=options.cpus,
+                            memory_mb=options.memory_mb)
+    run.write_events(result.events)
+    run.write_drops(result.drops)
+    run.write_link_counts(result.link_counts)
+    run.write_manifest({**spec, **result.manifest}, backend="emulation", seed=seed,
+                       emulation=result.environment)
+    summary = {**summarize(result.events, loaded), "runtime": result.stats}
+    run.write_summary(summary)
+    return RunOutcome(run, summary, result.stats, "emulation")
