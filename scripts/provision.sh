@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Idempotent set-up of a Debian 12 machine (or the Vagrant VM) for rmptwin; `make run`,
 # `make test` and `make bench` call it first. With --compiled (make compiled, make test,
-# make bench) it also installs gcc and builds the compiled cores; make run never waits for
-# that (the interpreted cores run where they are not built).
+# make bench) it also installs gcc and a browser and builds the compiled cores; make run never
+# waits for those (the interpreted cores run where they are not built).
 #
 # As root it installs only what is missing: Debian packages, the venv, the locked Python
 # packages. It never stops, disables or removes anything the machine already had.
@@ -26,12 +26,12 @@ APT_PACKAGES=(
   iproute2 iputils-ping ethtool net-tools nftables
   python3-venv python3-dev python3-pip
   openjdk-17-jre-headless               # Spark
-  chromium                              # report screenshots in tests
   make git sqlite3
 )
-# Only with --compiled: mypyc compiles the cores (scripts/build_compiled.py); python3-dev
-# already brings libc6-dev.
-BUILD_PACKAGES=(gcc libc6-dev)
+# Only with --compiled (make test, make bench), never for make run: mypyc compiles the cores
+# (scripts/build_compiled.py; python3-dev already brings libc6-dev), and the tests screenshot
+# the reports in a headless browser.
+BUILD_PACKAGES=(gcc libc6-dev chromium)
 
 # A command already on PATH stands in for the package, so a machine with Docker's own
 # docker-ce or an upstream etcd is left alone (apt would otherwise replace them).

@@ -244,10 +244,14 @@ def open_run(path: str | Path, check: bool = True) -> Run:
 
 
 def simulate(experiment: LoadedExperiment | str | Path, seed: int | None = None, out: str | Path | None = None,
-             overrides: dict[str, Any] | None = None, progress: ProgressFn | None = None) -> Run:
+             overrides: dict[str, Any] | None = None, progress: ProgressFn | None = None,
+             pcap: bool = False) -> Run:
     """`rmptwin sim`: run in the deterministic simulator; the run directory as a ``Run``.
-    ``progress(fraction, what)``: called as the simulated time advances (the command's bar)."""
-    outcome = run_experiment(_experiment(experiment, overrides), "sim", seed=seed, out=out, progress=progress)
+    ``progress(fraction, what)``: called as the simulated time advances (the command's bar).
+    ``pcap`` (`--pcap`): every host's packets in ``run.dir.pcap_files()`` too, laid out as an
+    emulated run's captures (``sim.pcap``)."""
+    outcome = run_experiment(_experiment(experiment, overrides), "sim", seed=seed, out=out, progress=progress,
+                             pcap=pcap)
     return Run._made(outcome)
 
 

@@ -1,4 +1,4 @@
-"""Spare incarnations (``emulation.nodeproc.Spares``, ``runtime.node --spare``): a node the fault
+"""Spare incarnations (``emulation.nodeproc.Spares``, ``node.main --spare``): a node the fault
 schedule recovers has its next incarnation started ahead, imported and parsed, opening nothing
 until ``WAKE <t0_ns>``. (Measured: started at its recover fault, a restarted EV spent 2.5 s
 importing on the loaded 2-CPU machine, past the 3.5 s run's end; the claim venue-sync-5ms

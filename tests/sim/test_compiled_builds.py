@@ -52,7 +52,7 @@ out, cases = Path(sys.argv[1]), json.loads(sys.argv[2])
 print(json.dumps({"cores": corebuild.ACTIVE.kind}), flush=True)
 for name, path, cap in cases:
     loaded = load_experiment(Path(path))
-    if cap is not None and loaded.experiment.duration_s > cap:
+    if cap is not None and loaded.duration_s > cap:
         loaded = apply_set_options(loaded, [f"duration_s={cap}"])
     try:
         run_experiment(loaded, "sim", out=out / name)

@@ -61,6 +61,14 @@ def test_where_agreed_delivery_disagrees_safe_delivery_does_not(seed):
     assert chaotic(seed, "safe")["order_consistent"]
 
 
+@pytest.mark.parametrize("seed", [943, 1279, 1581, 646])
+def test_seeds_agreed_delivery_split_before_the_fixes_no_longer_split(seed):
+    """docs/experiments.md: 943, 1279 and 1581 split with dN at the path delay, and 646 with the
+    first of the two fixes alone, until a NEW_RING started open requests over with its recovery
+    site and receivers asked for every gap in the acks."""
+    assert chaotic(seed, "agreed")["order_consistent"]
+
+
 def test_without_faults_safe_delivery_agrees_loses_nothing_and_costs_one_rotation(repo):
     base = load_experiment(repo / "experiments" / "line3.yaml")
     runs, summaries = {}, {}

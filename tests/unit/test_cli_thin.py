@@ -48,6 +48,10 @@ MAY_IMPORT = [
         "the seed-bound warnings `validate`, `sim` and `run` print"),
     may("rmptwin.model.role_checks", "bound_warnings.py", "Finding experiment_warnings topology_warnings",
         "the role warnings `validate`, `sim` and `run` print"),
+    may("rmptwin.model.drain", "bound_warnings.py", "run_length_warnings workload_end_s",
+        "the duration_vs_drain warning and how long a run lasts, which `validate`, `sim` and `run` print"),
+    may("rmptwin.model.overrides", "bound_warnings.py", "make_points",
+        "each point of a sweep, for the duration_vs_drain warning `sweep` prints before it runs"),
     may("rmptwin.model.loading", "bound_warnings.py", "finding_line", "a warning as file:line: field: problem"),
     # commands the API has no equivalent of
     may("rmptwin.analysis", "spark_commands.py", "cluster", "`spark up/down/status`: a standalone cluster"),

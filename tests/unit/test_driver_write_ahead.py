@@ -1,4 +1,4 @@
-"""A CAS proposal's invocation is on disk before its datagram leaves (runtime.driver.WRITE_AHEAD).
+"""A CAS proposal's invocation is on disk before its datagram leaves (node.driver.WRITE_AHEAD).
 
 Measured emulated (CI, ev_kill9): an EV's proposal made in answer to a DECIDE went out before
 its CAS_INVOKE was flushed; the EV was killed 25 ms later, the proposal won at etcd, and the

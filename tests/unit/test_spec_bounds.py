@@ -141,7 +141,7 @@ def test_a_violation_is_one_line_with_formula_and_numbers():
 WARNED = """\
 name: warned
 topology: {topo}
-duration_s: 2.0
+duration_s: auto
 protocol: {{token_mode: time_driven, dn_ms: 20, k_r: 3, p_ms: 1, tau_t_ms: 50, delta_a_ms: {delta_a}}}
 workload: {{rate_per_source: 50, duration_s: 1.0}}
 """

@@ -1,6 +1,6 @@
 """``rmptwin.venue`` holds only pure cores (docs/architecture.md, "The rule each layer keeps"): every module in it,
 not only the listed cores, imports nothing of the drivers, stores on disk, etcd or analysis,
-and the arrows point down: no venue module imports the spec, the factories, the simulator,
+and the arrows point down: no venue module imports the experiment model, the factories, the simulator,
 the runtime or the analysis."""
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def test_every_venue_module_imports_only_pure_parts():
 
 
 def test_the_check_names_io_and_upward_imports():
-    source = ("import sqlite3\nfrom ..spec import LoadedExperiment\nfrom ..sim.simulate import Simulation\n"
+    source = ("import sqlite3\nfrom ..model import LoadedExperiment\nfrom ..sim.simulate import Simulation\n"
               "from ..core.sansio import Unicast\nfrom . import wire\nfrom .orderbook import BUY\nimport os\n")
     assert bad_imports(source) == ["line 1: sqlite3", "line 2: rmptwin.model", "line 3: rmptwin.sim.simulate",
                                    "line 7: os"]

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 
 class plt:   # named for what the report modules call: plt.subplots
@@ -76,15 +77,40 @@ def fairness_series(m: dict[str, Any], path: Path) -> Path:
     return save_figure(fig, path)
 
 
+def _undefined_correlation(rows: list[dict[str, Any]], names: list[str]) -> dict[str, str]:
+    """The receivers whose loss correlation is undefined, each with why: one that lost no first
+    copy (or every one) has a constant loss indicator, so its correlation with anyone is 0/0
+    (``loss.loss_correlation``'s null). Read from its diagonal row (a == b, always present):
+    name -> "no loss" or "lost every packet"."""
+    defined = {n for r in rows if r["correlation"] is not None for n in (r["a"], r["b"])}
+    why = {}
+    for n in names:
+        if n not in defined:
+            own = next((r for r in rows if r["a"] == n and r["b"] == n), {})
+            why[n] = "lost every packet" if own.get("loss_a") and own["loss_a"] == own.get("packets") else "no loss"
+    return why
+
+
 def correlation_matrix(m: dict[str, Any], path: Path) -> Path:
+    """Receivers in tree order. A receiver whose correlation is undefined (it lost nothing) is
+    named under the matrix rather than drawn as a blank row (a correlation it has none of) or as
+    zeros (which would say its losses are independent of the others', and 0 on the diagonal)."""
     rows = m["correlation"]
     names = list(m.get("tree_order") or [])
     names += sorted({r["a"] for r in rows} - set(names))
     names = [n for n in names if any(r["a"] == n for r in rows)]
+    undefined = _undefined_correlation(rows, names)
+    names = [n for n in names if n not in undefined]
     # the rows hold each pair once (a <= b); the coefficient is symmetric
     fig, ax = plt.subplots(figsize=(5.5, 4.8))
+    by_why: dict[str, list[str]] = {}
+    for n, why in undefined.items():
+        by_why.setdefault(why, []).append(n)
+    # under the axes as its label, so that the layout makes room for it below the tick names
+    note = "; ".join(f"{why}: {', '.join(ns)}" for why, ns in by_why.items())
     if not names:
         _empty(ax, "receiver losses")
+        ax.set_xlabel(note, fontsize=8)
         return save_figure(fig, path)
     ix = {n: i for i, n in enumerate(names)}
     mat = np.full((len(names), len(names)), np.nan)
@@ -95,6 +121,8 @@ def correlation_matrix(m: dict[str, Any], path: Path) -> Path:
     ax.set_xticks(range(len(names)), names, rotation=90, fontsize=7)
     ax.set_yticks(range(len(names)), names, fontsize=7)
     ax.set_title("first-reception loss correlation\n(receivers in multicast-tree order)")
+    if note:
+        ax.set_xlabel(f"not in the matrix (correlation undefined): {note}", fontsize=8)
     fig.colorbar(im, ax=ax, shrink=0.8)
     return save_figure(fig, path)
 
@@ -132,6 +160,9 @@ def nacks_per_loss(m: dict[str, Any], path: Path) -> Path:
     ax.plot(x, x, ":", color="grey", label="one NACK per loser")
     ax.set_xlabel("receivers that lost the packet")
     ax.set_ylabel("NACKs for the packet")
+    # both axes count (receivers, NACKs): whole-number ticks, never 1.25 receivers
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_title("NACK implosion")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)

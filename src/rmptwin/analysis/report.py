@@ -27,7 +27,8 @@ CAPTIONS = {
     "fairness.png": "Fairness spread per message over time: latest minus earliest release across R_T, and "
                     "across customers.",
     "correlation.png": "Pairwise correlation of first-reception losses; receivers ordered by position in the "
-                       "multicast tree, so shared upstream links show as blocks.",
+                       "multicast tree, so shared upstream links show as blocks. A receiver that lost no first "
+                       "copy has no correlation (0/0): it is named under the matrix as 'no loss'.",
     "minc.png": "MINC link-loss estimate from the receivers' joint losses, beside the ground truth (packets "
                 "dropped on the link / packets that reached it) and the configured loss.",
     "nacks.png": "NACKs sent per lost packet against how many receivers lost it (implosion if it grows with "
@@ -41,6 +42,11 @@ CAPTIONS = {
 NEAR_ZERO = 1e-9
 
 
+# From here on a number is shown whole with thousands separators (15,210), never in exponent
+# form (4 significant digits would print 15210.0 as 1.521e+04).
+LARGE = 10_000
+
+
 def fmt(v: object) -> str:
     if v is None:
         return "–"
@@ -49,7 +55,10 @@ def fmt(v: object) -> str:
             return "–"
         if abs(v) < NEAR_ZERO:
             return "0"
-        return f"{v:,.0f}" if abs(v) >= 1e5 else f"{v:.4g}"
+        short = f"{v:.4g}"
+        return f"{v:,.0f}" if abs(v) >= LARGE or "e+" in short else short   # 9999.6: 1e+04 in 4 digits
+    if isinstance(v, int) and not isinstance(v, bool) and abs(v) >= LARGE:
+        return f"{v:,}"
     return html.escape(str(v))
 
 

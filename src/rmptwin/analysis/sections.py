@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from rmptwin.analysis import (
     customer_completeness,
+    drain_state,
     edge_summary,
     floor_summary,
     orders_summary,
@@ -44,6 +45,7 @@ SECTIONS: dict[str, ModuleType] = {
     "taxonomy": taxonomy_summary,
     "customer_completeness": customer_completeness,
     "edge_stripes": edge_summary,
+    "drain": drain_state,
 }
 
 

@@ -32,7 +32,8 @@ Definitions (the same for simulated and emulated runs):
 - messages_delivered_min: least number of distinct messages delivered by an operable receiver.
 - messages_lost: acknowledged messages (delivered by some receiver, or SRC_ACKED) that
   some operable receiver serving their stripe did not deliver (a recovered receiver only
-  owes messages from its first gseq after recovering).
+  owes messages from its first gseq after recovering), but for those a run cut short left
+  open: ``analysis.drain_state``'s ``ended_before_drain`` counts them.
 - control_per_data: CTRL_SENT / messages_sent, counting the control frames sent up to the end
   of the run: the experiment's duration, or the last event that moved a message
   (``MESSAGE_WORK``: a send, ack, delivery, release, customer receipt) if that came later.
@@ -83,6 +84,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from rmptwin.analysis.drain_state import cut_ns, open_messages
 from rmptwin.analysis.reformations import reformation_list
 from rmptwin.analysis.sections import summary_sections
 from rmptwin.analysis.stats import percentiles
@@ -174,7 +176,7 @@ def _messages_of(rows: pd.DataFrame) -> set[Message]:
 
 
 def _message_figures(df: pd.DataFrame, d: _Deliveries, operable: list[HostSpec], recovered_at: dict[str, int],
-                     n_stripes: int) -> dict[str, Any]:
+                     n_stripes: int, still_open: set[Message]) -> dict[str, Any]:
     """messages_sent, messages_acknowledged, messages_delivered_min, messages_lost."""
     sent = _messages_of(df[df.kind == Kind.SEND])
     msg_gseq: dict[Message, int] = {}
@@ -204,7 +206,7 @@ def _message_figures(df: pd.DataFrame, d: _Deliveries, operable: list[HostSpec],
             lost.add(msg)
     return {"messages_sent": len(sent), "messages_acknowledged": len(acked),
             "messages_delivered_min": int(min((len(v) for v in delivered_by.values()), default=0)),
-            "messages_lost": len(lost)}
+            "messages_lost": len(lost - still_open)}
 
 
 def _released(df: pd.DataFrame, d: _Deliveries,
@@ -361,8 +363,9 @@ def summarize(events: pa.Table | pd.DataFrame, loaded: LoadedExperiment) -> dict
     crashed_at_end, recovered_at = _lifecycle(df)
     operable = [h for h in rt_hosts if h.name not in crashed_at_end]
     d = _deliveries(df, rt_names, crashed_at_end, recovered_at)
-    ctrl = int(((df.kind == Kind.CTRL_SENT) & (df.t_ns <= control_window_end_ns(df, loaded.experiment.duration_s))).sum())
-    messages = _message_figures(df, d, operable, recovered_at, n_stripes)
+    ctrl = int(((df.kind == Kind.CTRL_SENT) & (df.t_ns <= control_window_end_ns(df, loaded.duration_s))).sum())
+    still_open = open_messages(df, loaded, cut_ns(df, loaded))
+    messages = _message_figures(df, d, operable, recovered_at, n_stripes, still_open)
     sent = messages["messages_sent"]
     outages = reformation_outages(df, rt_names)
     operable_names = {h.name for h in operable}

@@ -210,7 +210,7 @@ def write_run(path: str | Path, packets: int = 20_000, seed: int = 1,
     drops, counts = _link_tables(f)
     run.write_drops(drops)
     run.write_link_counts(counts)
-    exp = Experiment(name="synthetic", topology="synthetic-binary.yaml", seed=seed)
+    exp = Experiment(name="synthetic", topology="synthetic-binary.yaml", seed=seed, duration_s=10.0)
     run.replace_manifest({"experiment": exp.model_dump(mode="json"), "topology": topo.model_dump(mode="json"),
                           "experiment_file": "synthetic", "backend": "synthetic", "seed": seed})
     return run.path

@@ -58,7 +58,7 @@ def latency_bound_ms(loaded: LoadedExperiment) -> float:
 def at_rate(loaded: LoadedExperiment, total_rate: float, trade_s: float) -> LoadedExperiment:
     exp = loaded.experiment
     n_sources = len(exp.workload.sources or loaded.topology.hosts_with_role("source"))
-    drain = exp.duration_s - exp.workload.start_s - exp.workload.duration_s
+    drain = loaded.duration_s - exp.workload.start_s - exp.workload.duration_s
     wl = exp.workload.model_copy(update={"rate_per_source": total_rate / n_sources, "duration_s": trade_s})
     new = exp.model_copy(update={"workload": wl, "duration_s": exp.workload.start_s + trade_s + drain,
                                  "name": f"{exp.name}-rate{int(total_rate)}"})

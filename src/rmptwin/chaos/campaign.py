@@ -16,9 +16,10 @@ from typing import Any
 import pyarrow as pa
 import yaml
 
-from rmptwin.chaos.schedule import Plan, draw, nemeses_of, recovery_s
+from rmptwin.chaos.schedule import Plan, draw, nemeses_of
 from rmptwin.chaos.shrink import ddmin
 from rmptwin.model import Experiment, LoadedExperiment
+from rmptwin.model.drain import auto_duration_s, fault_drain_s, workload_end_s
 from rmptwin.rundir.chaos import ChaosDir
 from rmptwin.sweeps.task import payload
 
@@ -29,12 +30,15 @@ Runner = Callable[[list[dict[str, Any]], Callable[[list[dict[str, Any]]], None]]
 
 
 def with_faults(loaded: LoadedExperiment, faults: list[dict[str, Any]], seed: int | None = None) -> LoadedExperiment:
-    """``loaded`` with its fault schedule replaced (validated like a YAML's) and, if given, its seed."""
+    """``loaded`` with its fault schedule replaced (validated like a YAML's) and, if given, its seed;
+    lasting until the ring could have recovered from the schedule's last fault (``model.drain``)."""
     data = loaded.experiment.model_dump(mode="json")
     data["faults"] = faults
     if seed is not None:
         data["seed"] = seed
-    return loaded.model_copy(update={"experiment": Experiment.model_validate(data)})
+    exp = Experiment.model_validate(data)
+    exp = exp.model_copy(update={"duration_s": max(loaded.duration_s, auto_duration_s(exp, loaded.topology))})
+    return loaded.model_copy(update={"experiment": exp})
 
 
 @dataclass
@@ -48,18 +52,19 @@ class Campaign:
 
     def __post_init__(self) -> None:
         # Every run (and every repro it is shrunk to) lasts until the ring could have recovered
-        # from a fault that ends with the workload (schedule.recovery_s); the experiment's own
-        # drain may be shorter: quickstart's 3.5 s left 33 of 136 shrunk runs "losing" messages
-        # that a run 4 s longer delivered.
-        w = self.loaded.experiment.workload
-        need = math.ceil((w.start_s + w.duration_s + recovery_s(self.loaded)) * 10) / 10
-        if need > self.loaded.experiment.duration_s:
-            exp = self.loaded.experiment.model_copy(update={"duration_s": need})
+        # from a fault that ends with the workload (model.drain.recovery_s), on any experiment:
+        # its own duration_s may be shorter (quickstart's 3.5 s of drain left 33 of 136 shrunk
+        # runs "losing" messages that a run 4 s longer delivered). with_faults lengthens a run
+        # whose own schedule ends later.
+        e, t = self.loaded.experiment, self.loaded.topology
+        need = math.ceil(round((workload_end_s(e, t) + fault_drain_s(e, t)) * 10, 6)) / 10
+        if need > self.loaded.duration_s or e.duration_s == "auto":
+            exp = e.model_copy(update={"duration_s": max(need, self.loaded.duration_s)})
             self.loaded = self.loaded.model_copy(update={"experiment": exp})
 
     def spec(self) -> dict[str, Any]:
         return {"experiment": self.loaded.experiment.name, "experiment_file": str(self.loaded.path),
-                "duration_s": self.loaded.experiment.duration_s,
+                "duration_s": self.loaded.duration_s,
                 "runs": self.runs, "seed": self.seed, "backend": self.backend, "nemeses": list(self.plan.nemeses),
                 "max_faults": self.plan.max_faults, "majority": self.plan.majority}
 

@@ -26,7 +26,7 @@ take nobody down. A fault that would break the bound is drawn again (at most 20 
 the run has fewer faults).
 
 The recovery time: every fault is over when the workload ends, and a campaign runs each
-schedule for at least ``recovery_s`` after that (`recovery_s` below), as Jepsen heals the
+schedule for at least ``model.drain.recovery_s`` after that, as Jepsen heals the
 network and waits before its final reads. The checkers of liveness (no acknowledged message
 lost, guaranteed customers gap-free) judge the end of the run, so a run that ends before the
 ring could have recovered from its last fault would count slow recovery as loss.
@@ -157,26 +157,6 @@ def within_majority(faults: list[dict[str, Any]], loaded: LoadedExperiment) -> b
         if 2 * len(down) >= n:
             return False
     return True
-
-
-def recovery_s(loaded: LoadedExperiment) -> float:
-    """Seconds a ring needs, by its own timers, to recover from a fault that ends as the workload
-    does: the worst case the seed's protocol allows (sections 2.1 and 5.1), not a typical one.
-
-    - detection: the token site's slot, then k_r + 1 sends of the pass tau_r apart (the twin's
-      site reports after k_r + 1): tau_t + (k_r + 1) tau_r;
-    - reformation: k_r invitations tau_r apart and the last invitee's answer: (k_r + 1) tau_r;
-    - the new ring's first round, m tau_t (under safe delivery nothing is stable before it);
-    - Delta_A, after which an acknowledged message is released;
-    - a customer's repair: k_r requests tau_r apart.
-
-    For quickstart (tau_t 300 ms, tau_r 370 ms, k_r 3, m 6, Delta_A 1.5 s) that is 7.67 s.
-    """
-    p = loaded.experiment.protocol
-    m = sum(1 for h in loaded.topology.hosts if h.role == "primary")
-    detection = p.tau_t + (p.k_r + 1) * p.tau_r
-    reformation = (p.k_r + 1) * p.tau_r
-    return (detection + reformation + m * p.tau_t + p.delta_a + p.k_r * p.tau_r) / 1000.0
 
 
 def draw(loaded: LoadedExperiment, plan: Plan, seed: int, run: int) -> list[dict[str, Any]]:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 OK, VIOLATION, SKIPPED = "ok", "violation", "skipped"
+SHORT = "short"   # the drain line: the run ended before its work (analysis.drain_state)
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,7 @@ class Violation:
 @dataclass(frozen=True)
 class Verdict:
     checker: str
-    status: str                      # OK, VIOLATION or SKIPPED
+    status: str                      # OK, VIOLATION or SKIPPED (SHORT: the drain line)
     violation: Violation | None = None
     note: str = ""                   # why skipped; what was checked
 

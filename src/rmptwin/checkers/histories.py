@@ -61,6 +61,7 @@ class RmpHistory:
     acked: dict[Message, dict[str, Any]]            # message -> first SRC_ACKED event
     receivers: dict[str, set[int]]          # receiver -> stripes it serves
     safe: bool = False
+    owed_until_ns: int | None = None        # messages first sent later are a short run's, not owed
 
 
 def event_dict(t_ns: Any, node: str, kind: str, src: str = "", src_seq: Any = -1, gseq: Any = -1,
@@ -96,7 +97,7 @@ def lifecycle(df: pd.DataFrame) -> Lifecycle:
     return life
 
 
-def rmp_history(df: pd.DataFrame, loaded: LoadedExperiment) -> RmpHistory:
+def rmp_history(df: pd.DataFrame, loaded: LoadedExperiment, owed_until_ns: int | None = None) -> RmpHistory:
     topo, n_stripes = loaded.topology, loaded.experiment.workload.stripes
     receivers = {h.name: set(stripes) if (stripes := getattr(h, "stripes", None)) else set(range(n_stripes))
                  for h in topo.hosts if h.role in RECEIVER_ROLES}
@@ -113,7 +114,8 @@ def rmp_history(df: pd.DataFrame, loaded: LoadedExperiment) -> RmpHistory:
     acked: dict[Message, dict[str, Any]] = {}
     for stripe, ev in _rows(df[df.kind == Kind.SRC_ACKED]):
         acked.setdefault((stripe, ev["src"], ev["src_seq"]), ev)
-    return RmpHistory(deliveries, life, sent, acked, receivers, loaded.experiment.protocol.delivery == "safe")
+    return RmpHistory(deliveries, life, sent, acked, receivers, loaded.experiment.protocol.delivery == "safe",
+                      owed_until_ns)
 
 
 def rows_of(df: pd.DataFrame, kinds: list[str]) -> list[tuple[int, dict[str, Any]]]:

@@ -8,7 +8,9 @@ Definitions (those of summary.json's ``messages_lost``, as a verdict with its ev
   recovering on (a message it owes is one whose position is known and at or after that);
 - delivered twice: one incarnation of a receiver delivers one position twice, or one
   message at two positions;
-- sent: some SEND event names it (stripe, src, src_seq).
+- sent: some SEND event names it (stripe, src, src_seq);
+- a message first sent after ``RmpHistory.owed_until_ns`` (the cut of a run that ended before
+  its drain: ``analysis.drain_state``) is not owed: the run was too short for it.
 """
 
 from __future__ import annotations
@@ -58,7 +60,10 @@ def messages(h: RmpHistory) -> Violation | None:
         got.setdefault(d.node, set()).add(d.msg)
         key = (d.node, d.stripe)
         first[key] = min(first.get(key, d.gseq), d.gseq)
+    until = h.owed_until_ns
     for m, ev in sorted(evidence.items(), key=lambda kv: kv[1]["t_ns"]):
+        if until is not None and m in h.sent and h.sent[m]["t_ns"] > until:
+            continue
         for node in sorted(h.receivers):
             if life.crashed_at_end(node) or m[0] not in h.receivers[node] or m in got.get(node, ()):
                 continue

@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from rmptwin.analysis.drain_state import cut_ns, describe, drain_state
 from rmptwin.analysis.stripe_delivery import RELEASE_KINDS
-from rmptwin.checkers import OK, SKIPPED, VIOLATION, Verdict, Violation
+from rmptwin.checkers import OK, SHORT, SKIPPED, VIOLATION, Verdict, Violation
 from rmptwin.checkers.apps import floor_verdict, orders_verdict
 from rmptwin.checkers.customers import CustomerHistory, gap_free, mold_sequences, pcap_frames
 from rmptwin.checkers.histories import RECEIVER_ROLES, lifecycle, rmp_history, rows_of
@@ -27,6 +28,9 @@ if TYPE_CHECKING:
     from rmptwin.model import LoadedExperiment
 
 CHECKERS = ("total_order", "messages", "customers", "cas_linearizable", "venue", "floor", "orders")
+# Not a checker of the protocol: whether the run lasted its work (analysis.drain_state). A short
+# run is reported as that; what it left open is owed by no checker above.
+DRAIN = "drain"
 
 
 def _verdict(name: str, fn: Callable[[], Violation | None], note: str = "") -> Verdict:
@@ -35,13 +39,17 @@ def _verdict(name: str, fn: Callable[[], Violation | None], note: str = "") -> V
 
 
 def customer_history(df: pd.DataFrame, loaded: LoadedExperiment,
-                     pcaps: dict[str, Path] | None = None) -> CustomerHistory:
+                     pcaps: dict[str, Path] | None = None, owed_until_ns: int | None = None) -> CustomerHistory:
+    """What the customers checker reads; positions first released after ``owed_until_ns`` (a
+    short run's cut) are not owed."""
     topo = loaded.topology
     receivers = {h.name for h in topo.hosts if h.role in RECEIVER_ROLES}
     life = lifecycle(df)
     released: dict[int, dict[int, dict[str, Any]]] = {}
     for stripe, ev in rows_of(df[df.node.isin(list(receivers))], list(RELEASE_KINDS)):
         released.setdefault(stripe, {}).setdefault(ev["gseq"], ev)
+    if owed_until_ns is not None:
+        released = {k: {g: ev for g, ev in pos.items() if ev["t_ns"] <= owed_until_ns} for k, pos in released.items()}
     received: dict[tuple[str, int], set[int]] = {}
     last: dict[tuple[str, int], dict[str, Any]] = {}
     for stripe, ev in rows_of(df, [Kind.CUST_RECV]):
@@ -62,16 +70,18 @@ def check_events(df: pd.DataFrame, loaded: LoadedExperiment, summary: dict[str, 
     agreement keys; computed if not given and needed)."""
     topo = loaded.topology
     out: list[Verdict] = []
+    short = drain_state(df, loaded)
+    until = cut_ns(df, loaded) if short else None
     has_ring = any(h.role in RECEIVER_ROLES for h in topo.hosts)
     if has_ring and (df.kind == Kind.DELIVER).any():
-        h = rmp_history(df, loaded)
+        h = rmp_history(df, loaded, until)
         mode = "safe" if h.safe else "agreed"
         out.append(_verdict("total_order", lambda: total_order(h), f"{mode} delivery, {len(h.deliveries)} deliveries"))
         out.append(_verdict("messages", lambda: messages(h), f"{len(h.sent)} sent"))
     else:
         out += [Verdict("total_order", SKIPPED, note="no ring deliveries"), Verdict("messages", SKIPPED, note="no ring")]
     if topo.hosts_with_role("customer") and has_ring:
-        ch = customer_history(df, loaded, pcaps)
+        ch = customer_history(df, loaded, pcaps, until)
         wire = f"; wire: {len(ch.wire)} pcap(s)" if ch.wire else ""
         out.append(_verdict("customers", lambda: gap_free(ch), f"{len(ch.owed)} guaranteed customers{wire}"))
     else:
@@ -105,6 +115,8 @@ def check_events(df: pd.DataFrame, loaded: LoadedExperiment, summary: dict[str, 
         out.append(_verdict("orders", lambda: orders_verdict(summary, df)))
     else:
         out.append(Verdict("orders", SKIPPED, note="no unified orders over the ring"))
+    out.append(Verdict(DRAIN, SHORT, note=f"ended before its drain: {describe(short)}") if short else
+               Verdict(DRAIN, OK, note=f"lasted its work ({loaded.duration_s:g} s)"))
     return out
 
 

@@ -23,7 +23,7 @@ def verdict_table(verdicts: list[Verdict]) -> Table:
     for col in ("checker", "verdict", "checked"):
         table.add_column(col)
     for v in verdicts:
-        style = {"ok": "green", "violation": "bold red"}.get(v.status, "dim")
+        style = {"ok": "green", "violation": "bold red", "short": "yellow"}.get(v.status, "dim")
         table.add_row(v.checker, f"[{style}]{v.status}[/]", v.note)
     return table
 

@@ -24,7 +24,7 @@ VENUE_KEYS = ("ev_agreement", "trades_lost", "sync_ms", "max_gap", "latency_ms")
 def progress_bar(console: Console, loaded: api.LoadedExperiment, backend: str) -> Iterator[api.ProgressFn]:
     """A transient bar over the experiment's duration; yields the ``progress(fraction, what)``
     callback ``api.simulate``, ``api.emulate`` and ``api.rerun`` take."""
-    duration = loaded.experiment.duration_s
+    duration = loaded.duration_s
     if backend == "sim":
         columns = (TextColumn("[bold]simulating[/] {task.description}"), BarColumn(),
                    TextColumn("{task.completed:.2f}/{task.total:.2f} s simulated"), TimeElapsedColumn())
@@ -51,6 +51,15 @@ def _shown(val: object) -> str:
             return ", ".join(f"{v['live']} {v['ratio']:.2f} over {v['window_ms']:.0f} ms" for v in val)
         return ", ".join(f"{v:.0f}" for v in val) or "-"
     return str(val)
+
+
+def _rounded(val: object) -> str:
+    """A measured figure as a line shows it: a float to one decimal (a percentile of run-queue
+    samples is 9.299999999999997 as computed), two significant digits below 1 (0.042 ms, not
+    0.0), anything else as it is."""
+    if not isinstance(val, float):
+        return str(val)
+    return f"{val:.1f}" if abs(val) >= 1 or val == 0 else f"{val:.2g}"
 
 
 def summary_table(s: dict[str, Any], title: str = "summary") -> Table:
@@ -93,7 +102,17 @@ def print_sim_summary(console: Console, run: api.Run) -> None:
     table.add_row("simulator", f"{st['scheduler_events']:,} events, {st['deliveries']:,} deliveries "
                                 f"in {st['wall_s']:.1f} s ({rate:,.0f} events/s, {corebuild.ACTIVE.kind} cores)")
     _print_tables(console, table, s)
+    _print_captures(console, run)
     console.print(f"run directory: {run.path}")
+
+
+def _print_captures(console: Console, run: api.Run) -> None:
+    """Where the run's pcaps are and how to decode them (wireshark/rmp.lua for RMP)."""
+    pcaps = run.dir.pcap_files()
+    if pcaps:
+        console.print(f"captures: {len(pcaps)} in {run.dir.pcaps_dir} (tshark -X lua_script:wireshark/rmp.lua "
+                      f"-r FILE -d udp.port=={REGION_PORT},moldudp64 -d udp.port=={REREQUEST_PORT},moldudp64)",
+                      soft_wrap=True)
 
 
 def print_emulation_summary(console: Console, run: api.Run) -> None:
@@ -102,21 +121,18 @@ def print_emulation_summary(console: Console, run: api.Run) -> None:
     table = summary_table(s, title="summary (emulation)")
     figures = s.get("runtime", {})
     drained = f", drained {figures['drain_s']} s past the duration" if figures.get("drain_s", 0) >= 1 else ""
-    table.add_row("runtime", f"{figures.get('nodes')} nodes, {figures.get('wall_s')} s wall{drained}")
+    table.add_row("runtime", f"{figures.get('nodes')} nodes, {_rounded(figures.get('wall_s'))} s wall{drained}")
     if figures.get("outstanding"):
         console.print(f"[yellow]not quiescent after the drain cap: {figures['outstanding']}[/yellow]")
     if figures.get("overloaded"):
         load = figures.get("load", {})
-        console.print(f"[yellow]machine overloaded (run queue p90 {load.get('run_queue', {}).get('p90')} on "
-                      f"{load.get('cpus')} CPUs, {load.get('timer_lateness_role')} timers {load.get('timer_lateness_p99_ms')} ms "
-                      "late at p99, as timer_lateness_ms in the summary): "
-                      f"latency and fairness figures are distorted by this machine, not the protocol[/yellow]",
+        queue, late = _rounded(load.get("run_queue", {}).get("p90")), _rounded(load.get("timer_lateness_p99_ms"))
+        console.print(f"[yellow]machine overloaded (run queue p90 {queue} on {load.get('cpus')} CPUs, "
+                      f"{load.get('timer_lateness_role')} timers {late} ms late at p99, as timer_lateness_ms in the "
+                      "summary): latency and fairness figures are distorted by this machine, not the protocol[/yellow]",
                       soft_wrap=True)  # one line, however narrow the terminal
     _print_tables(console, table, s)
-    pcaps = run.dir.pcap_files()
-    if pcaps:
-        console.print(f"captures: {len(pcaps)} in {run.dir.pcaps_dir} (MoldUDP64: tshark -r FILE "
-                      f"-d udp.port=={REGION_PORT},moldudp64 -d udp.port=={REREQUEST_PORT},moldudp64)")
+    _print_captures(console, run)
     console.print(f"run directory: {run.path}")
 
 

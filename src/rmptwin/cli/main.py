@@ -35,7 +35,7 @@ from rmptwin.cli import sweep_commands as sweeps_cli
 from rmptwin.cli import taxonomy_commands as taxonomy_cli
 from rmptwin.cli import topo_commands as topo_cli
 from rmptwin.cli import venue_commands as venue_cli
-from rmptwin.cli.bound_warnings import print_bound_warnings, print_topology_warnings
+from rmptwin.cli.bound_warnings import print_bound_warnings, print_topology_warnings, run_length
 from rmptwin.cli.console import make_console, print_error
 from rmptwin.cli.display import print_sim_summary, print_summary, progress_bar
 from rmptwin.cli.overrides import SET_HELP, apply_set_options
@@ -52,15 +52,20 @@ def validate(
     file: Path,
     strict: bool = typer.Option(False, "--strict", help="warnings (parameters outside the seed's bounds, "
                                                      "likely unintended role placements) are errors: exit 2"),
+    sets: list[str] = typer.Option([], "--set", metavar="KEY=VALUE", help=SET_HELP),
 ) -> None:
     """Check a topology or experiment YAML; print one line saying it is valid or what to fix, and for an
     experiment one warning line per seed bound its parameters break."""
     loaded = api.load(file)
+    if sets and not isinstance(loaded, api.LoadedExperiment):
+        raise UserError(f"{file}: --set changes an experiment; this is a topology")
     if isinstance(loaded, api.LoadedExperiment):
+        loaded = apply_set_options(loaded, sets)
         print_bound_warnings(loaded, file, strict=strict)
         t = loaded.topology
         console.print(f"{file}: valid experiment '{loaded.experiment.name}' on topology '{t.name}' "
-                      f"({len(t.switches)} switches, {len(t.links)} links, {len(t.hosts)} hosts)")
+                      f"({len(t.switches)} switches, {len(t.links)} links, {len(t.hosts)} hosts); "
+                      f"{run_length(loaded)}")
     else:
         t = loaded
         print_topology_warnings(t, file, strict=strict)
@@ -90,12 +95,14 @@ def sim(
     strict: bool = typer.Option(False, "--strict", help="warnings (parameters outside the seed's bounds) are "
                                                      "errors: exit 2 before running"),
     sets: list[str] = typer.Option([], "--set", metavar="KEY=VALUE", help=SET_HELP),
+    pcap: bool = typer.Option(False, "--pcap", help="also write each host's packets, sent and received, to "
+                                                 "pcaps/<host>.pcap, laid out as an emulated run's captures"),
 ) -> None:
     """Run an experiment in the deterministic discrete-event simulator."""
     loaded = apply_set_options(api.load_experiment(experiment), sets)
     print_bound_warnings(loaded, experiment, strict=strict)
     with progress_bar(console, loaded, "sim") as progress:
-        run = api.simulate(loaded, seed=seed, out=out, progress=progress)
+        run = api.simulate(loaded, seed=seed, out=out, progress=progress, pcap=pcap)
     print_sim_summary(console, run)
 
 

@@ -46,8 +46,13 @@ def run(
     strict: bool = typer.Option(False, "--strict", help="warnings (parameters outside the seed's bounds) "
                                                      "are errors: exit 2 before the network comes up"),
     sets: list[str] = typer.Option([], "--set", metavar="KEY=VALUE", help=SET_HELP),
+    tdf: float = typer.Option(0.0, "--tdf", help="time dilation factor: one second of run time lasts this many "
+                                                 "wall seconds for every node, link, workload and fault "
+                                                 "(0: the experiment's time_dilation, default 1)"),
 ) -> None:
     """Run an experiment on the emulated network: every role its own process in its own host."""
+    if tdf:
+        sets = [*sets, f"time_dilation={tdf}"]
     loaded = apply_set_options(api.load_experiment(experiment), sets)
     print_bound_warnings(loaded, experiment, strict=strict)
     if node_cpus < 0 or node_memory_mb < 0:

@@ -11,6 +11,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from rmptwin import api
+from rmptwin.cli.bound_warnings import print_sweep_run_length_warnings
 from rmptwin.cli.console import make_console
 from rmptwin.errors import UserError
 
@@ -56,6 +57,7 @@ def sweep(
         raise UserError("give at least one --set KEY=V1,V2,... (e.g. --set protocol.delta_a_ms=100,200)")
     loaded = api.load_experiment(experiment)
     values = api.parse_sets(sets)
+    print_sweep_run_length_warnings(loaded, values, experiment)
     with sweep_progress(loaded.experiment.name) as progress:
         # sweep.html after the summary line, as before the API: its plots take seconds
         result = api.sweep(loaded, values, seeds, master=master, out=out, probes=list(probes), keep_runs=keep_runs,

@@ -9,7 +9,7 @@ import typer
 
 from rmptwin.cli.console import make_console
 from rmptwin.errors import UserError
-from rmptwin.topotools.yaml_files import EXPERIMENT_HEADER, TOPOLOGY_HEADER, dump_yaml, write_text
+from rmptwin.topotools.yaml_files import dump_yaml, schema_header, write_text
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="bring your own topology: generate a random one or import a GraphML/GML graph")
@@ -49,8 +49,8 @@ def gen(
     # out is not None with experiment_out (checked above)
     ref = relative_ref(experiment_out, out) if experiment_out is not None and out is not None else "topology.yaml"
     topology, experiment = generate(params, seed, ref)
-    text = dump_yaml(topology, TOPOLOGY_HEADER + f"# rmptwin topo gen --switches {switches} --seed {seed} "
-                     f"--regions {regions} --loss-max {loss_max} --mesh {mesh}\n")
+    text = dump_yaml(topology, schema_header("topology", out) + f"# rmptwin topo gen --switches {switches} "
+                     f"--seed {seed} --regions {regions} --loss-max {loss_max} --mesh {mesh}\n")
     if out is None:
         print(text, end="")
         return
@@ -58,9 +58,9 @@ def gen(
     console.print(f"{out}: topology '{topology['name']}' ({len(topology['switches'])} switches, "
                   f"{len(topology['links'])} links, {len(topology['hosts'])} hosts)", highlight=False)
     if experiment_out is not None:
-        write_text(experiment_out, dump_yaml(experiment, EXPERIMENT_HEADER))
+        write_text(experiment_out, dump_yaml(experiment, schema_header("experiment", experiment_out)))
         console.print(f"{experiment_out}: experiment '{experiment['name']}' (k_r {experiment['protocol']['k_r']}, "
-                      f"tau_t {experiment['protocol']['tau_t_ms']} ms, {experiment['duration_s']} s)",
+                      f"tau_t {experiment['protocol']['tau_t_ms']} ms, duration_s {experiment['duration_s']})",
                       highlight=False)
 
 
@@ -100,7 +100,7 @@ def import_(
     err = make_console(stderr=True)
     for note in notes:
         err.print(f"note: {file}: {note}", highlight=False, soft_wrap=True)
-    header = (TOPOLOGY_HEADER + f"# Imported from {file.name} by `rmptwin topo import`"
+    header = (schema_header("topology", out) + f"# Imported from {file.name} by `rmptwin topo import`"
               + (f" --region-by {region_by}" if region_by else "")
               + f" --sources {sources} --primaries {primaries} --customers-per-region {customers_per_region}"
               + (f" --loss {loss:g}" if loss else "") + "\n"
@@ -119,9 +119,10 @@ def import_(
                            rate_per_source=50.0, workload_s=3.0)
         exp = generate_experiment(params, seed, topology, relative_ref(experiment_out, out))
         exp["description"] = f"{topology['name']} imported from {file.name} by `rmptwin topo import`"
-        write_text(experiment_out, dump_yaml(exp, EXPERIMENT_HEADER))
+        exp_header = schema_header("experiment", experiment_out)
+        write_text(experiment_out, dump_yaml(exp, exp_header))
         console.print(f"{experiment_out}: experiment '{exp['name']}' (dN {exp['protocol']['dn_ms']} ms, k_r "
-                      f"{exp['protocol']['k_r']}, tau_t {exp['protocol']['tau_t_ms']} ms, {exp['duration_s']} s)",
+                      f"{exp['protocol']['k_r']}, tau_t {exp['protocol']['tau_t_ms']} ms, duration_s {exp['duration_s']})",
                       highlight=False)
 
 campaign_app = typer.Typer(add_completion=False, no_args_is_help=True,

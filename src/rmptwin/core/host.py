@@ -12,6 +12,10 @@ so that a simulated and an emulated run of one experiment differ only where the 
   unicast datagram uses. The emulated nodes bind them; the simulator's pcap writes them.
 - ``RELEASE_ROLES``: the roles whose cores release at ack ts + Delta_A, whose timer lateness
   makes the fairness spread (the emulation gives their processes priority).
+- ``TimeDilation``: virtual time. At a time dilation factor N one second of true run time
+  lasts N seconds of the wall clock, for every node, link, workload and fault of an emulated
+  run, so each process gets N times the CPU per run second (Gupta et al., NSDI 2006, in user
+  space: the cores are sans-IO and read no clock). The simulator's time is virtual already.
 
 Pure: no clock is read here; a driver passes true time in.
 """
@@ -85,6 +89,37 @@ class NodeClock:
             self.k = k
         if jump_ns is not None:
             self.off_ns += jump_ns
+
+
+class TimeDilation:
+    """True run time (virtual ns) from the wall clock's ns since the run's start, and back, at
+    a time dilation factor ``factor`` >= 1 (1: no dilation, the identity).
+
+    ``virtual`` rounds down and ``wall`` up, so a timer armed for virtual time ``v`` and woken
+    at ``wall(v)`` reads ``virtual(wall(v)) >= v``: never early."""
+
+    __slots__ = ("factor",)
+
+    def __init__(self, factor: float = 1.0) -> None:
+        if not factor >= 1.0:
+            raise ValueError(f"time dilation factor {factor}: must be at least 1")
+        self.factor = float(factor)
+
+    def virtual(self, wall_ns: int) -> int:
+        """Virtual ns at ``wall_ns`` wall ns since the run's start."""
+        if self.factor == 1.0:
+            return wall_ns
+        return math.floor(wall_ns / self.factor)
+
+    def wall(self, virtual_ns: int) -> int:
+        """The wall ns since the run's start at which virtual time reaches ``virtual_ns``."""
+        if self.factor == 1.0:
+            return virtual_ns
+        return math.ceil(virtual_ns * self.factor)
+
+    def wall_s(self, virtual_ns: float) -> float:
+        """A virtual span in ns as wall seconds (what an event loop's ``call_later`` takes)."""
+        return virtual_ns * self.factor / 1e9
 
 
 def port_for_group(name: str) -> int:

@@ -30,7 +30,7 @@ from rmptwin.errors import UserError
 
 REPO = Path(__file__).resolve().parents[3]
 # What the hosts need instead of --privileged: links and raw sockets (tcpdump, AF_PACKET),
-# and raising the release path's priority (runtime.priority).
+# and raising the release path's priority (node.priority).
 CAPABILITIES = ("NET_ADMIN", "NET_RAW", "SYS_NICE")
 
 

@@ -113,9 +113,11 @@ def counts_table(paths: list[Path], extra: Sequence[dict[str, Any]] = ()) -> pa.
     return pa.Table.from_pydict(cols, schema=LINK_COUNT_SCHEMA)
 
 
-def read_access_reports(paths: list[Path], clock_shift_ns: int) -> tuple[list[DroppedFrame], list[dict[str, Any]]]:
+def read_access_reports(paths: list[Path], clock_shift_ns: int,
+                        dilation: float = 1.0) -> tuple[list[DroppedFrame], list[dict[str, Any]]]:
     """The dropped frames and counts the nodes left for the access links they shaped
-    (``node.hostlink``), times moved by ``clock_shift_ns`` onto the relays' clock."""
+    (``node.hostlink``), times moved onto the relays' clock: from the nodes' virtual time
+    (``dilation``: the run's time dilation factor) to wall ns, then by ``clock_shift_ns``."""
     frames: list[DroppedFrame] = []
     counts: list[dict[str, Any]] = []
     for p in paths:
@@ -124,7 +126,7 @@ def read_access_reports(paths: list[Path], clock_shift_ns: int) -> tuple[list[Dr
         except (OSError, ValueError):
             continue
         counts.append(report["counts"])
-        frames.extend(DroppedFrame(d["t_ns"] + clock_shift_ns, d["link"], d["from_node"], d["to_node"], d["reason"],
+        frames.extend(DroppedFrame(round(d["t_ns"] * dilation) + clock_shift_ns, d["link"], d["from_node"], d["to_node"], d["reason"],
                                    d["src_ip"], d["dst_ip"], d["dst_port"], bytes.fromhex(d["payload"]),
                                    d.get("copy", -1))
                       for d in report["drops"])
@@ -146,12 +148,15 @@ def collect(state_dir: Path) -> tuple[pa.Table, pa.Table]:
     return drops_table(frames, ip_names, wiring.get("group_names", {})), counts
 
 
-def rebased(drops: pa.Table, clock_t0_ns: int, run_t0_ns: int) -> pa.Table:
+def rebased(drops: pa.Table, clock_t0_ns: int, run_t0_ns: int, dilation: float = 1.0) -> pa.Table:
     """``drops`` with times counted from the run's t0 (the events' origin) instead of
     ``clock_t0_ns``, the origin the relays were given (the network's start, seconds earlier:
-    without this, every drop looks tens of seconds later than its packet's send)."""
-    if clock_t0_ns == run_t0_ns or drops.num_rows == 0:
+    without this, every drop looks tens of seconds later than its packet's send), and in the
+    run's virtual time (wall ns divided by ``dilation``, the time dilation factor)."""
+    if (clock_t0_ns == run_t0_ns and dilation == 1.0) or drops.num_rows == 0:
         return drops
     i = drops.schema.get_field_index("t_ns")
     shifted = pc.add(drops.column(i), pa.scalar(clock_t0_ns - run_t0_ns, pa.int64()))
+    if dilation != 1.0:
+        shifted = pc.cast(pc.floor(pc.divide(pc.cast(shifted, pa.float64()), dilation)), pa.int64())
     return drops.set_column(i, drops.schema.field(i), shifted)

@@ -36,10 +36,11 @@ from rmptwin import corebuild
 from rmptwin.core import nemesis
 from rmptwin.core.events import Event, Kind
 from rmptwin.core.groups import group_ip
-from rmptwin.core.host import RELEASE_ROLES
+from rmptwin.core.host import RELEASE_ROLES, TimeDilation
 from rmptwin.core.nemesis import FaultInterpreter, Step
 from rmptwin.emulation.authorized import authorized_senders
 from rmptwin.emulation.containerstats import ContainerStatsSampler
+from rmptwin.emulation.dilation import dilated_link, dilated_topology, rewrite_pcap_times
 from rmptwin.emulation.droplog import read_access_reports, rebased
 from rmptwin.emulation.edge_drops import log_edge_drops
 from rmptwin.emulation.env import has_netem
@@ -49,7 +50,7 @@ from rmptwin.emulation.image import image_id
 from rmptwin.emulation.nodeproc import READY_TIMEOUT_S, NodeProc, Spares, read_output, wait_for_line
 from rmptwin.errors import UserError
 from rmptwin.factories.keys import key_path, load_keys
-from rmptwin.model import LoadedExperiment
+from rmptwin.model import LinkParams, LoadedExperiment
 from rmptwin.model.queries import edge_plan, stripe_count
 from rmptwin.node.drain import DRAIN_MAX_S, owed_stripes, quiescent
 from rmptwin.node.eventlog import EventWriter, merge_logs
@@ -94,6 +95,7 @@ class EmulatedRun:
                  cpus: float | None = NODE_CPUS, memory_mb: int | None = NODE_MEMORY_MB) -> None:
         self.loaded = loaded
         self.exp = loaded.experiment
+        self.dilation = TimeDilation(loaded.experiment.time_dilation)   # the nodes dilate their own clocks
         self.seed = seed
         self.run = RunDir(run_dir.path.resolve())
         self.nodes_mode = nodes
@@ -144,7 +146,8 @@ class EmulatedRun:
             mounts.append((keys, keys, "ro"))
         # A state directory of our own: a network some other tool left up elsewhere is not ours to claim.
         state = Path("/run/rmptwin") / f"run-{os.getpid()}"
-        return EmulatedNetwork(self.loaded.topology, nodes=self.nodes_mode, impair=self.impair, seed=self.seed,
+        # The network runs on the wall clock: its links dilated, so that in virtual time they are the configured ones.
+        return EmulatedNetwork(dilated_topology(self.loaded.topology, self.dilation.factor), nodes=self.nodes_mode, impair=self.impair, seed=self.seed,
                                state_dir=state, mounts=mounts, progress=lambda msg: self.progress(0.0, msg),
                                cpus=self.cpus, memory_mb=self.memory_mb, access_in_nodes=self._access_in_nodes(),
                                authorized=self._authorized() if self.exp.security.enabled else None)
@@ -209,12 +212,20 @@ class EmulatedRun:
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
+        if self.captures and self.t0 is not None:   # the kernel stamped them on the wall clock
+            for path in self.run.pcap_files():
+                rewrite_pcap_times(path, self.t0, self.dilation.factor)
+
+    def true_now(self) -> int:
+        """Virtual ns since t0 (the nodes' true run time)."""
+        assert self.t0 is not None   # after GO
+        return self.dilation.virtual(time.time_ns() - self.t0)
 
     # ------------------------------------------------------------------ faults
 
     def _fault(self, step: Step) -> None:
         assert self.t0 is not None   # faults come after t0
-        t = time.time_ns() - self.t0
+        t = self.true_now()
         self.faults.apply(t, step)
         self.faults_applied.append({"t_ns": t, "action": step.action, "node": step.node, "link": step.link})
 
@@ -257,11 +268,12 @@ class EmulatedRun:
 
     def set_loss(self, t: int, link: str, loss: Any) -> None:
         assert self.net is not None   # faults come after the network is up
-        self.net.set_loss(link, loss)
+        self.net.set_loss(link, dilated_link(LinkParams(loss=loss), self.dilation.factor).loss)
 
     def set_chaos(self, t: int, link: str, duplicate: float, reorder: float, reorder_ns: int) -> None:
         # _network refuses dup_reorder on the flat network
-        cast("EmulatedNetwork", self.net).set_chaos(link, duplicate=duplicate, reorder=reorder, reorder_ns=reorder_ns)
+        cast("EmulatedNetwork", self.net).set_chaos(link, duplicate=duplicate, reorder=reorder,
+                                                    reorder_ns=self.dilation.wall(reorder_ns))
 
     def pause(self, t: int, node: str, member: int | None) -> None:
         self._pause_or_resume(t, node, member, "pause")
@@ -332,13 +344,14 @@ class EmulatedRun:
         self.progress(1.0, "collecting")
         self._stop_nodes()
         self._stop_captures()
-        log_edge_drops(self.net, log, time.time_ns() - self.t0)
+        log_edge_drops(self.net, log, self.true_now())
         log.close()
         events, self.torn_lines = merge_logs(self.run.node_event_logs())
         # The relays count from the network's start; the events (and the nodes' own access links) from t0.
         net_t0 = getattr(self.net, "t0_ns", self.t0)
-        frames, access_counts = read_access_reports(self.run.access_link_reports(), self.t0 - net_t0)
-        drops = rebased(self.net.drops(frames), net_t0, self.t0)
+        frames, access_counts = read_access_reports(self.run.access_link_reports(), self.t0 - net_t0,
+                                                    self.dilation.factor)
+        drops = rebased(self.net.drops(frames), net_t0, self.t0, self.dilation.factor)
         counts = self.net.link_counts(access_counts)
         return events, drops, counts
 
@@ -359,7 +372,7 @@ class EmulatedRun:
         deadline = time.monotonic() + READY_TIMEOUT_S
         for i, np in enumerate(self.procs.values()):
             wait_for_line(np, "READY", deadline, self.run.node_stderr_path(np.name, 0))
-            self.spares.hold(np.name, np.groups)   # a crash withdraws no membership (runtime.node)
+            self.spares.hold(np.name, np.groups)   # a crash withdraws no membership (node.main)
             self.progress(0.0, f"nodes ready {i + 1}/{len(self.procs)}")
         for np in spares:   # imported before t0, not in the middle of the run
             wait_for_line(np, "SPARE", deadline, self.run.node_stderr_path(np.name, np.incarnation))
@@ -367,18 +380,19 @@ class EmulatedRun:
     def _apply_schedule(self) -> None:
         """From t0 to the end of the duration: each fault at its time, the progress meanwhile."""
         assert self.t0 is not None   # set before the schedule starts
-        duration = self.exp.duration_s
+        duration = self.loaded.duration_s
         faults = sorted(nemesis.steps(self.exp.faults), key=lambda f: f.at_ns)
-        end_ns = self.t0 + round(duration * 1e9)
+        wall = self.dilation.wall   # virtual ns since t0 -> wall ns since t0
+        end_ns = self.t0 + wall(round(duration * 1e9))
         while True:
             now = time.time_ns()
-            if faults and now >= self.t0 + faults[0].at_ns:
+            if faults and now >= self.t0 + wall(faults[0].at_ns):
                 self._fault(faults.pop(0))
                 continue
             if now >= end_ns:
                 break
-            self.progress(max(0.0, (now - self.t0) / 1e9) / duration, "running")
-            nxt = min([end_ns] + [self.t0 + f.at_ns for f in faults[:1]])
+            self.progress(max(0.0, self.true_now() / 1e9) / duration, "running")
+            nxt = min([end_ns] + [self.t0 + wall(f.at_ns) for f in faults[:1]])
             time.sleep(min(0.1, max(0.0, (nxt - now) / 1e9)))
 
     def _stop_nodes(self) -> None:
@@ -396,7 +410,7 @@ class EmulatedRun:
     def _drain(self) -> None:
         """Past the duration: wait until the live nodes' progress is quiescent, or the cap."""
         owes = owed_stripes(self.loaded)
-        end_ns = round(self.exp.duration_s * 1e9)
+        end_ns = round(self.loaded.duration_s * 1e9)
         start = time.monotonic()
         while True:
             live = {n: np.status for n, np in self.procs.items() if np.proc.poll() is None and np.status is not None}
@@ -405,7 +419,7 @@ class EmulatedRun:
             done, self.outstanding = (False, f"{stale} has not reported since the end") if stale else \
                 quiescent(live, owes)
             self.drain_s = time.monotonic() - start
-            if done or self.drain_s > DRAIN_MAX_S:
+            if done or self.drain_s > DRAIN_MAX_S * self.dilation.factor:
                 return
             self.progress(1.0, f"draining {self.drain_s:.0f} s: {self.outstanding}")
             time.sleep(0.25)
@@ -506,9 +520,10 @@ def emulate(loaded: LoadedExperiment, seed: int, run_dir: RunDir, nodes: str = "
     manifest = {"nodes": nodes, "impair": getattr(r.net, "impair", impair), "impair_requested": impair,
                 "capture": list(r.capture), "limits": limits, "faults_applied": r.faults_applied,
                 "t0_unix_ns": r.t0, "pcaps": [p.name for p in r.run.pcap_files()],
-                # delay-only access links shaped by their host's node, not a relay (runtime.hostlink)
+                "time_dilation": r.dilation.factor,
+                # delay-only access links shaped by their host's node, not a relay (node.hostlink)
                 "access_links_in_nodes": sorted(getattr(r.net, "access_in_nodes", ()))}
-    stats = {"wall_s": round(time.monotonic() - wall, 1), "nodes": nodes,
+    stats = {"wall_s": round(time.monotonic() - wall, 1), "nodes": nodes, "time_dilation": r.dilation.factor,
              "drain_s": round(r.drain_s, 2), "outstanding": r.outstanding or None,
              "torn_log_lines": r.torn_lines, "missing_joins": r.missing_joins,
              "node_counters": {n: np.done for n, np in r.procs.items()},

@@ -128,7 +128,7 @@ class EmulatedNetwork:
         self.authorized = authorized
         self.cpus, self.memory_mb, self.mounts = cpus, memory_mb, mounts or []
         self.progress = progress or (lambda msg: None)
-        # Hosts asked to shape their own delay-only access link (runtime.hostlink); once built,
+        # Hosts asked to shape their own delay-only access link (node.hostlink); once built,
         # ``access_in_nodes`` is the set that got no relay for it (empty unless impair is relay).
         self.access_requested = frozenset(access_in_nodes)
         self.access_in_nodes: frozenset[str] = frozenset()

@@ -88,7 +88,7 @@ def wait_for_line(np: NodeProc, want: str, deadline: float, err_path: Path) -> N
 
 class Spares:
     """The next incarnation of each node the fault schedule recovers, started ahead
-    (``runtime.node --spare``): at its recover fault a spare needs only ``WAKE <t0>``, not an
+    (``node.main --spare``): at its recover fault a spare needs only ``WAKE <t0>``, not an
     interpreter's start, which took 2.5 s on the loaded 2-CPU machine (a restarted EV missed a
     3.5 s run). At most one spare per node waits at a time; ``start(name, incarnation)``
     starts one process (the runner's ``_start_node``)."""

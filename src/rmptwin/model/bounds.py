@@ -257,7 +257,7 @@ def _token_passes(loaded: LoadedExperiment, stripe: int) -> float:
     """Token passes of one stripe's ring over the run."""
     exp = loaded.experiment
     p, wl = exp.protocol, exp.workload
-    run_ms = exp.duration_s * 1e3
+    run_ms = loaded.duration_s * 1e3
     if p.token_mode == "time_driven":
         return run_ms / p.tau_t
     return stripe_rate(loaded, stripe) * wl.duration_s + run_ms / p.null_token

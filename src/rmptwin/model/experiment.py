@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -254,7 +254,13 @@ class Experiment(_Model):
     topology: str = Field(description="topology YAML, relative to the experiment file")
     seed: int = 1
     backend: Literal["sim", "emulation"] = "sim"
-    duration_s: float = Field(default=10.0, gt=0, description="total run time, including the drain after the workload")
+    duration_s: Annotated[float, Field(gt=0)] | Literal["auto"] = Field(
+        default="auto", description="total run time, including the drain after the workload; auto: the workload's "
+        "end plus the drain the protocol's timers need (model.drain), and recovery time when faults are scheduled")
+    time_dilation: float = Field(
+        default=1.0, ge=1.0, description="emulated runs: one second of run time lasts this many wall seconds for "
+        "every node, link, workload and fault (virtual time: each process gets this many times the CPU per run "
+        "second); the simulator's time is virtual already and ignores it")
     protocol: Protocol = Field(default_factory=Protocol)
     workload: Workload = Field(default_factory=Workload)
     venue: VenueWorkload | None = None
@@ -275,9 +281,20 @@ class LoadedExperiment(BaseModel):
     topology: Topology
     path: Path
 
+    @property
+    def duration_s(self) -> float:
+        """How long the run lasts, in s: the experiment's ``duration_s``, or for ``auto`` the
+        workload's end plus the drain its protocol needs (``model.drain.auto_duration_s``)."""
+        d = self.experiment.duration_s
+        if d == "auto":
+            from rmptwin.model.drain import auto_duration_s  # drain reads this module: at call time
+            return auto_duration_s(self.experiment, self.topology)
+        return d
+
     def to_manifest(self) -> dict[str, Any]:
+        """What a run ran, ``auto`` resolved: a rerun lasts as long as the run did."""
         return {
-            "experiment": self.experiment.model_dump(mode="json"),
+            "experiment": {**self.experiment.model_dump(mode="json"), "duration_s": self.duration_s},
             "topology": self.topology.model_dump(mode="json"),
             "experiment_file": str(self.path),
         }

@@ -56,36 +56,63 @@ def parse_set(option: str) -> tuple[str, list[Any]]:
     return key, parsed
 
 
-def _walk_to_parent(doc: Any, parts: list[str], key: str, where: str) -> Any:
+def _walk_to_parent(doc: Any, parts: list[str], key: str, where: str, prefix: str = "") -> Any:
     node = doc
     for i, part in enumerate(parts[:-1]):
-        node = _child(node, part, key, ".".join(parts[: i + 1]), where)
+        node = _child(node, part, key, prefix + ".".join(parts[: i + 1]), where)
     return node
 
 
 def _child(node: Any, part: str, key: str, path: str, where: str) -> Any:
+    """``node``'s ``part``; ``path`` is the key up to ``part`` as the user spelled it."""
     if isinstance(node, dict):
         if part not in node:
             raise UserError(f"--set {key}: {where} has no field {path!r} (check its spelling)")
         if node[part] is None:
             raise UserError(f"--set {key}: {where} has no {path!r} section to change")
         return node[part]
-    if isinstance(node, list) and part.isdigit() and int(part) < len(node):
-        return node[int(part)]
-    raise UserError(f"--set {key}: {where} has no {path!r}")
+    if isinstance(node, list):
+        return node[_index(node, part, key, path)]
+    parent = path.rpartition(".")[0]
+    raise UserError(f"--set {key}: {where} has no field {path!r} ({parent} is a value, not a section)")
 
 
-def assign(doc: dict[str, Any], key: str, value: Any, where: str) -> None:
-    """Set the dotted ``key`` in ``doc`` (a model dump, which holds every field) to ``value``."""
+def _index(items: list[Any], part: str, key: str, path: str) -> int:
+    """``part`` as an index into the list at ``path``'s parent, or one line naming the valid ones."""
+    parent, n = path.rpartition(".")[0], len(items)
+    valid = (f"{parent} is empty" if n == 0 else
+             f"{parent} has {n} {'entry' if n == 1 else 'entries'}, so give an index from 0 to {n - 1}")
+    if not part.isdigit():
+        raise UserError(f"--set {key}: {part!r} is not an index into {parent}; {valid}")
+    if int(part) >= n:
+        raise UserError(f"--set {key}: index {part} is out of range; {valid}")
+    return int(part)
+
+
+def assign(doc: dict[str, Any], key: str, value: Any, where: str, prefix: str = "") -> None:
+    """Set the dotted ``key`` in ``doc`` (a model dump, which holds every field) to ``value``.
+    ``prefix``: what the user wrote before ``key`` (``topology.``), so that an error quotes the
+    key as they typed it."""
+    shown = prefix + key
     parts = key.split(".")
-    parent = _walk_to_parent(doc, parts, key, where)
+    parent = _walk_to_parent(doc, parts, shown, where, prefix)
     last = parts[-1]
     if isinstance(parent, dict) and last in parent:
         parent[last] = value
-    elif isinstance(parent, list) and last.isdigit() and int(last) < len(parent):
-        parent[int(last)] = value
+    elif isinstance(parent, list):
+        parent[_index(parent, last, shown, shown)] = value
     else:
-        raise UserError(f"--set {key}: {where} has no field {key!r} (check its spelling)")
+        raise UserError(f"--set {shown}: {where} has no field {shown!r} (check its spelling)")
+
+
+def _check_file(key: str, inner: str, doc: dict[str, Any], other: dict[str, Any], where: str, meant: str) -> None:
+    """A key (``inner`` once its ``topology.`` is taken off) whose first field is not ``doc``'s but
+    the other file's: one line saying which key the user meant (``links.0.loss`` ->
+    ``topology.links.0.loss``), not just that it is unknown."""
+    head = inner.split(".")[0]
+    if head not in doc and head in other:
+        raise UserError(f"--set {key}: {where} has no field {head!r}; it is the "
+                        f"{'topology' if meant.startswith('topology.') else 'experiment'}'s: did you mean {meant}?")
 
 
 def _first_error(err: ValidationError) -> str:
@@ -104,8 +131,11 @@ def make_point(base: LoadedExperiment, params: dict[str, Any]) -> Point:
             exp_doc["topology"] = str(value)
     for key, value in params.items():
         if key.startswith("topology."):
-            assign(topo_doc, key.removeprefix("topology."), copy.deepcopy(value), "the topology")
+            inner = key.removeprefix("topology.")
+            _check_file(key, inner, topo_doc, exp_doc, "the topology", inner)
+            assign(topo_doc, inner, copy.deepcopy(value), "the topology", prefix="topology.")
         elif key != "topology":
+            _check_file(key, key, exp_doc, topo_doc, "the experiment", f"topology.{key}")
             assign(exp_doc, key, copy.deepcopy(value), "the experiment")
     try:
         exp = Experiment.model_validate(exp_doc)

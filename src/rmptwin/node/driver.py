@@ -7,8 +7,10 @@ A core's groups are joined on the socket of their port; what a core sends goes t
 port its bytes belong to (the port rules of ``rmptwin.core.host``).
 
 Time: ``true`` ns since the run's start (CLOCK_REALTIME minus t0, the same clock for every
-node on this kernel) stamps events; the core sees its host's clock (``core.host.NodeClock``,
-the simulator's too: offset and drift from ``experiment.clocks``, the clock nemesis).
+node on this kernel, divided by the run's time dilation factor: ``core.host.TimeDilation``)
+stamps events; the core sees its host's clock (``core.host.NodeClock``, the simulator's too:
+offset and drift from ``experiment.clocks``, the clock nemesis). Every wait the loop is given
+is that true span times the factor, in wall seconds.
 
 Timers: the core's deadline is mapped to the loop's clock when it is armed (``call_at``, an
 absolute time, recomputed from the wall clock at each arming so nothing accumulates). The
@@ -36,7 +38,7 @@ from typing import TYPE_CHECKING, Protocol, cast
 
 from rmptwin.core.events import Event, Kind
 from rmptwin.core.groups import REGION_PORT, REREQUEST_PORT, RMP_PORT, group_ip
-from rmptwin.core.host import RELEASE_ROLES, NodeClock, port_for_datagram, port_for_group
+from rmptwin.core.host import RELEASE_ROLES, NodeClock, TimeDilation, port_for_datagram, port_for_group
 from rmptwin.core.sansio import Core, Dest, Group, Unicast
 from rmptwin.model import Clock
 from rmptwin.node.drain import NodeProgress
@@ -124,7 +126,7 @@ class NodeDriver:
 
     def __init__(self, core: Core, name: str, role: str, hosts: dict[str, str], t0_ns: int,
                  log: EventWriter, clock: Clock | None = None, guaranteed: bool = False,
-                 access: HostLink | None = None) -> None:
+                 access: HostLink | None = None, dilation: TimeDilation | None = None) -> None:
         self.core = core
         self.name = name
         self.role = role
@@ -133,6 +135,7 @@ class NodeDriver:
         self.ip_names = {ip: n for n, ip in hosts.items()}
         self.t0 = t0_ns
         self.clock = NodeClock.of(clock)
+        self.dilation = dilation or TimeDilation()
         self.log = log
         self._unflushed_ahead = False   # an event in WRITE_AHEAD logged since the last flush
         self.progress = NodeProgress(guaranteed)
@@ -194,7 +197,11 @@ class NodeDriver:
     # ------------------------------------------------------------------ time
 
     def true_now(self) -> int:
-        return time.time_ns() - self.t0
+        return self.dilation.virtual(time.time_ns() - self.t0)
+
+    def wall_s(self, true_ns: float) -> float:
+        """A span of true (virtual) ns as the wall seconds the loop waits."""
+        return self.dilation.wall_s(true_ns)
 
     # ------------------------------------------------------------------ the loop
 
@@ -224,7 +231,7 @@ class NodeDriver:
             if src is None or src == me:
                 self.unknown_src += src is None
                 continue
-            t = time.time_ns() - self.t0
+            t = self.dilation.virtual(time.time_ns() - self.t0)
             if access is not None:
                 access.receive(t, data, src, ip, self.ip, port)
                 continue
@@ -256,7 +263,7 @@ class NodeDriver:
         if self._access_timer is not None:
             self._access_timer.cancel()
         self._access_at = due
-        self._access_timer = self.loop.call_at(self.loop.time() + max(0, due - self.true_now()) / 1e9,
+        self._access_timer = self.loop.call_at(self.loop.time() + self.wall_s(max(0, due - self.true_now())),
                                                self._access_due)
 
     def _log_events(self, t: int) -> None:
@@ -328,9 +335,9 @@ class NodeDriver:
         # Only a receiver has release deadlines; asking a source's thousands of resend timers
         # which one this is would cost O(timers) at every arming.
         self._timer_precise = self.role in RELEASE_ROLES and is_release_deadline(self.core, deadline)
-        early = EARLY_WAKE_NS if self._timer_precise else 0
-        wait_ns = self.clock.true(deadline) - early - self.true_now()
-        self._timer = self.loop.call_at(self.loop.time() + max(0, wait_ns) / 1e9, self._fire)
+        early_s = EARLY_WAKE_NS / 1e9 if self._timer_precise else 0.0   # wall: the selector's rounding
+        wait_s = self.wall_s(self.clock.true(deadline) - self.true_now()) - early_s
+        self._timer = self.loop.call_at(self.loop.time() + max(0.0, wait_s), self._fire)
 
     def _send(self, data: bytes, dest: Dest) -> None:
         addr = self._address(data, dest)
@@ -377,7 +384,7 @@ class NodeDriver:
                     continue
                 self.after(t)
                 assert loop is not None   # scheduled once started
-                loop.call_later((p.t_ns - self.true_now()) / 1e9, fire, p)
+                loop.call_later(self.wall_s(p.t_ns - self.true_now()), fire, p)
                 return
             self.after(t)
             if end is not None:

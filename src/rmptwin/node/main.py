@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from rmptwin.core.events import Event, Kind
-from rmptwin.core.host import RELEASE_ROLES
+from rmptwin.core.host import RELEASE_ROLES, TimeDilation
 from rmptwin.core.sansio import Core
 from rmptwin.errors import UserError
 from rmptwin.factories import build_core
@@ -91,7 +91,8 @@ def _open_node(cfg: NodeConfig, name: str, incarnation: int, loaded: LoadedExper
     log = EventWriter(cfg.node_file("events", name, incarnation))
     access = HostLink(name, host.switch, host.link, cfg.seed) if name in (cfg.access_in_node or ()) else None
     driver = NodeDriver(core, name, host.role, cfg.hosts, cfg.t0_ns or 0, log, loaded.experiment.clocks.get(name),
-                        guaranteed=host.role == "customer" and host.grade == "guaranteed", access=access)
+                        guaranteed=host.role == "customer" and host.grade == "guaranteed", access=access,
+                        dilation=TimeDilation(loaded.experiment.time_dilation))
     driver.open()
     return Node(loaded, host, core, adapters, log, driver)
 
@@ -217,7 +218,7 @@ async def _run(cfg: NodeConfig, name: str, incarnation: int, loaded: LoadedExper
         if t0 is None:
             raise UserError(f"node {name}: stdin closed before 'GO <t0_ns>'")
         driver.t0 = t0
-    end_ns = round(node.loaded.experiment.duration_s * 1e9)
+    end_ns = round(node.loaded.duration_s * 1e9)
     # Start at true time 0 exactly (or at once when recovering mid-run).
     await asyncio.sleep(max(0.0, (t0 - time.time_ns()) / 1e9))
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -230,7 +231,7 @@ async def _run(cfg: NodeConfig, name: str, incarnation: int, loaded: LoadedExper
     _every(loop, FLUSH_EVERY_S, stop, node.log.flush)
     _every(loop, STATUS_EVERY_S, stop, lambda: _report_status(driver))
     # The runner stops every node once the run is quiescent; this is only the backstop.
-    loop.call_later(max(0.0, (end_ns - driver.true_now()) / 1e9 + DRAIN_MAX_S + 10), _settle, stop, "end")
+    loop.call_later(max(0.0, driver.wall_s(end_ns - driver.true_now() + DRAIN_MAX_S * 1e9)) + 10, _settle, stop, "end")
     reason = await stop
     driver.close()
     node.adapters.close()

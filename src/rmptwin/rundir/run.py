@@ -5,7 +5,7 @@ place that names its files and writes them.
     events/*.parquet   one row per protocol event (tables.EVENT_SCHEMA)
     links/drops.parquet, links/counts.parquet   ground-truth drops and packet counts per link
     summary.json       headline figures (rmptwin.analysis.summary)
-    pcaps/             packet captures (emulation)
+    pcaps/             packet captures, one per host: tcpdump's (emulation), or the simulator's (`sim --pcap`)
     nodes/             what the emulated nodes need and leave: their config, logs, stderr, venue state
     analysis/          written by `rmptwin analyze`: metrics.json, report.html, tables, plots
 
@@ -38,7 +38,7 @@ PCAPS = "pcaps"
 NODES = "nodes"
 ANALYSIS = "analysis"
 METRICS = "metrics.json"
-# A node's own files in nodes/, which the node names from these patterns (runtime.config's
+# A node's own files in nodes/, which the node names from these patterns (node.node_config's
 # NodeConfig.node_files): its event log and what its self-shaped access link counted and dropped.
 EVENT_LOG_SUFFIX = ".jsonl"
 ACCESS_LINK_SUFFIX = ".access-link.json"
@@ -134,6 +134,20 @@ class RunDir:
 
     def pcap_files(self) -> list[Path]:
         return sorted(self.pcaps_dir.glob("*.pcap"))
+
+    def append_pcap(self, host: str, data: bytes) -> None:
+        """Add ``data`` to ``host``'s capture (made, with pcaps/, by the first call): the
+        simulator writes its captures in pieces as the run goes (``sim.pcap.HostCaptures``)."""
+        self.pcaps_dir.mkdir(parents=True, exist_ok=True)
+        with self.pcap_path(host).open("ab") as f:
+            f.write(data)
+
+    def remove_pcaps(self) -> None:
+        """Undo ``append_pcap`` when the run failed: a capture of half a run is no capture."""
+        for p in self.pcap_files():
+            p.unlink()
+        if self.pcaps_dir.is_dir() and not any(self.pcaps_dir.iterdir()):
+            self.pcaps_dir.rmdir()
 
     @property
     def analysis_dir(self) -> Path:

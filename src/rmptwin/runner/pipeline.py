@@ -21,6 +21,7 @@ from rmptwin.emulation import emulate as runner
 from rmptwin.errors import UserError
 from rmptwin.model import LoadedExperiment
 from rmptwin.rundir.run import RunDir
+from rmptwin.sim.pcap import simulate_with_pcaps
 from rmptwin.sim.simulate import simulate
 
 BACKENDS = ("sim", "emulation")
@@ -48,29 +49,41 @@ class RunOutcome(NamedTuple):
 
 def run_experiment(loaded: LoadedExperiment, backend: str = "sim", seed: int | None = None,
                    out: str | Path | None = None, options: EmulationOptions | None = None,
-                   progress: ProgressFn | None = None, manifest_extra: dict[str, Any] | None = None) -> RunOutcome:
+                   progress: ProgressFn | None = None, manifest_extra: dict[str, Any] | None = None,
+                   pcap: bool = False) -> RunOutcome:
     """Run ``loaded`` on ``backend`` with ``seed`` (default: the experiment's) into a new run
     directory ``out`` (default results/<experiment>/<run-id>): tables, manifest (with
-    ``manifest_extra``, e.g. which run this one repeats), summary."""
+    ``manifest_extra``, e.g. which run this one repeats), summary. ``pcap`` (simulator): every
+    host's capture in pcaps/ too, as an emulated run with ``capture`` naming every host has."""
     seed = loaded.experiment.seed if seed is None else seed
     spec = {**loaded.to_manifest(), **(manifest_extra or {})}
+    if pcap and backend == "emulation":
+        raise UserError("pcap: the simulator's captures; an emulated run captures the hosts its options' "
+                        "capture names (rmptwin run --capture)")
     if backend == "sim":
-        return _simulated(loaded, spec, seed, out, progress)
+        return _simulated(loaded, spec, seed, out, progress, pcap)
     if backend == "emulation":
         return _emulated(loaded, spec, seed, out, options or EmulationOptions(), progress)
     raise UserError(f"unknown backend {backend!r}; choose {' or '.join(BACKENDS)}")
 
 
 def _simulated(loaded: LoadedExperiment, spec: dict[str, Any], seed: int, out: str | Path | None,
-               progress: ProgressFn | None) -> RunOutcome:
+               progress: ProgressFn | None, pcap: bool = False) -> RunOutcome:
     run = RunDir.create(loaded.experiment.name, out)
-    duration_ns = max(loaded.experiment.duration_s * 1e9, 1.0)
+    duration_ns = max(loaded.duration_s * 1e9, 1.0)
     tick = None if progress is None else (lambda t_ns: progress(t_ns / duration_ns, "running"))
     try:
-        result = simulate(loaded, seed, progress=tick)
+        # Two calls, not a flag inside the simulator: without captures it runs exactly as before.
+        if pcap:
+            result = simulate_with_pcaps(loaded, seed, run.append_pcap, progress=tick)
+        else:
+            result = simulate(loaded, seed, progress=tick)
     except BaseException:
+        run.remove_pcaps()
         run.remove_if_empty()
         raise
+    if pcap:   # as an emulated run's manifest lists them
+        spec = {**spec, "pcaps": [p.name for p in run.pcap_files()]}
     run.write_manifest(spec, backend="sim", seed=seed)
     run.write_events(result.events)
     run.write_drops(result.drops)

@@ -3,7 +3,8 @@
 The experiment and topology come from the manifest, where they are stored resolved with
 every default filled, and not from the YAML files, which may have changed since. The
 seed and the backend come from it too, and for an emulated run the node mode, the
-impairment backend actually used and the captured hosts. The new run goes into a new run
+impairment backend actually used and the captured hosts; a simulated run with captures
+(`--pcap`) writes them again. The new run goes into a new run
 directory, through the same ``runner.pipeline.run_experiment`` as `rmptwin sim` and `rmptwin
 run`. Then one line says where the environment differs from the original's, and one
 whether the summary does (`rmptwin rerun` in rmptwin.cli.main prints them).
@@ -40,6 +41,7 @@ class Replay:
     impair: str | None = None           # emulation: netem, relay, or auto for the flat network
     capture: list[str] | None = None    # emulation: None is the runner's default (customers)
     limits: dict[str, Any] | None = None   # emulation: {cpus, memory_mb} per Docker host, as recorded
+    pcap: bool = False                  # sim: every host's capture (`rmptwin sim --pcap`)
 
 
 def _first_error(key: str, err: ValidationError) -> str:
@@ -73,8 +75,8 @@ def replay_from_manifest(manifest: dict[str, Any], where: str) -> Replay:
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise UserError(f"{where}: seed: missing or not an integer")
     backend = manifest.get("backend")
-    if backend == "sim":
-        return Replay(loaded, seed, "sim")
+    if backend == "sim":   # a manifest lists the captures of a run that wrote them
+        return Replay(loaded, seed, "sim", pcap=bool(manifest.get("pcaps")))
     if backend != "emulation":
         raise UserError(f"{where}: backend: expected 'sim' or 'emulation', got {backend!r}")
     nodes = manifest.get("nodes")
@@ -115,7 +117,8 @@ def repeat(replay: Replay, original: RunDir, out: str | Path | None, progress: P
     if replay.limits is not None:  # runs from before limits were recorded keep today's defaults
         options = replace(options, cpus=replay.limits.get("cpus"), memory_mb=replay.limits.get("memory_mb"))
     return run_experiment(replay.loaded, replay.backend, seed=replay.seed, out=out, options=options,
-                          progress=progress, manifest_extra={"rerun_of": str(original.path.resolve())})
+                          progress=progress, manifest_extra={"rerun_of": str(original.path.resolve())},
+                          pcap=replay.pcap)
 
 
 def environment_line(then: dict[str, Any], now: dict[str, Any]) -> str:

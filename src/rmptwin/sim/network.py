@@ -37,6 +37,7 @@ from rmptwin.sim.scheduler import Scheduler
 
 DeliverFn = Callable[[list[int], bytes, str, int], None]  # (host indices, data, sender name, t_ns)
 TapFn = Callable[[int, int, bytes, Dest], None]          # (t_ns, sender index, data, destination)
+ArrivalTapFn = Callable[[int, int, bytes, str, list[int]], None]  # (t_ns, sender index, data, group or "", hosts)
 # A packet in flight: (data, sender index, describe(data), group or "", bytes on the wire,
 # host index that must not receive it (the multicast sender, else -1), packet_key(data)).
 Packet = tuple[bytes, int, tuple[str, str, int, int], str, int, int, PacketKey]
@@ -153,6 +154,9 @@ class SimNetwork:
         self.deliveries = 0
         # Sees every datagram a host sends, before the network carries it (``sim.pcap``).
         self.tap: TapFn | None = None
+        # Sees every datagram the network hands to hosts, at its arrival (``sim.pcap``); the
+        # ``deliver`` callback cannot serve: a host's capture names the group it came to.
+        self.arrival_tap: ArrivalTapFn | None = None
 
     # ------------------------------------------------------------------ membership and faults
 
@@ -371,6 +375,8 @@ class SimNetwork:
 
     def _arrive(self, t: int, pkt: Packet, hosts: list[int]) -> None:
         self.deliveries += len(hosts)
+        if self.arrival_tap is not None:
+            self.arrival_tap(t, pkt[1], pkt[0], pkt[3], hosts)
         self.deliver(hosts, pkt[0], self.host_names[pkt[1]], t)
 
     def flush_counts(self) -> None:

@@ -117,7 +117,7 @@ class Simulation:
         self._log: list[tuple[int, _Node, tuple[Event, ...]]] = []
         self.nodes = [_Node(i, h, self.exp.clocks.get(h.name)) for i, h in enumerate(loaded.topology.hosts)]
         self.by_name = {n.name: n for n in self.nodes}
-        self.end_ns = round(self.exp.duration_s * 1e9)
+        self.end_ns = round(loaded.duration_s * 1e9)
         self._workload: list[Publish] = []
         self.faults = FaultInterpreter(loaded.topology, self)   # calls the FaultTarget methods below
 

@@ -1,6 +1,7 @@
 """sweep.html: each numeric metric against each swept parameter, mean over seeds with a 95 %
 confidence interval (Student's t over the seeds; the other swept parameters are held as
-separate lines). matplotlib is imported only here."""
+separate lines). A parameter given one value is listed as fixed, not plotted as swept.
+matplotlib is imported only here."""
 
 from __future__ import annotations
 
@@ -96,10 +97,12 @@ def _plot(df: pd.DataFrame, param: str, others: list[str], metric: str, out: Pat
         label = ", ".join(f"{o}={v}" for o, v in zip(others, key if isinstance(key, tuple) else (key,)))
         x = part[param]
         numeric = pd.api.types.is_numeric_dtype(x)
-        xs = x if numeric else range(len(x))
-        lo, hi = clipped_interval(part["mean"], part["ci95"], low, high)
-        ax.errorbar(xs, part["mean"], yerr=[part["mean"] - lo, hi - part["mean"]], marker="o", capsize=3,
-                    label=label or None)
+        xs = x.to_numpy(dtype=float) if numeric else np.arange(len(x), dtype=float)
+        # plain arrays, not Series: given a one-point Series as an error bar, matplotlib calls
+        # float() on it, which pandas deprecates (a FutureWarning printed in the sweep's output)
+        mean = part["mean"].to_numpy(dtype=float)
+        lo, hi = clipped_interval(mean, part["ci95"], low, high)
+        ax.errorbar(xs, mean, yerr=np.vstack([mean - lo, hi - mean]), marker="o", capsize=3, label=label or None)
         if not numeric:
             ax.set_xticks(list(range(len(x))), [str(v) for v in x])
     ax.set_xlabel(param)
@@ -111,24 +114,42 @@ def _plot(df: pd.DataFrame, param: str, others: list[str], metric: str, out: Pat
     fig.savefig(out, dpi=90)
 
 
+def fixed_parameters(df: pd.DataFrame, params: list[str]) -> list[str]:
+    """The parameters given one value (``--set KEY=V``): held fixed in every run, not swept."""
+    return [p for p in params if p in df and df[p].nunique(dropna=False) <= 1]
+
+
+# Each figure a block of its own in a wrapping grid: the image a block (no inline baseline gap
+# under it), its caption right below it, and a wider gap between rows than between a plot and its
+# caption, so a caption reads as its plot's and not as the next row's.
+_GRID = "display:flex;flex-wrap:wrap;column-gap:12px;row-gap:28px;align-items:flex-start"
+_FIGURE = "margin:0;width:440px"
+_IMAGE = "display:block"
+_CAPTION = "margin:2px 0 0;text-align:center;font-weight:bold"
+
+
 def write_report(sweep: SweepDir, df: pd.DataFrame, params: list[str], title: str) -> str:
     sweep.plots_dir.mkdir(exist_ok=True)
+    fixed = fixed_parameters(df, params)
+    swept = [p for p in params if p not in fixed]
     every = numeric_metrics(df, params)
     flat = constant(df, every)
     metrics = [m for m in every if m not in flat]
     seeds = df[SEED].nunique() if SEED in df else 0
+    held = "; fixed: " + html.escape(", ".join(f"{p} = {df[p].iloc[0]}" for p in fixed)) if fixed else ""
     parts = [f"<h1>{html.escape(title)}</h1>",
-             f"<p>{len(df)} runs; {seeds} seeds per point; swept: {html.escape(', '.join(params))}. "
-             "Points are means over seeds; bars are 95 % confidence intervals (Student's t), clipped to the "
-             "quantity's range (not below 0 for a quantity no run had negative).</p>"]
-    for param in params:
-        others = [p for p in params if p != param]
-        parts.append(f"<h2>against {html.escape(param)}</h2><div>")
+             f"<p>{len(df)} runs; {seeds} seeds per point; swept: {html.escape(', '.join(swept) or 'nothing')}"
+             f"{held}. Points are means over seeds; bars are 95 % confidence intervals (Student's t), clipped to "
+             "the quantity's range (not below 0 for a quantity no run had negative).</p>"]
+    for param in swept:
+        others = [p for p in swept if p != param]
+        parts.append(f'<h2>against {html.escape(param)}</h2><div style="{_GRID}">')
         for i, metric in enumerate(metrics):
             name = f"{_slug(param)}--{i:03d}.png"
             _plot(df, param, others, metric, sweep.plots_dir / name)
-            parts.append(f'<figure style="display:inline-block;margin:4px"><img src="{sweep.plots_dir.name}/{name}" '
-                         f'width="440"><figcaption>{html.escape(metric)}</figcaption></figure>')
+            parts.append(f'<figure style="{_FIGURE}"><img src="{sweep.plots_dir.name}/{name}" width="440" '
+                         f'alt="{html.escape(metric)}" style="{_IMAGE}">'
+                         f'<figcaption style="{_CAPTION}">{html.escape(metric)}</figcaption></figure>')
         parts.append("</div>")
     if flat:
         parts.append("<h2>the same in every run</h2><p>" + ", ".join(

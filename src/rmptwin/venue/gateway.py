@@ -41,6 +41,9 @@ def validate(order: Order, symbols: frozenset[str], tick: int) -> str | None:
     return None
 
 
+REPLAY_NS = 1_000_000_000   # a gateway resends a request not completed within this long
+
+
 @dataclass(frozen=True)
 class GatewayConfig:
     gw_id: int                    # this gateway's number: the first half of [gw id, gw seq]
@@ -48,7 +51,7 @@ class GatewayConfig:
     symbols: tuple[str, ...]      # the symbols it accepts orders for
     tick: int = 100               # price tick in ticker units
     fsync_ns: int = 100_000       # modelled group-fsync latency (0: the store's own fsync is the cost)
-    replay_ns: int = 1_000_000_000   # resend a request not completed within this long
+    replay_ns: int = REPLAY_NS       # resend a request not completed within this long
 
 
 class GatewayCore(JoinsNoGroup):
