@@ -35,7 +35,7 @@ def test_idle_null_tokens_of_a_drain_past_the_duration_are_not_counted(tmp_path)
     loaded = load_experiment(REPO / "experiments" / "claims" / "base" / "line3-lossless.yaml")
     run, s, _, _ = run_experiment(loaded, "sim", out=tmp_path / "sim")
     events = run.read_events()
-    end = round(loaded.experiment.duration_s * 1e9)
+    end = round(loaded.duration_s * 1e9)
     assert int(pd.Series(events.column("t_ns").to_pylist()).max()) <= end   # the simulator stops at the end
     # the emulated drain: a null token every ~108 ms past the end, as measured
     drain = [_null_token(end + 100 * MS + i * 108 * MS, f"rp{1 + i % 3}") for i in range(7)]
@@ -46,7 +46,7 @@ def test_control_past_the_duration_counts_while_messages_still_move(tmp_path):
     """A run behind its schedule acknowledges late: that ack, and the null token before it, count."""
     loaded = load_experiment(REPO / "experiments" / "claims" / "base" / "line3-lossless.yaml")
     run, s, _, _ = run_experiment(loaded, "sim", out=tmp_path / "sim")
-    end = round(loaded.experiment.duration_s * 1e9)
+    end = round(loaded.duration_s * 1e9)
     late = [_null_token(end + 50 * MS, "rp1"),
             row(end + 80 * MS, "rp2", "primary", Event(Kind.CTRL_SENT, bytes=60, detail={"type": "ACK"})),
             row(end + 80 * MS, "rp2", "primary", Event(Kind.ACK_SENT, gseq=10_000, detail={"token": 10_000})),

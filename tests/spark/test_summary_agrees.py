@@ -35,7 +35,7 @@ def test_summary_and_spark_agree_on_every_figure_both_compute(spark, tmp_path, e
     rd = extract.load_run(spark, run.path)
     events = rd.events.cache()
     m = {**job.overview(rd, events), **job.latency_metrics(events, rd.hosts, run),
-         **job.fairness_metrics(events, run, bin_ns=100_000_000), **job.control_metrics(events, loaded.experiment.duration_s)}
+         **job.fairness_metrics(events, run, bin_ns=100_000_000), **job.control_metrics(events, loaded.duration_s)}
     events.unpersist()
 
     assert s["events"] == m["events_total"]
