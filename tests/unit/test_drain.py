@@ -59,3 +59,16 @@ def test_every_chaos_run_lasts_until_its_last_fault_could_be_recovered_from():
     assert late.duration_s == pytest.approx(12.0 + fault_drain_s(e, t), abs=0.1)
     early = with_faults(c.loaded, [{"at_s": 1.0, "action": "crash", "node": "rp1"}])
     assert early.duration_s == c.loaded.duration_s
+
+
+def test_delays_from_one_switch_are_the_pairwise_worst_delays_jitter_included():
+    """``tree.worst_delays_from`` (one Dijkstra, what the drain's d uses) agrees with
+    ``tree.worst_delay_ms`` host by host, on links with jitter."""
+    from rmptwin.model.tree import links_delay_ms, worst_delay_ms, worst_delays_from
+
+    t = api.load_experiment(QUICKSTART).topology
+    t = t.model_copy(update={"links": [lk.model_copy(update={"jitter_ms": 1.5 * i}) for i, lk in enumerate(t.links)]})
+    for src in t.hosts_with_role("source"):
+        far = worst_delays_from(t, src.switch)
+        for h in t.hosts:
+            assert links_delay_ms([src.link, h.link]) + far[h.switch] == pytest.approx(worst_delay_ms(t, src, h))

@@ -6,7 +6,6 @@ YAML that reproduces it, and write chaos.html."""
 from __future__ import annotations
 
 import json
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,7 +18,7 @@ import yaml
 from rmptwin.chaos.schedule import Plan, draw, nemeses_of
 from rmptwin.chaos.shrink import ddmin
 from rmptwin.model import Experiment, LoadedExperiment
-from rmptwin.model.drain import auto_duration_s, fault_drain_s, workload_end_s
+from rmptwin.model.drain import auto_duration_s, fault_drain_s, tenth_up, workload_end_s
 from rmptwin.rundir.chaos import ChaosDir
 from rmptwin.sweeps.task import payload
 
@@ -57,7 +56,7 @@ class Campaign:
         # runs "losing" messages that a run 4 s longer delivered). with_faults lengthens a run
         # whose own schedule ends later.
         e, t = self.loaded.experiment, self.loaded.topology
-        need = math.ceil(round((workload_end_s(e, t) + fault_drain_s(e, t)) * 10, 6)) / 10
+        need = tenth_up(workload_end_s(e, t) + fault_drain_s(e, t))
         if need > self.loaded.duration_s or e.duration_s == "auto":
             exp = e.model_copy(update={"duration_s": max(need, self.loaded.duration_s)})
             self.loaded = self.loaded.model_copy(update={"experiment": exp})

@@ -28,13 +28,13 @@ message work came 0.00-0.47 of this figure after the workload's end: docs/valida
 
 from __future__ import annotations
 
-import heapq
 import math
 
 from rmptwin.core.timing import MS
 from rmptwin.model.experiment import Experiment
 from rmptwin.model.role_checks import Finding
 from rmptwin.model.topology import Topology
+from rmptwin.model.tree import links_delay_ms, worst_delays_from
 from rmptwin.rmp.remulticast import DEFAULT_HEARTBEAT_NS
 from rmptwin.venue.gateway import REPLAY_NS
 
@@ -62,28 +62,14 @@ def faults_end_s(exp: Experiment) -> float:
 
 
 def max_source_delay_ms(topo: Topology) -> float:
-    """The longest one-way delay from a source (or, without one, any host) to any host."""
-    adj: dict[str, list[tuple[str, float]]] = {s: [] for s in topo.switches}
-    for link in topo.links:
-        w = link.delay_ms + link.jitter_ms
-        adj[link.a].append((link.b, w))
-        adj[link.b].append((link.a, w))
-    senders = topo.hosts_with_role("source") or topo.hosts
+    """The longest one-way delay from a source (or, without one, any host) to any host, along
+    the least-delay switch paths (``tree.worst_delays_from``), each access link included."""
     worst = 0.0
-    for src in senders:
-        best = {src.switch: 0.0}
-        heap = [(0.0, src.switch)]
-        while heap:
-            d, s = heapq.heappop(heap)
-            if d > best.get(s, math.inf):
-                continue
-            for nxt, w in adj[s]:
-                if d + w < best.get(nxt, math.inf):
-                    best[nxt] = d + w
-                    heapq.heappush(heap, (d + w, nxt))
-        out = src.link.delay_ms + src.link.jitter_ms
-        worst = max(worst, max((out + best.get(h.switch, 0.0) + h.link.delay_ms + h.link.jitter_ms
-                                for h in topo.hosts), default=0.0))
+    for src in topo.hosts_with_role("source") or topo.hosts:
+        far = worst_delays_from(topo, src.switch)
+        out = links_delay_ms([src.link])
+        worst = max(worst, max((out + far.get(h.switch, 0.0) + links_delay_ms([h.link]) for h in topo.hosts),
+                               default=0.0))
     return worst
 
 
@@ -143,12 +129,17 @@ def fault_drain_s(exp: Experiment, topo: Topology) -> float:
     return max(drain_s(exp, topo), recovery_s(exp, topo))
 
 
+def tenth_up(seconds: float) -> float:
+    """``seconds`` rounded up to 0.1 s (float noise below 1e-6 s ignored): how run lengths are given."""
+    return math.ceil(round(seconds * 10, 6)) / 10
+
+
 def auto_duration_s(exp: Experiment, topo: Topology) -> float:
     """The run length ``duration_s: auto`` stands for, rounded up to 0.1 s."""
     end = workload_end_s(exp, topo) + drain_s(exp, topo)
     if exp.faults:
         end = max(workload_end_s(exp, topo), faults_end_s(exp)) + fault_drain_s(exp, topo)
-    return math.ceil(round(end * 10, 6)) / 10
+    return tenth_up(end)
 
 
 def run_length_warnings(exp: Experiment, topo: Topology) -> list[Finding]:

@@ -125,6 +125,21 @@ def links_delay_ms(links: list[LinkParams]) -> float:
     return sum(p.delay_ms + p.jitter_ms for p in links)
 
 
+def worst_delays_from(topo: Topology, switch: str) -> dict[str, float]:
+    """The largest one-way delay (each link at its delay plus its jitter) from ``switch`` to
+    every switch it reaches, along the paths ``switch_path_links`` takes: one Dijkstra for all."""
+    parent = shortest_path_parents(adjacency(topo), switch)
+    out = {switch: 0.0}
+    for v in parent:
+        path = [v]   # v, its parent, ... up to a switch whose delay is known (the root at worst)
+        while path[-1] not in out:
+            path.append(parent[path[-1]])  # type: ignore[arg-type]  # the root is in out: the walk stops there
+        for k in range(len(path) - 2, -1, -1):   # down again, each from its parent
+            link = topo.link(path[k + 1], path[k])
+            out[path[k]] = out[path[k + 1]] + link.delay_ms + link.jitter_ms
+    return out
+
+
 def worst_delay_ms(topo: Topology, a: HostSpec, b: HostSpec) -> float:
     """The largest one-way delay from host ``a`` to host ``b`` over ``path_links``."""
     return links_delay_ms(path_links(topo, a, b))
