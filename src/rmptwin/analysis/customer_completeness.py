@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from rmptwin.analysis.incarnations import lives_at_end
 from rmptwin.analysis.stripe_delivery import RELEASE_KINDS, rt_names, stripe_delivery, stripe_of
 from rmptwin.core.events import Kind
 from rmptwin.model import LoadedExperiment
@@ -62,9 +63,7 @@ def incomplete_customers(df: pd.DataFrame, loaded: LoadedExperiment) -> dict[str
     customers = topo.hosts_with_role("customer")
     if not customers:
         return {}
-    life = df[df.kind.isin([Kind.CRASH, Kind.RECOVER])].sort_values("t_ns", kind="stable")
-    last = {node: kind for node, kind in zip(life.node, life.kind)}
-    crashed = {n for n, k in last.items() if k == Kind.CRASH}
+    crashed, _ = lives_at_end(df)
     delivery = stripe_delivery(df, rt_names(topo))
     names = {c.name for c in customers}
     mine = df[df.node.isin(names)]

@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from rmptwin.analysis.stripe_delivery import RELEASE_KINDS, rt_names, stripe_delivery, stripe_of
+from rmptwin.analysis.incarnations import lives_at_end
+from rmptwin.analysis.stripe_delivery import RELEASE_KINDS, first_send_times, rt_names, stripe_delivery, stripe_of
 from rmptwin.core.events import Kind
 from rmptwin.model import LoadedExperiment
 from rmptwin.model.drain import auto_duration_s, drain_s, fault_drain_s, workload_end_s
@@ -65,23 +66,13 @@ def cut_ns(df: pd.DataFrame, loaded: LoadedExperiment, last_ns: int | None = Non
     return end_ns(df, loaded, last_ns) - round(needed_drain_s(loaded) * S)
 
 
-def _down_at_end(df: pd.DataFrame) -> set[str]:
-    life = df[df.kind.isin([Kind.CRASH, Kind.RECOVER])].sort_values("t_ns", kind="stable")
-    last = dict(zip(life.node, life.kind))
-    return {n for n, k in last.items() if k == Kind.CRASH}
-
-
 def open_messages(df: pd.DataFrame, loaded: LoadedExperiment, cut: int) -> set[Message]:
     """Messages first sent after ``cut`` that an operable receiver serving their stripe has not
     released (module docstring)."""
-    sends = df[(df.kind == Kind.SEND)]
-    first: dict[Message, int] = {}
-    for s, q, t, det in zip(sends.src, sends.src_seq, sends.t_ns, sends.detail):
-        first.setdefault((stripe_of(det), s, int(q)), int(t))
-    late = {m for m, t in first.items() if t > cut}
+    late = {m for m, t in first_send_times(df).items() if t > cut}
     if not late:
         return set()
-    down = _down_at_end(df)
+    down, _ = lives_at_end(df)
     receivers = [h for h in loaded.topology.hosts if h.role in ("primary", "secondary") and h.name not in down]
     dl = df[(df.kind == Kind.DELIVER) & df.node.isin([h.name for h in receivers])]
     at: dict[tuple[int, int], Message] = {}
@@ -108,7 +99,7 @@ def open_repairs(df: pd.DataFrame, loaded: LoadedExperiment, cut: int) -> int:
         key = (stripe_of(det), int(g))
         first[key] = min(first.get(key, int(t)), int(t))
     delivery = stripe_delivery(df, rt_names(loaded.topology))
-    down = _down_at_end(df)
+    down, _ = lives_at_end(df)
     return sum(1 for c in customers if c.name not in down for k in customer_stripes(c, loaded)
                for g in delivery.missing(c.name, k) if first.get((k, g), 0) > cut)
 

@@ -45,6 +45,15 @@ def stripe_of(detail: object) -> int:
         return 0
 
 
+def first_send_times(df: pd.DataFrame) -> dict[tuple[int, str, int], int]:
+    """Each message's (stripe, src, src_seq) first SEND time."""
+    send = df[df.kind == Kind.SEND]
+    send_t: dict[tuple[int, str, int], int] = {}
+    for s, q, t, det in zip(send.src, send.src_seq, send.t_ns, send.detail):
+        send_t.setdefault((stripe_of(det), s, int(q)), int(t))
+    return send_t
+
+
 @dataclass(frozen=True)
 class StripeDelivery:
     released: dict[int, set[int]]              # stripe -> gseqs released on it

@@ -85,10 +85,11 @@ import pandas as pd
 import pyarrow as pa
 
 from rmptwin.analysis.drain_state import cut_ns, open_messages
+from rmptwin.analysis.incarnations import lives_at_end
 from rmptwin.analysis.reformations import reformation_list
 from rmptwin.analysis.sections import summary_sections
 from rmptwin.analysis.stats import percentiles
-from rmptwin.analysis.stripe_delivery import RT_ROLES, stripe_delivery, stripe_of
+from rmptwin.analysis.stripe_delivery import RT_ROLES, first_send_times, stripe_delivery, stripe_of
 from rmptwin.analysis.venue_metrics import venue_summary
 from rmptwin.core.events import Kind
 from rmptwin.model import HostSpec, LoadedExperiment
@@ -110,20 +111,6 @@ class _Deliveries:
     maps: dict[tuple[str, int], dict[int, Message]] = field(default_factory=dict)  # (node, stripe) -> gseq -> msg
     reference: dict[int, dict[int, Message]] = field(default_factory=dict)          # stripe -> gseq -> msg
     conflict: bool = False
-
-
-def _lifecycle(df: pd.DataFrame) -> tuple[set[str], dict[str, int]]:
-    """Nodes crashed at the end, and the time each recovered node last recovered."""
-    life = df[df.kind.isin([Kind.CRASH, Kind.RECOVER])].sort_values("t_ns", kind="stable")
-    crashed_at_end: set[str] = set()
-    recovered_at: dict[str, int] = {}
-    for node, g in life.groupby("node", sort=False):
-        last = g.iloc[-1]
-        if last.kind == Kind.CRASH:
-            crashed_at_end.add(node)
-        else:
-            recovered_at[node] = int(last.t_ns)
-    return crashed_at_end, recovered_at
 
 
 def _deliveries(df: pd.DataFrame, rt_names: set[str], crashed_at_end: set[str],
@@ -221,18 +208,9 @@ def _released(df: pd.DataFrame, d: _Deliveries,
             yield node, int(t), int(gseq), msg, det
 
 
-def _send_times(df: pd.DataFrame) -> dict[Message, int]:
-    """Each message's first SEND time."""
-    send = df[df.kind == Kind.SEND]
-    send_t: dict[Message, int] = {}
-    for s, q, t, det in zip(send.src, send.src_seq, send.t_ns, send.detail):
-        send_t.setdefault((stripe_of(det), s, int(q)), int(t))
-    return send_t
-
-
 def _release_figures(df: pd.DataFrame, d: _Deliveries, rt_names: set[str], operable_names: set[str]) -> dict[str, Any]:
     """delivery_latency_ms and fairness_spread_ms, from RELEASE."""
-    send_t = _send_times(df)
+    send_t = first_send_times(df)
     latencies: list[float] = []
     rel_times: dict[Message, list[int]] = {}
     for node, t, _gseq, msg, _det in _released(df, d, rt_names):
@@ -252,9 +230,9 @@ def release_table(events: pa.Table | pd.DataFrame, loaded: LoadedExperiment) -> 
     the latest minus the earliest release_ns over the rows with operable true."""
     df = events.to_pandas() if isinstance(events, pa.Table) else events
     rt_names = {h.name for h in loaded.topology.hosts if h.role in RT_ROLES}
-    crashed_at_end, recovered_at = _lifecycle(df)
+    crashed_at_end, recovered_at = lives_at_end(df)
     d = _deliveries(df, rt_names, crashed_at_end, recovered_at)
-    send_t = _send_times(df)
+    send_t = first_send_times(df)
     rows = [(node, msg[0], msg[1], msg[2], gseq, send_t.get(msg), t)
             for node, t, gseq, msg, _det in _released(df, d, rt_names)]
     out = pd.DataFrame(rows, columns=["node", "stripe", "src", "src_seq", "gseq", "send_ns", "release_ns"])
@@ -360,7 +338,7 @@ def summarize(events: pa.Table | pd.DataFrame, loaded: LoadedExperiment) -> dict
     df = events.to_pandas() if isinstance(events, pa.Table) else events
     rt_hosts = [h for h in topo.hosts if h.role in RT_ROLES]
     rt_names = {h.name for h in rt_hosts}
-    crashed_at_end, recovered_at = _lifecycle(df)
+    crashed_at_end, recovered_at = lives_at_end(df)
     operable = [h for h in rt_hosts if h.name not in crashed_at_end]
     d = _deliveries(df, rt_names, crashed_at_end, recovered_at)
     ctrl = int(((df.kind == Kind.CTRL_SENT) & (df.t_ns <= control_window_end_ns(df, loaded.duration_s))).sum())
