@@ -23,6 +23,13 @@ def host_ip(index: int) -> str:
     return f"10.{(n >> 16) & 255}.{(n >> 8) & 255}.{n & 255}"
 
 
+def host_mac(index: int) -> str:
+    """The index-th host's MAC: locally administered, 02:00:00 and the same number as its
+    ``host_ip`` (the emulated hosts get it; the simulator's captures write it)."""
+    n = index + 1
+    return f"02:00:00:{(n >> 16) & 255:02x}:{(n >> 8) & 255:02x}:{n & 255:02x}"
+
+
 def group_ip(name: str) -> str:
     """A stable 239.x.y.z address for a logical group name."""
     h = zlib.crc32(name.encode())

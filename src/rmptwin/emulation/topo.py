@@ -53,7 +53,7 @@ from mininet.log import info
 from mininet.node import Switch
 from mininet.topo import Topo
 
-from rmptwin.core.groups import host_ip
+from rmptwin.core.groups import host_ip, host_mac
 from rmptwin.emulation.env import has_netem
 from rmptwin.emulation.flows import HostPort
 from rmptwin.emulation.impair import delay_only, disable_tx_offload, is_impaired, traced_links
@@ -61,11 +61,6 @@ from rmptwin.errors import UserError
 from rmptwin.model import Bernoulli, HostSpec, LinkParams, LinkSpec, Topology, load_topology
 
 TOPO_IMPAIR = ("none", "netem", "relay")
-
-
-def host_mac(index: int) -> str:
-    n = index + 1
-    return f"02:00:00:{(n >> 16) & 255:02x}:{(n >> 8) & 255:02x}:{n & 255:02x}"
 
 
 def link_params(link: LinkSpec) -> LinkParams:

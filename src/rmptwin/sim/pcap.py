@@ -5,7 +5,7 @@ host's one interface, so what that host sent and what the network delivered to i
 Ethernet frames in a classic (microsecond) pcap. ``HostCaptures`` writes the same for a
 simulated run (`rmptwin sim --pcap`): one capture per host; a datagram the host sends at its
 send time, one it receives at its arrival after the access link; hosts at
-``groups.host_ip`` with the MAC the emulation gives them (``emulation.topo.host_mac``),
+``groups.host_ip`` with the MAC the emulation gives them (``groups.host_mac``),
 groups at ``groups.group_ip``, the port ``core.host`` gives the group or the bytes (the
 nodes send from the socket bound to it, so source and destination ports are equal), TTL as
 the nodes' sockets set it. So ``tshark -X lua_script:wireshark/rmp.lua`` and the customers'
@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from rmptwin.core.groups import group_ip, host_ip
+from rmptwin.core.groups import group_ip, host_ip, host_mac
 from rmptwin.core.host import port_for_datagram, port_for_group
 from rmptwin.core.sansio import Dest, Group
 from rmptwin.model import LoadedExperiment
@@ -71,8 +71,8 @@ class _Addr:
 def _mac(ip: bytes) -> bytes:
     if ip[0] >= 224:   # IPv4 multicast -> 01:00:5e + low 23 bits, as the kernel maps it
         return bytes([0x01, 0x00, 0x5E, ip[1] & 0x7F, ip[2], ip[3]])
-    # emulation.topo.host_mac: 02:00:00 and the host's number, which host_ip's low 3 bytes are
-    return b"\x02\x00\x00" + ip[1:]
+    # a host: host_ip's low 3 bytes are its number, the one host_mac gives its MAC from
+    return bytes.fromhex(host_mac(int.from_bytes(ip[1:], "big") - 1).replace(":", ""))
 
 
 def _frame(src: _Addr, dst: _Addr, port: int, ttl: int, data: bytes) -> bytes:
