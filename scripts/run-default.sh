@@ -20,7 +20,8 @@ experiment_dir=$(dirname "$RUN_DIR")
 experiment_dir_existed=$([ -e "$experiment_dir" ] && echo yes || echo no)
 
 if [ "$(id -u)" = 0 ]; then
-  "$RMPTWIN" run "$EXPERIMENT" --out "$RUN_DIR"
+  # at the time dilation this host needs (rmptwin plan; a first run calibrates the host, ~3 min)
+  "$RMPTWIN" run "$EXPERIMENT" --tdf auto --out "$RUN_DIR"
 else
   echo "rmptwin: not root, so simulating instead (emulation needs root for Open vSwitch, Mininet and dockerd: \`sudo make run\`)"
   "$RMPTWIN" sim "$EXPERIMENT" --out "$RUN_DIR"

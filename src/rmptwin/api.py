@@ -27,11 +27,11 @@ from __future__ import annotations
 
 import copy
 import io
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import pyarrow as pa
 
@@ -39,7 +39,7 @@ from rmptwin.errors import UserError
 from rmptwin.model import LoadedExperiment, Topology, read_yaml
 from rmptwin.model import load_experiment as _load_experiment
 from rmptwin.model import load_topology as _load_topology
-from rmptwin.model.overrides import assign, make_point
+from rmptwin.model.overrides import assign, dilated, make_point, time_dilation_value
 from rmptwin.rundir.run import RunDir
 from rmptwin.runner.pipeline import EmulationOptions, ProgressFn, RunOutcome, run_experiment
 
@@ -48,6 +48,9 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from rich.console import Console
 
+    from rmptwin.planning.calibration import Calibration
+    from rmptwin.planning.demand import Demand
+    from rmptwin.planning.plan import Prediction
     from rmptwin.runner.rerun import Replay
 
 __all__ = ["UserError", "EmulationOptions", "ProgressFn", "LoadedExperiment", "Topology", "Run", "Comparison",
@@ -257,12 +260,68 @@ def simulate(experiment: LoadedExperiment | str | Path, seed: int | None = None,
 
 def emulate(experiment: LoadedExperiment | str | Path, seed: int | None = None, out: str | Path | None = None,
             overrides: dict[str, Any] | None = None, options: EmulationOptions | None = None,
-            progress: ProgressFn | None = None) -> Run:
+            progress: ProgressFn | None = None, time_dilation: float | Literal["auto"] | None = None,
+            say: Callable[[str], None] | None = None) -> Run:
     """`rmptwin run`: the emulated network (as root; see `rmptwin env` for what this machine offers).
-    ``progress(fraction, what)``: called as the network comes up and the run goes on."""
-    outcome = run_experiment(_experiment(experiment, overrides), "emulation", seed=seed, out=out,
-                             options=options or EmulationOptions(), progress=progress)
+    ``progress(fraction, what)``: called as the network comes up and the run goes on.
+    ``time_dilation`` (`--tdf`): the time dilation factor, a number >= 1 or "auto" (the smallest
+    factor this host needs, planned before the run: ``plan``); None: the experiment's own
+    ``time_dilation``. ``say(line)``: hears what ``auto`` chose (and a first calibration's steps)."""
+    if time_dilation is not None and overrides and "time_dilation" in overrides:
+        raise UserError("time_dilation and overrides['time_dilation'] both given: give one")
+    loaded = dilated(_experiment(experiment, overrides), time_dilation)
+    outcome = run_experiment(loaded, "emulation", seed=seed, out=out, options=options or EmulationOptions(),
+                             progress=progress, say=say)
     return Run._made(outcome)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """`rmptwin plan`: what an emulated run of an experiment would ask of this host."""
+
+    experiment: LoadedExperiment
+    calibration: Calibration          # this host's costs (planning.calibration)
+    calibration_path: Path
+    demand: Demand                    # the simulator's count of the run's work per virtual second
+    chosen: Prediction                # the smallest factor on time (planning.plan.choose)
+
+    def at(self, factor: float) -> Prediction:
+        """The prediction at another factor."""
+        from rmptwin.planning.plan import predict
+
+        return predict(self.demand, self.calibration, factor)
+
+
+def plan(experiment: LoadedExperiment | str | Path, overrides: dict[str, Any] | None = None,
+         options: EmulationOptions | None = None, recalibrate: bool = False,
+         say: Callable[[str], None] | None = None) -> Plan:
+    """`rmptwin plan`: the time dilation factor ``experiment`` needs on this host, without running
+    it. Calibrates the host first when it has no calibration for ``options`` (two emulated runs
+    of the quickstart, about three minutes; as root) or when ``recalibrate``."""
+    from rmptwin.planning.calibration import cache_dir, identity_key
+    from rmptwin.planning.demand import simulated_demand
+    from rmptwin.planning.plan import choose
+    from rmptwin.runner.calibrate import calibration_for
+
+    options = options or EmulationOptions()
+    loaded = _experiment(experiment, overrides).with_time_dilation(1.0)
+    cal = calibration_for(options, say or (lambda _: None), recalibrate=recalibrate)
+    demand = simulated_demand(loaded)
+    return Plan(loaded, cal, cache_dir() / f"{identity_key(cal.identity)}.json", demand, choose(demand, cal))
+
+
+def measure_dilation(experiment: LoadedExperiment | str | Path, factors: Sequence[float | str],
+                     out: str | Path, overrides: dict[str, Any] | None = None,
+                     options: EmulationOptions | None = None,
+                     say: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+    """`rmptwin plan --measure`: ``experiment`` simulated once and emulated at each of ``factors``
+    into ``out`` (sim/, tdf-N/), one row per factor beside its plan (wall time, busy CPUs,
+    timer lateness, overloaded, the twin verdict); ladder.json and ladder.png in ``out``."""
+    from rmptwin.runner.dilation_ladder import measure_ladder
+
+    values = [time_dilation_value(f, f"time dilation factor {f}") for f in factors]
+    return measure_ladder(_experiment(experiment, overrides), values, Path(out), options or EmulationOptions(),
+                          say or (lambda _: None))
 
 
 def _unchecked(run: Run | str | Path) -> Run:
@@ -394,13 +453,16 @@ class SweepResult:
 def sweep(experiment: LoadedExperiment | str | Path, sets: dict[str, list[Any]], seeds: int = 3,
           master: str | None = None, out: str | Path | None = None, probes: list[str] | None = None,
           keep_runs: bool = False, backend: str = "sim", in_process: bool = False,
-          report: bool = True, progress: Callable[[int, int], None] | None = None) -> SweepResult:
+          report: bool = True, progress: Callable[[int, int], None] | None = None,
+          time_dilation: float | Literal["auto"] | None = None) -> SweepResult:
     """`rmptwin sweep`: every combination of ``sets`` (key -> values), ``seeds`` seeds each
     (the experiment's seed, +1, ...); resumes in ``out`` like the command. ``in_process``: the
     simulated runs one after another in this process instead of as Spark tasks (no JVM to
     start: quicker for a few short runs, e.g. in a notebook); the rows are the same. ``report=False``
     skips sweep.html (a plot per metric: seconds) for a caller that draws its own.
-    ``progress(done, total)``: called as runs finish (the command's bar)."""
+    ``progress(done, total)``: called as runs finish (the command's bar). ``time_dilation``
+    (`--tdf`): every emulated run's time dilation factor, a number >= 1 or "auto"; None: the
+    experiment's own (the simulator ignores it; ``sets`` may sweep ``time_dilation`` instead)."""
     from rmptwin.sweeps.sweep_loop import SweepPlan, describe, run_loop, run_sweep
     from rmptwin.sweeps.sweep_report import write_outcome_report
 
@@ -408,7 +470,13 @@ def sweep(experiment: LoadedExperiment | str | Path, sets: dict[str, list[Any]],
         raise UserError(f"backend {backend!r}: choose sim or emulation")
     if not sets:
         raise UserError("give at least one key to sweep (e.g. {'protocol.delta_a_ms': [100, 200]})")
+    if time_dilation is not None:
+        time_dilation_value(time_dilation, f"time_dilation={time_dilation!r}")
+        if "time_dilation" in sets:
+            raise UserError("time_dilation and a swept time_dilation both given: give one")
     loaded = _experiment(experiment, None)
+    if backend == "emulation":
+        loaded = dilated(loaded, time_dilation)
     base_seed = loaded.experiment.seed
     plan = SweepPlan(loaded, {k: list(v) for k, v in sets.items()}, [base_seed + i for i in range(seeds)],
                      backend, list(probes or []), keep_runs)

@@ -79,3 +79,29 @@ def test_captures_carry_virtual_timestamps(dilated):
         off += 16 + incl
     # the source's last frame within the run's virtual length (plus its drain), not TDF times it
     assert 0 < last - t0 <= (loaded.duration_s + 5) * 1e9, (last - t0) / 1e9
+
+
+def test_auto_plans_its_factor_runs_on_time_and_puts_the_plan_beside_the_measure(tmp_path):
+    """``time_dilation: auto`` with Docker hosts, as `make run` does: the factor comes from this
+    host's calibration (made first if the host has none: two quickstart runs, ~3 min) and the
+    simulator's count of the run's work; the run is on time at it, and its summary holds the
+    plan beside what the machine measured."""
+    from rmptwin.planning.plan import HEADROOM, LADDER
+
+    base = _scaled()
+    loaded = base.model_copy(update={"experiment": base.experiment.model_copy(
+        update={"name": "line3-auto", "time_dilation": "auto"})})
+    said: list[str] = []
+    emu = run_experiment(loaded, "emulation", out=tmp_path / "emu", options=EmulationOptions(capture=[]),
+                         say=said.append)
+    manifest, runtime = emu.run_dir.read_manifest(), emu.summary["runtime"]
+    plan = runtime["time_dilation_plan"]
+    assert plan["requested"] == "auto" and plan["tdf"] in LADDER
+    assert manifest["experiment"]["time_dilation"] == plan["tdf"] == runtime["time_dilation"]
+    assert any(line.startswith(f"auto: time dilation {plan['tdf']:g}:") for line in said), said
+    assert plan["predicted_busy_cpus"] <= HEADROOM * plan["cpus"] or plan["tdf"] == LADDER[-1]
+    # the prediction is a measurement's neighbour, not a guess: within a factor of two
+    busy = runtime["load"]["busy_cpus"]
+    assert busy and 0.5 <= plan["predicted_busy_cpus"] / busy <= 2.0, (plan["predicted_busy_cpus"], busy)
+    assert plan["on_time"] and not runtime["overloaded"], runtime["load"]
+    assert emu.summary["agreement"] and emu.summary["messages_lost"] == 0

@@ -147,6 +147,7 @@ def test_an_emulated_run_is_replayed_with_its_node_mode_impairment_and_capture()
 
 def test_rerun_of_an_emulated_run_calls_the_runtime_runner_with_the_recorded_arguments(tmp_path, monkeypatch):
     from rmptwin.emulation import emulate as runner
+    from rmptwin.emulation import run_facts
 
     loaded = model.load_experiment(QUICKSTART)
     events = EventLog().table()
@@ -167,7 +168,7 @@ def test_rerun_of_an_emulated_run_calls_the_runtime_runner_with_the_recorded_arg
                          "node_image": "rmptwin-node:0123456789ab", "node_image_id": None},
             stats={"wall_s": 91.0, "nodes": nodes})
 
-    monkeypatch.setattr(runner, "check_arguments", lambda loaded, nodes, capture: None)  # no root needed
+    monkeypatch.setattr(run_facts, "check_arguments", lambda loaded, nodes, capture: None)  # no root needed
     monkeypatch.setattr(runner, "emulate", fake_emulate)
     monkeypatch.setattr("rmptwin.emulation.env.is_root", lambda: False)
     new = tmp_path / "again"

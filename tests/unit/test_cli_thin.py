@@ -53,6 +53,10 @@ MAY_IMPORT = [
     may("rmptwin.model.overrides", "bound_warnings.py", "make_points",
         "each point of a sweep, for the duration_vs_drain warning `sweep` prints before it runs"),
     may("rmptwin.model.loading", "bound_warnings.py", "finding_line", "a warning as file:line: field: problem"),
+    may("rmptwin.model.overrides", "overrides.py", "time_dilation_value",
+        "--tdf's value checked by the rule the API's time_dilation and --set time_dilation use"),
+    may("rmptwin.planning.plan", "plan_commands.py", "HEADROOM LADDER describe",
+        "the plan's one line and the limits it is held to, printed as the planner words them"),
     # commands the API has no equivalent of
     may("rmptwin.analysis", "spark_commands.py", "cluster", "`spark up/down/status`: a standalone cluster"),
     may("rmptwin.analysis.taxonomy_report", "taxonomy_commands.py", "", "`taxonomy compare`'s report"),

@@ -33,7 +33,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("sim", "node"),                              # the two drivers of the same cores: the simulator, the node runtime
     ("rundir",),                                  # the run and sweep directories' one owner, provenance
     ("emulation",),                               # Mininet + OVS + controller + nodes; the emulated experiment runner
-    ("analysis", "checkers"),                     # summary.json, the Spark jobs, the history checkers: read run directories only
+    ("analysis", "checkers", "planning"),         # summary.json, the Spark jobs, the history checkers: read run directories
+                                                  # only; planning: a run's CPU demand and its time dilation factor
     ("runner",),                                  # an experiment on a backend, reruns
     ("sweeps", "claims", "studies", "topotools", "chaos"),  # many runs; generated inputs; fault campaigns
     ("api",),                                     # the Python API: what the command line does, as functions

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from types import SimpleNamespace
 
-from rmptwin.emulation import emulate as emulated
+from rmptwin.emulation import run_facts as emulated
 from rmptwin.rundir import provenance
 
 X86_CPUINFO = "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7B13\nflags\t\t: fpu\n"

@@ -10,7 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rmptwin.core.host import TimeDilation
-from rmptwin.emulation.dilation import dilated_link, dilated_topology, rewrite_pcap_times
+from rmptwin.emulation.dilation import LinkFigures, dilated_link, dilated_topology, rewrite_pcap_times, virtual_figures
+from rmptwin.emulation.selftest import delay_probe_rate, jitter_ms
 from rmptwin.model import LinkParams, Trace, load_experiment
 
 FACTORS = st.sampled_from([1.0, 1.5, 2.0, 3.0, 4.0, 7.3, 8.0])
@@ -86,3 +87,33 @@ def test_a_capture_is_rewritten_into_virtual_time(tmp_path, nano):
         off += 16 + incl
     assert got == [t0, t0 + 1_000_000_000, t0 + 2_500_000_000]
     assert rewrite_pcap_times(path, t0, 1.0) == 0
+
+
+@given(FACTORS)
+def test_virtual_figures_read_a_dilated_link_as_the_configured_one(factor):
+    p = LinkParams(delay_ms=20, jitter_ms=4, loss=0.05, bandwidth_mbps=20)
+    d = dilated_link(p, factor)
+    # What an exact probe of the dilated link reads on the wall clock, put in virtual time.
+    v = virtual_figures(LinkFigures(loss=0.05, delay_ms=d.delay_ms, jitter_ms=d.jitter_ms,
+                                    rate_mbps=d.bandwidth_mbps), factor)
+    assert v.loss == 0.05
+    assert v.delay_ms == pytest.approx(p.delay_ms) and v.jitter_ms == pytest.approx(p.jitter_ms)
+    assert v.rate_mbps == pytest.approx(p.bandwidth_mbps)
+
+
+def test_virtual_figures_convert_each_quantity_its_own_way():
+    v = virtual_figures(LinkFigures(loss=0.1, delay_ms=80.0, jitter_ms=16.0, rate_mbps=2.5), 8.0)
+    assert v == LinkFigures(loss=0.1, delay_ms=10.0, jitter_ms=2.0, rate_mbps=20.0)
+    assert virtual_figures(LinkFigures(loss=0.0, delay_ms=5.0), 2.0) == LinkFigures(loss=0.0, delay_ms=2.5)
+    with pytest.raises(ValueError, match="at least 1"):
+        virtual_figures(LinkFigures(loss=0.0, delay_ms=1.0), 0.5)
+
+
+def test_the_selftest_spaces_delay_probes_by_two_jitters_and_reads_the_jitter_from_the_iqr():
+    assert delay_probe_rate(LinkParams(delay_ms=20), 2000.0) == 2000.0
+    assert delay_probe_rate(LinkParams(delay_ms=20, jitter_ms=4), 2000.0) == 125.0
+    assert delay_probe_rate(LinkParams(jitter_ms=0.1), 2000.0) == 2000.0
+    uniform = [20.0 + 4.0 * i / 1000 for i in range(1001)]   # delays uniform in [20, 24]
+    assert jitter_ms(uniform) == pytest.approx(4.0, rel=0.01)
+    assert jitter_ms(uniform + [500.0] * 10) == pytest.approx(4.0, rel=0.05)   # a few stalled probes
+    assert jitter_ms([1.0, 2.0]) != jitter_ms([1.0, 2.0])   # too few to tell: NaN

@@ -36,8 +36,15 @@ def rows(a: dict[str, Any], b: dict[str, Any]) -> list[tuple[str, object, object
 
 
 def _name(m: dict[str, Any], run: Path) -> str:
-    exp = (m.get("manifest") or {}).get("experiment") or {}
-    return f"{exp.get('name', run.name)} ({run.name})"
+    """The run as the comparison names it; an emulated run with the time dilation factor its
+    figures were made at (its virtual time is the simulator's time; the factor is the host's share)."""
+    man = m.get("manifest") or {}
+    exp = man.get("experiment") or {}
+    how = ""
+    if man.get("backend") == "emulation":
+        auto = (man.get("time_dilation_plan") or {}).get("requested") == "auto"
+        how = f", emulated at TDF {exp.get('time_dilation', 1.0):g}{' (auto)' if auto else ''}"
+    return f"{exp.get('name', run.name)} ({run.name}{how})"
 
 
 STYLE = {PASS: "green", FAIL: "bold red"}

@@ -179,6 +179,9 @@ def _page(m: dict[str, Any], plot_names: Iterable[str]) -> str:
     params = {"seed": man.get("seed"), "backend": man.get("backend"), "created": man.get("created_utc"),
               "git commit": man.get("git_commit"), "experiment file": man.get("experiment_file"),
               "duration_s": exp.get("duration_s")}
+    if man.get("backend") == "emulation":   # the factor the run's figures are in (virtual time)
+        plan = man.get("time_dilation_plan") or {}
+        params["time_dilation"] = f"{exp.get('time_dilation', 1.0)}" + (" (auto)" if plan.get("requested") == "auto" else "")
     parts = [
         f"<!doctype html><html><head><meta charset='utf-8'><title>rmptwin: {title}</title>",
         f"<style>{CSS}</style></head><body>",

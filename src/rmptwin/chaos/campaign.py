@@ -19,6 +19,7 @@ from rmptwin.chaos.schedule import Plan, draw, nemeses_of
 from rmptwin.chaos.shrink import ddmin
 from rmptwin.model import Experiment, LoadedExperiment
 from rmptwin.model.drain import auto_duration_s, fault_drain_s, tenth_up, workload_end_s
+from rmptwin.model.overrides import dilated
 from rmptwin.rundir.chaos import ChaosDir
 from rmptwin.sweeps.task import payload
 
@@ -48,8 +49,13 @@ class Campaign:
     plan: Plan = field(default_factory=Plan)
     backend: str = "sim"
     shrink: bool = True
+    # every emulated run's time dilation factor (`--tdf`: a number >= 1 or "auto"); None: the
+    # experiment's own. The simulator ignores it, so a simulated campaign leaves the experiment be.
+    time_dilation: float | str | None = None
 
     def __post_init__(self) -> None:
+        if self.backend == "emulation":
+            self.loaded = dilated(self.loaded, self.time_dilation)
         # Every run (and every repro it is shrunk to) lasts until the ring could have recovered
         # from a fault that ends with the workload (model.drain.recovery_s), on any experiment:
         # its own duration_s may be shorter (quickstart's 3.5 s of drain left 33 of 136 shrunk
@@ -62,10 +68,13 @@ class Campaign:
             self.loaded = self.loaded.model_copy(update={"experiment": exp})
 
     def spec(self) -> dict[str, Any]:
-        return {"experiment": self.loaded.experiment.name, "experiment_file": str(self.loaded.path),
+        spec = {"experiment": self.loaded.experiment.name, "experiment_file": str(self.loaded.path),
                 "duration_s": self.loaded.duration_s,
                 "runs": self.runs, "seed": self.seed, "backend": self.backend, "nemeses": list(self.plan.nemeses),
                 "max_faults": self.plan.max_faults, "majority": self.plan.majority}
+        if self.backend == "emulation":   # a campaign at another factor is another campaign (directory)
+            spec["time_dilation"] = self.loaded.experiment.time_dilation
+        return spec
 
     def schedules(self) -> list[list[dict[str, Any]]]:
         return [draw(self.loaded, self.plan, self.seed, i) for i in range(self.runs)]

@@ -20,6 +20,7 @@ from rmptwin.claims.verdicts import judge
 from rmptwin.errors import UserError
 from rmptwin.factories.keys import generate, key_path, write_keys
 from rmptwin.model import LoadedExperiment, load_experiment
+from rmptwin.model.overrides import dilated
 from rmptwin.rundir.sweep import sweep_id
 from rmptwin.sweeps.sweep_loop import Runner, SweepPlan, run_sweep
 
@@ -61,8 +62,10 @@ def twin_verdict(simulated: str, emulated: str) -> str:
 
 
 def measure(claim: Claim, out: Path, backend: str, runner: Runner | None = None,
-            master: str | None = None) -> tuple[str, str, int]:
-    """(verdict, what we measured, runs in the table) for one backend's sweep of ``claim``."""
+            master: str | None = None, time_dilation: float | str | None = None) -> tuple[str, str, int]:
+    """(verdict, what we measured, runs in the table) for one backend's sweep of ``claim``.
+    ``time_dilation`` (`--tdf`): the emulated runs' factor, a number >= 1 or "auto" (None: the
+    claim experiment's own); a simulated sweep ignores it, so its directory stays the same."""
     if not claim.experiment_path.exists():
         return NOT_MEASURED, f"{NOT_MEASURED}: {claim.experiment} does not exist yet", 0
     sets, seeds = claim.sets, claim.seeds
@@ -74,6 +77,8 @@ def measure(claim: Claim, out: Path, backend: str, runner: Runner | None = None,
         sets, seeds = claim.emulated.sets or sets, claim.emulated.seeds
     try:
         base = load_experiment(claim.experiment_path)
+        if backend == "emulation":
+            base = dilated(base, time_dilation)
         _keys_for(base)
         plan = SweepPlan(base, sets, [base.experiment.seed + i for i in range(seeds)], backend, claim.probes)
         # One directory per sweep: editing a claim's sets starts a new sweep instead of clashing with the old.
@@ -106,7 +111,10 @@ def _keys_for(loaded: LoadedExperiment) -> None:
 
 def run_claims(claims: list[Claim], out: Path = OUT_DIR, emulated: bool = False, runner: Runner | None = None,
                master: str | None = None,
-               progress: Callable[[int, int, str], None] | None = None) -> list[ClaimRow]:
+               progress: Callable[[int, int, str], None] | None = None,
+               time_dilation: float | str | None = None) -> list[ClaimRow]:
+    """One row per claim: its simulated sweep and, ``emulated``, its emulated one, every emulated
+    run at ``time_dilation`` (`--tdf`; None: each claim experiment's own)."""
     rows = []
     for i, claim in enumerate(claims):
         if progress:
@@ -115,11 +123,11 @@ def run_claims(claims: list[Claim], out: Path = OUT_DIR, emulated: bool = False,
         emu, emu_verdict, emu_runs = NOT_RUN, NOT_RUN, 0
         if emulated:
             if claim.emulated is not None and claim.emulated.not_applicable:
-                emu_verdict, emu, emu_runs = measure(claim, out, "emulation", None, master)
+                emu_verdict, emu, emu_runs = measure(claim, out, "emulation", None, master, time_dilation)
             elif os.geteuid() != 0:
                 emu = f"{NOT_RUN}: emulation needs root"
             else:
-                emu_verdict, emu, emu_runs = measure(claim, out, "emulation", None, master)
+                emu_verdict, emu, emu_runs = measure(claim, out, "emulation", None, master, time_dilation)
         if claim.partial:
             verdict = "partly" if verdict == "holds" else verdict
             emu_verdict = "partly" if emu_verdict == "holds" else emu_verdict

@@ -8,6 +8,7 @@ import typer
 
 from rmptwin import api
 from rmptwin.cli.console import make_console
+from rmptwin.cli.overrides import parse_tdf, tdf_option
 from rmptwin.errors import UserError
 
 app = typer.Typer(add_completion=False)
@@ -39,6 +40,7 @@ def chaos(
     out: Path | None = typer.Option(None, "--out", help="campaign directory (default "
                                        "results/chaos/<experiment>/<id>)"),
     master: str | None = typer.Option(None, "--master", help="Spark master (default: embedded local[*])"),
+    tdf: str | None = tdf_option(),
 ) -> None:
     """Draw random fault schedules, run each, check every run with every history checker, shrink
     each violating schedule to a minimal one and save it as an experiment YAML; write chaos.parquet
@@ -48,8 +50,10 @@ def chaos(
 
     if backend not in ("sim", "emulation"):
         raise UserError(f"--backend {backend!r}: choose sim or emulation")
+    time_dilation = parse_tdf(tdf)
     loaded = api.load_experiment(experiment)
-    c = Campaign(loaded, runs, seed, Plan(parse_nemeses(nemesis), max_faults, majority), backend, shrink)
+    c = Campaign(loaded, runs, seed, Plan(parse_nemeses(nemesis), max_faults, majority), backend, shrink,
+                 time_dilation)
     from rmptwin.cli.sweep_commands import sweep_progress
 
     with sweep_progress(f"chaos {loaded.experiment.name}") as progress:

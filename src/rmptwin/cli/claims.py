@@ -9,6 +9,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from rmptwin.cli.console import make_console
+from rmptwin.cli.overrides import parse_tdf, tdf_option
 
 app = typer.Typer(add_completion=False)
 console = make_console()
@@ -21,17 +22,19 @@ def claims(
     only: str | None = typer.Option(None, "--only", help="one claim: the name of experiments/claims/NAME.yaml"),
     out: Path = typer.Option(Path("results/claims"), "--out", help="where the sweeps, claims.html and claims.json go"),
     master: str | None = typer.Option(None, "--master", help="Spark master (default: embedded local[*])"),
+    tdf: str | None = tdf_option(),
 ) -> None:
     """Run one sweep per claim of the seeds (experiments/claims/*.yaml; simulated, resumable) and write one
     HTML table: the claim, the seed's figure, ours simulated, ours emulated, verdict."""
     from rmptwin.claims.evaluate import CLAIMS_DIR, run_claims, write_report
     from rmptwin.claims.model import load_claims
 
+    time_dilation = parse_tdf(tdf)
     chosen = load_claims(CLAIMS_DIR, only)
     columns = (TextColumn("[bold]claims[/] {task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True) as bar:
         task = bar.add_task("", total=len(chosen))
-        rows = run_claims(chosen, out, emulated, master=master,
+        rows = run_claims(chosen, out, emulated, master=master, time_dilation=time_dilation,
                           progress=lambda i, n, name: bar.update(task, completed=i, description=name))
     _stop_spark()
     table = Table(title="the seeds' claims")

@@ -122,6 +122,7 @@ def print_emulation_summary(console: Console, run: api.Run) -> None:
     figures = s.get("runtime", {})
     drained = f", drained {figures['drain_s']} s past the duration" if figures.get("drain_s", 0) >= 1 else ""
     table.add_row("runtime", f"{figures.get('nodes')} nodes, {_rounded(figures.get('wall_s'))} s wall{drained}")
+    table.add_row("time dilation", dilation_line(figures))
     if figures.get("outstanding"):
         console.print(f"[yellow]not quiescent after the drain cap: {figures['outstanding']}[/yellow]")
     if figures.get("overloaded"):
@@ -134,6 +135,23 @@ def print_emulation_summary(console: Console, run: api.Run) -> None:
     _print_tables(console, table, s)
     _print_captures(console, run)
     console.print(f"run directory: {run.path}")
+
+
+def dilation_line(runtime: dict[str, Any]) -> str:
+    """The factor a run ran at, how it was chosen, and its busy CPUs beside the plan's."""
+    tdf = runtime.get("time_dilation") or 1.0
+    plan = runtime.get("time_dilation_plan") or {}
+    load = runtime.get("load") or {}
+    how = "auto" if plan.get("requested") == "auto" else "given"
+    busy = load.get("busy_cpus")
+    parts = [f"{tdf:g} ({how})"]
+    if busy is not None:
+        planned = plan.get("predicted_busy_cpus")
+        parts.append(f"{busy:.2f} of {load.get('cpus')} CPUs busy" + (f", {planned:.2f} planned" if planned is not None
+                                                                      else ", no calibration to plan against"))
+    parts.append("overloaded" + (f": {plan['enough_tdf']:g} would have been enough" if plan.get("enough_tdf") else "")
+                 if runtime.get("overloaded") else "on time")
+    return "; ".join(parts)
 
 
 def print_summary(console: Console, run: api.Run) -> None:

@@ -29,6 +29,7 @@ from rmptwin.cli import (
     keys_commands as keys,
 )
 from rmptwin.cli import net as emulation_cli
+from rmptwin.cli import plan_commands as planning_cli
 from rmptwin.cli import run_commands as runtime_cli
 from rmptwin.cli import spark_commands as cluster_cli
 from rmptwin.cli import sweep_commands as sweeps_cli
@@ -126,6 +127,7 @@ def rerun(
 # Each layer's commands, from its own module-level typer apps. A sub-app mounted without a
 # name gives its commands to the root itself, so `rmptwin run` stays `run`, not `runtime run`.
 app.add_typer(runtime_cli.app)     # run
+app.add_typer(planning_cli.app)    # plan
 app.add_typer(analysis_cli.app)    # analyze, compare
 app.add_typer(emulation_cli.net_app, name="net")
 app.add_typer(emulation_cli.image_app, name="image")

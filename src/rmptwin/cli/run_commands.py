@@ -11,7 +11,7 @@ from rmptwin import api
 from rmptwin.cli.bound_warnings import print_bound_warnings
 from rmptwin.cli.console import make_console
 from rmptwin.cli.display import print_emulation_summary, progress_bar
-from rmptwin.cli.overrides import SET_HELP, apply_set_options
+from rmptwin.cli.overrides import SET_HELP, apply_set_options, parse_tdf, tdf_option
 from rmptwin.errors import UserError
 
 app = typer.Typer(add_completion=False, help="emulated runs: every role its own process in its own host")
@@ -46,13 +46,10 @@ def run(
     strict: bool = typer.Option(False, "--strict", help="warnings (parameters outside the seed's bounds) "
                                                      "are errors: exit 2 before the network comes up"),
     sets: list[str] = typer.Option([], "--set", metavar="KEY=VALUE", help=SET_HELP),
-    tdf: float = typer.Option(0.0, "--tdf", help="time dilation factor: one second of run time lasts this many "
-                                                 "wall seconds for every node, link, workload and fault "
-                                                 "(0: the experiment's time_dilation, default 1)"),
+    tdf: str | None = tdf_option(),
 ) -> None:
     """Run an experiment on the emulated network: every role its own process in its own host."""
-    if tdf:
-        sets = [*sets, f"time_dilation={tdf}"]
+    time_dilation = parse_tdf(tdf, sets)
     loaded = apply_set_options(api.load_experiment(experiment), sets)
     print_bound_warnings(loaded, experiment, strict=strict)
     if node_cpus < 0 or node_memory_mb < 0:
@@ -60,5 +57,6 @@ def run(
     options = api.EmulationOptions(nodes=nodes, impair=impair, capture=capture_hosts(loaded, capture),
                                   cpus=node_cpus or None, memory_mb=node_memory_mb or None)
     with progress_bar(console, loaded, "emulation") as progress:
-        result = api.emulate(loaded, seed=seed, out=out, options=options, progress=progress)
+        result = api.emulate(loaded, seed=seed, out=out, options=options, progress=progress,
+                             time_dilation=time_dilation, say=lambda line: console.print(line, highlight=False))
     print_emulation_summary(console, result)

@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rmptwin import api
 from rmptwin.cli.bound_warnings import print_sweep_run_length_warnings
 from rmptwin.cli.console import make_console
+from rmptwin.cli.overrides import parse_tdf, tdf_option
 from rmptwin.errors import UserError
 
 app = typer.Typer(add_completion=False)
@@ -47,6 +48,7 @@ def sweep(
     backend: str = typer.Option("sim", "--backend", help="sim (Spark tasks) or emulation (one point after "
                                 "another on the local network, as root)"),
     probes: list[str] = typer.Option([], "--probe", help="extra figures per run: rmp, ring, minc, venue_gap_sampled:MS"),
+    tdf: str | None = tdf_option(),
 ) -> None:
     """Run an experiment at every combination of parameter values, several seeds each: one Parquet
     table (sweep.parquet) and a report (sweep.html) of each metric against each parameter with 95 % CIs.
@@ -55,12 +57,13 @@ def sweep(
         raise UserError(f"--backend {backend!r}: choose sim or emulation")
     if not sets:
         raise UserError("give at least one --set KEY=V1,V2,... (e.g. --set protocol.delta_a_ms=100,200)")
+    time_dilation = parse_tdf(tdf, sets)
     loaded = api.load_experiment(experiment)
     values = api.parse_sets(sets)
     print_sweep_run_length_warnings(loaded, values, experiment)
     with sweep_progress(loaded.experiment.name) as progress:
         # sweep.html after the summary line, as before the API: its plots take seconds
         result = api.sweep(loaded, values, seeds, master=master, out=out, probes=list(probes), keep_runs=keep_runs,
-                          backend=backend, report=False, progress=progress)
+                          backend=backend, report=False, progress=progress, time_dilation=time_dilation)
     console.print(result.text, highlight=False, soft_wrap=True)
     console.print(f"report: {result.write_report()}", highlight=False, soft_wrap=True)

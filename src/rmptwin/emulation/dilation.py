@@ -10,12 +10,15 @@ is the configured one. The node's own access link (``node.hostlink``) runs in th
 virtual time and takes the configured parameters.
 
 A capture is stamped by the kernel on the wall clock; ``rewrite_pcap_times`` puts it in virtual
-time after the run (t0 + (t - t0) / N), so that Wireshark shows the run's own times.
+time after the run (t0 + (t - t0) / N), so that Wireshark shows the run's own times. A link
+measured on the wall clock (``rmptwin net selftest --tdf N``) is put in virtual time by
+``virtual_figures``, the inverse of ``dilated_link``.
 """
 
 from __future__ import annotations
 
 import struct
+from dataclasses import dataclass
 from pathlib import Path
 
 from rmptwin.model import LinkParams, Topology, Trace
@@ -47,6 +50,28 @@ def dilated_topology(topo: Topology, factor: float) -> Topology:
              for lk in topo.links for d in (dilated_link(lk, factor),)]
     hosts = [h.model_copy(update={"link": dilated_link(h.link, factor)}) for h in topo.hosts]
     return topo.model_copy(update={"links": links, "hosts": hosts})
+
+
+@dataclass(frozen=True)
+class LinkFigures:
+    """What a probe measured of a link: loss fraction, delay and jitter in ms, rate in Mbit/s
+    (None: not measured, e.g. the rate of a link without a bandwidth)."""
+
+    loss: float
+    delay_ms: float
+    jitter_ms: float | None = None
+    rate_mbps: float | None = None
+
+
+def virtual_figures(wall: LinkFigures, factor: float) -> LinkFigures:
+    """``wall``, measured on the wall clock of a network dilated at ``factor``, in virtual
+    time: times divided by the factor, rates multiplied by it, the loss fraction (a chance per
+    frame, not time) as it is. A link that ``dilated_link`` dilated then reads as configured."""
+    if factor < 1.0:
+        raise ValueError(f"time dilation factor {factor}: must be at least 1")
+    return LinkFigures(loss=wall.loss, delay_ms=wall.delay_ms / factor,
+                       jitter_ms=None if wall.jitter_ms is None else wall.jitter_ms / factor,
+                       rate_mbps=None if wall.rate_mbps is None else wall.rate_mbps * factor)
 
 
 def rewrite_pcap_times(path: Path, t0_unix_ns: int, factor: float) -> int:

@@ -43,11 +43,10 @@ from rmptwin.emulation.containerstats import ContainerStatsSampler
 from rmptwin.emulation.dilation import dilated_link, dilated_topology, rewrite_pcap_times
 from rmptwin.emulation.droplog import read_access_reports, rebased
 from rmptwin.emulation.edge_drops import log_edge_drops
-from rmptwin.emulation.env import has_netem
 from rmptwin.emulation.flatnet import FlatNetwork
 from rmptwin.emulation.hostload import LoadSampler, overload_verdict, run_lateness
-from rmptwin.emulation.image import image_id
 from rmptwin.emulation.nodeproc import READY_TIMEOUT_S, NodeProc, Spares, read_output, wait_for_line
+from rmptwin.emulation.run_facts import check_arguments, default_capture, emulation_facts
 from rmptwin.errors import UserError
 from rmptwin.factories.keys import key_path, load_keys
 from rmptwin.model import LinkParams, LoadedExperiment
@@ -57,7 +56,6 @@ from rmptwin.node.eventlog import EventWriter, merge_logs
 from rmptwin.node.node_config import NodeConfig
 from rmptwin.node.priority import ReleasePriority
 from rmptwin.records.tables import DROP_SCHEMA
-from rmptwin.rundir.provenance import NA, safe
 from rmptwin.rundir.run import NODE_FILES, RunDir
 
 if TYPE_CHECKING:
@@ -69,6 +67,7 @@ TREES_TIMEOUT_S = 60.0
 CAPTURE_PORTS = "udp"    # everything UDP: RMP, remulticast and re-requests
 # Per Docker host. A node is one busy Python thread: one CPU never throttles it, yet a
 # runaway node cannot take both CPUs from the release path; 512 MB is ~10x a node's use.
+HALT_WAIT_S = 2.0   # for every node's HALTED before any is stopped
 NODE_CPUS = 1.0
 NODE_MEMORY_MB = 512
 
@@ -95,7 +94,7 @@ class EmulatedRun:
                  cpus: float | None = NODE_CPUS, memory_mb: int | None = NODE_MEMORY_MB) -> None:
         self.loaded = loaded
         self.exp = loaded.experiment
-        self.dilation = TimeDilation(loaded.experiment.time_dilation)   # the nodes dilate their own clocks
+        self.dilation = TimeDilation(loaded.time_dilation)   # the nodes dilate their own clocks
         self.seed = seed
         self.run = RunDir(run_dir.path.resolve())
         self.nodes_mode = nodes
@@ -336,13 +335,17 @@ class EmulatedRun:
         self.load.start()
         self.container_stats = ContainerStatsSampler(getattr(self.net, "containers_by_host", dict)()).start()
         try:
-            self._apply_schedule()
-            self._drain()
+            try:
+                self._apply_schedule()
+                self._drain()
+            finally:
+                self.load.stop()
+            self.progress(1.0, "collecting")
+            # The nodes first: closing 31 stats streams keeps dockerd busy for a moment, and a node
+            # still running then fired its timers up to 0.5 s late (measured at TDF 3, customers).
+            self._stop_nodes()
         finally:
-            self.load.stop()
             self.container_stats.stop()
-        self.progress(1.0, "collecting")
-        self._stop_nodes()
         self._stop_captures()
         log_edge_drops(self.net, log, self.true_now())
         log.close()
@@ -396,8 +399,15 @@ class EmulatedRun:
             time.sleep(min(0.1, max(0.0, (nxt - now) / 1e9)))
 
     def _stop_nodes(self) -> None:
-        """STOP to every live node, and time for them to flush their logs."""
-        for np in self.procs.values():
+        """HALT to every live node (each stops timing its timers; ``nodeproc``), then STOP, and
+        time for them to flush their logs."""
+        live = [np for np in self.procs.values() if np.proc.poll() is None]
+        for np in live:
+            np.send("HALT")
+        halt_by = time.monotonic() + HALT_WAIT_S
+        while time.monotonic() < halt_by and not all(np.halted or np.proc.poll() is not None for np in live):
+            time.sleep(0.01)
+        for np in live:
             if np.proc.poll() is None:
                 np.send("STOP")
         limit = time.monotonic() + 30
@@ -473,38 +483,6 @@ class EmulatedRun:
         self._stop_captures()
 
 
-def default_capture(loaded: LoadedExperiment) -> list[str]:
-    """Customers and retransmit servers: the MoldUDP64 side of the run."""
-    return [h.name for h in loaded.topology.hosts if h.role in ("customer", "retransmit")]
-
-
-def check_arguments(loaded: LoadedExperiment, nodes: str, capture: list[str] | None) -> None:
-    """One UserError line for what cannot run, before a run directory is made."""
-    if nodes not in ("docker", "ns", "flat"):
-        raise UserError(f"unknown node mode {nodes!r}; choose docker, ns or flat")
-    if os.geteuid() != 0:
-        raise UserError("rmptwin run builds an emulated network and needs root; run it as root or with sudo")
-    names = {h.name for h in loaded.topology.hosts}
-    unknown = [n for n in capture or [] if n not in names]
-    if unknown:
-        raise UserError(f"--capture: no host {unknown[0]!r} in topology {loaded.topology.name}")
-
-
-def emulation_facts(node_mode: str, net: object) -> dict[str, Any]:
-    """What the manifest records of the emulated backend a run used (``EmulatedNetwork`` or the
-    flat one): node mode, impairment backend, datapath, image, and netem tried for real."""
-    env = getattr(net, "env", None)
-    tag = getattr(net, "image", None) if node_mode == "docker" else None
-    return {
-        "node_mode": node_mode,
-        "impair_backend": getattr(net, "impair", None),
-        "datapath": safe(lambda: env.datapath) if env is not None else NA,  # the flat network has no switches
-        "node_image": tag if node_mode == "docker" else NA,
-        "node_image_id": safe(image_id, tag) if node_mode == "docker" else NA,
-        "sch_netem": safe(has_netem) if os.geteuid() == 0 else None,
-    }
-
-
 def emulate(loaded: LoadedExperiment, seed: int, run_dir: RunDir, nodes: str = "docker", impair: str = "auto",
             capture: list[str] | None = None, progress: Callable[[float, str], None] | None = None,
             cpus: float | None = NODE_CPUS, memory_mb: int | None = NODE_MEMORY_MB) -> EmulationResult:
@@ -529,7 +507,7 @@ def emulate(loaded: LoadedExperiment, seed: int, run_dir: RunDir, nodes: str = "
              "node_counters": {n: np.done for n, np in r.procs.items()},
              "limits": limits,
              "release_priority": r.boosted,
-             **overload_verdict(r.load.samples, run_lateness(events))}
+             **overload_verdict(r.load.samples, run_lateness(events), cpu_use=r.load.busy_cpus())}
     if r.container_stats is not None and r.container_stats.containers:
         stats["container_stats"] = r.container_stats.figures()   # per Docker host: CPU and memory over the run
     return EmulationResult(events, drops if drops is not None else DROP_SCHEMA.empty_table(), counts,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,17 @@ from rmptwin.records.timer_lateness import lateness_by_role
 
 SAMPLE_EVERY_S = 0.1
 LATENESS_P99_LIMIT_MS = 5.0
+
+
+def cpu_jiffies(stat_text: str) -> tuple[int, int] | None:
+    """(busy, steal) clock ticks of all CPUs so far from a /proc/stat text: busy is user, nice,
+    system, irq and softirq (guests count in user); steal is time the hypervisor gave away."""
+    for line in stat_text.splitlines():
+        if line.startswith("cpu "):
+            f = [int(x) for x in line.split()[1:]]
+            f += [0] * (8 - len(f))
+            return f[0] + f[1] + f[2] + f[5] + f[6], f[7]
+    return None
 
 
 def procs_running(stat_text: str) -> int | None:
@@ -38,6 +50,8 @@ class LoadSampler:
     def __init__(self, every_s: float = SAMPLE_EVERY_S) -> None:
         self.every_s = every_s
         self.samples: list[int] = []
+        self._first: tuple[float, tuple[int, int]] | None = None   # (monotonic s, cpu_jiffies) at start
+        self._last: tuple[float, tuple[int, int]] | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
@@ -49,15 +63,43 @@ class LoadSampler:
         self._stop.set()
         self._thread.join(timeout=2)
 
+    def busy_cpus(self) -> dict[str, float | None]:
+        """CPUs busy on average between start and stop (what every process of the machine used,
+        the run's and anyone else's), and CPUs stolen by the hypervisor; None before two reads."""
+        if self._first is None or self._last is None or self._last[0] <= self._first[0]:
+            return {"busy_cpus": None, "steal_cpus": None, "window_s": None}
+        span = self._last[0] - self._first[0]
+        hz = os.sysconf("SC_CLK_TCK")
+        busy, steal = (b - a for a, b in zip(self._first[1], self._last[1]))
+        return {"busy_cpus": round(busy / hz / span, 3), "steal_cpus": round(steal / hz / span, 3),
+                "window_s": round(span, 2)}
+
+    def _read(self) -> int | None:
+        with open("/proc/stat") as f:
+            text = f.read()
+        jiffies = cpu_jiffies(text)
+        if jiffies is not None:
+            self._last = (time.monotonic(), jiffies)
+            if self._first is None:
+                self._first = self._last
+        return procs_running(text)
+
     def _sample(self) -> None:
+        try:
+            self._read()
+        except OSError:
+            return
         while not self._stop.wait(self.every_s):
             try:
-                with open("/proc/stat") as f:
-                    n = procs_running(f.read())
+                n = self._read()
             except OSError:
                 return
             if n is not None:
                 self.samples.append(max(0, n - 1))  # not counting this sampler itself
+        try:
+            self._read()
+        except OSError:
+            pass
 
 
 def run_lateness(events: pa.Table) -> dict[str, Any]:
@@ -70,11 +112,12 @@ def run_lateness(events: pa.Table) -> dict[str, Any]:
 
 
 def overload_verdict(samples: list[int], lateness_by_role: dict[str, dict[str, Any]], cpus: int | None = None,
-                     limit_ms: float = LATENESS_P99_LIMIT_MS) -> dict[str, Any]:
+                     limit_ms: float = LATENESS_P99_LIMIT_MS, cpu_use: dict[str, Any] | None = None) -> dict[str, Any]:
     """summary ``runtime.overloaded`` and its evidence. The lateness judged is the latest role's
     p99 in summary.json's ``timer_lateness_ms`` (``timer_lateness_role`` names it): a role whose
     timers fire late is what spreads releases, even where most of the run's timers (relays,
-    customers) fire on time."""
+    customers) fire on time. ``cpu_use`` (``LoadSampler.busy_cpus``): the machine's mean busy
+    CPUs over the same window, what the planner's prediction is measured against."""
     cpus = cpus or os.cpu_count() or 1
     a = np.asarray(samples, dtype=float)
     queue: dict[str, Any] = (
@@ -86,5 +129,5 @@ def overload_verdict(samples: list[int], lateness_by_role: dict[str, dict[str, A
     busy = a.size > 0 and queue["p90"] > cpus
     late = p99 is not None and p99 > limit_ms
     return {"overloaded": bool(busy and late),
-            "load": {"cpus": cpus, "run_queue": queue, "loadavg": [round(x, 2) for x in os.getloadavg()],
+            "load": {"cpus": cpus, "run_queue": queue, **(cpu_use or {}), "loadavg": [round(x, 2) for x in os.getloadavg()],
                      "timer_lateness_p99_ms": p99, "timer_lateness_role": role, "lateness_limit_ms": limit_ms}}

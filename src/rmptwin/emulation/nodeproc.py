@@ -5,7 +5,9 @@ through a container): ``GO <t0_ns>`` starts it, ``STOP`` ends it cleanly; EOF (t
 died) stops it too. A crash fault is SIGKILL: the node loses whatever it had not flushed.
 The runner also sends ``ETCD pause|resume <member>`` and ``CLOCK <jump_ns> <drift_ppm>``
 (nemesis steps), and a spare ``HOLD <groups>`` (it answers ``HELD <n>``) then ``WAKE <t0_ns>``
-(``node.main``). On stdout the node prints ``READY <groups>`` once bound and joined,
+(``node.main``). ``HALT`` (answered ``HALTED``) comes before STOP: the node stops timing its
+timers, so that thirty nodes exiting at once (a CPU burst of interpreters shutting down) is
+not counted as lateness of the ones that have not yet been told. On stdout the node prints ``READY <groups>`` once bound and joined,
 ``STATUS <json>`` as it goes (read for the drain), ``DONE <json>`` (its counters) at the end.
 """
 
@@ -37,6 +39,7 @@ class NodeProc:
     done: dict[str, Any] | None = None
     status: dict[str, Any] | None = None
     groups: list[str] = field(default_factory=list)
+    halted: bool = False        # said HALTED: no longer timing its timers
 
     def send(self, line: str) -> None:
         assert self.proc.stdin is not None   # every node is started with stdin=PIPE
@@ -57,6 +60,9 @@ def read_output(np: NodeProc) -> None:
                 np.status = json.loads(line[7:])
             except ValueError:
                 pass
+            continue
+        if line == "HALTED":
+            np.halted = True
             continue
         if line.startswith("DONE "):
             try:

@@ -257,10 +257,11 @@ class Experiment(_Model):
     duration_s: Annotated[float, Field(gt=0)] | Literal["auto"] = Field(
         default="auto", description="total run time, including the drain after the workload; auto: the workload's "
         "end plus the drain the protocol's timers need (model.drain), and recovery time when faults are scheduled")
-    time_dilation: float = Field(
-        default=1.0, ge=1.0, description="emulated runs: one second of run time lasts this many wall seconds for "
+    time_dilation: Annotated[float, Field(ge=1.0)] | Literal["auto"] = Field(
+        default=1.0, description="emulated runs: one second of run time lasts this many wall seconds for "
         "every node, link, workload and fault (virtual time: each process gets this many times the CPU per run "
-        "second); the simulator's time is virtual already and ignores it")
+        "second); auto: the smallest factor this host's calibration predicts on time (rmptwin plan); the "
+        "simulator's time is virtual already and ignores it")
     protocol: Protocol = Field(default_factory=Protocol)
     workload: Workload = Field(default_factory=Workload)
     venue: VenueWorkload | None = None
@@ -290,6 +291,19 @@ class LoadedExperiment(BaseModel):
             from rmptwin.model.drain import auto_duration_s  # drain reads this module: at call time
             return auto_duration_s(self.experiment, self.topology)
         return d
+
+    @property
+    def time_dilation(self) -> float:
+        """The time dilation factor an emulated run runs at; ``auto`` must have been planned
+        first (``with_time_dilation``: the runner asks ``planning`` for the number)."""
+        f = self.experiment.time_dilation
+        if f == "auto":
+            raise ValueError("time_dilation auto: plan the run first (planning.plan_run), then with_time_dilation")
+        return f
+
+    def with_time_dilation(self, factor: float) -> LoadedExperiment:
+        """This experiment at time dilation ``factor`` (what ``auto`` resolved to)."""
+        return self.model_copy(update={"experiment": self.experiment.model_copy(update={"time_dilation": factor})})
 
     def to_manifest(self) -> dict[str, Any]:
         """What a run ran, ``auto`` resolved: a rerun lasts as long as the run did."""

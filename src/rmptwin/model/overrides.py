@@ -13,9 +13,10 @@ from __future__ import annotations
 import copy
 import itertools
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import ValidationError
@@ -120,11 +121,42 @@ def _first_error(err: ValidationError) -> str:
     return f"{'.'.join(str(p) for p in first['loc'])}: {first['msg'].removeprefix('Value error, ')}"
 
 
+TDF_RULE = "a time dilation factor is a number >= 1 or auto"
+
+
+def time_dilation_value(value: Any, shown: str) -> float | Literal["auto"]:
+    """``value`` as the experiment's ``time_dilation`` holds it: a finite number >= 1 or "auto",
+    also given as text (``--tdf 2``, ``--tdf auto``); else a UserError, ``shown`` (what the user
+    wrote: ``--tdf 0.5``) followed by the rule."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text.lower() == "auto":
+            return "auto"
+        try:
+            value = float(text)
+        except ValueError:
+            raise UserError(f"{shown}: {TDF_RULE}") from None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 1:
+        raise UserError(f"{shown}: {TDF_RULE}")
+    return float(value)
+
+
+def dilated(loaded: LoadedExperiment, time_dilation: float | str | None) -> LoadedExperiment:
+    """``loaded`` at time dilation ``time_dilation`` (a number >= 1 or "auto", as if its YAML said
+    so: ``--tdf``, the API's ``time_dilation``), validated; ``loaded`` itself for None."""
+    if time_dilation is None:
+        return loaded
+    return make_point(loaded, {"time_dilation": time_dilation_value(time_dilation,
+                                                                     f"time_dilation={time_dilation!r}")}).loaded
+
+
 def make_point(base: LoadedExperiment, params: dict[str, Any]) -> Point:
     """The experiment with ``params`` applied, validated as a YAML file would be."""
     exp_doc = base.experiment.model_dump(mode="json")
     topo_doc = base.topology.model_dump(mode="json")
     shown = ", ".join(f"{k}={v}" for k, v in params.items())
+    if "time_dilation" in params:   # one line with the rule, not pydantic's per-variant message
+        time_dilation_value(params["time_dilation"], f"--set {shown}")
     for key, value in params.items():
         if key == "topology":
             topo_doc = load_topology(Path(base.path).parent / str(value)).model_dump(mode="json")

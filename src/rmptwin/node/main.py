@@ -92,7 +92,7 @@ def _open_node(cfg: NodeConfig, name: str, incarnation: int, loaded: LoadedExper
     access = HostLink(name, host.switch, host.link, cfg.seed) if name in (cfg.access_in_node or ()) else None
     driver = NodeDriver(core, name, host.role, cfg.hosts, cfg.t0_ns or 0, log, loaded.experiment.clocks.get(name),
                         guaranteed=host.role == "customer" and host.grade == "guaranteed", access=access,
-                        dilation=TimeDilation(loaded.experiment.time_dilation))
+                        dilation=TimeDilation(loaded.time_dilation))
     driver.open()
     return Node(loaded, host, core, adapters, log, driver)
 
@@ -121,6 +121,12 @@ def etcd_command(cmd: list[str]) -> tuple[str, int] | None:
     return cmd[1], int(cmd[2])
 
 
+def _halt(driver: NodeDriver) -> None:
+    """``HALT``: the run is over; stop timing this node's timers (the others are about to exit)."""
+    driver.timing = False
+    _say("HALTED")
+
+
 def _listen_to_runner(loop: asyncio.AbstractEventLoop, go: asyncio.Future[int | None], stop: asyncio.Future[str],
                       driver: NodeDriver | None = None, adapters: NodeAdapters | None = None) -> None:
     """The runner's line protocol on stdin (see emulation.nodeproc), read by a thread of its own."""
@@ -131,6 +137,8 @@ def _listen_to_runner(loop: asyncio.AbstractEventLoop, go: asyncio.Future[int | 
                 loop.call_soon_threadsafe(_settle, go, int(cmd[1]))
             elif cmd == ["STOP"]:
                 loop.call_soon_threadsafe(_settle, stop, "stop")
+            elif cmd == ["HALT"] and driver is not None:
+                loop.call_soon_threadsafe(_halt, driver)
             elif driver is not None and (change := clock_command(cmd)) is not None:
                 loop.call_soon_threadsafe(driver.change_clock, *change)
             elif adapters is not None and (member := etcd_command(cmd)) is not None:
@@ -191,11 +199,13 @@ def _log_lateness(node: Node, asked: str) -> dict[str, Any]:
     return {"timer_lateness_ms": d.lateness.summary_ms(), "sched": sched}
 
 
-def _counters(node: Node, reason: str, timing: dict[str, Any]) -> dict[str, Any]:
+def _counters(node: Node, reason: str, timing: dict[str, Any], run_cpu_s: float) -> dict[str, Any]:
     ru = resource.getrusage(resource.RUSAGE_SELF)
     d = node.driver
+    # cpu_s: the process's whole life, start-up (imports, ~0.4 s) included; run_cpu_s: from the
+    # release to STOP only, what the run's work cost (planning.calibration fits it)
     return {"reason": reason, "sent": d.sent, "received": d.received, "events": node.log.count,
-            "cpu_s": round(ru.ru_utime + ru.ru_stime, 2),
+            "cpu_s": round(ru.ru_utime + ru.ru_stime, 2), "run_cpu_s": round(run_cpu_s, 3),
             "send_errors": d.send_errors, "malformed": getattr(node.core, "malformed", 0), **timing}
 
 
@@ -223,6 +233,7 @@ async def _run(cfg: NodeConfig, name: str, incarnation: int, loaded: LoadedExper
     await asyncio.sleep(max(0.0, (t0 - time.time_ns()) / 1e9))
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, _settle, stop, "signal")
+    cpu_at_start = time.process_time()
     driver.start(loop)
     if node.host.role == "source":
         now = driver.true_now()
@@ -233,6 +244,7 @@ async def _run(cfg: NodeConfig, name: str, incarnation: int, loaded: LoadedExper
     # The runner stops every node once the run is quiescent; this is only the backstop.
     loop.call_later(max(0.0, driver.wall_s(end_ns - driver.true_now() + DRAIN_MAX_S * 1e9)) + 10, _settle, stop, "end")
     reason = await stop
+    run_cpu_s = time.process_time() - cpu_at_start
     driver.close()
     node.adapters.close()
     timing = _log_lateness(node, asked)
@@ -240,7 +252,7 @@ async def _run(cfg: NodeConfig, name: str, incarnation: int, loaded: LoadedExper
     if driver.access is not None:   # the access link's ground truth, as a relay would leave it
         report = {"counts": driver.access.counts(), "drops": driver.access.dropped_frames}
         cfg.node_file("access_link", name, incarnation).write_text(json.dumps(report))
-    return _counters(node, reason, timing)
+    return _counters(node, reason, timing, run_cpu_s)
 
 
 def wake_time(line: str) -> int | None:

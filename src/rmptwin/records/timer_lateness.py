@@ -4,7 +4,8 @@ An emulated node records, for every timer it fires, the wall time its core's ``h
 ran minus the deadline the core asked for (ns, 0 when early or on time). Keeping every value
 would cost memory and I/O per fire; the histogram keeps counts in buckets 1/16 of an octave
 wide (about 4.4 % apart) above 1 us, so p50/p99 are within that of the exact figure, and the
-maximum exactly. Each node logs its histogram once, at the end (``Kind.TIMER_LATENESS``), and
+maximum exactly, with the run time its fire was due (``max_at_ns``: is the worst one a burst
+at the start, a fault, the end?). Each node logs its histogram once, at the end (``Kind.TIMER_LATENESS``), and
 the summary merges the histograms of a role. Pure: no clock, no I/O.
 """
 
@@ -42,8 +43,9 @@ class LatenessHistogram:
         self.counts: dict[int, int] = {}
         self.n = 0
         self.max_ns = 0
+        self.max_at_ns: int | None = None   # when the latest fire was due (run time), if told
 
-    def add(self, ns: int) -> None:
+    def add(self, ns: int, at_ns: int | None = None) -> None:
         if ns < 0:
             ns = 0
         b = bucket_of(ns)
@@ -51,12 +53,14 @@ class LatenessHistogram:
         self.n += 1
         if ns > self.max_ns:
             self.max_ns = ns
+            self.max_at_ns = at_ns
 
     def merge(self, other: LatenessHistogram) -> None:
         for b, c in other.counts.items():
             self.counts[b] = self.counts.get(b, 0) + c
         self.n += other.n
-        self.max_ns = max(self.max_ns, other.max_ns)
+        if other.max_ns > self.max_ns:
+            self.max_ns, self.max_at_ns = other.max_ns, other.max_at_ns
 
     def quantile_ns(self, q: float) -> float | None:
         """The bucket value holding the q-th quantile (capped at the exact maximum)."""
@@ -79,8 +83,11 @@ class LatenessHistogram:
 
     def to_detail(self) -> dict[str, Any]:
         """JSON-able form for an event's detail (bucket keys become strings in JSON)."""
-        return {"buckets": {str(b): c for b, c in sorted(self.counts.items())},
-                "max_ns": self.max_ns, "n": self.n}
+        d: dict[str, Any] = {"buckets": {str(b): c for b, c in sorted(self.counts.items())},
+                             "max_ns": self.max_ns, "n": self.n}
+        if self.max_at_ns is not None:
+            d["max_at_ns"] = self.max_at_ns
+        return d
 
     @classmethod
     def from_detail(cls, d: dict[str, Any]) -> LatenessHistogram:
@@ -88,6 +95,8 @@ class LatenessHistogram:
         h.counts = {int(b): int(c) for b, c in (d.get("buckets") or {}).items()}
         h.n = int(d.get("n", sum(h.counts.values())))
         h.max_ns = int(d.get("max_ns", 0))
+        at = d.get("max_at_ns")
+        h.max_at_ns = None if at is None else int(at)
         return h
 
 

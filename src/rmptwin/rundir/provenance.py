@@ -180,7 +180,7 @@ def safe(fn: Callable[..., _T], *args: Any) -> _T | None:
 
 def collect(emulation: dict[str, Any] | None = None) -> dict[str, Any]:
     """``git_commit``, ``versions`` and ``environment`` for the manifest; ``emulation`` is what the
-    emulated backend knows of itself (``emulation.emulate.emulation_facts``), None for a
+    emulated backend knows of itself (``emulation.run_facts.emulation_facts``), None for a
     simulated run."""
     packages = {n: safe(package_version, n) for n in safe(locked_names) or []}
     versions = {

@@ -209,7 +209,7 @@ class RunDir:
                        emulation: dict[str, Any] | None = None) -> dict[str, Any]:
         """``manifest`` (the resolved spec, ``LoadedExperiment.to_manifest()``, plus backend extras)
         with the seed, the timers the protocol derives from it, and where the run ran
-        (``rmptwin.rundir.provenance``; ``emulation`` is ``emulation.emulate.emulation_facts`` for an emulated
+        (``rmptwin.rundir.provenance``; ``emulation`` is ``emulation.run_facts.emulation_facts`` for an emulated
         run). Returns what was written."""
         full = {
             **manifest,

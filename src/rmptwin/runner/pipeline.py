@@ -18,15 +18,21 @@ from typing import Any, NamedTuple
 
 from rmptwin.analysis.summary import summarize
 from rmptwin.emulation import emulate as runner
+from rmptwin.emulation import run_facts
 from rmptwin.errors import UserError
 from rmptwin.model import LoadedExperiment
+from rmptwin.planning.calibration import cached
+from rmptwin.planning.demand import simulated_demand
+from rmptwin.planning.plan import assess, plan_record, predict
 from rmptwin.rundir.run import RunDir
+from rmptwin.runner.calibrate import identity_for, plan_run
 from rmptwin.sim.pcap import simulate_with_pcaps
 from rmptwin.sim.simulate import simulate
 
 BACKENDS = ("sim", "emulation")
 
 ProgressFn = Callable[[float, str], None]  # (fraction of the duration done, what is happening)
+SayFn = Callable[[str], None]              # a line for the user (what a plan chose)
 
 
 @dataclass(frozen=True)
@@ -50,11 +56,13 @@ class RunOutcome(NamedTuple):
 def run_experiment(loaded: LoadedExperiment, backend: str = "sim", seed: int | None = None,
                    out: str | Path | None = None, options: EmulationOptions | None = None,
                    progress: ProgressFn | None = None, manifest_extra: dict[str, Any] | None = None,
-                   pcap: bool = False) -> RunOutcome:
+                   pcap: bool = False, say: SayFn | None = None) -> RunOutcome:
     """Run ``loaded`` on ``backend`` with ``seed`` (default: the experiment's) into a new run
     directory ``out`` (default results/<experiment>/<run-id>): tables, manifest (with
     ``manifest_extra``, e.g. which run this one repeats), summary. ``pcap`` (simulator): every
-    host's capture in pcaps/ too, as an emulated run with ``capture`` naming every host has."""
+    host's capture in pcaps/ too, as an emulated run with ``capture`` naming every host has.
+    ``say`` hears what an emulated run at ``time_dilation: auto`` planned (and a calibration's
+    progress when this host has none yet)."""
     seed = loaded.experiment.seed if seed is None else seed
     spec = {**loaded.to_manifest(), **(manifest_extra or {})}
     if pcap and backend == "emulation":
@@ -63,7 +71,7 @@ def run_experiment(loaded: LoadedExperiment, backend: str = "sim", seed: int | N
     if backend == "sim":
         return _simulated(loaded, spec, seed, out, progress, pcap)
     if backend == "emulation":
-        return _emulated(loaded, spec, seed, out, options or EmulationOptions(), progress)
+        return _emulated(loaded, spec, seed, out, options or EmulationOptions(), progress, say)
     raise UserError(f"unknown backend {backend!r}; choose {' or '.join(BACKENDS)}")
 
 
@@ -94,8 +102,12 @@ def _simulated(loaded: LoadedExperiment, spec: dict[str, Any], seed: int, out: s
 
 
 def _emulated(loaded: LoadedExperiment, spec: dict[str, Any], seed: int, out: str | Path | None,
-              options: EmulationOptions, progress: ProgressFn | None) -> RunOutcome:
-    runner.check_arguments(loaded, options.nodes, options.capture)
+              options: EmulationOptions, progress: ProgressFn | None, say: SayFn | None = None) -> RunOutcome:
+    run_facts.check_arguments(loaded, options.nodes, options.capture)
+    loaded, plan = _dilation_plan(loaded, options, seed, say or _quiet)
+    spec = {**spec, "experiment": {**spec["experiment"], "time_dilation": loaded.time_dilation}}
+    if plan is not None:
+        spec["time_dilation_plan"] = plan
     run = RunDir.create(loaded.experiment.name, out)
     result = runner.emulate(loaded, seed, run, nodes=options.nodes, impair=options.impair,
                             capture=options.capture, progress=progress, cpus=options.cpus,
@@ -105,6 +117,27 @@ def _emulated(loaded: LoadedExperiment, spec: dict[str, Any], seed: int, out: st
     run.write_link_counts(result.link_counts)
     run.write_manifest({**spec, **result.manifest}, backend="emulation", seed=seed,
                        emulation=result.environment)
-    summary = {**summarize(result.events, loaded), "runtime": result.stats}
+    stats = dict(result.stats)
+    if plan is not None:   # the plan beside what the run measured
+        stats["time_dilation_plan"] = assess(plan, stats.get("load") or {}, bool(stats.get("overloaded")))
+    summary = {**summarize(result.events, loaded), "runtime": stats}
     run.write_summary(summary)
-    return RunOutcome(run, summary, result.stats, "emulation")
+    return RunOutcome(run, summary, stats, "emulation")
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+def _dilation_plan(loaded: LoadedExperiment, options: EmulationOptions, seed: int,
+                   say: SayFn) -> tuple[LoadedExperiment, dict[str, Any] | None]:
+    """``loaded`` at a number: ``auto`` planned (calibrating this host first if it never was),
+    a given factor predicted where this host has a calibration, so that every run's summary
+    can put its prediction beside its measure."""
+    if loaded.experiment.time_dilation == "auto":
+        return plan_run(loaded, options, seed, say)
+    cal = cached(identity_for(options))
+    if cal is None:
+        return loaded, None
+    demand = simulated_demand(loaded, seed)
+    return loaded, plan_record(predict(demand, cal, loaded.time_dilation), demand, cal, loaded.time_dilation)

@@ -1,0 +1,90 @@
+"""This host's calibration (``planning.calibration``), made by running the quickstart emulated at
+two time dilation factors, and the plan of a run at ``time_dilation: auto``.
+
+The quickstart runs every RMP role with captures on; at factors 3 and 8 it is nearly on time
+here, so the CPU it measures is what its work costs rather than what an overloaded machine let
+it have. One simulated run beside them gives the emulated path's own latency (its first-copy
+data delay less the simulator's). Both runs go to a temporary directory: a calibration keeps their figures, not their
+logs. It takes about three minutes on a 2-CPU machine, once: the result is cached with the
+host's identity (``planning.calibration.host_identity``).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from rmptwin.analysis.twin_verdict import data_delay_ms
+from rmptwin.emulation.env import choose_impair, has_netem
+from rmptwin.errors import UserError
+from rmptwin.model import LoadedExperiment, load_experiment
+from rmptwin.planning import calibration as cal_mod
+from rmptwin.planning.demand import path_shape, simulated_demand
+from rmptwin.planning.measured import run_sample
+from rmptwin.planning.plan import choose, describe, plan_record
+
+CALIBRATION_EXPERIMENT = Path(__file__).resolve().parents[3] / "experiments" / "quickstart.yaml"
+CALIBRATION_TDFS = (3.0, 8.0)
+
+Say = Callable[[str], None]
+
+
+def identity_for(options: Any) -> dict[str, Any]:
+    """The host identity for runs with these emulation options (node mode, link backend: for
+    ``auto`` the one ``env.choose_impair`` picks, netem where the kernel attaches it)."""
+    impair = options.impair if options.impair != "auto" else ("netem" if has_netem() else "relay")
+    return cal_mod.host_identity(options.nodes, choose_impair(impair))
+
+
+def calibrate(options: Any, say: Say = print, tdfs: tuple[float, ...] = CALIBRATION_TDFS) -> cal_mod.Calibration:
+    """Run the calibration experiment at each of ``tdfs``, fit, cache and return the result."""
+    from rmptwin.runner.pipeline import run_experiment  # the pipeline plans with this module
+
+    identity = identity_for(options)
+    loaded = load_experiment(CALIBRATION_EXPERIMENT).with_time_dilation(1.0)
+    samples = []
+    with tempfile.TemporaryDirectory(prefix="rmptwin-calibration-") as tmp:
+        sim = run_experiment(loaded, "sim", out=Path(tmp) / "sim")
+        sim_delay = data_delay_ms(sim.run_dir.read_events())
+        for tdf in tdfs:
+            say(f"calibrating this host: {CALIBRATION_EXPERIMENT.name} emulated at time dilation {tdf:g} "
+                f"(~{tdf * loaded.duration_s + 35:.0f} s)")
+            outcome = run_experiment(loaded.with_time_dilation(tdf), "emulation", out=Path(tmp) / f"tdf{tdf:g}",
+                                     options=options)
+            counts = pq.read_table(outcome.run_dir.counts_path)
+            sample = run_sample(loaded, outcome.summary["runtime"], counts)
+            if sample is None:
+                raise UserError("calibration: the run measured no busy CPUs or node CPU; is /proc/stat readable?")
+            emu_delay = data_delay_ms(outcome.run_dir.read_events())
+            excess = None if emu_delay is None or sim_delay is None else emu_delay - sim_delay
+            samples.append(replace(sample, path_excess_ms=excess, path_hops=path_shape(loaded)[0]))
+    cal = cal_mod.fit(samples, identity)
+    path = cal_mod.save(cal)
+    say(f"calibration saved: {path}")
+    return cal
+
+
+def calibration_for(options: Any, say: Say = print, recalibrate: bool = False) -> cal_mod.Calibration:
+    """This host's cached calibration for ``options``, made first when there is none."""
+    if not recalibrate:
+        found = cal_mod.cached(identity_for(options))
+        if found is not None:
+            return found
+    return calibrate(options, say)
+
+
+def plan_run(loaded: LoadedExperiment, options: Any, seed: int | None = None,
+             say: Say = print) -> tuple[LoadedExperiment, dict[str, Any]]:
+    """``loaded`` at the factor its plan chooses (``time_dilation: auto``), and the plan's record."""
+    cal = calibration_for(options, say)
+    demand = simulated_demand(loaded.with_time_dilation(1.0), seed)
+    pred = choose(demand, cal)
+    cpus = int(cal.identity.get("cpus") or os.cpu_count() or 1)
+    say(f"auto: {describe(pred, cpus)}")
+    return loaded.with_time_dilation(pred.tdf), plan_record(pred, demand, cal, "auto")
