@@ -2,14 +2,16 @@
 
 At factor N the run's work (``demand.Demand``, per virtual second) is spread over N wall
 seconds, the idle costs are not: busy CPUs = idle + work / N (``calibration``). The plan is
-the smallest factor of ``LADDER`` whose busy CPUs stay within ``HEADROOM`` of the host's CPUs.
-The rest is for bursts a mean does not show: a fair release wakes every receiver, remulticaster
-and customer at one instant, and a customer's timer due then waits behind the release path
-(real-time priority) and the relays. Measured on a 2-CPU machine (docs/virtual-time.md), the
-quickstart was flagged overloaded by such bursts at every factor up to 3 in some run, at mean
-busy 0.57-1.06 CPUs, and on time at 4 and 8 (0.49-0.54 and 0.36-0.38): a quarter of the CPUs
-busy on average is what the plan allows. After the run, ``assess`` puts the machine's measured busy CPUs beside the
-prediction and, for a run that was overloaded, names the factor that would have been enough.
+the smallest factor of ``LADDER`` whose busy CPUs stay within ``HEADROOM`` of the host's CPUs
+and whose emulated path adds little latency against the experiment's own (``LATENCY_SHARE``).
+The CPU's rest is for bursts a mean does not show: a fair release wakes every receiver,
+remulticaster and customer at one instant, and a customer's timer due then waits behind the
+release path (real-time priority) and the relays. Measured on a 2-CPU machine
+(docs/virtual-time.md), the quickstart was flagged overloaded by such bursts at factors 1 and
+1.5 in every ladder and at 2 or 3 in some, at 0.57-1.06 CPUs busy on average, and on time at 4
+and above (0.34-0.54): a quarter of the CPUs is what the plan allows. After the run, ``assess``
+puts the machine's measured busy CPUs beside the prediction and, for a run that was overloaded,
+names the factor that would have been enough.
 """
 
 from __future__ import annotations

@@ -4,9 +4,11 @@ two time dilation factors, and the plan of a run at ``time_dilation: auto``.
 The quickstart runs every RMP role with captures on; at factors 3 and 8 it is nearly on time
 here, so the CPU it measures is what its work costs rather than what an overloaded machine let
 it have. One simulated run beside them gives the emulated path's own latency (its first-copy
-data delay less the simulator's). Both runs go to a temporary directory: a calibration keeps their figures, not their
-logs. It takes about three minutes on a 2-CPU machine, once: the result is cached with the
-host's identity (``planning.calibration.host_identity``).
+data delay less the simulator's). The runs go to a temporary directory: a calibration keeps
+their figures, not their logs. It takes about three minutes on a 2-CPU machine, once: the
+result is cached with the host's identity (``planning.calibration.host_identity``). The
+runs capture what a default run captures, whatever the run being planned asks: one
+calibration serves every run of the host (a run capturing less costs less than planned).
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ def calibrate(options: Any, say: Say = print, tdfs: tuple[float, ...] = CALIBRAT
             say(f"calibrating this host: {CALIBRATION_EXPERIMENT.name} emulated at time dilation {tdf:g} "
                 f"(~{tdf * loaded.duration_s + 35:.0f} s)")
             outcome = run_experiment(loaded.with_time_dilation(tdf), "emulation", out=Path(tmp) / f"tdf{tdf:g}",
-                                     options=options)
+                                     options=replace(options, capture=None))
             counts = pq.read_table(outcome.run_dir.counts_path)
             sample = run_sample(loaded, outcome.summary["runtime"], counts)
             if sample is None:
