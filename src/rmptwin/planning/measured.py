@@ -31,4 +31,5 @@ def run_sample(loaded: LoadedExperiment, runtime: dict[str, Any], counts: pa.Tab
     return RunSample(tdf=float(runtime.get("time_dilation") or 1.0), run_s=run_s, window_s=float(window),
                      wall_s=float(runtime.get("wall_s") or 0.0), busy_cpus=float(busy), nodes=d.nodes,
                      datagrams={r: v * run_s for r, v in d.datagrams.items()}, node_cpu_s=dict(cpu),
-                     switch_frames=d.switch_frames * run_s, overloaded=bool(runtime.get("overloaded")))
+                     switch_frames=d.switch_frames * run_s, overloaded=bool(runtime.get("overloaded")),
+                     path_hops=d.path_hops)

@@ -72,24 +72,14 @@ def choose(demand: Demand, cal: Calibration, cpus: int | None = None, headroom: 
     """The smallest factor of ``LADDER`` on time and whose path latency is small against the
     experiment's delays; the largest when none is (said by its figures)."""
     cpus = cpus or int(cal.identity.get("cpus") or 1)
-    p = predict(demand, cal, LADDER[0])
-    cpu_fits = False
+    first_fit: Prediction | None = None   # the smallest factor the CPU allows (busy falls with N)
     for tdf in LADDER:
         p = predict(demand, cal, tdf)
-        cpu_fits = p.busy_cpus <= headroom * cpus
-        if cpu_fits and latency_ok(p, demand):
-            return p
-        if cpu_fits:   # the CPU would do: the factor from here on is the latency's
-            return _first_latency_ok(demand, cal, tdf) or p
-    return p
-
-
-def _first_latency_ok(demand: Demand, cal: Calibration, start: float) -> Prediction | None:
-    for tdf in (n for n in LADDER if n >= start):
-        p = predict(demand, cal, tdf)
-        if latency_ok(p, demand):
-            return replace(p, bound_by="latency")
-    return None
+        if first_fit is None and p.busy_cpus <= headroom * cpus:
+            first_fit = p
+        if first_fit is not None and latency_ok(p, demand):
+            return p if p is first_fit else replace(p, bound_by="latency")
+    return first_fit or p
 
 
 def enough_tdf(tdf: float, busy_cpus: float, idle_cpus: float, cpus: int, headroom: float = HEADROOM) -> float:

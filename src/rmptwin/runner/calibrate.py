@@ -27,7 +27,7 @@ from rmptwin.emulation.env import choose_impair, has_netem
 from rmptwin.errors import UserError
 from rmptwin.model import LoadedExperiment, load_experiment
 from rmptwin.planning import calibration as cal_mod
-from rmptwin.planning.demand import path_shape, simulated_demand
+from rmptwin.planning.demand import simulated_demand
 from rmptwin.planning.measured import run_sample
 from rmptwin.planning.plan import choose, describe, plan_record
 
@@ -65,7 +65,7 @@ def calibrate(options: Any, say: Say = print, tdfs: tuple[float, ...] = CALIBRAT
                 raise UserError("calibration: the run measured no busy CPUs or node CPU; is /proc/stat readable?")
             emu_delay = data_delay_ms(outcome.run_dir.read_events())
             excess = None if emu_delay is None or sim_delay is None else emu_delay - sim_delay
-            samples.append(replace(sample, path_excess_ms=excess, path_hops=path_shape(loaded)[0]))
+            samples.append(replace(sample, path_excess_ms=excess))
     cal = cal_mod.fit(samples, identity)
     path = cal_mod.save(cal)
     say(f"calibration saved: {path}")

@@ -16,6 +16,7 @@ from typing import Any
 from rmptwin.analysis.compare import verdict_rules
 from rmptwin.analysis.twin_verdict import FAIL, PASS, passed
 from rmptwin.model import LoadedExperiment
+from rmptwin.model.overrides import dilated
 from rmptwin.planning.ladder_plot import plot_ladder
 from rmptwin.runner.pipeline import EmulationOptions, run_experiment
 
@@ -50,7 +51,7 @@ def measure_ladder(loaded: LoadedExperiment, factors: Sequence[float | str], out
         name = "tdf-auto" if factor == "auto" else f"tdf-{factor:g}"
         name += "" if not (out / name).exists() else f"-{sum(1 for _ in out.glob(name + '*')) + 1}"   # a repeat
         say(f"{loaded.experiment.name} emulated at time dilation {factor if factor == 'auto' else f'{factor:g}'}")
-        at = loaded.model_copy(update={"experiment": loaded.experiment.model_copy(update={"time_dilation": factor})})
+        at = dilated(loaded, factor)
         emu = run_experiment(at, "emulation", out=out / name, options=options, say=say)
         rows.append(_row(factor, emu.summary, verdict_rules(sim.run_dir.path, emu.run_dir.path)))
         (out / "ladder.json").write_text(json.dumps(rows, indent=1))   # a row at a time: an interrupted ladder keeps its runs
