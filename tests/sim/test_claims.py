@@ -129,6 +129,28 @@ def test_an_emulated_sweep_whose_runs_were_overloaded_is_not_judged(tmp_path):
     assert twin_verdict("holds", verdict) == OVERLOADED
 
 
+def test_an_emulated_figure_names_the_time_dilation_it_ran_at(tmp_path):
+    """A dilated figure is the design on a host that many times faster: the row says which."""
+    from rmptwin.claims.evaluate import measure
+    from rmptwin.sweeps.task import run_simulated
+
+    claim = load_claim(_claim_file(tmp_path, "dilated", emulated={"sets": {"workload.rate_per_source": [20, 50]},
+                                                                   "seeds": 1}))
+
+    def at(factors):
+        def runner(tasks, on_rows):
+            for task, f in zip(tasks, factors):
+                on_rows([{**run_simulated(task), "runtime.overloaded": False, "runtime.time_dilation": f}])
+        return runner
+
+    verdict, ours, _ = measure(claim, tmp_path / "a", "emulation", runner=at([4.0, 8.0]))
+    assert verdict == "holds" and ours.endswith("(time dilation 4/8)"), ours
+    _, ours, _ = measure(claim, tmp_path / "b", "emulation", runner=at([6.0, 6.0]))
+    assert ours.endswith("(time dilation 6)"), ours
+    _, simulated, _ = measure(claim, tmp_path / "c", "sim", runner=run_loop)
+    assert "time dilation" not in simulated
+
+
 def test_an_overloaded_sweep_is_judged_only_where_late_timers_cannot_make_the_claim_pass(tmp_path):
     from rmptwin.claims.evaluate import OVERLOADED, measure
     from rmptwin.sweeps.task import run_simulated

@@ -17,7 +17,7 @@ from rmptwin.errors import UserError
 from rmptwin.model import load_experiment
 from rmptwin.planning import calibration as cal_mod
 from rmptwin.planning.calibration import RoleCost, RunSample, fit
-from rmptwin.planning.demand import demand_from_counts, simulated_demand
+from rmptwin.planning.demand import Demand, demand_from_counts, simulated_demand
 from rmptwin.planning.measured import run_sample
 from rmptwin.planning.plan import HEADROOM, LADDER, assess, choose, enough_tdf, plan_record, predict
 from rmptwin.records.tables import LINK_COUNT_SCHEMA
@@ -30,13 +30,13 @@ IDENTITY = {"format": cal_mod.FORMAT, "cpu": "test", "cpus": 2, "memory_gb": 8, 
 
 def _sample(tdf: float, idle: dict[str, float], per_dgram_us: dict[str, float], other_idle: float,
             per_frame_us: float, nodes: dict[str, int], dgrams: dict[str, float], frames: float,
-            run_s: float = 10.0, setup_s: float = 30.0) -> RunSample:
+            run_s: float = 10.0, setup_s: float = 30.0, switches: int = 0, per_element: float = 0.0) -> RunSample:
     """The sample a host with exactly these costs would measure."""
     window = tdf * run_s
     node_cpu = {r: idle[r] * nodes[r] * window + per_dgram_us[r] * 1e-6 * dgrams[r] for r in nodes}
-    other = other_idle * window + per_frame_us * 1e-6 * frames
+    other = (other_idle + per_element * (sum(nodes.values()) + switches)) * window + per_frame_us * 1e-6 * frames
     busy = (sum(node_cpu.values()) + other) / window
-    return RunSample(tdf, run_s, window, setup_s + window, busy, nodes, dgrams, node_cpu, frames)
+    return RunSample(tdf, run_s, window, setup_s + window, busy, nodes, dgrams, node_cpu, frames, switches=switches)
 
 
 @given(idle=st.floats(0.0, 0.05), per=st.floats(1.0, 500.0), other_idle=st.floats(0.0, 0.5),
@@ -51,6 +51,35 @@ def test_fit_recovers_the_costs_that_made_the_runs(idle, per, other_idle, per_fr
     assert cal.cpu_us_per_switch_frame == pytest.approx(per_frame, rel=1e-3, abs=0.02)
     assert cal.other_idle_cpus == pytest.approx(other_idle, abs=1e-3)
     assert cal.setup_s_per_node == pytest.approx(30.0 / 20, abs=1e-3)
+
+
+@given(other_idle=st.floats(0.0, 0.1), per_element=st.floats(0.0, 0.01), per_frame=st.floats(1.0, 500.0))
+def test_runs_of_two_sizes_part_the_constant_idle_from_the_idle_per_host_and_switch(other_idle, per_element,
+                                                                                    per_frame):
+    """As the calibration runs them: a large experiment at two factors, a small one at one. A
+    plan for a third size is then what such a host would measure."""
+    def run(tdf, hosts, switches, frames):
+        return _sample(tdf, {"primary": 0.002}, {"primary": 200.0}, other_idle, per_frame, {"primary": hosts},
+                       {"primary": 300.0 * hosts}, frames, switches=switches, per_element=per_element)
+    cal = fit([run(3.0, 31, 10, 10_000.0), run(8.0, 31, 10, 10_000.0), run(8.0, 9, 3, 800.0)], IDENTITY)
+    assert cal.other_idle_cpus == pytest.approx(other_idle, abs=1e-4)
+    assert cal.other_idle_cpus_per_element == pytest.approx(per_element, abs=1e-5)
+    assert cal.cpu_us_per_switch_frame == pytest.approx(per_frame, rel=1e-3, abs=0.05)
+    third = run(12.0, 20, 6, 3000.0)
+    demand = Demand(run_s=10.0, nodes={"primary": 20}, datagrams={"primary": 600.0}, switch_frames=300.0,
+                    switch_links=5, switches=6)
+    assert predict(demand, cal, 12.0).busy_cpus == pytest.approx(third.busy_cpus, rel=1e-3, abs=1e-3)   # rounded costs
+
+
+def test_a_role_run_at_one_factor_takes_the_typical_idle_and_the_rest_is_work():
+    """The venue's roles run in one calibration run only: an idle-only fit would cost their
+    datagrams nothing, and a run at nine times the rate would be planned as free."""
+    rmp = [_sample(t, {"primary": 0.002}, {"primary": 200.0}, 0.05, 100.0, {"primary": 6}, {"primary": 6000.0},
+                   5000.0) for t in (3.0, 8.0)]
+    venue = _sample(12.0, {"venue": 0.002}, {"venue": 120.0}, 0.05, 100.0, {"venue": 2}, {"venue": 9000.0}, 1000.0)
+    cal = fit([*rmp, venue], IDENTITY)
+    assert cal.roles["venue"].idle_cpus == pytest.approx(0.002, abs=1e-5)
+    assert cal.roles["venue"].cpu_us_per_datagram == pytest.approx(120.0, rel=1e-3)
 
 
 def test_fit_needs_two_factors():

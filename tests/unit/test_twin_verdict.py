@@ -272,3 +272,15 @@ def test_pass_margin_is_dn_minus_the_longest_path_between_primaries():
     loaded = load_experiment(Path(__file__).resolve().parents[2] / "experiments" / "line3.yaml")
     # rp1 (s1) to rp3 (s3): 0.1 + 5 + 5 + 0.1 ms; dN 20 ms
     assert pass_margin_ms(loaded.to_manifest(), loaded.topology) == pytest.approx(20 - 10.2)
+
+
+def test_data_delay_keys_a_message_by_its_stripe():
+    """A striped source numbers each stripe from 1: stripe 1's message 1, sent 100 ms after
+    stripe 0's, reaches its receiver 2 ms later, not 98 ms before it was sent."""
+    from rmptwin.analysis.twin_verdict import data_delay_ms
+
+    ms = 1_000_000
+    rows = [(0, "src", "send", "src", 1, -1, 0), (100 * ms, "src", "send", "src", 1, -1, 1),
+            (2 * ms, "r1", "recv", "src", 1, -1, 0), (102 * ms, "r1", "recv", "src", 1, -1, 1),
+            (3 * ms, "r2", "recv", "src", 1, -1, 0)]
+    assert data_delay_ms(_events(rows)) == pytest.approx(2.0)

@@ -429,14 +429,15 @@ def _detail_type(detail: str | dict[str, Any] | None) -> str:
 
 
 def data_delay_ms(events: pa.Table) -> float | None:
-    """p50 over (message, receiver) of the first RECV's time minus the message's first SEND, in ms."""
-    sent = {(src, seq): t for (_, src, seq), t in message_times(events).items()}
+    """p50 over (message, receiver) of the first RECV's time minus the message's first SEND, in ms.
+    A message is (stripe, src, src_seq): a striped source numbers each stripe from 1."""
+    sent = message_times(events)
     ev = events.filter(pc.equal(events["kind"], Kind.RECV)).to_pydict()
-    first: dict[tuple[str, str, int], int] = {}
-    for t, node, src, seq in zip(ev["t_ns"], ev["node"], ev["src"], ev["src_seq"]):
-        key = (node, src, int(seq))
+    first: dict[tuple[str, Message], int] = {}
+    for t, node, src, seq, det in zip(ev["t_ns"], ev["node"], ev["src"], ev["src_seq"], ev["detail"]):
+        key = (node, (_stripe(det), src, int(seq)))
         first[key] = min(first.get(key, int(t)), int(t))
-    delays = sorted(t - sent[(src, seq)] for (_, src, seq), t in first.items() if (src, seq) in sent)
+    delays = sorted(t - sent[msg] for (_, msg), t in first.items() if msg in sent)
     return delays[len(delays) // 2] / 1e6 if delays else None
 
 

@@ -14,6 +14,7 @@ import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from rmptwin.claims.model import Claim
 from rmptwin.claims.verdicts import judge
@@ -30,6 +31,7 @@ NOT_MEASURED, NOT_RUN, NOT_APPLICABLE = "not yet measured", "not run", "not appl
 # figure late timers cannot make pass (Emulated.late_timers_cannot_pass): its "holds" stands.
 OVERLOADED = "not judged (overloaded)"
 OVERLOAD_KEY, LATENESS_KEY = "runtime.overloaded", "runtime.load.timer_lateness_p99_ms"
+TDF_KEY = "runtime.time_dilation"
 AGREE, DIFFER = "agree", "differ"
 JUDGED = ("holds", "does not hold", "partly")
 CLAIMS_DIR = Path(__file__).resolve().parents[3] / "experiments" / "claims"
@@ -86,6 +88,8 @@ def measure(claim: Claim, out: Path, backend: str, runner: Runner | None = None,
         outcome = run_sweep(plan, out=where, master=master, runner=runner)
         df = outcome.table.to_pandas()
         verdict, ours = judge(df, list(sets), claim.verdict)
+        if backend == "emulation":
+            ours = f"{ours} {_at_factors(df)}"
         hot = int(df[OVERLOAD_KEY].fillna(False).astype(bool).sum()) if OVERLOAD_KEY in df.columns else 0
         if hot:
             late = df[LATENESS_KEY].max() if LATENESS_KEY in df.columns else float("nan")
@@ -100,6 +104,13 @@ def measure(claim: Claim, out: Path, backend: str, runner: Runner | None = None,
     except (KeyError, TypeError, ValueError, NameError, ZeroDivisionError) as e:
         return NOT_MEASURED, f"{NOT_MEASURED}: the sweep has no {e} (a summary key not produced yet?)", 0
     return verdict, ours, len(df)
+
+
+def _at_factors(df: Any) -> str:
+    """"(time dilation 4)", or "4/8" when the sweep's points ran at several: a dilated figure is
+    the design on a host that many times faster than this one, and the row says so."""
+    factors = sorted({float(v) for v in df[TDF_KEY].dropna()}) if TDF_KEY in df.columns else []
+    return f"(time dilation {'/'.join(f'{f:g}' for f in factors or [1.0])})"
 
 
 def _keys_for(loaded: LoadedExperiment) -> None:

@@ -33,9 +33,9 @@ TDF_HELP = ("time dilation factor of the emulated runs: a number >= 1 (a run sec
             "(the smallest this host needs); default: the experiment's time_dilation")
 
 
-def tdf_option() -> Any:
+def tdf_option(default: str = "the experiment's time_dilation") -> Any:
     """``--tdf N|auto`` for a command that runs emulated: its value goes to ``parse_tdf``."""
-    return typer.Option(None, "--tdf", metavar="N|auto", help=TDF_HELP)
+    return typer.Option(None, "--tdf", metavar="N|auto", help=TDF_HELP.replace("the experiment's time_dilation", default))
 
 
 def parse_tdf(text: str | None, sets: list[str] | None = None) -> float | Literal["auto"] | None:

@@ -30,8 +30,9 @@ def plan(
     nodes: str = typer.Option("docker", help="host kind the run would use: docker or ns"),
     impair: str = typer.Option("auto", help="link impairment backend: auto, netem or relay"),
     sets: list[str] = typer.Option([], "--set", metavar="KEY=VALUE", help=SET_HELP),
-    recalibrate: bool = typer.Option(False, "--recalibrate", help="measure this host again (~3 min: two "
-                                     "emulated runs of the quickstart), even if a calibration is cached"),
+    recalibrate: bool = typer.Option(False, "--recalibrate", help="measure this host again (~6 min: four "
+                                     "emulated runs, the quickstart at two factors, line3 and the venue at one), even if a "
+                                     "calibration is cached"),
     at: float = typer.Option(0.0, "--at", help="also show the prediction at this factor"),
     measure: str = typer.Option("", "--measure", metavar="N,N,auto", help="then run it: simulated once and "
                                 "emulated at each factor, beside the plan (wall time, lateness, busy CPUs, verdict)"),
@@ -69,8 +70,9 @@ def plan(
                   *(f"{preds[n].path_excess_ms:.2f}" for n in shown))
     console.print(table)
     if chosen.tdf == LADDER[-1] and chosen.busy_cpus > HEADROOM * cpus:
-        console.print(f"no factor up to {LADDER[-1]:g} keeps it within {HEADROOM * cpus:.1f} CPUs: "
-                      "its idle costs alone fill this host")
+        why = ("its idle costs alone fill this host" if chosen.idle_cpus > HEADROOM * cpus
+               else f"at {LADDER[-1]:g} its work still keeps {chosen.busy_cpus - chosen.idle_cpus:.2f} CPUs busy")
+        console.print(f"no factor up to {LADDER[-1]:g} keeps it within {HEADROOM * cpus:.1f} CPUs: {why}")
     console.print(describe(chosen, cpus), highlight=False)
     if not factors:
         console.print(f"run it so: rmptwin run {experiment} --tdf auto   (or --tdf {chosen.tdf:g})", highlight=False)

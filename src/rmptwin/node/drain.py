@@ -45,8 +45,12 @@ class NodeProgress:
     def __init__(self, guaranteed: bool = False) -> None:
         self.guaranteed = guaranteed
         self.sent = 0
-        self.acked = 0
+        # (stripe, seq) acknowledged now. A count of SRC_ACKED would not do: a NEW_RING revokes
+        # acks that died with the old token site (a paused site's, say) and the source
+        # re-sends those messages (SRC_RETX), to be acknowledged again by the new ring.
+        self.acked: set[tuple[int, int]] = set()
         self.acked_top: dict[int, int] = {}     # stripe -> highest acknowledged gseq seen
+        self.resynced: set[int] = set()         # stripes this receiver started over on (RECOVER)
         self.released_top: dict[int, int] = {}  # stripe -> highest released gseq
         self.edge_top: dict[int, int] = {}      # edge stripe -> highest edge sequence released on it
         self.held: dict[int, set[int]] = {}     # customer: stripe -> positions held above the prefix
@@ -57,12 +61,18 @@ class NodeProgress:
         if kind == Kind.SEND:
             self.sent += 1
         elif kind == Kind.SRC_ACKED:
-            self.acked += 1
             k = ev.detail.get("stripe", 0)
+            self.acked.add((k, ev.src_seq))
             self.acked_top[k] = max(self.acked_top.get(k, 0), ev.gseq)
-        elif kind == Kind.RELEASE:
+        elif kind == Kind.SRC_RETX:
+            self.acked.discard((ev.detail.get("stripe", 0), ev.src_seq))
+        elif kind == Kind.RELEASE or (kind == Kind.DELIVER and ev.detail.get("stripe", 0) in self.resynced):
+            # A receiver that started over (receiver.resync) delivers the history again but
+            # releases none of it that was due before it started over: its delivery is its progress.
             k = ev.detail.get("stripe", 0)
             self.released_top[k] = max(self.released_top.get(k, 0), ev.gseq)
+        elif kind == Kind.RECOVER and ev.detail.get("cause"):
+            self.resynced.add(ev.detail.get("stripe", 0))
         elif kind == Kind.EDGE_RELEASE:
             k = ev.detail.get("stripe", 0)
             self.edge_top[k] = max(self.edge_top.get(k, 0), ev.gseq)
@@ -79,7 +89,7 @@ class NodeProgress:
     def status(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         if self.sent:
-            out.update(sent=self.sent, acked=self.acked, acked_top=self.acked_top)
+            out.update(sent=self.sent, acked=len(self.acked), acked_top=self.acked_top)
         if self.released_top:
             out["released_top"] = self.released_top
         if self.edge_top:

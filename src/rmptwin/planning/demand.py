@@ -34,12 +34,19 @@ class Demand:
     per_node: dict[str, float] = field(default_factory=dict)   # host -> datagrams per virtual s
     path_hops: float = 0.0                         # median links from a source to a receiver
     path_delay_ms: float = 0.0                     # median configured delay (+ jitter) of those paths
+    switches: int = 0                              # the topology's switches
+
+    @property
+    def elements(self) -> int:
+        """Hosts and switches: what the idle cost outside the nodes grows with."""
+        return sum(self.nodes.values()) + self.switches
 
     def to_dict(self) -> dict[str, Any]:
         return {"run_s": round(self.run_s, 3), "nodes": dict(self.nodes), "path_hops": self.path_hops,
                 "path_delay_ms": round(self.path_delay_ms, 3),
                 "datagrams_per_s": {r: round(v, 1) for r, v in sorted(self.datagrams.items())},
-                "switch_frames_per_s": round(self.switch_frames, 1), "switch_links": self.switch_links}
+                "switch_frames_per_s": round(self.switch_frames, 1), "switch_links": self.switch_links,
+                "switches": self.switches}
 
 
 def demand_from_counts(counts: pa.Table, loaded: LoadedExperiment, run_s: float) -> Demand:
@@ -66,7 +73,7 @@ def demand_from_counts(counts: pa.Table, loaded: LoadedExperiment, run_s: float)
     hops, delay = path_shape(loaded)
     return Demand(run_s=run_s, nodes=dict(nodes), datagrams=dict(per_role), switch_frames=switch_frames / span,
                   switch_links=len(topo.links), per_node={h: n / span for h, n in handled.items()},
-                  path_hops=hops, path_delay_ms=delay)
+                  path_hops=hops, path_delay_ms=delay, switches=len(switches))
 
 
 def path_shape(loaded: LoadedExperiment) -> tuple[float, float]:

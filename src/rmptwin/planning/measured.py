@@ -32,4 +32,4 @@ def run_sample(loaded: LoadedExperiment, runtime: dict[str, Any], counts: pa.Tab
                      wall_s=float(runtime.get("wall_s") or 0.0), busy_cpus=float(busy), nodes=d.nodes,
                      datagrams={r: v * run_s for r, v in d.datagrams.items()}, node_cpu_s=dict(cpu),
                      switch_frames=d.switch_frames * run_s, overloaded=bool(runtime.get("overloaded")),
-                     path_hops=d.path_hops)
+                     path_hops=d.path_hops, switches=d.switches)

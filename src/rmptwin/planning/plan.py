@@ -50,14 +50,15 @@ def predict(demand: Demand, cal: Calibration, tdf: float) -> Prediction:
     """Busy CPUs and wall time of a run with ``demand`` at factor ``tdf`` on the calibrated host."""
     roles: dict[str, float] = {}
     borrowed = []
-    idle = cal.other_idle_cpus
+    outside = cal.other_idle(demand.elements)
+    idle = outside
     for role, n in sorted(demand.nodes.items()):
         cost, lent = cal.cost(role)
         if lent:
             borrowed.append(role)
         idle += cost.idle_cpus * n
         roles[role] = cost.idle_cpus * n + cost.cpu_us_per_datagram * 1e-6 * demand.datagrams.get(role, 0.0) / tdf
-    other = cal.other_idle_cpus + cal.cpu_us_per_switch_frame * 1e-6 * demand.switch_frames / tdf
+    other = outside + cal.cpu_us_per_switch_frame * 1e-6 * demand.switch_frames / tdf
     wall = cal.setup_s_per_node * sum(demand.nodes.values()) + tdf * demand.run_s
     excess = cal.path_excess_ms_per_hop * demand.path_hops / tdf
     return Prediction(tdf, sum(roles.values()) + other, roles, other, wall, idle, tuple(borrowed), excess)

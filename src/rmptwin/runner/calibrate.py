@@ -1,14 +1,18 @@
 """This host's calibration (``planning.calibration``), made by running the quickstart emulated at
-two time dilation factors, and the plan of a run at ``time_dilation: auto``.
+two time dilation factors, line3 and the venue at one, and the plan of a run at
+``time_dilation: auto``.
 
 The quickstart runs every RMP role with captures on; at factors 3 and 8 it is nearly on time
 here, so the CPU it measures is what its work costs rather than what an overloaded machine let
-it have. One simulated run beside them gives the emulated path's own latency (its first-copy
-data delay less the simulator's). The runs go to a temporary directory: a calibration keeps
-their figures, not their logs. It takes about three minutes on a 2-CPU machine, once: the
-result is cached with the host's identity (``planning.calibration.host_identity``). The
-runs capture what a default run captures, whatever the run being planned asks: one
-calibration serves every run of the host (a run capturing less costs less than planned).
+it have. line3 (3 switches, 9 hosts against the quickstart's 10 and 31) tells the idle cost
+that grows with a network's size from the one that does not; venue-latency costs the venue's
+gateway, EVs, sequencer, history recorder and clients. A simulated run of each gives
+the emulated path's own latency (its first-copy data delay less the simulator's). The runs go
+to a temporary directory: a calibration keeps their figures, not their logs. It takes about
+six minutes on a 2-CPU machine, once: the result is cached with the host's identity
+(``planning.calibration.host_identity``). The runs capture what a default run captures,
+whatever the run being planned asks: one calibration serves every run of the host (a run
+capturing less costs less than planned).
 """
 
 from __future__ import annotations
@@ -31,8 +35,12 @@ from rmptwin.planning.demand import simulated_demand
 from rmptwin.planning.measured import run_sample
 from rmptwin.planning.plan import choose, describe, plan_record
 
-CALIBRATION_EXPERIMENT = Path(__file__).resolve().parents[3] / "experiments" / "quickstart.yaml"
-CALIBRATION_TDFS = (3.0, 8.0)
+EXPERIMENTS = Path(__file__).resolve().parents[3] / "experiments"
+# (experiment, factor): two factors of one experiment part the work from the wall time, two
+# sizes part the constant idle from the idle per host and switch, and the venue (1,000 req/s,
+# one gateway) costs its five roles, which the plan would otherwise borrow from RMP's dearest
+CALIBRATION_RUNS = ((EXPERIMENTS / "quickstart.yaml", 3.0), (EXPERIMENTS / "quickstart.yaml", 8.0),
+                    (EXPERIMENTS / "line3.yaml", 8.0), (EXPERIMENTS / "venue-latency.yaml", 12.0))
 
 Say = Callable[[str], None]
 
@@ -44,27 +52,30 @@ def identity_for(options: Any) -> dict[str, Any]:
     return cal_mod.host_identity(options.nodes, choose_impair(impair))
 
 
-def calibrate(options: Any, say: Say = print, tdfs: tuple[float, ...] = CALIBRATION_TDFS) -> cal_mod.Calibration:
-    """Run the calibration experiment at each of ``tdfs``, fit, cache and return the result."""
+def calibrate(options: Any, say: Say = print,
+              runs: tuple[tuple[Path, float], ...] = CALIBRATION_RUNS) -> cal_mod.Calibration:
+    """Run each calibration experiment at its factor, fit, cache and return the result."""
     from rmptwin.runner.pipeline import run_experiment  # the pipeline plans with this module
 
     identity = identity_for(options)
-    loaded = load_experiment(CALIBRATION_EXPERIMENT).with_time_dilation(1.0)
     samples = []
+    sim_delay: dict[Path, float | None] = {}
     with tempfile.TemporaryDirectory(prefix="rmptwin-calibration-") as tmp:
-        sim = run_experiment(loaded, "sim", out=Path(tmp) / "sim")
-        sim_delay = data_delay_ms(sim.run_dir.read_events())
-        for tdf in tdfs:
-            say(f"calibrating this host: {CALIBRATION_EXPERIMENT.name} emulated at time dilation {tdf:g} "
+        for i, (path, tdf) in enumerate(runs):
+            loaded = load_experiment(path).with_time_dilation(1.0)
+            if path not in sim_delay:
+                sim = run_experiment(loaded, "sim", out=Path(tmp) / f"sim{i}")
+                sim_delay[path] = data_delay_ms(sim.run_dir.read_events())
+            say(f"calibrating this host ({i + 1}/{len(runs)}): {path.name} emulated at time dilation {tdf:g} "
                 f"(~{tdf * loaded.duration_s + 35:.0f} s)")
-            outcome = run_experiment(loaded.with_time_dilation(tdf), "emulation", out=Path(tmp) / f"tdf{tdf:g}",
+            outcome = run_experiment(loaded.with_time_dilation(tdf), "emulation", out=Path(tmp) / f"run{i}",
                                      options=replace(options, capture=None))
             counts = pq.read_table(outcome.run_dir.counts_path)
             sample = run_sample(loaded, outcome.summary["runtime"], counts)
             if sample is None:
                 raise UserError("calibration: the run measured no busy CPUs or node CPU; is /proc/stat readable?")
             emu_delay = data_delay_ms(outcome.run_dir.read_events())
-            excess = None if emu_delay is None or sim_delay is None else emu_delay - sim_delay
+            excess = None if emu_delay is None or sim_delay[path] is None else emu_delay - sim_delay[path]
             samples.append(replace(sample, path_excess_ms=excess))
     cal = cal_mod.fit(samples, identity)
     path = cal_mod.save(cal)
