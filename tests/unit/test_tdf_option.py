@@ -187,7 +187,10 @@ def test_claims_hands_tdf_to_run_claims(monkeypatch, tmp_path):
     assert got["time_dilation"] == "auto" and got["emulated"] is True
     result = _invoke(["claims", "--emulated", "--out", tmp_path / "c"])
     assert result.exit_code == 0, result.output
-    assert got["time_dilation"] is None
+    assert got["time_dilation"] == "auto"   # emulated claims run at auto unless told
+    result = _invoke(["claims", "--emulated", "--tdf", "2", "--out", tmp_path / "c"])
+    assert result.exit_code == 0, result.output
+    assert got["time_dilation"] == 2.0
     result = _invoke(["claims", "--emulated", "--tdf", "0", "--out", tmp_path / "c"])
     assert isinstance(result.exception, UserError) and str(result.exception) == f"--tdf 0: {RULE}"
 

@@ -36,6 +36,7 @@ import itertools
 import json
 import os
 import platform
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -114,7 +115,7 @@ class Calibration:
                    other_idle_cpus_per_element=d.get("other_idle_cpus_per_element", 0.0))
 
 
-def _nonnegative_fit(rows: list[tuple[float, ...]]) -> tuple[float, ...]:
+def _nonnegative_fit(rows: Sequence[tuple[float, ...]]) -> tuple[float, ...]:
     """Least squares y = sum(c_i x_i) over ``rows`` of (x_1, ..., x_k, y) with every c_i >= 0.
 
     Every subset of the terms is solved and the best non-negative one kept (k is 2 or 3 here).

@@ -74,8 +74,8 @@ def calibrate(options: Any, say: Say = print,
             sample = run_sample(loaded, outcome.summary["runtime"], counts)
             if sample is None:
                 raise UserError("calibration: the run measured no busy CPUs or node CPU; is /proc/stat readable?")
-            emu_delay = data_delay_ms(outcome.run_dir.read_events())
-            excess = None if emu_delay is None or sim_delay[path] is None else emu_delay - sim_delay[path]
+            emu_delay, sim_ms = data_delay_ms(outcome.run_dir.read_events()), sim_delay[path]
+            excess = None if emu_delay is None or sim_ms is None else emu_delay - sim_ms
             samples.append(replace(sample, path_excess_ms=excess))
     cal = cal_mod.fit(samples, identity)
     path = cal_mod.save(cal)
