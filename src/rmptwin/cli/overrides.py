@@ -30,12 +30,12 @@ def apply_set_options(loaded: api.LoadedExperiment, options: list[str]) -> api.L
 
 
 TDF_HELP = ("time dilation factor of the emulated runs: a number >= 1 (a run second lasts N wall seconds) or auto "
-            "(the smallest this host needs); default: the experiment's time_dilation")
+            "(the smallest this host needs); default: {default}")
 
 
 def tdf_option(default: str = "the experiment's time_dilation") -> Any:
     """``--tdf N|auto`` for a command that runs emulated: its value goes to ``parse_tdf``."""
-    return typer.Option(None, "--tdf", metavar="N|auto", help=TDF_HELP.replace("the experiment's time_dilation", default))
+    return typer.Option(None, "--tdf", metavar="N|auto", help=TDF_HELP.format(default=default))
 
 
 def parse_tdf(text: str | None, sets: list[str] | None = None) -> float | Literal["auto"] | None:

@@ -46,6 +46,11 @@ import numpy as np
 FORMAT = 3   # a change of what a calibration holds makes every cached one stale
 
 
+def network_elements(nodes: dict[str, int], switches: int) -> int:
+    """Hosts and switches: what the idle cost outside the nodes grows with."""
+    return sum(nodes.values()) + switches
+
+
 @dataclass(frozen=True)
 class RunSample:
     """What one emulated run measured: the planner's inputs and the machine's answer."""
@@ -66,7 +71,7 @@ class RunSample:
 
     @property
     def elements(self) -> int:
-        return sum(self.nodes.values()) + self.switches
+        return network_elements(self.nodes, self.switches)
 
 
 @dataclass(frozen=True)

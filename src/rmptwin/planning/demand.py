@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from rmptwin.model import LoadedExperiment
 from rmptwin.model.tree import path_links
+from rmptwin.planning.calibration import network_elements
 
 
 @dataclass(frozen=True)
@@ -38,8 +39,7 @@ class Demand:
 
     @property
     def elements(self) -> int:
-        """Hosts and switches: what the idle cost outside the nodes grows with."""
-        return sum(self.nodes.values()) + self.switches
+        return network_elements(self.nodes, self.switches)
 
     def to_dict(self) -> dict[str, Any]:
         return {"run_s": round(self.run_s, 3), "nodes": dict(self.nodes), "path_hops": self.path_hops,
