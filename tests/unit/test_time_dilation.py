@@ -13,6 +13,7 @@ from rmptwin.core.host import TimeDilation
 from rmptwin.emulation.dilation import LinkFigures, dilated_link, dilated_topology, rewrite_pcap_times, virtual_figures
 from rmptwin.emulation.selftest import delay_probe_rate, jitter_ms
 from rmptwin.model import LinkParams, Trace, load_experiment
+from rmptwin.node.etcd_cluster import ELECTION_MS, HEARTBEAT_MS, dilated_raft_timers
 
 FACTORS = st.sampled_from([1.0, 1.5, 2.0, 3.0, 4.0, 7.3, 8.0])
 
@@ -117,3 +118,13 @@ def test_the_selftest_spaces_delay_probes_by_two_jitters_and_reads_the_jitter_fr
     assert jitter_ms(uniform) == pytest.approx(4.0, rel=0.01)
     assert jitter_ms(uniform + [500.0] * 10) == pytest.approx(4.0, rel=0.05)   # a few stalled probes
     assert jitter_ms([1.0, 2.0]) != jitter_ms([1.0, 2.0])   # too few to tell: NaN
+
+
+@given(st.floats(min_value=1.0, max_value=1000.0))
+def test_etcd_raft_timers_last_as_long_in_run_time_at_every_factor_etcd_allows(factor):
+    heartbeat, election = dilated_raft_timers(factor)
+    assert election < 50_000 and election >= 5 * heartbeat   # etcd refuses anything else
+    if factor < 99:
+        assert election == pytest.approx(ELECTION_MS * factor, abs=0.5)   # ms of wall time
+        assert heartbeat == pytest.approx(HEARTBEAT_MS * factor, abs=1)
+    assert dilated_raft_timers(1.0) == (HEARTBEAT_MS, ELECTION_MS)

@@ -69,6 +69,8 @@ _KEY = struct.Struct("!Hq")       # (gw id, gw seq), as on the wire
 
 NO_OWNER = 0xFFFF   # a proposer that did not say who it is (never recognised as the writer)
 MAX_BATCH = 1000   # positions per transaction (one etcd key of 10 bytes each, far below etcd's request limit)
+CAS_TIMEOUT_S = 2.0    # a member that does not answer within this is passed over
+CAS_GIVE_UP_S = 30.0   # no member answered within this: the request fails
 
 
 class EtcdError(RuntimeError):
@@ -85,7 +87,7 @@ class EtcdCas:
     _transient: tuple[type[BaseException], ...] = (OSError, EtcdError)
 
     def __init__(self, endpoints: list[str], *, prefix: str = "rmptwin/seq", window: int = 1024,
-                 timeout_s: float = 2.0, give_up_s: float = 30.0) -> None:
+                 timeout_s: float = CAS_TIMEOUT_S, give_up_s: float = CAS_GIVE_UP_S) -> None:
         self.endpoints = [urlsplit(e) for e in endpoints]
         self.prefix = prefix.rstrip("/")
         self.window = window

@@ -25,6 +25,19 @@ from pathlib import Path
 from rmptwin.errors import UserError
 
 ETCD = "etcd"
+HEARTBEAT_MS = 50
+ELECTION_MS = 500
+# etcd refuses an election timeout of 50 s or more: past a factor of 99 the timers stop
+# growing and a dilated run's raft is that much quicker than the undilated one.
+MAX_ELECTION_MS = 49_999
+
+
+def dilated_raft_timers(factor: float) -> tuple[int, int]:
+    """etcd's heartbeat and election timeout (ms, wall) at time dilation ``factor``: the
+    undilated timers times the factor, so raft's failure detection lasts as long in run time
+    as at factor 1 (capped at etcd's limit, the heartbeat kept a tenth of the timeout)."""
+    election = min(round(ELECTION_MS * factor), MAX_ELECTION_MS)
+    return max(HEARTBEAT_MS, round(election * HEARTBEAT_MS / ELECTION_MS)), election
 
 
 def _die_with_parent() -> None:
@@ -44,7 +57,7 @@ def _free_port() -> int:
 
 class EtcdCluster:
     def __init__(self, members: int = 3, *, data_root: str | Path | None = None,
-                 heartbeat_ms: int = 50, election_ms: int = 500) -> None:
+                 heartbeat_ms: int = HEARTBEAT_MS, election_ms: int = ELECTION_MS) -> None:
         if shutil.which(ETCD) is None:
             raise UserError("etcd is not installed (Debian package etcd-server; run scripts/provision.sh)")
         self.n = members

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, cast
 from rmptwin.factories.adapters import Adapters
 from rmptwin.model import HostSpec, LoadedExperiment
 from rmptwin.node.durable_stores import DurableStores
-from rmptwin.node.etcd_client import Answer, EtcdCasClient, etcd_cas
-from rmptwin.node.etcd_cluster import EtcdCluster
+from rmptwin.node.etcd_client import CAS_GIVE_UP_S, CAS_TIMEOUT_S, Answer, EtcdCasClient, etcd_cas
+from rmptwin.node.etcd_cluster import EtcdCluster, dilated_raft_timers
 from rmptwin.venue.sequencer import CasProxyCore
 
 if TYPE_CHECKING:
@@ -65,10 +65,17 @@ def node_adapters(host: HostSpec, loaded: LoadedExperiment, state_dir: Path) -> 
     adapters = NodeAdapters(stores=DurableStores(state_dir))
     venue = loaded.experiment.venue
     if host.role == "sequencer" and venue is not None and venue.sequencer == "etcd":
-        cluster = EtcdCluster(ETCD_MEMBERS).start()
+        # At time dilation N everything the run controls lasts N times longer in wall time,
+        # etcd's raft timers and the client's deadlines too: a paused member is timed out
+        # after the same run time at every factor.
+        factor = loaded.time_dilation
+        heartbeat_ms, election_ms = dilated_raft_timers(factor)
+        cluster = EtcdCluster(ETCD_MEMBERS, heartbeat_ms=heartbeat_ms, election_ms=election_ms)
+        cluster.start(timeout_s=20.0 + election_ms / 1e3)   # a first election: 9.7 s at factor 64
         weakref.finalize(adapters, cluster.stop)
         prefix = f"rmptwin/{loaded.experiment.name}/{os.getpid()}"
         adapters.cluster = cluster
         adapters.cas_client = EtcdCasClient(etcd_cas(cluster.endpoints, api=venue.etcd_api, prefix=prefix,
-                                                         window=venue.window))
+                                                         window=venue.window, timeout_s=CAS_TIMEOUT_S * factor,
+                                                         give_up_s=CAS_GIVE_UP_S * factor))
     return adapters
