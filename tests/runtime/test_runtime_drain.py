@@ -101,3 +101,21 @@ def test_a_run_whose_ring_reformed_around_a_partition_is_quiescent_at_its_end(se
     # and still not before the last message is acknowledged
     last_ack = max(r["t_ns"] for r in rows if r["kind"] == "src_acked")
     assert not quiescent(_statuses(loaded, rows, until_ns=last_ack - 1), owed_stripes(loaded))[0]
+
+
+def test_a_receiver_that_started_over_releases_every_message_once():
+    """Seed 14's rp3 started over after the partition: before, it never released positions
+    69-100 (due before it started over, never released before either); now it releases what it
+    had not released, late, and nothing twice, so its customers owe nothing to other R_Ts."""
+    from rmptwin.chaos.campaign import with_faults
+
+    loaded = with_faults(load_experiment(EXPERIMENTS / "line3.yaml"), PARTITION)
+    rows = simulate(loaded, 14).events.to_pylist()
+    started_over = {r["node"] for r in rows if r["kind"] == "recover" and "cause" in (r.get("detail") or "")}
+    assert started_over, "the schedule no longer makes a receiver start over: the test judges nothing"
+    for node in started_over:
+        mine = [r for r in rows if r["node"] == node]
+        released = [(r["src"], r["src_seq"]) for r in mine if r["kind"] == "release"]
+        delivered = {(r["src"], r["src_seq"]) for r in mine if r["kind"] == "deliver"}
+        assert len(released) == len(set(released)), f"{node} released a message twice"
+        assert set(released) == delivered, f"{node} never released {sorted(delivered - set(released))[:5]}"

@@ -317,3 +317,27 @@ def test_receiver_that_slept_through_a_reformation_resynchronises():
     fire(c, c.tm.dn)
     nacks = [(f.want, f.lo, f.hi, d) for f, d in sent(c) if isinstance(f, wire.Nack)]
     assert (wire.WANT_ACKS, 1, 3, Unicast("rp1")) in nacks
+
+
+def test_a_resynchronised_receiver_releases_what_it_never_released_late_and_nothing_twice():
+    c = member()                                    # rp2, epoch 1
+    da = c.tm.delta_a
+    c.receive_datagram(data(1), "s1", 0)
+    c.receive_datagram(data(2), "s1", 0)
+    c.receive_datagram(ack(1, [("s1", 1)], 1), "rp1", 0)
+    c.receive_datagram(ack(2, [("s1", 2)], 2, site="rp3", nxt="rp1", ts=50 * MS), "rp3", 0)
+    fire(c, da + MS)                                # message 1 released; message 2 not due yet
+    assert [e.src_seq for e in drain(c) if e.kind == Kind.RELEASE] == [1]
+    # ring 8 took over after token 1 and placed message 2 at ts 0: its release fell due at
+    # delta_A, before we resynchronise and place it again
+    t = da + 2 * MS
+    nr = wire.NewRing(0, 16, 4, 3, 4, 0, "rp1", "rp1", ("rp1", "rp2"), ((1, 1), (8, 2), (16, 4)))
+    c.receive_datagram(wire.encode(nr), "xr1", t)
+    for f in (ack(1, [("s1", 1)], 1), ack(2, [("s1", 2)], 2, epoch=8), ack(3, [], 3, epoch=8)):
+        c.receive_datagram(f, "rp1", t + MS)
+    fire(c, t + 100 * MS)
+    evs = drain(c)
+    assert [e.src_seq for e in evs if e.kind == Kind.DELIVER] == [1, 2]     # the history again
+    released = [e for e in evs if e.kind == Kind.RELEASE]
+    assert [e.src_seq for e in released] == [2]     # once, late (its customers wait for it)
+    assert released[0].detail["late_ns"] == t + MS - da

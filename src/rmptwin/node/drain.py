@@ -68,7 +68,7 @@ class NodeProgress:
             self.acked.discard((ev.detail.get("stripe", 0), ev.src_seq))
         elif kind == Kind.RELEASE or (kind == Kind.DELIVER and ev.detail.get("stripe", 0) in self.resynced):
             # A receiver that started over (receiver.resync) delivers the history again but
-            # releases none of it that was due before it started over: its delivery is its progress.
+            # releases only what it had not released before: its delivery is its progress.
             k = ev.detail.get("stripe", 0)
             self.released_top[k] = max(self.released_top.get(k, 0), ev.gseq)
         elif kind == Kind.RECOVER and ev.detail.get("cause"):

@@ -90,6 +90,8 @@ class StreamReceiver:
         # A restarted receiver recovers the whole history (agreement) but does not
         # remulticast what fell due before it came back: customers had it from others.
         self.release_from: int | None = None
+        # What this receiver released (a resync delivers the history again: releases once)
+        self.released_msgs: set[tuple[str, int]] = set()
         self._recovering_start = False
 
     def mark_recovering(self) -> None:
@@ -258,9 +260,11 @@ class StreamReceiver:
     def release_due(self, now: int) -> None:
         q = self.release_q
         while q and q[0][0] <= now:
-            due, gseq, (s, seq), payload = q.popleft()
-            if self.release_from is not None and due < self.release_from:
+            due, gseq, m, payload = q.popleft()
+            if (self.release_from is not None and due < self.release_from) or m in self.released_msgs:
                 continue
+            s, seq = m
+            self.released_msgs.add(m)
             self.released += 1
             self.core.emit(Event(Kind.RELEASE, s, seq, gseq, len(payload),
                                  {"stripe": self.stripe, "late_ns": now - due}))
@@ -362,7 +366,8 @@ class StreamReceiver:
         """Start the receive list over. A receiver that placed acks a new ring reassigns (it
         missed every invitation and went on with the old ring) cannot take them back: it
         says so with a RECOVER event, forgets what it placed and recovers the history
-        again, as a restarted host would; it keeps the source messages it holds."""
+        again, as a restarted host would; it keeps the source messages it holds and what it
+        released."""
         self.core.emit(Event(Kind.RECOVER, detail={"stripe": self.stripe, "cause": why, "placed_to": self.t_r - 1}))
         self.acks.clear()
         self.ack_of.clear()
@@ -374,7 +379,8 @@ class StreamReceiver:
         self.stable_t = 0
         self.waiting = {m: None for m in self.msgs}
         self.t_r, self.highest_seen, self.expect_t, self.next_gseq, self.last_ts = 1, 0, 0, 1, None
-        self.release_from = now
+        # unlike a restart, it knows what it released: what it never released goes out now,
+        # late (its customers wait for it), and nothing goes out twice
 
     def have_epoch(self) -> int:
         a = self.acks.get(self.t_r - 1)
