@@ -38,6 +38,7 @@ PROPERTY_TESTS = [
     "tests/unit/test_customer_whole_packets.py", "tests/unit/test_feed_watch.py", "tests/unit/test_striping.py",
     "tests/unit/test_rmp_ring.py", "tests/unit/test_taxonomy_codec.py", "tests/unit/test_trading_floor_rules.py",
     "tests/unit/test_unified_orders_cores.py", "tests/unit/test_frame_names.py", "tests/venue/test_orderbook.py",
+    "tests/unit/test_wire_vectors.py", "tests/unit/test_secondary_ring_skip.py",
 ]
 
 RUNNER = """

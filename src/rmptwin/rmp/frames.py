@@ -1,5 +1,8 @@
-"""The RMP frames as data: type codes, the meaning of their fields, one frozen dataclass
-per frame type (``Frame`` is their union) and the ring-lineage rules acks are judged by.
+"""The RMP frames as data: type codes, the meaning of their fields, one class per frame
+type (``Frame`` is their union) and the ring-lineage rules acks are judged by.
+
+Frames are values: compared, hashed, printed and pickled by their fields. They are read-only
+to mypy and, compiled, at run time; interpreted they are not frozen (see "frames" below).
 
 How a frame becomes bytes and back is ``rmp.wire`` (the codec), which re-exports every
 name here: ``from rmptwin.rmp.wire import Ack`` and ``wire.Ack`` keep working.
@@ -8,7 +11,7 @@ name here: ``from rmptwin.rmp.wire import Ack`` and ``wire.Ack`` keep working.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from typing import ClassVar, Final
 
 # frame type codes
 DATA, ACK, NULL_TOKEN, NACK, RETX, REPORT, REPORT_ACK, INVITE, JOIN, JOIN_ACK, NEW_RING, SEC_TOKEN = range(1, 13)
@@ -34,40 +37,86 @@ REASONS = {REASON_NO_ACK, REASON_TOKEN_LOST, REASON_NO_ANSWER, REASON_MISSING_TO
 
 
 # ----------------------------------------------------------------------------- frames
-# Each frame's TYPE_NAME is a property, not a class attribute: mypyc, which compiles this
-# module, makes a dataclass's class attributes (ClassVar or not) into fields.
+# Plain classes with their ``__init__`` written out, not frozen dataclasses: mypyc leaves a
+# dataclass's generated ``__init__`` interpreted (1.25 us a frame in either build), and every
+# datagram sent or received makes one. Fields are ``Final``: mypy holds every caller to them
+# and the compiled build refuses an assignment at run time; interpreted, ``__slots__`` alone
+# keeps the shape (no code assigns a field). ``_Frame`` gives them what the dataclass did:
+# equality and hash by value (same type, equal fields), a repr naming each field, copy and
+# pickle by the constructor. ``TYPE_NAME`` and the field list are per class, ClassVar or
+# property: mypyc makes any other class-body assignment an instance attribute.
 
 
-@dataclass(frozen=True, slots=True)
-class Data:
+class _Frame:
+    __slots__ = ()
+    _FIELDS: ClassVar[tuple[str, ...]] = ()     # the constructor's parameters, in order
+
+    def _values(self) -> tuple[object, ...]:
+        """The fields in ``_FIELDS`` order: what equality, hash, repr and pickling use."""
+        raise NotImplementedError
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self) or not isinstance(other, _Frame):
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={value!r}" for name, value in zip(self._FIELDS, self._values()))
+        return f"{type(self).__name__}({shown})"
+
+    def __reduce__(self) -> tuple[type[_Frame], tuple[object, ...]]:
+        return type(self), self._values()
+
+
+class Data(_Frame):
     """Source message (src, src_seq) on a stripe. ``acked_below``: every M < it has been
     acknowledged as far as the source knows (lets receivers spot a missed ack)."""
 
-    stripe: int
-    src: str
-    src_seq: int
-    acked_below: int
-    payload: bytes
+    _FIELDS: ClassVar[tuple[str, ...]] = ("stripe", "src", "src_seq", "acked_below", "payload")
+    __slots__ = _FIELDS
+
+    def __init__(self, stripe: int, src: str, src_seq: int, acked_below: int, payload: bytes) -> None:
+        self.stripe: Final = stripe
+        self.src: Final = src
+        self.src_seq: Final = src_seq
+        self.acked_below: Final = acked_below
+        self.payload: Final = payload
+
+    def _values(self) -> tuple[object, ...]:
+        return self.stripe, self.src, self.src_seq, self.acked_below, self.payload
 
     @property
     def TYPE_NAME(self) -> str:
         return "DATA"
 
 
-@dataclass(frozen=True, slots=True)
-class Ack:
+class Ack(_Frame):
     """Token pass t: acknowledges ``msgs`` with global sequence numbers first_gseq.., is the
-    ack to the previous site and passes the token to ``next_site``. No messages: a null token."""
+    ack to the previous site and passes the token to ``next_site``. No messages: a null token.
+    ``stable``: every ack up to this token is held by every ring member (0: none known)."""
 
-    stripe: int
-    epoch: int
-    token: int
-    first_gseq: int
-    ts_ns: int
-    token_site: str
-    next_site: str
-    msgs: tuple[tuple[str, int], ...] = ()
-    stable: int = 0     # every ack up to this token is held by every ring member (0: none known)
+    _FIELDS: ClassVar[tuple[str, ...]] = (
+        "stripe", "epoch", "token", "first_gseq", "ts_ns", "token_site", "next_site", "msgs", "stable")
+    __slots__ = _FIELDS
+
+    def __init__(self, stripe: int, epoch: int, token: int, first_gseq: int, ts_ns: int, token_site: str,
+                 next_site: str, msgs: tuple[tuple[str, int], ...] = (), stable: int = 0) -> None:
+        self.stripe: Final = stripe
+        self.epoch: Final = epoch
+        self.token: Final = token
+        self.first_gseq: Final = first_gseq
+        self.ts_ns: Final = ts_ns
+        self.token_site: Final = token_site
+        self.next_site: Final = next_site
+        self.msgs: Final = msgs
+        self.stable: Final = stable
+
+    def _values(self) -> tuple[object, ...]:
+        return (self.stripe, self.epoch, self.token, self.first_gseq, self.ts_ns, self.token_site, self.next_site,
+                self.msgs, self.stable)
 
     @property
     def TYPE_NAME(self) -> str:
@@ -79,117 +128,176 @@ class Ack:
         return self.first_gseq + len(self.msgs) - 1
 
 
-@dataclass(frozen=True, slots=True)
-class Nack:
-    stripe: int
-    epoch: int
-    requester: str
-    want: int
-    lo: int
-    hi: int
-    src: str = ""
+class Nack(_Frame):
+    _FIELDS: ClassVar[tuple[str, ...]] = ("stripe", "epoch", "requester", "want", "lo", "hi", "src")
+    __slots__ = _FIELDS
+
+    def __init__(self, stripe: int, epoch: int, requester: str, want: int, lo: int, hi: int, src: str = "") -> None:
+        self.stripe: Final = stripe
+        self.epoch: Final = epoch
+        self.requester: Final = requester
+        self.want: Final = want
+        self.lo: Final = lo
+        self.hi: Final = hi
+        self.src: Final = src
+
+    def _values(self) -> tuple[object, ...]:
+        return self.stripe, self.epoch, self.requester, self.want, self.lo, self.hi, self.src
 
     @property
     def TYPE_NAME(self) -> str:
         return "NACK"
 
 
-@dataclass(frozen=True, slots=True)
-class Retx:
+class Retx(_Frame):
     """A retransmission: carries the original DATA or ACK/NULL_TOKEN frame."""
 
-    stripe: int
-    original: Data | Ack
+    _FIELDS: ClassVar[tuple[str, ...]] = ("stripe", "original")
+    __slots__ = _FIELDS
+
+    def __init__(self, stripe: int, original: Data | Ack) -> None:
+        self.stripe: Final = stripe
+        self.original: Final = original
+
+    def _values(self) -> tuple[object, ...]:
+        return self.stripe, self.original
 
     @property
     def TYPE_NAME(self) -> str:
         return "RETX"
 
 
-@dataclass(frozen=True, slots=True)
-class Report:
-    stripe: int
-    epoch: int
-    reporter: str
-    suspect: str
-    reason: int
-    token: int
-    ring: str = ""
+class Report(_Frame):
+    _FIELDS: ClassVar[tuple[str, ...]] = ("stripe", "epoch", "reporter", "suspect", "reason", "token", "ring")
+    __slots__ = _FIELDS
+
+    def __init__(self, stripe: int, epoch: int, reporter: str, suspect: str, reason: int, token: int,
+                 ring: str = "") -> None:
+        self.stripe: Final = stripe
+        self.epoch: Final = epoch
+        self.reporter: Final = reporter
+        self.suspect: Final = suspect
+        self.reason: Final = reason
+        self.token: Final = token
+        self.ring: Final = ring
+
+    def _values(self) -> tuple[object, ...]:
+        return self.stripe, self.epoch, self.reporter, self.suspect, self.reason, self.token, self.ring
 
     @property
     def TYPE_NAME(self) -> str:
         return "REPORT"
 
 
-@dataclass(frozen=True, slots=True)
-class ReportAck:
-    stripe: int
-    epoch: int
-    reporter: str
+class ReportAck(_Frame):
+    _FIELDS: ClassVar[tuple[str, ...]] = ("stripe", "epoch", "reporter")
+    __slots__ = _FIELDS
+
+    def __init__(self, stripe: int, epoch: int, reporter: str) -> None:
+        self.stripe: Final = stripe
+        self.epoch: Final = epoch
+        self.reporter: Final = reporter
+
+    def _values(self) -> tuple[object, ...]:
+        return self.stripe, self.epoch, self.reporter
 
     @property
     def TYPE_NAME(self) -> str:
         return "REPORT_ACK"
 
 
-@dataclass(frozen=True, slots=True)
-class Invite:
-    stripe: int
-    epoch: int          # the epoch of the ring being formed
-    reformer: str
+class Invite(_Frame):
+    """``epoch``: the epoch of the ring being formed."""
+
+    _FIELDS: ClassVar[tuple[str, ...]] = ("stripe", "epoch", "reformer")
+    __slots__ = _FIELDS
+
+    def __init__(self, stripe: int, epoch: int, reformer: str) -> None:
+        self.stripe: Final = stripe
+        self.epoch: Final = epoch
+        self.reformer: Final = reformer
+
+    def _values(self) -> tuple[object, ...]:
+        return self.stripe, self.epoch, self.reformer
 
     @property
     def TYPE_NAME(self) -> str:
         return "INVITE"
 
 
-@dataclass(frozen=True, slots=True)
-class Join:
+class Join(_Frame):
     """Answer to an INVITE (or, with ``recovering``, a request to join). ``have`` is the last
-    acknowledgement the member holds with all its messages (t_r - 1); ``next_gseq`` follows it."""
+    acknowledgement the member holds with all its messages (t_r - 1); ``next_gseq`` follows it.
+    ``have_epoch``: epoch of the ring that issued ack ``have``."""
 
-    stripe: int
-    epoch: int
-    member: str
-    have: int
-    next_gseq: int
-    recovering: bool = False
-    have_epoch: int = 0     # epoch of the ring that issued ack ``have``
+    _FIELDS: ClassVar[tuple[str, ...]] = ("stripe", "epoch", "member", "have", "next_gseq", "recovering", "have_epoch")
+    __slots__ = _FIELDS
+
+    def __init__(self, stripe: int, epoch: int, member: str, have: int, next_gseq: int, recovering: bool = False,
+                 have_epoch: int = 0) -> None:
+        self.stripe: Final = stripe
+        self.epoch: Final = epoch
+        self.member: Final = member
+        self.have: Final = have
+        self.next_gseq: Final = next_gseq
+        self.recovering: Final = recovering
+        self.have_epoch: Final = have_epoch
+
+    def _values(self) -> tuple[object, ...]:
+        return self.stripe, self.epoch, self.member, self.have, self.next_gseq, self.recovering, self.have_epoch
 
     @property
     def TYPE_NAME(self) -> str:
         return "JOIN"
 
 
-@dataclass(frozen=True, slots=True)
-class JoinAck:
-    stripe: int
-    epoch: int
-    member: str
+class JoinAck(_Frame):
+    _FIELDS: ClassVar[tuple[str, ...]] = ("stripe", "epoch", "member")
+    __slots__ = _FIELDS
+
+    def __init__(self, stripe: int, epoch: int, member: str) -> None:
+        self.stripe: Final = stripe
+        self.epoch: Final = epoch
+        self.member: Final = member
+
+    def _values(self) -> tuple[object, ...]:
+        return self.stripe, self.epoch, self.member
 
     @property
     def TYPE_NAME(self) -> str:
         return "JOIN_ACK"
 
 
-@dataclass(frozen=True, slots=True)
-class NewRing:
+class NewRing(_Frame):
     """A reformed ring. Members lacking acks up to ``last_t`` get them from ``recovery_site``;
-    the token site sends ack last_t + 1 next. ``start_t`` is the policy's starting number."""
+    the token site sends ack last_t + 1 next. ``start_t`` is the policy's starting number.
 
-    stripe: int
-    epoch: int
-    start_t: int
-    last_t: int
-    next_gseq: int
-    ts_ns: int
-    token_site: str
-    recovery_site: str
-    members: tuple[str, ...] = field(default_factory=tuple)
-    # recent rings as (epoch, first token it issued), oldest first, this one last: ack t
-    # is valid only if issued by the ring whose range holds t (a receiver that slept
-    # through a reformation may hold acks of a ring that was superseded below them)
-    lineage: tuple[tuple[int, int], ...] = ()
+    ``lineage``: recent rings as (epoch, first token it issued), oldest first, this one last:
+    ack t is valid only if issued by the ring whose range holds t (a receiver that slept
+    through a reformation may hold acks of a ring that was superseded below them)."""
+
+    _FIELDS: ClassVar[tuple[str, ...]] = (
+        "stripe", "epoch", "start_t", "last_t", "next_gseq", "ts_ns", "token_site", "recovery_site", "members",
+        "lineage")
+    __slots__ = _FIELDS
+
+    def __init__(self, stripe: int, epoch: int, start_t: int, last_t: int, next_gseq: int, ts_ns: int,
+                 token_site: str, recovery_site: str, members: tuple[str, ...] = (),
+                 lineage: tuple[tuple[int, int], ...] = ()) -> None:
+        self.stripe: Final = stripe
+        self.epoch: Final = epoch
+        self.start_t: Final = start_t
+        self.last_t: Final = last_t
+        self.next_gseq: Final = next_gseq
+        self.ts_ns: Final = ts_ns
+        self.token_site: Final = token_site
+        self.recovery_site: Final = recovery_site
+        self.members: Final = members
+        self.lineage: Final = lineage
+
+    def _values(self) -> tuple[object, ...]:
+        return (self.stripe, self.epoch, self.start_t, self.last_t, self.next_gseq, self.ts_ns, self.token_site,
+                self.recovery_site, self.members, self.lineage)
 
     @property
     def TYPE_NAME(self) -> str:
@@ -213,18 +321,25 @@ def superseded(lineage: Iterable[tuple[int, int]], epoch: int, token: int) -> bo
     return owner is not None and owner != epoch
 
 
-@dataclass(frozen=True, slots=True)
-class SecToken:
+class SecToken(_Frame):
     """Secondary ring token numbered like the primary tokens: the holder has every ack and
     message up to ``token``."""
 
-    stripe: int
-    epoch: int
-    ring: str
-    token: int
-    holder: str
-    next_holder: str
-    round: int
+    _FIELDS: ClassVar[tuple[str, ...]] = ("stripe", "epoch", "ring", "token", "holder", "next_holder", "round")
+    __slots__ = _FIELDS
+
+    def __init__(self, stripe: int, epoch: int, ring: str, token: int, holder: str, next_holder: str,
+                 round: int) -> None:
+        self.stripe: Final = stripe
+        self.epoch: Final = epoch
+        self.ring: Final = ring
+        self.token: Final = token
+        self.holder: Final = holder
+        self.next_holder: Final = next_holder
+        self.round: Final = round
+
+    def _values(self) -> tuple[object, ...]:
+        return self.stripe, self.epoch, self.ring, self.token, self.holder, self.next_holder, self.round
 
     @property
     def TYPE_NAME(self) -> str:

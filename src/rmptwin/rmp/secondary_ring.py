@@ -18,7 +18,6 @@ as SECONDARY_STABLE (gseq: the last message of that ack), as the primary ring re
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import replace
 
 from rmptwin.core.events import Event, Kind
 from rmptwin.core.sansio import Unicast
@@ -161,7 +160,9 @@ class SecondaryRing:
                 self.round_accepted = tok.round - 1
                 self._timer("pass", now + self.tm.tau_t)
                 return
-            self._send(replace(tok, next_holder=nxt, token=self.receiver.t_r - 1), now)
+            # the last token, now to nxt at our position (frames are plain classes: no dataclasses.replace)
+            self._send(wire.SecToken(tok.stripe, tok.epoch, tok.ring, self.receiver.t_r - 1, tok.holder, nxt,
+                                     tok.round), now)
             return
         self.core.send(tok, Unicast(tok.next_holder))
         self._timer("wait", now + self.tm.tau_r)
