@@ -157,7 +157,7 @@ def test_bench_writes_json_and_markdown_and_flags_a_regression(tmp_path, fake_be
     failed = next(r for r in doc["rows"] if r["bench"] == "zzbad")
     assert failed["metric"] == "(failed)" and failed["n"] == 1 and "RuntimeError: no" in failed["note"]
     md = (tmp_path / "out" / "bench.md").read_text()
-    assert "| zzgood | speed | 200 | 100 – 300 | 3 | x/s | higher | 400 | 50% REGRESSION |" in md
+    assert "| zzgood | speed | 200 | 100 – 300 | 3 | x/s | higher |  |  | 400 | 50% REGRESSION |" in md
 
 
 def test_write_reference_then_an_equal_run_is_no_regression(tmp_path, fake_bench, capsys):

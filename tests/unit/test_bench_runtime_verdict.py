@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
+from rmptwin.bench import bench_runtime as br
 from rmptwin.bench.bench_runtime import REPO, at_rate, latency_bound_ms, run_facts, verdict
 from rmptwin.model import load_experiment
 
@@ -41,3 +43,24 @@ def test_run_facts_counts_reformations_and_how_late_the_last_send_went_out(tmp_p
     pq.write_table(pa.table({"t_ns": [600_000_000, 5_500_000_000, 6_000_000_000, 6_100_000_000],
                              "kind": ["send", "send", "reform_start", "reform_done"]}), path)
     assert run_facts(path, loaded) == {"reformations": 1, "behind_s": 2.0}
+
+
+def _plan(tdf, busy, idle=0.3):
+    return {"tdf": tdf, "headroom": 0.25, "cpus": 2, "predicted_busy_cpus": busy, "predicted_idle_cpus": idle,
+            "predicted_wall_s": 600.0}
+
+
+@pytest.mark.parametrize("plan, skipped", [
+    (_plan(24.0, 0.45), False),     # on time below the largest factor
+    (_plan(64.0, 0.52), False),     # a little over its budget at 64: run, the timers judge
+    (_plan(64.0, 1.75), True),      # twice the budget at 64: the run would measure the machine
+])
+def test_a_dilated_step_is_not_run_when_its_plan_is_overloaded_at_the_largest_factor(monkeypatch, plan, skipped):
+    from rmptwin.runner import calibrate
+
+    monkeypatch.setattr(calibrate, "plan_run", lambda loaded, options, say: (loaded, plan))
+    loaded = load_experiment(REPO / "experiments" / "quickstart.yaml")
+    why = br.beyond_the_ladder(loaded, "docker")
+    assert (why is not None) == skipped
+    if skipped:   # it says what no factor shrinks and the factor that would do
+        assert "0.30 idle" in why and "time dilation 464" in why, why

@@ -24,10 +24,10 @@ from rmptwin.cli.console import make_console, print_error
 from rmptwin.errors import UserError
 from rmptwin.rundir.provenance import git_commit
 
-COLUMNS = ("bench", "metric", "value", "range", "n", "unit", "better", "reference", "vs reference", "goal", "ok",
-           "conditions", "note")
-CONSOLE_COLUMNS = ("bench", "metric", "value", "range", "n", "unit", "reference", "vs reference", "goal", "ok",
-                   "conditions")
+COLUMNS = ("bench", "metric", "value", "range", "n", "unit", "better", "floor", "x floor", "reference",
+           "vs reference", "goal", "ok", "conditions", "note")
+CONSOLE_COLUMNS = ("bench", "metric", "value", "range", "n", "unit", "floor", "x floor", "reference", "vs reference",
+                   "goal", "ok", "conditions")
 
 
 def discover() -> list[str]:
@@ -51,6 +51,11 @@ def cell(row: dict[str, Any], col: str) -> str:
     """A column of a compared row as text (plain: the console adds colour)."""
     if col == "range":
         return "" if row.get("min") is None else f"{fmt(row['min'])} – {fmt(row['max'])}"
+    if col == "x floor":
+        ratio = harness.floor_ratio(row)
+        return "" if ratio is None else f"{ratio:.2f} x"
+    if col == "floor" and row.get("floor") is not None and row.get("floor_what"):
+        return f"{fmt(row['floor'])} ({row['floor_what']})"
     if col == "vs reference":
         w = row.get("worse_by")
         if w is None:

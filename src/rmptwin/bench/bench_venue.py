@@ -139,7 +139,9 @@ def _floor_rows(cluster: EtcdCluster, where: str, quick: bool) -> list[dict[str,
     return rows
 
 
-def _venue_rows(cluster: EtcdCluster, where: str, quick: bool) -> list[dict[str, Any]]:
+def _venue_rows(cluster: EtcdCluster, where: str, quick: bool, floor_ms: float | None = None) -> list[dict[str, Any]]:
+    """The venue at 1,000 and 9,000 req/s; ``floor_ms``: one etcd transaction (the default API)
+    + one fdatasync, measured in this run, the floor the p50 is held to (the goal: <= 2 x)."""
     secs = 2.0 if quick else 3.0
     rows = []
     for rate in (1000, 9000):
@@ -166,8 +168,11 @@ def _venue_rows(cluster: EtcdCluster, where: str, quick: bool) -> list[dict[str,
                 + _stage_note(r["trace"]))
         tag = f"venue, 2 EV processes, etcd on {where}, offered {rate:,}/s"
         if rate == 1000:
+            floor = ({} if floor_ms is None else
+                     {"floor": floor_ms, "floor_what": "1 etcd txn + 1 fdatasync", "goal": "<= 2 x floor",
+                      "goal_max": 2 * floor_ms})
             rows.append({"metric": f"{tag}: p50", "value": r["p50_ms"], "unit": "ms", "better": "lower",
-                         "goal": "< 1.25 ms", "goal_max": 1.25, "conditions": cond, "note": note})
+                         **floor, "conditions": cond, "note": note})
         else:
             rows.append({"metric": f"{tag}: completed/s", "value": r["throughput"], "unit": "req/s",
                          "better": "higher", "goal": ">= 9,000 req/s", "goal_min": 9000, "conditions": cond,
@@ -258,8 +263,10 @@ def _etcd(quick: bool) -> list[dict[str, Any]]:
              "note": f"p99 {_pct(pre, 0.99):.2f} ms"}]
     for where, root in STORAGE.items():
         with EtcdCluster(3, data_root=root) as cluster:
-            rows += _floor_rows(cluster, where, quick)
-            rows += _venue_rows(cluster, where, quick)
+            floors = _floor_rows(cluster, where, quick)
+            txn_ms = next(r["value"] for r in floors if _API_NAME[ETCD_APIS[0]] in r["metric"])
+            rows += floors
+            rows += _venue_rows(cluster, where, quick, floor_ms=txn_ms + statistics.median(pre))
             if where == "disk":
                 rows += _failover_rows(cluster, where, quick)
                 rows += _standby_rows(cluster, where, quick)

@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[3]
 # Keys a module's row may carry that the harness consumes (not written out as they are).
 _INPUT_ONLY = ("samples", "goal_min", "goal_max")
 # What the reference keeps of a row: enough to compare and to say what was measured.
-_REFERENCE_KEYS = ("bench", "metric", "value", "min", "max", "n", "unit", "better", "conditions")
+_REFERENCE_KEYS = ("bench", "metric", "value", "min", "max", "n", "unit", "better", "floor", "conditions")
 
 
 class BenchFiles:
@@ -90,6 +90,16 @@ def aggregate(measurements: list[dict[str, Any]]) -> dict[str, Any]:
     if judged is not None:
         out["ok"] = judged
     return out
+
+
+def floor_ratio(row: dict[str, Any]) -> float | None:
+    """How many times its floor's cost a figure is (>= 1: slower than the floor), or None
+    without a floor. A row names its floor in ``floor`` (same unit, measured in the same run);
+    for a rate (better: higher) the cost is its inverse, so 2.0 always reads "twice the floor"."""
+    value, floor = row.get("value"), row.get("floor")
+    if not (_is_number(value) and _is_number(floor)) or not value or not floor:
+        return None
+    return float(floor) / float(value) if row.get("better") == "higher" else float(value) / float(floor)
 
 
 def merge_runs(runs: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:

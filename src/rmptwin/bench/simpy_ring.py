@@ -9,7 +9,8 @@ the same order; only the event machinery differs: our heap of tuples
 (``rmptwin.sim.scheduler.Scheduler``) against SimPy's environment. On SimPy the sources and
 the token are processes (``yield env.timeout``); deliveries and acks are timeouts with a
 callback, SimPy's cheapest delayed event (a process per packet would cost it more), so
-the ratio is not flattering to us.
+the ratio is not flattering to us. ``run_heapq`` is the floor both are held to: the same
+events from a bare ``heapq`` loop with the dispatch written inline.
 """
 
 from __future__ import annotations
@@ -119,6 +120,44 @@ def run_ours(w: RingWorkload) -> RingState:
         at(src * w.interval_ns // w.sources, publish, src, 0)
     at(0, token)
     s.run_until(1 << 62)
+    return st
+
+
+def run_heapq(w: RingWorkload) -> RingState:
+    """The scheduler's floor: the same events in the same order from a bare ``heapq`` of
+    (time, tie, kind, a, b) tuples dispatched inline (no callables, no scheduler object)."""
+    import heapq
+
+    st, links = RingState(w), [w.link_ns(m) for m in range(w.members)]
+    heap: list[tuple[int, int, int, int, int]] = []
+    push, pop, n = heapq.heappush, heapq.heappop, 0
+    PUBLISH, DATA, ACK, TOKEN = range(4)
+    for src in range(w.sources):
+        n += 1
+        push(heap, (src * w.interval_ns // w.sources, n, PUBLISH, src, 0))
+    n += 1
+    push(heap, (0, n, TOKEN, 0, 0))
+    while heap:
+        t, _, kind, a, b = pop(heap)
+        if kind == DATA:
+            st.on_data(a)
+            n += 1
+            push(heap, (t + links[a], n, ACK, b, 0))
+        elif kind == ACK:
+            st.on_ack(a)
+        elif kind == PUBLISH:
+            st.on_publish()
+            for m, d in enumerate(links):
+                n += 1
+                push(heap, (t + d, n, DATA, m, a))
+            if b + 1 < w.per_source:
+                n += 1
+                push(heap, (t + w.interval_ns, n, PUBLISH, a, b + 1))
+        else:
+            st.on_token()
+            if t + w.ring_delay_ns <= w.end_ns:
+                n += 1
+                push(heap, (t + w.ring_delay_ns, n, TOKEN, 0, 0))
     return st
 
 
