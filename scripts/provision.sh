@@ -29,9 +29,9 @@ APT_PACKAGES=(
   make git sqlite3
 )
 # Only with --compiled (make test, make bench), never for make run: mypyc compiles the cores
-# (scripts/build_compiled.py; python3-dev already brings libc6-dev), and the tests screenshot
-# the reports in a headless browser.
-BUILD_PACKAGES=(gcc libc6-dev chromium)
+# (scripts/build_compiled.py; python3-dev already brings libc6-dev), the tests screenshot
+# the reports in a headless browser, and bench_datapath holds the nodes' UDP loop to socat's.
+BUILD_PACKAGES=(gcc libc6-dev chromium socat)
 
 # A command already on PATH stands in for the package, so a machine with Docker's own
 # docker-ce or an upstream etcd is left alone (apt would otherwise replace them).
