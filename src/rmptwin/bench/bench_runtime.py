@@ -19,7 +19,9 @@ Full mode then runs the first failing rate with safe delivery (quickstart-safe.y
 order consistency survive the overload there? And it climbs a second ladder, in virtual time:
 Docker hosts at ``time_dilation: auto`` (each step at the factor its plan chooses), the same
 criteria read in virtual time, the rate the design sustains on a host that many times faster
-(docs/virtual-time.md). Needs root (Mininet, Open vSwitch); without root it reports one row
+(docs/virtual-time.md). Each of its steps runs simulated beside it (the row's floor: the design
+with no host under it), and a step the plan finds overloaded at twice its budget even at the
+largest factor is not run (its row says what it would need). Needs root (Mininet, Open vSwitch); without root it reports one row
 saying so.
 """
 
