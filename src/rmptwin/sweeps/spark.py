@@ -8,6 +8,7 @@ experiment and topology as JSON, so no executor reads a file of this machine.
 
 from __future__ import annotations
 
+import atexit
 import shutil
 import tempfile
 import threading
@@ -47,6 +48,9 @@ def _ship_package(sc: SparkContext) -> None:
     """Give remote executors this checkout's rmptwin (its dependencies must be installed there)."""
     package = Path(__file__).resolve().parents[1]
     tmp = Path(tempfile.mkdtemp(prefix="rmptwin-sweep-"))
+    # the driver serves the archive from this path for as long as the context lives: removed at
+    # exit, not here (each cluster sweep left a 1.5 MB copy in /tmp before)
+    atexit.register(shutil.rmtree, tmp, True)
     archive = shutil.make_archive(str(tmp / "rmptwin"), "zip", root_dir=package.parent, base_dir=package.name)
     sc.addPyFile(archive)
 
