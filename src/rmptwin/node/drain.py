@@ -50,7 +50,6 @@ class NodeProgress:
         # re-sends those messages (SRC_RETX), to be acknowledged again by the new ring.
         self.acked: set[tuple[int, int]] = set()
         self.acked_top: dict[int, int] = {}     # stripe -> highest acknowledged gseq seen
-        self.resynced: set[int] = set()         # stripes this receiver started over on (RECOVER)
         self.released_top: dict[int, int] = {}  # stripe -> highest released gseq
         self.edge_top: dict[int, int] = {}      # edge stripe -> highest edge sequence released on it
         self.held: dict[int, set[int]] = {}     # customer: stripe -> positions held above the prefix
@@ -66,13 +65,9 @@ class NodeProgress:
             self.acked_top[k] = max(self.acked_top.get(k, 0), ev.gseq)
         elif kind == Kind.SRC_RETX:
             self.acked.discard((ev.detail.get("stripe", 0), ev.src_seq))
-        elif kind == Kind.RELEASE or (kind == Kind.DELIVER and ev.detail.get("stripe", 0) in self.resynced):
-            # A receiver that started over (receiver.resync) delivers the history again but
-            # releases only what it had not released before: its delivery is its progress.
+        elif kind == Kind.RELEASE:
             k = ev.detail.get("stripe", 0)
             self.released_top[k] = max(self.released_top.get(k, 0), ev.gseq)
-        elif kind == Kind.RECOVER and ev.detail.get("cause"):
-            self.resynced.add(ev.detail.get("stripe", 0))
         elif kind == Kind.EDGE_RELEASE:
             k = ev.detail.get("stripe", 0)
             self.edge_top[k] = max(self.edge_top.get(k, 0), ev.gseq)
