@@ -298,7 +298,7 @@ def plan(experiment: LoadedExperiment | str | Path, overrides: dict[str, Any] | 
     """`rmptwin plan`: the time dilation factor ``experiment`` needs on this host, without running
     it. Calibrates the host first when it has no calibration for ``options`` (four emulated runs:
     the quickstart at two factors, line3 and the venue at one; about six minutes; as root) or when ``recalibrate``."""
-    from rmptwin.planning.calibration import cache_dir, identity_key
+    from rmptwin.planning.calibration import cache_path
     from rmptwin.planning.demand import simulated_demand
     from rmptwin.planning.plan import choose
     from rmptwin.runner.calibrate import calibration_for
@@ -307,7 +307,7 @@ def plan(experiment: LoadedExperiment | str | Path, overrides: dict[str, Any] | 
     loaded = _experiment(experiment, overrides).with_time_dilation(1.0)
     cal = calibration_for(options, say or (lambda _: None), recalibrate=recalibrate)
     demand = simulated_demand(loaded)
-    return Plan(loaded, cal, cache_dir() / f"{identity_key(cal.identity)}.json", demand, choose(demand, cal))
+    return Plan(loaded, cal, cache_path(cal.identity), demand, choose(demand, cal))
 
 
 def measure_dilation(experiment: LoadedExperiment | str | Path, factors: Sequence[float | str],

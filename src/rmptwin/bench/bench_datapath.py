@@ -374,7 +374,7 @@ def _calibration_rows(results: dict[str, list[Measurement] | str], quick: bool) 
         return [{"metric": "CPU per datagram handled: node roles (calibration)", "value": "skipped", "ok": None,
                  "note": "no calibration of this host for Docker hosts (rmptwin plan makes one)" if cal is None
                  else "no Python loop measured"}]
-    made = cal_mod.cache_dir() / f"{cal_mod.identity_key(cal.identity)}.json"
+    made = cal_mod.cache_path(cal.identity)
     when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(made.stat().st_mtime)) if made.exists() else "cached"
     return role_rows({r: c.cpu_us_per_datagram for r, c in cal.roles.items()}, min(floors), when)
 

@@ -216,9 +216,14 @@ def cache_dir() -> Path:
     return Path(base) / "rmptwin" / "calibration"
 
 
+def cache_path(identity: dict[str, Any]) -> Path:
+    """Where the calibration of the host ``identity`` names is kept."""
+    return cache_dir() / f"{identity_key(identity)}.json"
+
+
 def cached(identity: dict[str, Any]) -> Calibration | None:
     """This host's calibration, or None when it has none (or only a stale or unreadable one)."""
-    path = cache_dir() / f"{identity_key(identity)}.json"
+    path = cache_path(identity)
     try:
         d = json.loads(path.read_text())
         if d.get("format") != FORMAT or d.get("identity") != identity:
@@ -229,7 +234,7 @@ def cached(identity: dict[str, Any]) -> Calibration | None:
 
 
 def save(cal: Calibration) -> Path:
-    path = cache_dir() / f"{identity_key(cal.identity)}.json"
+    path = cache_path(cal.identity)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(cal.to_dict(), indent=1))
