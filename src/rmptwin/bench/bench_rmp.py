@@ -42,19 +42,20 @@ def floor_data(stripe: int, name: bytes, seq: int, below: int, payload: bytes) -
     """A DATA frame's bytes by bare struct calls (``name``: already length-prefixed, as the
     codec caches its names)."""
     body = name + _DATA_NUMS.pack(seq, below) + payload
-    return _DATA_HEAD.pack(0xA5, 2, 1, len(body) + 2, stripe) + body
+    return _DATA_HEAD.pack(wire.MAGIC, wire.VERSION, wire.DATA, len(body) + 2, stripe) + body
 
 
 def floor_ack(fixed: tuple[int, ...], sites: bytes, pairs: list[tuple[bytes, int]]) -> bytes:
     """An ACK's bytes: ``fixed`` = (stripe, epoch, token, first gseq, ts, stable), ``sites`` the
     two prefixed site names, ``pairs`` the prefixed source names and their numbers."""
     tail = sites + _U16.pack(len(pairs)) + b"".join([name + _SEQ.pack(seq) for name, seq in pairs])
-    return _ACK_HEAD.pack(0xA5, 2, 2, len(tail) + _ACK_HEAD.size - 5, *fixed) + tail
+    return _ACK_HEAD.pack(wire.MAGIC, wire.VERSION, wire.ACK, len(tail) + _ACK_HEAD.size - wire.HEADER_SIZE,
+                          *fixed) + tail
 
 
 def floor_decode(b: bytes) -> tuple[object, ...]:
     """The fields of a DATA or ACK back, as tuples (no checks: the codec's floor, not a codec)."""
-    if b[2] == 1:
+    if b[2] == wire.DATA:
         ln = b[7]
         seq, below = _DATA_NUMS.unpack_from(b, 8 + ln)
         return (_DATA_HEAD.unpack_from(b)[4], b[8:8 + ln].decode(), seq, below, b[24 + ln:])
