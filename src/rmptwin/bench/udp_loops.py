@@ -25,19 +25,12 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from rmptwin.node.udp_buffers import set_buffers  # the node driver's buffers
+
 if TYPE_CHECKING:
     from rmptwin.core.events import Event
 
-SOCKET_BUFFER = 4 << 20   # as the node driver's sockets: a burst of the sender must not overflow
 PACE_SLEEP_S = 0.0005     # the sender wakes every ~0.5 ms and sends what is due (bursts of ~10)
-
-
-def _buffers(s: socket.socket) -> None:
-    for opt in (socket.SO_RCVBUF, socket.SO_SNDBUF):
-        try:
-            s.setsockopt(socket.SOL_SOCKET, opt, SOCKET_BUFFER)
-        except OSError:
-            pass
 
 
 def paced_count(elapsed_s: float, rate: float, total: int) -> int:
@@ -48,7 +41,7 @@ def paced_count(elapsed_s: float, rate: float, total: int) -> int:
 
 def send(host: str, port: int, rate: float, seconds: float, size: int, bind: str | None) -> dict[str, Any]:
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    _buffers(s)
+    set_buffers(s)
     if bind:
         s.bind((bind, 0))
     s.connect((host, port))   # a connected socket: the cheapest send Python has, so the sender stays light
@@ -77,7 +70,7 @@ def sink(ip: str, port: int) -> dict[str, Any]:
     # The node driver's wildcard sockets use SO_REUSEADDR on the same port; the sink's more
     # specific address then wins the datagrams sent to it.
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    _buffers(s)
+    set_buffers(s)
     s.bind((ip, port))
     n = 0
 
@@ -112,7 +105,7 @@ class Forward(asyncio.DatagramProtocol):
 async def _forward(inp: tuple[str, int], out: tuple[str, int]) -> None:
     loop = asyncio.get_running_loop()
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    _buffers(sock)
+    set_buffers(sock)
     sock.bind(inp)
     await loop.create_datagram_endpoint(lambda: Forward(out), sock=sock)
     done = asyncio.Event()

@@ -44,12 +44,12 @@ from rmptwin.model import Clock
 from rmptwin.node.drain import NodeProgress
 from rmptwin.node.eventlog import EventWriter
 from rmptwin.node.hostlink import HostLink
+from rmptwin.node.udp_buffers import set_buffers
 from rmptwin.records.timer_lateness import LatenessHistogram
 
 if TYPE_CHECKING:
     from rmptwin.factories.ticker_workload import Publish
 
-SOCKET_BUFFER = 4 << 20
 MAX_READS_PER_WAKEUP = 256
 EARLY_WAKE_NS = 2_000_000  # > the selector's 1 ms rounding plus a typical wake-up delay
 # Events on disk before the datagrams of the same call go out: a CAS proposal's invocation is
@@ -76,11 +76,7 @@ def _udp_socket(ip: str, port: int) -> socket.socket:
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.setsockopt(socket.IPPROTO_IP, IP_MULTICAST_ALL, 0)
-    for opt in (socket.SO_RCVBUF, socket.SO_SNDBUF):
-        try:
-            s.setsockopt(socket.SOL_SOCKET, opt, SOCKET_BUFFER)
-        except OSError:
-            pass
+    set_buffers(s)
     s.bind(("0.0.0.0", port))
     s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 32)
     s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_LOOP, 0)
