@@ -409,6 +409,22 @@ class EmulatedNetwork:
         lk.command({"op": "set", "duplicate": float(duplicate), "reorder": float(reorder),
                     "reorder_ns": int(reorder_ns)})
 
+    def restart_relay(self, link: str, *, fixed_delay: bool = False) -> RelayLink:
+        """Stop a relay link's process and start a new one (counters from zero, changes made with
+        ``set_*`` forgotten). ``fixed_delay``: it forwards with the link's configured delay and no
+        link model, the floor ``bench.emulated_floors`` holds the relay's CPU to, in the same
+        namespace between the same veths, so that only the model differs."""
+        lk = self._link(link)
+        if not isinstance(lk, RelayLink):
+            raise UserError(f"link {link}: no relay process to restart ({self.impair} backend)")
+        lk.stop()
+        lk.fixed_delay_ns = round(lk.params.delay_ms * 1e6) if fixed_delay else None
+        lk.start()
+        lk.wait_ready()
+        # cleanup after a crash kills what net.json names: the new pid, not the old one
+        self._record(relay_pids=[r.proc.pid for r in self.links.values() if isinstance(r, RelayLink) and r.proc])
+        return lk
+
     def containers_by_host(self) -> dict[str, str]:
         """host name -> its container's name (Docker hosts; namespace hosts have none)."""
         if self.nodes_mode != "docker" or self.net is None:

@@ -79,6 +79,9 @@ class RelayLink:
     seed: int
     t0_ns: int
     proc: subprocess.Popen[bytes] | None = None
+    # Set only for the benchmark's floor: the relay forwards with this constant delay and no
+    # link model (relay.FixedDelay); None: the link's model, as every run uses.
+    fixed_delay_ns: int | None = None
 
     @property
     def control_path(self) -> Path:
@@ -102,6 +105,8 @@ class RelayLink:
             "control": str(self.control_path), "droplog": str(self.drop_path),
             "counts": str(self.counts_path), "ready": str(ready),
         }
+        if self.fixed_delay_ns is not None:
+            cfg["fixed_delay_ns"] = self.fixed_delay_ns
         cfg_path = self.dir / f"{self.name}.json"
         cfg_path.write_text(json.dumps(cfg, indent=1))
         log = open(self.dir / f"{self.name}.log", "ab")

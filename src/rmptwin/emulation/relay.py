@@ -14,6 +14,9 @@ that ``droplog`` turns into ``events.DROP_SCHEMA`` rows. A unix stream socket ta
 one JSON command per connection: ``set`` (loss/delay/jitter/bandwidth/up, either
 direction), ``stats``, ``flush``.
 
+With ``fixed_delay_ns`` in its configuration the relay forwards with that constant delay
+and no link model (``FixedDelay``): the floor the benchmark holds the relay's CPU per frame to.
+
 Run: ``python -m rmptwin.emulation.relay CONFIG.json`` (inside the link namespace).
 """
 
@@ -32,7 +35,7 @@ import time
 from typing import Any
 
 from rmptwin.core.linkmodel import LinkConfig, LinkDirection, stream_seed
-from rmptwin.core.packetkey import UNKEYED, frame_key
+from rmptwin.core.packetkey import UNKEYED, PacketKey, frame_key
 from rmptwin.model import LinkParams
 
 ETH_P_ALL = 0x0003
@@ -72,13 +75,53 @@ def release_slack_ns(params: LinkParams) -> int:
     return max(RELEASE_SLACK_NS, min(MAX_SLACK_NS, round(params.delay_ms * 1e6) // SLACK_FRACTION))
 
 
-class Direction:
-    """One way across the link (``frm`` to ``to``): its link model, delay line and counters."""
+class FixedDelay:
+    """A stand-in for the link model that only delays: every frame leaves ``delay_ns`` after it
+    arrived; none is lost, queued, jittered or reordered, and no frame's identity is computed.
 
-    def __init__(self, name: str, params: LinkParams, seed: int, link: str, frm: str, to: str) -> None:
+    The benchmark's floor for the relay (``bench.emulated_floors``): the same process, sockets
+    and delay line with the model's decisions taken out, so the relay's CPU per frame can be set
+    beside what forwarding alone costs. It has the surface of ``LinkDirection`` that ``Direction``
+    and ``Relay`` use; of a new configuration it takes only the delay, and it refuses to go down,
+    duplicate or reorder (each would be a decision it exists to leave out)."""
+
+    draws = False          # Direction.admit then spares every frame its identity
+    last_copy = -1
+    duplicate_at = -1
+    up = True
+
+    def __init__(self, delay_ns: int) -> None:
+        if delay_ns < 0:
+            raise ValueError(f"fixed delay must be >= 0 ns, got {delay_ns}")
+        self.delay_ns = int(delay_ns)
+        self.trace_origin_ns = 0   # set by Relay as for the model; nothing here replays a trace
+
+    def offer(self, now_ns: int, size: int, key: PacketKey = UNKEYED) -> int:
+        return now_ns + self.delay_ns
+
+    def reconfigure(self, config: LinkConfig) -> None:
+        self.delay_ns = config.delay_ns
+
+    def set_up(self, up: bool) -> None:
+        if not up:
+            raise ValueError("a fixed-delay relay does not go down (it forwards only, as a floor)")
+
+    def set_chaos(self, duplicate: float = 0.0, reorder: float = 0.0, reorder_ns: int = 0) -> None:
+        if duplicate or reorder:
+            raise ValueError("a fixed-delay relay neither duplicates nor reorders (it forwards only, as a floor)")
+
+
+class Direction:
+    """One way across the link (``frm`` to ``to``): its link model, delay line and counters.
+    With ``fixed_delay_ns`` the model is a ``FixedDelay`` of that many ns instead."""
+
+    def __init__(self, name: str, params: LinkParams, seed: int, link: str, frm: str, to: str,
+                 fixed_delay_ns: int | None = None) -> None:
         self.name = name
         self.params = params
-        self.model = LinkDirection(LinkConfig.from_spec(params), stream_seed(seed, link, frm, to))
+        self.model: LinkDirection | FixedDelay = (
+            LinkDirection(LinkConfig.from_spec(params), stream_seed(seed, link, frm, to)) if fixed_delay_ns is None
+            else FixedDelay(fixed_delay_ns))
         self.line: collections.deque[tuple[int, bytes]] = collections.deque()
         self.slack_ns = release_slack_ns(params)
         self.packets = 0
@@ -123,7 +166,10 @@ class Relay:
         params = LinkParams.model_validate(cfg["params"])
         seed = int(cfg.get("seed", 1))
         a, b = cfg["a_node"], cfg["b_node"]   # the simulator's names for the link's ends
-        self.dirs = (Direction("ab", params, seed, self.link, a, b), Direction("ba", params, seed, self.link, b, a))
+        fixed = cfg.get("fixed_delay_ns")       # set only by the benchmark's floor (FixedDelay)
+        fixed = None if fixed is None else int(fixed)
+        self.dirs = (Direction("ab", params, seed, self.link, a, b, fixed),
+                     Direction("ba", params, seed, self.link, b, a, fixed))
         self.socks = (self._packet_socket(cfg["a_intf"]), self._packet_socket(cfg["b_intf"]))
         # Wall time of the run's t=0, and the monotonic clock's offset from wall time.
         self.t0 = int(cfg.get("t0_ns", time.time_ns()))
@@ -245,7 +291,9 @@ class Relay:
     def stats(self) -> dict[str, dict[str, Any]]:
         return {
             d.name: {"packets": d.packets, **{r: d.dropped[i] for i, r in enumerate(REASONS)},
-                     "queued": len(d.line), "params": d.params.model_dump(mode="json"), "up": d.up}
+                     "queued": len(d.line), "params": d.params.model_dump(mode="json"), "up": d.up,
+                     # the params above are not applied by a fixed-delay relay: say so beside them
+                     **({"fixed_delay_ns": d.model.delay_ns} if isinstance(d.model, FixedDelay) else {})}
             for d in self.dirs
         }
 
