@@ -136,3 +136,12 @@ def test_each_calibrated_role_is_held_to_twice_the_cheapest_python_loop():
     by = {r["metric"].split(": ")[1].split(" ")[0]: r for r in rows}
     assert floor_ratio(by["primary"]) == 2.4 and by["primary"]["ok"] is False
     assert floor_ratio(by["customer"]) == 1.8 and by["customer"]["ok"] is True
+
+
+def test_each_driver_lever_is_set_beside_the_plain_driver():
+    results = {"asyncio": [m(loop_cpu_s=1.0)], "socat": [m(loop_cpu_s=0.2)], dp.DRIVER: [m(loop_cpu_s=0.4)],
+               dp.DRIVER_UVLOOP: [m(loop_cpu_s=0.3)], dp.DRIVER_ACCESS: [m(loop_cpu_s=0.6)]}
+    rows = {r["metric"]: r for r in dp.build_rows(results, 2.0, 1.0, 512)}
+    assert "0.75 x the rmptwin node driver" in rows[f"CPU per datagram handled: {dp.DRIVER_UVLOOP}"]["note"]
+    assert "1.50 x the rmptwin node driver" in rows[f"CPU per datagram handled: {dp.DRIVER_ACCESS}"]["note"]
+    assert "x the rmptwin node driver" not in rows[f"CPU per datagram handled: {dp.DRIVER}"]["note"]

@@ -51,7 +51,12 @@ SENDER_IP, SINK_IP = "127.0.0.2", "127.0.0.3"   # the node driver needs the thre
 READY_TIMEOUT_S = 20.0   # a Python start under a 1-CPU limit on a busy machine
 SETTLE_TIMEOUT_S = 5.0
 FLOOR_WHAT = "socat (C), same container"
-VARIANTS = ("asyncio", "uvloop", "socat", "rmptwin node driver")
+DRIVER = "rmptwin node driver"
+DRIVER_UVLOOP = "rmptwin node driver, uvloop"
+ACCESS_DELAY_US = 200.0   # the quickstart's access links (topologies/global.yaml: 0.2 ms)
+DRIVER_ACCESS = "rmptwin node driver + 0.2 ms access link"
+VARIANTS = ("asyncio", "uvloop", "socat", DRIVER, DRIVER_UVLOOP, DRIVER_ACCESS)
+DRIVERS = (DRIVER, DRIVER_UVLOOP, DRIVER_ACCESS)
 PYTHON_FLOOR = ("asyncio", "uvloop", "socat")
 
 
@@ -140,6 +145,8 @@ def build_rows(results: dict[str, list[Measurement] | str], seconds: float, cpus
     floor = median([m.us_per_datagram for m in socat]) if isinstance(socat, list) and socat else None
     base = results.get("asyncio")
     base_us = median([m.us_per_datagram for m in base]) if isinstance(base, list) and base else None
+    plain = results.get(DRIVER)
+    driver_us = median([m.us_per_datagram for m in plain]) if isinstance(plain, list) and plain else None
     rows: list[dict[str, Any]] = []
     for name in VARIANTS:
         got = results.get(name)
@@ -160,6 +167,8 @@ def build_rows(results: dict[str, list[Measurement] | str], seconds: float, cpus
             note += "; NEAR THE CONTAINER'S CPU LIMIT"
         if base_us and name not in ("asyncio", "socat"):
             note += f"; {median(us) / base_us:.2f} x asyncio"
+        if name in (DRIVER_UVLOOP, DRIVER_ACCESS) and driver_us:   # one lever alone, against the plain driver
+            note += f"; {median(us) / driver_us:.2f} x the {DRIVER}"
         row: dict[str, Any] = {"metric": f"CPU per datagram handled: {name}", "samples": us, "value": median(us),
                                "unit": "µs/datagram", "better": "lower", "conditions": cond + ", received + sent",
                                "note": note}
@@ -247,9 +256,11 @@ def _loop_argv(name: str) -> tuple[list[str], tuple[str, int], tuple[str, int]]:
         buf = "rcvbuf=4194304"
         return (["socat", "-u", f"UDP4-RECV:{IN_PORT},bind={LO},{buf}", f"UDP4-SENDTO:{LO}:{OUT_PORT},sndbuf=4194304"],
                 (LO, IN_PORT), (LO, OUT_PORT))
-    if name == "rmptwin node driver":
+    if name in DRIVERS:
         # Its own well-known port, all addresses; the sink at a host address of its own.
-        return (py + ["driver", LO, str(RMP_PORT), SINK_IP, str(RMP_PORT), "--sender-ip", SENDER_IP],
+        options = {DRIVER: [], DRIVER_UVLOOP: ["--event-loop", "uvloop"],
+                   DRIVER_ACCESS: ["--access-delay-us", f"{ACCESS_DELAY_US:g}"]}[name]
+        return (py + ["driver", LO, str(RMP_PORT), SINK_IP, str(RMP_PORT), "--sender-ip", SENDER_IP, *options],
                 ("0.0.0.0", RMP_PORT), (SINK_IP, RMP_PORT))
     return py + [name, LO, str(IN_PORT), LO, str(OUT_PORT)], (LO, IN_PORT), (LO, OUT_PORT)
 
@@ -284,7 +295,7 @@ def measure_one(cpid: int, name: str, seconds: float) -> Measurement:
                     raise UserError(f"datapath loop {name} did not start: {why[0]}")
                 time.sleep(0.05)
             loop0, sink0 = _ticks(loop.pid), _ticks(sink.pid)
-            target = (LO, RMP_PORT) if name == "rmptwin node driver" else in_addr
+            target = (LO, RMP_PORT) if name in DRIVERS else in_addr
             sender = _spawn(cpid, py + ["send", target[0], str(target[1]), "--rate", str(RATE), "--seconds",
                                         str(seconds), "--size", str(SIZE), "--bind", SENDER_IP],
                             stdout=subprocess.PIPE)
@@ -311,7 +322,7 @@ def measure_one(cpid: int, name: str, seconds: float) -> Measurement:
 
 def availability(name: str) -> str | None:
     """Why a variant cannot run here, or None."""
-    if name == "uvloop" and importlib.util.find_spec("uvloop") is None:
+    if name in ("uvloop", DRIVER_UVLOOP) and importlib.util.find_spec("uvloop") is None:
         return "uvloop not installed"
     if name == "socat" and not shutil.which("socat"):
         return "socat not installed (Debian package socat)"

@@ -4,6 +4,7 @@ sink, and the UDP loops under test (stdlib asyncio, uvloop, the node driver).
     python -m rmptwin.bench.udp_loops send HOST PORT --rate R --seconds S --size B [--bind IP]
     python -m rmptwin.bench.udp_loops sink IP PORT
     python -m rmptwin.bench.udp_loops loop {asyncio,uvloop,driver} IN_IP IN_PORT OUT_IP OUT_PORT
+        [--event-loop {asyncio,uvloop}] [--access-delay-us N]   (the driver's options)
 
 The sender and the sink print one JSON line when they end (the sink on SIGTERM); a loop prints
 nothing: what it received and sent is read from the kernel's socket counters by the caller, the
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import json
 import signal
 import socket
@@ -25,6 +25,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from rmptwin.node import event_loop
 from rmptwin.node.udp_buffers import set_buffers  # the node driver's buffers
 
 if TYPE_CHECKING:
@@ -143,12 +144,19 @@ class EchoCore:
         return frozenset()
 
 
-async def _driver(hosts: dict[str, str], log_path: str) -> None:
+async def _driver(hosts: dict[str, str], log_path: str, access_delay_us: float) -> None:
     from rmptwin.node.driver import NodeDriver
     from rmptwin.node.eventlog import EventWriter
+    from rmptwin.node.hostlink import HostLink
 
     log = EventWriter(log_path)
-    driver = NodeDriver(EchoCore(), "loop", "bench", hosts, time.time_ns(), log)
+    # An access link that only delays, as the relay backend leaves to a node (node.hostlink):
+    # every datagram waits in its down line, and what the core sends in its up line.
+    access = None
+    if access_delay_us > 0:
+        from rmptwin.model import LinkParams
+        access = HostLink("loop", "s1", LinkParams(delay_ms=access_delay_us / 1e3), seed=1)
+    driver = NodeDriver(EchoCore(), "loop", "bench", hosts, time.time_ns(), log, access=access)
     driver.open()
     loop = asyncio.get_running_loop()
     driver.start(loop)
@@ -181,19 +189,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("in_ip"), p.add_argument("in_port", type=int)
     p.add_argument("out_ip"), p.add_argument("out_port", type=int)
     p.add_argument("--sender-ip", default="127.0.0.2"), p.add_argument("--log", default="/dev/null")
+    p.add_argument("--event-loop", choices=("asyncio", "uvloop"), default="asyncio")
+    p.add_argument("--access-delay-us", type=float, default=0.0)
     a = ap.parse_args(argv)
     if a.role == "send":
         print(json.dumps(send(a.host, a.port, a.rate, a.seconds, a.size, a.bind)), flush=True)
     elif a.role == "sink":
         print(json.dumps(sink(a.ip, a.port)), flush=True)
     elif a.kind == "driver":
+        event_loop.install(a.event_loop)   # the node's own choice (node.main), the same way
         # The driver binds its well-known ports itself; in_port and out_port are the caller's to know.
-        asyncio.run(_driver(driver_hosts(a.in_ip, a.out_ip, a.sender_ip), a.log))
+        asyncio.run(_driver(driver_hosts(a.in_ip, a.out_ip, a.sender_ip), a.log, a.access_delay_us))
     else:
-        if a.kind == "uvloop":
-            # Not a dependency of the project (absent: the caller reported "skipped"), so imported by name.
-            uvloop = importlib.import_module("uvloop")
-            asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+        event_loop.install("uvloop" if a.kind == "uvloop" else "asyncio")
         asyncio.run(_forward((a.in_ip, a.in_port), (a.out_ip, a.out_port)))
     return 0
 

@@ -43,6 +43,8 @@ def run(
                                                   "retransmit servers), all, none, or names a,b,c"),
     node_cpus: float = typer.Option(DEFAULTS.cpus, help="CPUs each Docker host may use (0: unlimited)"),
     node_memory_mb: int = typer.Option(DEFAULTS.memory_mb, help="memory each Docker host may use, MB (0: unlimited)"),
+    event_loop: str = typer.Option(DEFAULTS.event_loop, help="the nodes' asyncio event loop: uvloop, or asyncio "
+                                                             "(the standard library's)"),
     strict: bool = typer.Option(False, "--strict", help="warnings (parameters outside the seed's bounds) "
                                                      "are errors: exit 2 before the network comes up"),
     sets: list[str] = typer.Option([], "--set", metavar="KEY=VALUE", help=SET_HELP),
@@ -55,7 +57,7 @@ def run(
     if node_cpus < 0 or node_memory_mb < 0:
         raise UserError("--node-cpus and --node-memory-mb must be >= 0 (0: unlimited)")
     options = api.EmulationOptions(nodes=nodes, impair=impair, capture=capture_hosts(loaded, capture),
-                                  cpus=node_cpus or None, memory_mb=node_memory_mb or None)
+                                  cpus=node_cpus or None, memory_mb=node_memory_mb or None, event_loop=event_loop)
     with progress_bar(console, loaded, "emulation") as progress:
         result = api.emulate(loaded, seed=seed, out=out, options=options, progress=progress,
                              time_dilation=time_dilation, say=lambda line: console.print(line, highlight=False))

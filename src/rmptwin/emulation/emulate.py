@@ -51,6 +51,7 @@ from rmptwin.errors import UserError
 from rmptwin.factories.keys import key_path, load_keys
 from rmptwin.model import LinkParams, LoadedExperiment
 from rmptwin.model.queries import edge_plan, stripe_count
+from rmptwin.node import event_loop as event_loops
 from rmptwin.node.drain import DRAIN_MAX_S, owed_stripes, quiescent
 from rmptwin.node.eventlog import EventWriter, merge_logs
 from rmptwin.node.node_config import NodeConfig
@@ -64,6 +65,7 @@ if TYPE_CHECKING:
 REPO = Path(__file__).resolve().parents[3]
 SETTLE_S = 1.0           # after the controller saw every join: its flow mods land before t0
 TREES_TIMEOUT_S = 60.0
+DEFAULT_EVENT_LOOP = event_loops.DEFAULT
 CAPTURE_PORTS = "udp"    # everything UDP: RMP, remulticast and re-requests
 # Per Docker host. A node is one busy Python thread: one CPU never throttles it, yet a
 # runaway node cannot take both CPUs from the release path; 512 MB is ~10x a node's use.
@@ -91,7 +93,9 @@ class EmulatedRun:
     def __init__(self, loaded: LoadedExperiment, seed: int, run_dir: RunDir, nodes: str = "docker",
                  impair: str = "auto", capture: list[str] | None = None,
                  progress: Callable[[float, str], None] | None = None, settle_s: float = SETTLE_S,
-                 cpus: float | None = NODE_CPUS, memory_mb: int | None = NODE_MEMORY_MB) -> None:
+                 cpus: float | None = NODE_CPUS, memory_mb: int | None = NODE_MEMORY_MB,
+                 event_loop: str = event_loops.DEFAULT) -> None:
+        self.event_loop = event_loop   # checked by run_facts.check_arguments
         self.loaded = loaded
         self.exp = loaded.experiment
         self.dilation = TimeDilation(loaded.time_dilation)   # the nodes dilate their own clocks
@@ -172,7 +176,8 @@ class EmulatedRun:
         """What every node starts from (a recovering one with t0 given)."""
         return NodeConfig.for_run(self.loaded, self.seed, self.hosts, self.run.nodes_dir, NODE_FILES, t0_ns=t0_ns,
                                   state_dir=self.run.venue_state_dir,
-                                  access_in_node=getattr(self.net, "access_in_nodes", frozenset()))
+                                  access_in_node=getattr(self.net, "access_in_nodes", frozenset()),
+                                  event_loop=self.event_loop)
 
     def _start_node(self, name: str, config: Path, incarnation: int, spare: bool = False) -> NodeProc:
         assert self.net is not None   # up
@@ -485,20 +490,22 @@ class EmulatedRun:
 
 def emulate(loaded: LoadedExperiment, seed: int, run_dir: RunDir, nodes: str = "docker", impair: str = "auto",
             capture: list[str] | None = None, progress: Callable[[float, str], None] | None = None,
-            cpus: float | None = NODE_CPUS, memory_mb: int | None = NODE_MEMORY_MB) -> EmulationResult:
+            cpus: float | None = NODE_CPUS, memory_mb: int | None = NODE_MEMORY_MB,
+            event_loop: str = event_loops.DEFAULT) -> EmulationResult:
     """Run ``loaded`` on the emulated network; the nodes leave their logs and captures in ``run_dir``.
-    ``cpus`` and ``memory_mb`` limit each Docker host (None: unlimited)."""
-    check_arguments(loaded, nodes, capture)
+    ``cpus`` and ``memory_mb`` limit each Docker host (None: unlimited); ``event_loop`` is the
+    nodes' asyncio loop (``node.event_loop``)."""
+    check_arguments(loaded, nodes, capture, event_loop)
     wall = time.monotonic()
     r = EmulatedRun(loaded, seed, run_dir, nodes=nodes, impair=impair, capture=capture, progress=progress,
-            cpus=cpus, memory_mb=memory_mb)
+            cpus=cpus, memory_mb=memory_mb, event_loop=event_loop)
     events, drops, counts = r.execute()
     # `rmptwin rerun` passes nodes, the impairment actually used, capture and limits back here.
     limits = {"cpus": cpus, "memory_mb": memory_mb} if nodes == "docker" else None
     manifest = {"nodes": nodes, "impair": getattr(r.net, "impair", impair), "impair_requested": impair,
                 "capture": list(r.capture), "limits": limits, "faults_applied": r.faults_applied,
                 "t0_unix_ns": r.t0, "pcaps": [p.name for p in r.run.pcap_files()],
-                "time_dilation": r.dilation.factor,
+                "time_dilation": r.dilation.factor, "event_loop": event_loop,
                 # delay-only access links shaped by their host's node, not a relay (node.hostlink)
                 "access_links_in_nodes": sorted(getattr(r.net, "access_in_nodes", ()))}
     stats = {"wall_s": round(time.monotonic() - wall, 1), "nodes": nodes, "time_dilation": r.dilation.factor,

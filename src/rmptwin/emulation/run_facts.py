@@ -11,6 +11,7 @@ from rmptwin.emulation.env import has_netem
 from rmptwin.emulation.image import image_id
 from rmptwin.errors import UserError
 from rmptwin.model import LoadedExperiment
+from rmptwin.node import event_loop as event_loops
 from rmptwin.rundir.provenance import NA, safe
 
 
@@ -19,10 +20,13 @@ def default_capture(loaded: LoadedExperiment) -> list[str]:
     return [h.name for h in loaded.topology.hosts if h.role in ("customer", "retransmit")]
 
 
-def check_arguments(loaded: LoadedExperiment, nodes: str, capture: list[str] | None) -> None:
+def check_arguments(loaded: LoadedExperiment, nodes: str, capture: list[str] | None,
+                    event_loop: str = event_loops.DEFAULT) -> None:
     """One UserError line for what cannot run, before a run directory is made."""
     if nodes not in ("docker", "ns", "flat"):
         raise UserError(f"unknown node mode {nodes!r}; choose docker, ns or flat")
+    if event_loop not in event_loops.EVENT_LOOPS:
+        raise UserError(f"--event-loop: unknown event loop {event_loop!r}; choose {' or '.join(event_loops.EVENT_LOOPS)}")
     if os.geteuid() != 0:
         raise UserError("rmptwin run builds an emulated network and needs root; run it as root or with sudo")
     names = {h.name for h in loaded.topology.hosts}

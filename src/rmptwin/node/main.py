@@ -51,6 +51,7 @@ from rmptwin.errors import UserError
 from rmptwin.factories import build_core
 from rmptwin.factories.ticker_workload import schedule
 from rmptwin.model import HostSpec, LoadedExperiment
+from rmptwin.node import event_loop
 from rmptwin.node.drain import DRAIN_MAX_S, STATUS_EVERY_S
 from rmptwin.node.driver import NodeDriver, membership_keeper
 from rmptwin.node.eventlog import EventWriter
@@ -304,7 +305,9 @@ def main(argv: list[str] | None = None) -> int:
             if t0 is None:
                 return 0
             cfg = replace(cfg, t0_ns=t0)
+        loop_used = event_loop.install(cfg.event_loop)
         counters = asyncio.run(_run(cfg, args.name, args.incarnation, loaded, keeper))
+        counters["event_loop"] = loop_used
     except UserError as e:
         sys.stderr.write(f"rmptwin node {args.name}: {e}\n")
         return 2

@@ -34,16 +34,17 @@ class NodeConfig:
     # What a node names its own files in log_dir: kind -> a pattern of {host} and {incarnation}.
     # The run directory's owner gives them (``rundir.run.NODE_FILES``); a node never spells one.
     node_files: dict[str, str] | None = None
+    event_loop: str = "uvloop"     # node.event_loop: uvloop, or asyncio (the stdlib's)
 
     @classmethod
     def for_run(cls, loaded: LoadedExperiment, seed: int, hosts: dict[str, str], log_dir: Path,
                 node_files: dict[str, str], t0_ns: int | None = None, state_dir: Path | None = None,
-                access_in_node: Iterable[str] | None = None) -> NodeConfig:
+                access_in_node: Iterable[str] | None = None, event_loop: str = "uvloop") -> NodeConfig:
         """``state_dir`` defaults to ``log_dir`` (a test's one scratch directory)."""
         m = loaded.to_manifest()
         keys = str(key_path(loaded)) if loaded.experiment.security.enabled else None
         return cls(m["experiment"], m["topology"], m["experiment_file"], seed, dict(hosts), str(log_dir), t0_ns,
-                   str(state_dir or log_dir), keys, sorted(access_in_node or []), dict(node_files))
+                   str(state_dir or log_dir), keys, sorted(access_in_node or []), dict(node_files), event_loop)
 
     def node_file(self, kind: str, host: str, incarnation: int) -> Path:
         """Where the node ``host`` (its ``incarnation``-th start) writes its file of ``kind``

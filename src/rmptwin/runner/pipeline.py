@@ -44,6 +44,7 @@ class EmulationOptions:
     capture: list[str] | None = None     # None: customers and retransmit servers
     cpus: float | None = runner.NODE_CPUS          # per Docker host; None: unlimited
     memory_mb: int | None = runner.NODE_MEMORY_MB  # per Docker host; None: unlimited
+    event_loop: str = runner.DEFAULT_EVENT_LOOP    # the nodes' asyncio loop: uvloop or asyncio (node.event_loop)
 
 
 class RunOutcome(NamedTuple):
@@ -103,7 +104,7 @@ def _simulated(loaded: LoadedExperiment, spec: dict[str, Any], seed: int, out: s
 
 def _emulated(loaded: LoadedExperiment, spec: dict[str, Any], seed: int, out: str | Path | None,
               options: EmulationOptions, progress: ProgressFn | None, say: SayFn | None = None) -> RunOutcome:
-    run_facts.check_arguments(loaded, options.nodes, options.capture)
+    run_facts.check_arguments(loaded, options.nodes, options.capture, options.event_loop)
     loaded, plan = _dilation_plan(loaded, options, seed, say or _quiet)
     spec = {**spec, "experiment": {**spec["experiment"], "time_dilation": loaded.time_dilation}}
     if plan is not None:
@@ -111,7 +112,7 @@ def _emulated(loaded: LoadedExperiment, spec: dict[str, Any], seed: int, out: st
     run = RunDir.create(loaded.experiment.name, out)
     result = runner.emulate(loaded, seed, run, nodes=options.nodes, impair=options.impair,
                             capture=options.capture, progress=progress, cpus=options.cpus,
-                            memory_mb=options.memory_mb)
+                            memory_mb=options.memory_mb, event_loop=options.event_loop)
     run.write_events(result.events)
     run.write_drops(result.drops)
     run.write_link_counts(result.link_counts)

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from rmptwin.emulation.env import has_netem, is_root
 from rmptwin.errors import UserError
 from rmptwin.model import Experiment, LoadedExperiment, Topology, cross_check
+from rmptwin.node.event_loop import EVENT_LOOPS
 from rmptwin.rundir.provenance import differences
 from rmptwin.rundir.run import RunDir
 from rmptwin.runner.pipeline import EmulationOptions, ProgressFn, RunOutcome, run_experiment
@@ -42,6 +43,7 @@ class Replay:
     capture: list[str] | None = None    # emulation: None is the runner's default (customers)
     limits: dict[str, Any] | None = None   # emulation: {cpus, memory_mb} per Docker host, as recorded
     pcap: bool = False                  # sim: every host's capture (`rmptwin sim --pcap`)
+    event_loop: str | None = None       # emulation: the nodes' event loop (None: recorded before it was)
 
 
 def _first_error(key: str, err: ValidationError) -> str:
@@ -92,7 +94,11 @@ def replay_from_manifest(manifest: dict[str, Any], where: str) -> Replay:
     limits = manifest.get("limits")
     if limits is not None and not (isinstance(limits, dict) and set(limits) <= {"cpus", "memory_mb"}):
         raise UserError(f"{where}: limits: expected {{cpus, memory_mb}}")
-    return Replay(loaded, seed, "emulation", nodes=nodes, impair=impair, capture=capture, limits=limits)
+    event_loop = manifest.get("event_loop")
+    if event_loop is not None and event_loop not in EVENT_LOOPS:
+        raise UserError(f"{where}: event_loop: expected one of {', '.join(EVENT_LOOPS)}, got {event_loop!r}")
+    return Replay(loaded, seed, "emulation", nodes=nodes, impair=impair, capture=capture, limits=limits,
+                  event_loop=event_loop)
 
 
 def read_replay(original: RunDir) -> tuple[dict[str, Any], Replay]:
@@ -116,6 +122,8 @@ def repeat(replay: Replay, original: RunDir, out: str | Path | None, progress: P
                                capture=replay.capture)
     if replay.limits is not None:  # runs from before limits were recorded keep today's defaults
         options = replace(options, cpus=replay.limits.get("cpus"), memory_mb=replay.limits.get("memory_mb"))
+    if replay.event_loop is not None:
+        options = replace(options, event_loop=replay.event_loop)
     return run_experiment(replay.loaded, replay.backend, seed=replay.seed, out=out, options=options,
                           progress=progress, manifest_extra={"rerun_of": str(original.path.resolve())},
                           pcap=replay.pcap)
