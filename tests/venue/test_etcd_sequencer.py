@@ -163,6 +163,21 @@ def test_a_serializable_read_answers_as_a_linearizable_one_at_the_leader_from_it
         alone.close()
 
 
+def test_a_warmed_client_has_made_one_round_trip_and_changed_nothing(api):
+    """A standby warms its client before it is promoted (``EtcdCas.warm``): one read on an
+    open connection, on a sequencer that may not even be initialised yet, writing nothing."""
+    with EtcdCluster(3) as cluster:
+        cas = etcd_cas(leader_first(cluster.endpoints), api=api, prefix="test/warm", window=100)
+        cas.warm()   # before init: nothing stands, nothing is written
+        assert cas.round_trips == 1 and cas._conn is not None
+        assert cas.propose(0, []) == (wire.LOST, 0, [])
+        cas.init()
+        assert cas.propose(0, [(0, 1)], owner=0)[0] == wire.WON
+        cas.warm()
+        assert cas.read_all() == {0: (0, 1)}
+        cas.close()
+
+
 def test_the_http_client_reads_chunked_and_sized_answers_on_one_kept_alive_connection():
     srv = socket.socket()
     srv.bind(("127.0.0.1", 0))

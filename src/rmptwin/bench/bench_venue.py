@@ -22,6 +22,7 @@ from rmptwin.node.etcd_client import ETCD_APIS, etcd_cas
 from rmptwin.node.etcd_cluster import EtcdCluster
 from rmptwin.runner.pipeline import EmulationOptions, run_experiment
 
+STANDBY_PROMOTIONS = 21   # the standby's sync is judged at p99 over at least 20 promotions
 STATE_DIR = "/var/tmp"   # the gateway log and the HR database: on disk, their fsyncs are real
 STORAGE = {"disk": "/var/tmp", "tmpfs": "/dev/shm"}   # where the etcd members keep their data
 _API_NAME = {"grpc": "gRPC API (grpcio)", "json": "JSON gateway over kept-alive HTTP/1.1"}
@@ -219,11 +220,17 @@ def _failover_rows(cluster: EtcdCluster, where: str, quick: bool) -> list[dict[s
 
 
 def _standby_rows(cluster: EtcdCluster, where: str, quick: bool) -> list[dict[str, Any]]:
-    kills = (1.0, 2.0, 3.0)
-    r = run_processes(cluster.endpoints, rate=1000, duration_s=4.0, state_dir=STATE_DIR, kill_at=kills, standby=True)
+    # The seed's bound is on every promotion, so the row is the p99 over at least 20 of them (full
+    # mode): a kill every 0.4 s, each once the previous victim has recovered as the new standby.
+    promotions, every_s = (5, 0.5) if quick else (STANDBY_PROMOTIONS, 0.4)
+    kills = tuple(round(0.5 + every_s * i, 2) for i in range(promotions))
+    duration_s = kills[-1] + 1.0
+    r = run_processes(cluster.endpoints, rate=1000, duration_s=duration_s, state_dir=STATE_DIR, kill_at=kills,
+                      standby=True)
     sync = r["sync"]
     cond = (f"{_PROCS.replace('4 processes', '5 processes').replace('2 EVs', '2 EVs + a standby EV')}, etcd data {_device(STORAGE[where])}; offered 1,000/s "
-            f"for 4 s; the EV that took over last killed (SIGKILL) at 1, 2 and 3 s (first EV 2); the supervisor, "
+            f"for {duration_s:g} s; the EV that took over last killed (SIGKILL) every {every_s:g} s from 0.5 s, "
+            f"{promotions} times (first EV 2); the supervisor, "
             f"once it has reaped it, raises PROMOTE for the standby (shared memory, a datagram wakes its loop); "
             f"the standby had followed the HR's HARDENED multicasts and executed them; promoted, it reads the "
             f"sequencer from its first unknown position (one etcd transaction with no write, a serializable read "
@@ -241,9 +248,12 @@ def _standby_rows(cluster: EtcdCluster, where: str, quick: bool) -> list[dict[st
             + "; the replacement standby's own recovery (fork excluded), ms: "
             + ", ".join(f"{x['new_standby_sync_ms']:.1f}" for x in sync)
             + f"; EVs agree at the end (all 3): {r['agree']}; {r['completed']:,}/{r['accepted']:,} completed")
-    return [{"metric": f"failover sync with a standby EV, promoted to in sync, etcd on {where}",
-             "samples": [x["sync_ms"] for x in sync], "unit": "ms", "better": "lower",
-             "goal": "< 5 ms (seed)", "goal_max": 5.0, "conditions": cond, "note": note}]
+    ms = [x["sync_ms"] for x in sync]
+    return [{"metric": f"failover sync with a standby EV, promoted to in sync, p99 over {len(ms)} promotions, "
+                       f"etcd on {where}",
+             "value": _pct(ms, 0.99), "unit": "ms", "better": "lower", "goal": "< 5 ms at p99 (seed)",
+             "goal_max": 5.0, "conditions": cond,
+             "note": f"median {statistics.median(ms):.2f} ms, max {max(ms):.2f} ms; " + note}]
 
 
 def _etcd(quick: bool) -> list[dict[str, Any]]:

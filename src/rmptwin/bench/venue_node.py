@@ -184,10 +184,17 @@ class EtcdProposer:
         """Queue a PROPOSE; ``serializable``: it is a read, asked as ``EtcdCas.propose`` says."""
         self._queue.put((propose, serializable))
 
+    def warm(self) -> None:
+        """Queue ``EtcdCas.warm`` (a standby's, before anything is asked of it)."""
+        self._queue.put((b"", True))
+
     def _work(self) -> None:
         while (item := self._queue.get()) is not None:
             data, serializable = item
             try:
+                if not data:   # warm(): no PROPOSE, nothing to answer
+                    self.cas.warm()
+                    continue
                 answer = serve_propose(self.cas, data, self.stats.record, serializable=serializable)
             except UserError as e:   # etcd unreachable for give_up_s: the EV asks again after its retry time
                 sys.stderr.write(f"rmptwin: {e}\n")

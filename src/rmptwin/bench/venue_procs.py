@@ -202,6 +202,8 @@ def _ev_main(sh: Shared, q: Reports, p: dict[str, Any], i: int, recovering: bool
     stats = EtcdStats()
     cas = etcd_cas(p["endpoints"], api=p["etcd_api"], prefix=p["prefix"], window=100_000)   # made after the fork
     seq = _ask_first(net, name, ev, lambda: EtcdProposer(cas, p["sock_dir"], name, stats))
+    if standby:
+        seq.warm()   # its first question may be the promotion's read: not on a cold channel
     stamps = StageStamps()
     executed = [0]
     hashes: dict[int, str] = {}   # checkpoint position -> state hash + trade hash there

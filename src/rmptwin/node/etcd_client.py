@@ -223,6 +223,13 @@ class EtcdCas:
             out.append(got[n + len(out)])
         return wire.LOST, nxt, out
 
+    def warm(self) -> None:
+        """Open the connection to the current member and make one serializable read (no quorum
+        round), so that a client's first real question does not pay the channel's set-up. Measured
+        (bench_venue, 21 promotions): a standby that had never asked etcd took 30 ms for its
+        promotion's read on the cold gRPC channel, where the warm ones took 1-5 ms."""
+        self._txn([], self._reads(0, 1, serializable=True), [])
+
     def read_all(self) -> dict[int, Key]:
         """Every position still stored (tests and checks)."""
         return self._positions(self._ask(lambda conn: self._range_on(conn, self._batch_key(0), self._batches_end)))
