@@ -281,16 +281,19 @@ class SimNetwork:
             pkt = (data, sender, desc, "", len(data) + WIRE_HEADER_BYTES, -1, packet_key(data))
             if dst == sender:
                 s = self.sched
-                heappush(s.heap, (t, next(s.counter), self._arrive, pkt, [dst]))
+                s.seq = seq = s.seq + 1
+                heappush(s.heap, (t, seq, self._arrive, pkt, [dst]))
                 return
             route = self._uroute(self.host_switch[sender], dst)
         up = self.host_up[sender]
         arr = self._cross(up, t, pkt)
         if arr >= 0:
             s = self.sched
-            heappush(s.heap, (arr, next(s.counter), self._at_switch, pkt, route))
+            s.seq = seq = s.seq + 1
+            heappush(s.heap, (arr, seq, self._at_switch, pkt, route))
             if up.chaos and up.model.duplicate_at >= 0:
-                heappush(s.heap, (up.model.duplicate_at, next(s.counter), self._at_switch, pkt, route))
+                s.seq = seq = s.seq + 1
+                heappush(s.heap, (up.model.duplicate_at, seq, self._at_switch, pkt, route))
 
     def _drop(self, ld: LinkDir, t: int, pkt: Packet, reason: str, c: list[int]) -> int:
         c[1] += 1
@@ -311,7 +314,7 @@ class SimNetwork:
 
     def _at_switch(self, t: int, pkt: Packet, hop: Hop) -> None:  # noqa: C901 - a frame's whole switch hop inlined: the simulator's hot loop
         s = self.sched
-        heap, counter = s.heap, s.counter
+        heap = s.heap
         frame = pkt[2][0]
         if hop[1]:
             at_switch, size, key = self._at_switch, pkt[4], pkt[6]
@@ -323,9 +326,11 @@ class SimNetwork:
                 c[0] += 1
                 arr = ld.model.offer(t, size, key)
                 if arr >= 0:
-                    heappush(heap, (arr, next(counter), at_switch, pkt, child))
+                    s.seq = seq = s.seq + 1
+                    heappush(heap, (arr, seq, at_switch, pkt, child))
                     if ld.chaos and ld.model.duplicate_at >= 0:
-                        heappush(heap, (ld.model.duplicate_at, next(counter), at_switch, pkt, child))
+                        s.seq = seq = s.seq + 1
+                        heappush(heap, (ld.model.duplicate_at, seq, at_switch, pkt, child))
                 else:
                     self._drop(ld, t, pkt, REASONS[-arr - 1], c)
         if not (hop[2] or hop[3]):
@@ -368,10 +373,12 @@ class SimNetwork:
                 else:
                     at[arr] = [h]
                 if ld.chaos and ld.model.duplicate_at >= 0:
-                    heappush(heap, (ld.model.duplicate_at, next(counter), self._arrive, pkt, [h]))
+                    s.seq = seq = s.seq + 1
+                    heappush(heap, (ld.model.duplicate_at, seq, self._arrive, pkt, [h]))
         arrive = self._arrive
         for arr, hosts in at.items():
-            heappush(heap, (arr, next(counter), arrive, pkt, hosts))
+            s.seq = seq = s.seq + 1
+            heappush(heap, (arr, seq, arrive, pkt, hosts))
 
     def _arrive(self, t: int, pkt: Packet, hosts: list[int]) -> None:
         self.deliveries += len(hosts)
