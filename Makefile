@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 EXPERIMENT ?= experiments/quickstart.yaml
 
-.PHONY: provision compiled run test bench docs clean vm-run vm-results
+.PHONY: provision compiled run test bench docs clean vm-run vm-results vm-image vm-boot-check
 
 provision:
 	@bash scripts/provision.sh
@@ -47,3 +47,12 @@ vm-run:
 vm-results:
 	@set -o pipefail; vagrant ssh --no-tty -c 'sudo tar -C /vagrant -c results' | tar -x
 	@echo "results/ copied from the VM: every report path the VM printed opens here"
+
+# Without Vagrant (see docs/vm.md): a Debian 12 disk image with Debian's cloud kernel in
+# build/vm/ (as root; rebuilt only when scripts/vm/ changed), then one boot of it under qemu
+# that checks a netem qdisc and an OVS bridge on the kernel datapath, and powers off.
+vm-image:
+	@bash scripts/vm/build-image.sh
+
+vm-boot-check: vm-image
+	@bash scripts/vm/boot-check.sh

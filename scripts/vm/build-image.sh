@@ -1,0 +1,198 @@
+#!/usr/bin/env bash
+# `make vm-image`: a Debian 12 disk image with a real Debian kernel (sch_netem and the
+# openvswitch module), so the netem / kernel-OVS path can run in a VM on a machine whose own
+# kernel has neither. Output in build/vm/: rootfs.raw (ext4, no partition table), vmlinuz and
+# initrd.img (booted by qemu -kernel, so there is no bootloader to install), image.hash.
+#
+# The image is rebuilt only when this script, the guest package list or the guest check
+# changed (their hash is kept in image.hash); otherwise it says "up to date" at once.
+#
+# debootstrap's minbase variant: the default variant adds every "important" package (cron,
+# logrotate, editors, man-db, ...) that the check never uses and that would only make
+# debootstrap slower and the image bigger; what the guest needs is listed in
+# guest-packages.txt and installed on top.
+#
+# The root file system is built in a directory and turned into the image by
+# `mkfs.ext4 -d`, so there is no loop device and nothing mounted but /proc and /sys in the
+# chroot while packages install; both are unmounted and the directory removed on any exit.
+set -eEuo pipefail
+cd "$(dirname "$0")/../.."
+
+OUT=build/vm
+IMAGE=$OUT/rootfs.raw
+HASHFILE=$OUT/image.hash
+LOG=$OUT/build.log
+PACKAGES=scripts/vm/guest-packages.txt
+CHECK=scripts/vm/guest-check.sh
+MIRROR=${RMPTWIN_VM_MIRROR:-http://deb.debian.org/debian}
+SUITE=bookworm
+IMAGE_SIZE=${RMPTWIN_VM_IMAGE_SIZE:-4G}   # sparse: only what the tree uses takes disk
+NEED_GB=6
+HOST_PACKAGES=(debootstrap qemu-system-x86 qemu-utils e2fsprogs)
+
+say() { printf '[vm-image] %s\n' "$*"; }
+die() { printf 'vm-image: %s\n' "$1" >&2; exit "${2:-1}"; }
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+
+inputs_hash() { cat scripts/vm/build-image.sh "$PACKAGES" "$CHECK" | sha256sum | cut -d' ' -f1; }
+
+if [ -f "$HASHFILE" ] && [ -f "$IMAGE" ] && [ -f "$OUT/vmlinuz" ] && [ -f "$OUT/initrd.img" ] \
+   && [ "$(cat "$HASHFILE")" = "$(inputs_hash)" ]; then
+  say "up to date: $IMAGE ($(cat "$OUT/kernel-release" 2>/dev/null || echo '?'))"
+  exit 0
+fi
+
+[ "$(id -u)" = 0 ] || die "building the VM image needs root (debootstrap, chroot): run \`sudo make vm-image\`" 2
+mkdir -p "$OUT"
+free_kb=$(df --output=avail -k "$OUT" | tail -n1 | tr -d ' ')
+if [ "$free_kb" -lt $((NEED_GB * 1024 * 1024)) ]; then
+  die "needs ${NEED_GB} GB free in $OUT to build the image, has $((free_kb / 1024 / 1024)) GB: free some disk" 2
+fi
+
+# From here every failure is one line naming the step and the log, never a bash trace.
+STEP=start
+trap 'die "step \"$STEP\" failed; its output is in $LOG"' ERR
+
+: >"$LOG"
+STEP="install host packages"
+mapfile -t missing < <(for p in "${HOST_PACKAGES[@]}"; do installed "$p" || echo "$p"; done)
+if [ ${#missing[@]} -gt 0 ]; then
+  say "installing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  if ! { apt-get update -qq && apt-get install -y -qq --no-install-recommends --no-remove "${missing[@]}"; } \
+       >>"$LOG" 2>&1; then
+    die "could not install ${missing[*]} (see $LOG): install them with apt-get and run this again"
+  fi
+fi
+
+# Every child of the chroot directory that is a mount point is unmounted (deepest first)
+# before anything is removed, and rm stays on this file system, so a failed unmount can
+# never make rm reach into the host's /proc or /sys.
+ROOT=
+cleanup() {
+  local rc=$? m
+  trap - ERR
+  if [ -n "$ROOT" ] && [ -d "$ROOT" ]; then
+    for m in $(findmnt -rn -o TARGET | grep -F "$(realpath "$ROOT")/" | sort -r); do
+      umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
+    done
+    if findmnt -rn -o TARGET | grep -qF "$(realpath "$ROOT")/"; then
+      printf 'vm-image: could not unmount everything under %s: unmount it by hand, then remove it\n' "$ROOT" >&2
+    else
+      rm -rf --one-file-system "$ROOT"
+    fi
+  fi
+  rm -f "$OUT/rootfs.raw.tmp"
+  exit "$rc"
+}
+trap cleanup EXIT
+trap "exit 130" INT TERM
+# A build interrupted by an earlier crash of this script may have left a directory behind.
+for old in "$OUT"/rootfs.tree.*; do
+  [ -d "$old" ] && ! findmnt -rn -o TARGET | grep -qF "$(realpath "$old")/" && rm -rf --one-file-system "$old"
+done
+ROOT=$(mktemp -d "$OUT/rootfs.tree.XXXXXX")
+chmod 755 "$ROOT"
+rm -f "$HASHFILE"
+
+elapsed() { echo $(( $(date +%s) - $1 )); }
+declare -A TIMES=()
+ORDER=()
+timed() { # timed NAME COMMAND...: runs it, output to the log, and records its seconds
+  local t0
+  STEP=$1; shift
+  say "$STEP ..."
+  t0=$(date +%s)
+  "$@" >>"$LOG" 2>&1
+  TIMES[$STEP]=$(elapsed "$t0")
+  ORDER+=("$STEP")
+  say "$STEP: ${TIMES[$STEP]} s"
+}
+
+in_root() { chroot "$ROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+  DEBIAN_FRONTEND=noninteractive LC_ALL=C.UTF-8 "$@"; }
+
+guest_packages() { sed -e 's/#.*//' -e 's/[[:space:]]//g' "$PACKAGES" | grep -v '^$'; }
+
+install_guest_packages() {
+  cat >"$ROOT/etc/apt/sources.list" <<EOF
+deb $MIRROR $SUITE main
+deb $MIRROR $SUITE-updates main
+deb http://deb.debian.org/debian-security $SUITE-security main
+EOF
+  # No service may start inside the chroot while its package installs.
+  printf '#!/bin/sh\nexit 101\n' >"$ROOT/usr/sbin/policy-rc.d"
+  chmod 755 "$ROOT/usr/sbin/policy-rc.d"
+  mount -t proc proc "$ROOT/proc"
+  mount -t sysfs sysfs "$ROOT/sys"
+  in_root apt-get update -q
+  mapfile -t pkgs < <(guest_packages)
+  in_root apt-get install -y -q --no-install-recommends "${pkgs[@]}"
+  in_root apt-get clean
+  rm -f "$ROOT/usr/sbin/policy-rc.d"
+  umount "$ROOT/sys" "$ROOT/proc"
+}
+
+check_modules() {
+  local found
+  found=$(find "$ROOT"/lib/modules \( -name 'sch_netem*' -o -name 'openvswitch*' \) -printf '%f\n')
+  echo "$found"
+  grep -q '^sch_netem' <<<"$found" && grep -q '^openvswitch' <<<"$found"
+}
+
+configure_guest() {
+  echo rmptwin-vm >"$ROOT/etc/hostname"
+  echo '/dev/vda / ext4 defaults,errors=remount-ro 0 1' >"$ROOT/etc/fstab"
+  in_root passwd -d root
+  install -m 755 "$CHECK" "$ROOT/usr/local/sbin/rmptwin-vm-check"
+  # The check runs once the system is up, prints on the serial console, and its end (either
+  # way) powers the guest off, so qemu -no-reboot exits by itself.
+  cat >"$ROOT/etc/systemd/system/rmptwin-vm-check.service" <<'EOF'
+[Unit]
+Description=rmptwin VM check: netem qdisc and the kernel OVS datapath
+After=basic.target openvswitch-switch.service
+SuccessAction=poweroff-force
+FailureAction=poweroff-force
+[Service]
+Type=oneshot
+ExecStart=/usr/local/sbin/rmptwin-vm-check
+StandardOutput=journal+console
+StandardError=journal+console
+[Install]
+WantedBy=multi-user.target
+EOF
+  in_root systemctl enable rmptwin-vm-check.service
+  # There is no network device in the check's VM: waiting for one only delays boot.
+  in_root systemctl mask systemd-networkd-wait-online.service apt-daily.timer apt-daily-upgrade.timer
+}
+
+extract_kernel() {
+  local vmlinuz initrd
+  vmlinuz=$(ls "$ROOT"/boot/vmlinuz-* | sort -V | tail -n1)
+  initrd=$(ls "$ROOT"/boot/initrd.img-* | sort -V | tail -n1)
+  cp "$vmlinuz" "$OUT/vmlinuz"
+  cp "$initrd" "$OUT/initrd.img"
+  basename "$vmlinuz" | sed 's/^vmlinuz-//' >"$OUT/kernel-release"
+}
+
+make_image() {
+  rm -f "$OUT/rootfs.raw.tmp"
+  mkfs.ext4 -q -F -L rmptwin-root -E root_owner=0:0 -d "$ROOT" "$OUT/rootfs.raw.tmp" "$IMAGE_SIZE"
+  mv "$OUT/rootfs.raw.tmp" "$IMAGE"
+}
+
+T0=$(date +%s)
+timed debootstrap debootstrap --variant=minbase "$SUITE" "$ROOT" "$MIRROR"
+timed packages install_guest_packages
+STEP="module check"
+if ! check_modules >>"$LOG" 2>&1; then
+  die "the guest kernel has no sch_netem or openvswitch module (find /lib/modules in the image found none): check linux-image-cloud-amd64 in $PACKAGES"
+fi
+timed configure configure_guest
+timed "kernel extraction" extract_kernel
+timed "image file" make_image
+inputs_hash >"$HASHFILE"
+
+say "built $IMAGE ($(du -h --apparent-size "$IMAGE" | cut -f1) apparent, $(du -h "$IMAGE" | cut -f1) on disk), kernel $(cat "$OUT/kernel-release")"
+for s in "${ORDER[@]}"; do printf '[vm-image]   %-18s %5s s\n' "$s" "${TIMES[$s]}"; done
+printf '[vm-image]   %-18s %5s s\n' total "$(elapsed "$T0")"
