@@ -128,14 +128,23 @@ def test_echo_core_sends_each_datagram_on_to_the_sink_once():
                                                                    "sink": "127.0.0.3"}
 
 
-def test_each_calibrated_role_is_held_to_twice_the_cheapest_python_loop():
+def test_each_calibrated_role_is_held_to_a_wake_up_of_the_cheapest_loop_plus_its_own_work():
     from rmptwin.bench.bench_datapath import role_rows
     from rmptwin.bench.harness import aggregate, floor_ratio
 
-    rows = [aggregate([r]) for r in role_rows({"primary": 12.0, "customer": 9.0}, 5.0, "2026-11-29 05:21")]
+    rows = [aggregate([r]) for r in role_rows({"primary": 36.0, "customer": 9.0, "venue": 12.0}, 5.0,
+                                              {"primary": 10.0, "customer": 1.0}, "2026-11-29 05:21")]
     by = {r["metric"].split(": ")[1].split(" ")[0]: r for r in rows}
-    assert floor_ratio(by["primary"]) == 2.4 and by["primary"]["ok"] is False
-    assert floor_ratio(by["customer"]) == 1.8 and by["customer"]["ok"] is True
+    assert by["primary"]["floor"] == 15.0 and floor_ratio(by["primary"]) == 2.4 and by["primary"]["ok"] is False
+    assert floor_ratio(by["customer"]) == 1.5 and by["customer"]["ok"] is True
+    assert by["venue"]["floor"] == 5.0 and "not replayed" in by["venue"]["floor_what"]   # no replay: the loop alone
+
+
+def test_rows_at_the_low_rate_name_it_and_judge_the_sender_by_it():
+    results = {"uvloop": [m(sent=4_000, forwarded=4_000, loop_cpu_s=0.2)], "socat": [m(sent=4_000, forwarded=4_000)]}
+    rows = {r["metric"]: harness.aggregate([r]) for r in dp.build_rows(results, 4.0, 1.0, 512, dp.LOW_RATE)}
+    assert rows["CPU per datagram handled at 1,000/s: uvloop"]["value"] == pytest.approx(0.2e6 / 8_000)
+    assert rows["sender rate achieved at 1,000/s: uvloop run"]["ok"] is True   # 2,000/s of the 1,000 asked
 
 
 def test_each_driver_lever_is_set_beside_the_plain_driver():
