@@ -1,9 +1,12 @@
 """Which asyncio event loop a node process runs on: uvloop (libuv, its I/O and timers in C) or
 the standard library's.
 
-Measured in one container (``bench_datapath``, 20,000 datagrams/s forwarded): a bare forwarding
-loop costs 3.5 µs of CPU per datagram on uvloop, 16.6 µs on the stdlib loop and 6.4 µs in C
-(socat). uvloop is locked (requirements.lock); a machine without it falls back to the stdlib
+Measured (``bench_datapath``, one container, 20,000 datagrams/s forwarded): a bare forwarding
+loop costs 3.75 µs of CPU per datagram on uvloop, 15.9 µs on the stdlib loop and 6.69 µs in C
+(socat); the node driver, which reads every waiting datagram per wake-up, 4.69 against 4.81.
+What decides it is timing: on the quickstart at time dilation 3 the nodes' median timer
+lateness is 0.08-0.10 ms on uvloop against 0.22-0.31 ms (docs/benchmarks.md, "Levers measured
+alone"). uvloop is locked (requirements.lock); a machine without it falls back to the stdlib
 loop, and the node says which one it ran (``DONE``'s ``event_loop``).
 """
 
