@@ -4,8 +4,15 @@
 # kernel has neither. Output in build/vm/: rootfs.raw (ext4, no partition table), vmlinuz and
 # initrd.img (booted by qemu -kernel, so there is no bootloader to install), image.hash.
 #
-# The image is rebuilt only when this script, the guest package list or the guest check
-# changed (their hash is kept in image.hash); otherwise it says "up to date" at once.
+# The image is rebuilt only when this script, the guest package list, the guest scripts,
+# guest-python.txt or requirements.lock changed (their hash is kept in image.hash); otherwise
+# it says "up to date" at once.
+#
+# The guest has no network when it runs, so the project's Python packages go into a venv in
+# the image here, /opt/rmptwin-venv: the lock's pins and hashes for the names in
+# guest-python.txt, installed the way scripts/provision.sh installs the lock (Debian's python3,
+# system site packages for Debian's Mininet). The project itself is not in the image:
+# scripts/vm/test-vm.sh hands the guest the checkout on a second disk.
 #
 # debootstrap's minbase variant: the default variant adds every "important" package (cron,
 # logrotate, editors, man-db, ...) that the check never uses and that would only make
@@ -24,6 +31,10 @@ HASHFILE=$OUT/image.hash
 LOG=$OUT/build.log
 PACKAGES=scripts/vm/guest-packages.txt
 CHECK=scripts/vm/guest-check.sh
+RUN=scripts/vm/guest-run.sh
+PYLIST=scripts/vm/guest-python.txt
+LOCK=requirements.lock
+GUEST_VENV=/opt/rmptwin-venv
 MIRROR=${RMPTWIN_VM_MIRROR:-http://deb.debian.org/debian}
 SUITE=bookworm
 IMAGE_SIZE=${RMPTWIN_VM_IMAGE_SIZE:-4G}   # sparse: only what the tree uses takes disk
@@ -34,7 +45,7 @@ say() { printf '[vm-image] %s\n' "$*"; }
 die() { printf 'vm-image: %s\n' "$1" >&2; exit "${2:-1}"; }
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 
-inputs_hash() { cat scripts/vm/build-image.sh "$PACKAGES" "$CHECK" | sha256sum | cut -d' ' -f1; }
+inputs_hash() { cat scripts/vm/build-image.sh "$PACKAGES" "$CHECK" "$RUN" "$PYLIST" "$LOCK" | sha256sum | cut -d' ' -f1; }
 
 if [ -f "$HASHFILE" ] && [ -f "$IMAGE" ] && [ -f "$OUT/vmlinuz" ] && [ -f "$OUT/initrd.img" ] \
    && [ "$(cat "$HASHFILE")" = "$(inputs_hash)" ]; then
@@ -133,6 +144,34 @@ EOF
   umount "$ROOT/sys" "$ROOT/proc"
 }
 
+lock_subset() { # the stanzas (pin and hashes) of the lock for guest-python.txt's names
+  awk 'function norm(s) { s = tolower(s); gsub(/[-_.]+/, "-", s); return s }
+    FNR == NR { sub(/#.*/, ""); if (NF) want[norm($1)] = 1; next }
+    /^[A-Za-z0-9]/ { n = $1; sub(/[=;<>!~ ].*/, "", n); keep = (norm(n) in want); if (keep) got[norm(n)] = 1 }
+    keep && !/^[[:space:]]*#/ { print }
+    END { for (n in want) if (!(n in got)) { print "not in the lock: " n > "/dev/stderr"; bad = 1 }; exit bad }' \
+    "$PYLIST" "$LOCK"
+}
+
+# --force-reinstall, as in provision.sh: every pinned package lands in the venv itself, even
+# where a Debian python3-* package (a dependency of mininet) has one, so nothing unpinned is
+# imported. pip builds the lock's one sdist it needs (ovs) here, with the chroot's network.
+# pip trusts the host's CA bundle for this one install: the download goes through the host's
+# network, which may sit behind a TLS proxy only the host's bundle knows; the copy is removed.
+install_venv() {
+  lock_subset >"$ROOT/tmp/rmptwin-lock.txt"
+  cp /etc/ssl/certs/ca-certificates.crt "$ROOT/tmp/host-ca.crt"
+  mount -t proc proc "$ROOT/proc"
+  mount -t sysfs sysfs "$ROOT/sys"
+  in_root /usr/bin/python3 -m venv --system-site-packages "$GUEST_VENV"
+  # PIP_CERT, not --cert: the sdist build's own pip (for its build dependencies) reads it too.
+  in_root HOME=/root PIP_CERT=/tmp/host-ca.crt "$GUEST_VENV/bin/python" -m pip install -q --no-cache-dir \
+    --disable-pip-version-check --require-hashes --no-deps --force-reinstall -r /tmp/rmptwin-lock.txt
+  in_root "$GUEST_VENV/bin/python" -c 'import os_ken.base.app_manager, pydantic, typer, pandas, pyarrow, mininet.net'
+  umount "$ROOT/sys" "$ROOT/proc"
+  rm -f "$ROOT/tmp/rmptwin-lock.txt" "$ROOT/tmp/host-ca.crt"
+}
+
 check_modules() {
   local found
   found=$(find "$ROOT"/lib/modules \( -name 'sch_netem*' -o -name 'openvswitch*' \) -printf '%f\n')
@@ -145,17 +184,21 @@ configure_guest() {
   echo '/dev/vda / ext4 defaults,errors=remount-ro 0 1' >"$ROOT/etc/fstab"
   in_root passwd -d root
   install -m 755 "$CHECK" "$ROOT/usr/local/sbin/rmptwin-vm-check"
-  # The check runs once the system is up, prints on the serial console, and its end (either
-  # way) powers the guest off, so qemu -no-reboot exits by itself.
+  install -m 755 "$RUN" "$ROOT/usr/local/sbin/rmptwin-vm-run"
+  # The unit runs once the system is up, prints on the serial console, and its end (either
+  # way) powers the guest off, so qemu -no-reboot exits by itself. What it runs is chosen on
+  # the kernel command line (guest-run.sh), so one image serves the boot check and the test.
+  # No start timeout: under TCG the self-test takes minutes; the host bounds the whole boot.
   cat >"$ROOT/etc/systemd/system/rmptwin-vm-check.service" <<'EOF'
 [Unit]
-Description=rmptwin VM check: netem qdisc and the kernel OVS datapath
+Description=rmptwin VM run: the boot check or the link self-test
 After=basic.target openvswitch-switch.service
 SuccessAction=poweroff-force
 FailureAction=poweroff-force
 [Service]
 Type=oneshot
-ExecStart=/usr/local/sbin/rmptwin-vm-check
+ExecStart=/usr/local/sbin/rmptwin-vm-run
+TimeoutStartSec=infinity
 StandardOutput=journal+console
 StandardError=journal+console
 [Install]
@@ -188,6 +231,7 @@ STEP="module check"
 if ! check_modules >>"$LOG" 2>&1; then
   die "the guest kernel has no sch_netem or openvswitch module (find /lib/modules in the image found none): check linux-image-cloud-amd64 in $PACKAGES"
 fi
+timed "python venv" install_venv
 timed configure configure_guest
 timed "kernel extraction" extract_kernel
 timed "image file" make_image
