@@ -152,15 +152,15 @@ def test_rerun_of_an_emulated_run_calls_the_runtime_runner_with_the_recorded_arg
     loaded = model.load_experiment(QUICKSTART)
     events = EventLog().table()
     original = RunDir(tmp_path / "original")
-    original.replace_manifest(_emulated_manifest(nodes="docker"))
+    original.replace_manifest(_emulated_manifest(nodes="docker", event_loop="asyncio"))
     # The original summary as `rmptwin run` wrote it, but for one figure and its wall time.
     original.write_summary({**summarize(events, loaded), "messages_sent": 5, "runtime": {"wall_s": 80.0}})
     calls = []
 
     def fake_emulate(loaded, seed, run_dir, nodes="docker", impair="auto", capture=None, progress=None,
-                     cpus=None, memory_mb=None):
+                     cpus=None, memory_mb=None, event_loop="uvloop"):
         calls.append(dict(loaded=loaded, seed=seed, out=run_dir.path, nodes=nodes, impair=impair, capture=capture,
-                          limits={"cpus": cpus, "memory_mb": memory_mb}))
+                          limits={"cpus": cpus, "memory_mb": memory_mb}, event_loop=event_loop))
         return runner.EmulationResult(
             events, DROP_SCHEMA.empty_table(), LINK_COUNT_SCHEMA.empty_table(),
             manifest={"nodes": nodes, "impair": impair, "capture": capture},
@@ -168,7 +168,7 @@ def test_rerun_of_an_emulated_run_calls_the_runtime_runner_with_the_recorded_arg
                          "node_image": "rmptwin-node:0123456789ab", "node_image_id": None},
             stats={"wall_s": 91.0, "nodes": nodes})
 
-    monkeypatch.setattr(run_facts, "check_arguments", lambda loaded, nodes, capture: None)  # no root needed
+    monkeypatch.setattr(run_facts, "check_arguments", lambda loaded, nodes, capture, event_loop: None)  # no root needed
     monkeypatch.setattr(runner, "emulate", fake_emulate)
     monkeypatch.setattr("rmptwin.emulation.env.is_root", lambda: False)
     new = tmp_path / "again"
@@ -178,6 +178,7 @@ def test_rerun_of_an_emulated_run_calls_the_runtime_runner_with_the_recorded_arg
     assert (call["seed"], call["out"], call["nodes"], call["impair"], call["capture"]) == \
         (7, new, "docker", "relay", ["cu1", "cu2"])
     assert call["limits"] == {"cpus": 1.5, "memory_mb": 256}  # the recorded limits, not today's defaults
+    assert call["event_loop"] == "asyncio"                     # and the recorded event loop
     assert call["loaded"].to_manifest()["experiment"] == _emulated_manifest()["experiment"]
     out = " ".join(res.output.split())
     # runtime.wall_s differs and does not count; the edited figure does.
