@@ -246,7 +246,8 @@ def _spawn(cpid: int, argv: list[str], **kw: Any) -> subprocess.Popen[bytes]:
     return p
 
 
-def _ticks(pid: int) -> int:
+def process_ticks(pid: int) -> int:
+    """utime + stime of process ``pid`` now, in clock ticks (``cpu_ticks`` of its stat)."""
     return cpu_ticks(Path(f"/proc/{pid}/stat").read_text())
 
 
@@ -301,7 +302,7 @@ def measure_one(cpid: int, name: str, seconds: float, rate: int = RATE) -> Measu
                     why = err.read().decode(errors="replace").strip().splitlines()[-1:] or ["not ready"]
                     raise UserError(f"datapath loop {name} did not start: {why[0]}")
                 time.sleep(0.05)
-            loop0, sink0 = _ticks(loop.pid), _ticks(sink.pid)
+            loop0, sink0 = process_ticks(loop.pid), process_ticks(sink.pid)
             target = (LO, RMP_PORT) if name in DRIVERS else in_addr
             sender = _spawn(cpid, py + ["send", target[0], str(target[1]), "--rate", str(rate), "--seconds",
                                         str(seconds), "--size", str(SIZE), "--bind", SENDER_IP],
@@ -315,7 +316,7 @@ def measure_one(cpid: int, name: str, seconds: float, rate: int = RATE) -> Measu
                 socks = _sockets(cpid)
                 empty = empty + 1 if socks[in_addr][0] == 0 and socks[sink_addr][0] == 0 else 0
                 time.sleep(0.02)
-            loop1, sink1 = _ticks(loop.pid), _ticks(sink.pid)
+            loop1, sink1 = process_ticks(loop.pid), process_ticks(sink.pid)
             socks = _sockets(cpid)
             counted = json.loads(_stop(sink))["received"]
         finally:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rmptwin.bench.bench_datapath import cpu_ticks
+from rmptwin.bench.bench_datapath import process_ticks
 from rmptwin.emulation.impair import RelayLink
 from rmptwin.emulation.measure import run_probe
 from rmptwin.errors import UserError
@@ -146,10 +146,6 @@ def sample_note(figure: CpuSample, floor: CpuSample | None, hz: int) -> str:
 # ----------------------------------------------------------------------------- the machine
 
 
-def _ticks(pid: int) -> int:
-    return cpu_ticks(Path(f"/proc/{pid}/stat").read_text())
-
-
 def _run(argv: list[str]) -> str:
     r = subprocess.run(argv, capture_output=True, text=True, timeout=20)
     if r.returncode != 0:
@@ -213,10 +209,10 @@ def probe_window(net: EmulatedNetwork, relay: RelayLink | None, ovs: int | None,
     pid = relay.proc.pid if relay is not None and relay.proc is not None else None
     r0 = relay_frames(relay.stats()) if relay is not None and pid else 0
     b0 = _bridge_frames(bridges) if ovs else 0
-    rt0, ot0 = (_ticks(pid) if pid else 0), (_ticks(ovs) if ovs else 0)
+    rt0, ot0 = (process_ticks(pid) if pid else 0), (process_ticks(ovs) if ovs else 0)
     got = run_probe(tx, [rx], rx.ip, count=int(RATE * seconds), rate=RATE, size=SIZE, port=PORT,
                     idle=IDLE_S)[receiver]
-    rt1, ot1 = (_ticks(pid) if pid else 0), (_ticks(ovs) if ovs else 0)
+    rt1, ot1 = (process_ticks(pid) if pid else 0), (process_ticks(ovs) if ovs else 0)
     r1 = relay_frames(relay.stats()) if relay is not None and pid else 0
     b1 = _bridge_frames(bridges) if ovs else 0
     return Window(cpu_sample((rt0, rt1), (r0, r1), hz) if pid else None,

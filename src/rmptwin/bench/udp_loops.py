@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("in_ip"), p.add_argument("in_port", type=int)
     p.add_argument("out_ip"), p.add_argument("out_port", type=int)
     p.add_argument("--sender-ip", default="127.0.0.2"), p.add_argument("--log", default="/dev/null")
-    p.add_argument("--event-loop", choices=("asyncio", "uvloop"), default="asyncio")
+    p.add_argument("--event-loop", choices=event_loop.EVENT_LOOPS, default="asyncio")
     p.add_argument("--access-delay-us", type=float, default=0.0)
     a = ap.parse_args(argv)
     if a.role == "send":

@@ -65,7 +65,6 @@ if TYPE_CHECKING:
 REPO = Path(__file__).resolve().parents[3]
 SETTLE_S = 1.0           # after the controller saw every join: its flow mods land before t0
 TREES_TIMEOUT_S = 60.0
-DEFAULT_EVENT_LOOP = event_loops.DEFAULT
 CAPTURE_PORTS = "udp"    # everything UDP: RMP, remulticast and re-requests
 # Per Docker host. A node is one busy Python thread: one CPU never throttles it, yet a
 # runaway node cannot take both CPUs from the release path; 512 MB is ~10x a node's use.

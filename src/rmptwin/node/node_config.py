@@ -17,6 +17,7 @@ from typing import Any
 
 from rmptwin.factories.keys import key_path
 from rmptwin.model import Experiment, LoadedExperiment, Topology
+from rmptwin.node import event_loop as event_loops
 
 
 @dataclass
@@ -34,12 +35,13 @@ class NodeConfig:
     # What a node names its own files in log_dir: kind -> a pattern of {host} and {incarnation}.
     # The run directory's owner gives them (``rundir.run.NODE_FILES``); a node never spells one.
     node_files: dict[str, str] | None = None
-    event_loop: str = "uvloop"     # node.event_loop: uvloop, or asyncio (the stdlib's)
+    event_loop: str = event_loops.DEFAULT   # node.event_loop: uvloop, or asyncio (the stdlib's)
 
     @classmethod
     def for_run(cls, loaded: LoadedExperiment, seed: int, hosts: dict[str, str], log_dir: Path,
                 node_files: dict[str, str], t0_ns: int | None = None, state_dir: Path | None = None,
-                access_in_node: Iterable[str] | None = None, event_loop: str = "uvloop") -> NodeConfig:
+                access_in_node: Iterable[str] | None = None,
+                event_loop: str = event_loops.DEFAULT) -> NodeConfig:
         """``state_dir`` defaults to ``log_dir`` (a test's one scratch directory)."""
         m = loaded.to_manifest()
         keys = str(key_path(loaded)) if loaded.experiment.security.enabled else None

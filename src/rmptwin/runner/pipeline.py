@@ -21,6 +21,7 @@ from rmptwin.emulation import emulate as runner
 from rmptwin.emulation import run_facts
 from rmptwin.errors import UserError
 from rmptwin.model import LoadedExperiment
+from rmptwin.node import event_loop as event_loops
 from rmptwin.planning.calibration import cached
 from rmptwin.planning.demand import simulated_demand
 from rmptwin.planning.plan import assess, plan_record, predict
@@ -44,7 +45,7 @@ class EmulationOptions:
     capture: list[str] | None = None     # None: customers and retransmit servers
     cpus: float | None = runner.NODE_CPUS          # per Docker host; None: unlimited
     memory_mb: int | None = runner.NODE_MEMORY_MB  # per Docker host; None: unlimited
-    event_loop: str = runner.DEFAULT_EVENT_LOOP    # the nodes' asyncio loop: uvloop or asyncio (node.event_loop)
+    event_loop: str = event_loops.DEFAULT          # the nodes' asyncio loop: uvloop or asyncio (node.event_loop)
 
 
 class RunOutcome(NamedTuple):
