@@ -29,44 +29,14 @@ PROBE_TIMEOUT=${RMPTWIN_VM_PROBE_TIMEOUT:-20}
 say() { printf '[vm-boot-check] %s\n' "$*"; }
 die() { printf 'vm-boot-check: %s\n' "$1" >&2; exit "${2:-1}"; }
 trap 'die "unexpected failure at line $LINENO"' ERR
-
-for f in "$IMAGE" "$OUT/vmlinuz" "$OUT/initrd.img"; do
-  [ -f "$f" ] || die "$f is missing: run \`sudo make vm-image\` first"
-done
-command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 is missing: apt-get install qemu-system-x86 (or run \`sudo make vm-image\`)"
+source scripts/vm/qemu.sh
+vm_preflight
 case $ACCEL in kvm|tcg|auto) ;; *) die "RMPTWIN_VM_ACCEL must be kvm, tcg or auto, not \"$ACCEL\"" ;; esac
 
-QEMU_PID=
 PROBE_LOG=
-stop_qemu() {
-  [ -n "$QEMU_PID" ] || return 0
-  if kill -0 "$QEMU_PID" 2>/dev/null; then
-    kill "$QEMU_PID" 2>/dev/null || true
-    for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$QEMU_PID" 2>/dev/null || break; sleep 0.2; done
-    kill -9 "$QEMU_PID" 2>/dev/null || true
-  fi
-  wait "$QEMU_PID" 2>/dev/null || true
-  QEMU_PID=
-}
 cleanup() { local rc=$?; trap - ERR; stop_qemu; [ -z "$PROBE_LOG" ] || rm -f "$PROBE_LOG"; exit "$rc"; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-
-# start_qemu ACCEL LOGFILE APPEND: qemu in the background, its console (stdout) to LOGFILE.
-start_qemu() {
-  local accel=$1 log=$2 cpu=max
-  [ "$accel" = kvm ] && cpu=host
-  qemu-system-x86_64 -accel "$accel" -cpu "$cpu" -m 2048 -smp 2 \
-    -nographic -no-reboot -nic none -snapshot \
-    -drive "file=$IMAGE,format=raw,if=virtio" \
-    -kernel "$OUT/vmlinuz" -initrd "$OUT/initrd.img" \
-    -append "root=/dev/vda rw console=ttyS0 panic=-1 $3" \
-    </dev/null >"$log" 2>&1 &
-  QEMU_PID=$!
-  # Its end is read from the console and kill -0; disowned, bash does not add a job line
-  # ("Aborted ...") to this script's one-line errors when qemu itself fails.
-  disown "$QEMU_PID"
-}
 
 # wait_for PATTERN LOGFILE SECONDS: 0 once the pattern is in the log, 1 on timeout, 2 if
 # qemu exited first.
@@ -113,11 +83,11 @@ wait_for "RMPTWIN-VM-CHECK {" "$CONSOLE" "$TIMEOUT" || rc=$?
 T1=$(date +%s.%N)
 if [ "$rc" != 0 ]; then
   # No match is an answer here, not a failure.
-  last=$( { grep -a "RMPTWIN-VM-STEP" "$CONSOLE" || true; } | tail -n1 | tr -d '\r' | sed 's/^.*RMPTWIN-VM-STEP //')
+  last=$(last_step "$CONSOLE")
   if [ -n "$last" ]; then
     where="the check's last step was \"$last\""
   else
-    where="the console's last line was \"$( { grep -av '^[[:space:]]*$' "$CONSOLE" || true; } | tail -n1 | tr -d '\r' | sed 's/\x1b\[[0-9;]*m//g' | cut -c1-120)\""
+    where="the console's last line was \"$(console_last_line "$CONSOLE")\""
   fi
   if [ "$rc" = 1 ]; then
     die "no check line within ${TIMEOUT} s under $ACCEL; $where (console: $CONSOLE)"

@@ -41,11 +41,8 @@ TOPOLOGY=${RMPTWIN_VM_TOPOLOGY:-tests/emulation/tdf_link.yaml}
 say() { printf '[test-vm] %s\n' "$*"; }
 die() { printf 'test-vm: %s\n' "$1" >&2; exit "${2:-1}"; }
 trap 'die "unexpected failure at line $LINENO"' ERR
-
-for f in "$IMAGE" "$OUT/vmlinuz" "$OUT/initrd.img"; do
-  [ -f "$f" ] || die "$f is missing: run \`sudo make vm-image\` first"
-done
-command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 is missing: apt-get install qemu-system-x86 (or run \`sudo make vm-image\`)"
+source scripts/vm/qemu.sh
+vm_preflight
 [ -f "$TOPOLOGY" ] || die "topology $TOPOLOGY is not in this checkout"
 case $ACCEL in
   kvm|tcg) ;;
@@ -54,15 +51,11 @@ case $ACCEL in
   *) die "RMPTWIN_VM_ACCEL must be kvm, tcg or auto, not \"$ACCEL\"" ;;
 esac
 
-QEMU_PID= TREE=
+TREE=
 cleanup() {
   local rc=$?
   trap - ERR
-  if [ -n "$QEMU_PID" ] && kill -0 "$QEMU_PID" 2>/dev/null; then
-    kill "$QEMU_PID" 2>/dev/null || true
-    for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$QEMU_PID" 2>/dev/null || break; sleep 0.2; done
-    kill -9 "$QEMU_PID" 2>/dev/null || true
-  fi
+  stop_qemu
   [ -z "$TREE" ] || rm -rf --one-file-system "$TREE"
   exit "$rc"
 }
@@ -84,17 +77,10 @@ mv "$SRCDISK.tmp" "$SRCDISK"
 rm -rf --one-file-system "$TREE"; TREE=
 T_DISK=$(now)
 
-cpu=max; [ "$ACCEL" = kvm ] && cpu=host
 say "booting $IMAGE under $ACCEL: self-test of $TOPOLOGY at TDF $TDF (timeout ${TIMEOUT} s, console in $CONSOLE) ..."
-qemu-system-x86_64 -accel "$ACCEL" -cpu "$cpu" -m 2048 -smp 2 \
-  -nographic -no-reboot -nic none -snapshot \
-  -drive "file=$IMAGE,format=raw,if=virtio" \
-  -drive "file=$SRCDISK,format=raw,if=virtio,readonly=on" \
-  -kernel "$OUT/vmlinuz" -initrd "$OUT/initrd.img" \
-  -append "root=/dev/vda rw console=ttyS0 panic=-1 quiet systemd.show_status=1 rmptwin.run=selftest rmptwin.topology=$TOPOLOGY rmptwin.tdf=$TDF rmptwin.count=$COUNT rmptwin.bwcount=$BW_COUNT" \
-  </dev/null >"$CONSOLE" 2>&1 &
-QEMU_PID=$!
-disown "$QEMU_PID"   # no bash job line ("Aborted ...") in this script's one-line errors
+start_qemu "$ACCEL" "$CONSOLE" \
+  "quiet systemd.show_status=1 rmptwin.run=selftest rmptwin.topology=$TOPOLOGY rmptwin.tdf=$TDF rmptwin.count=$COUNT rmptwin.bwcount=$BW_COUNT" \
+  -drive "file=$SRCDISK,format=raw,if=virtio,readonly=on"
 
 # Wall time of each step: when its marker first shows on the console.
 declare -A AT=()
@@ -117,10 +103,10 @@ done
 T_LINE=$(now)
 
 if [ "$rc" != 0 ]; then
-  last=$( { grep -a "RMPTWIN-VM-STEP" "$CONSOLE" || true; } | tail -n1 | tr -d '\r' | sed 's/^.*RMPTWIN-VM-STEP //')
+  last=$(last_step "$CONSOLE")
   fail=$( { grep -a "RMPTWIN-VM-FAIL" "$CONSOLE" || true; } | tail -n1 | tr -d '\r' | sed 's/^.*RMPTWIN-VM-FAIL //')
   [ -n "$last" ] || last=boot
-  why=${fail:-"the console's last line was \"$( { grep -av '^[[:space:]]*$' "$CONSOLE" || true; } | tail -n1 | tr -d '\r' | sed 's/\x1b\[[0-9;]*m//g' | cut -c1-120)\""}
+  why=${fail:-"the console's last line was \"$(console_last_line "$CONSOLE")\""}
   if [ "$rc" = 1 ]; then
     die "no self-test result within ${TIMEOUT} s under $ACCEL; the VM step was \"$last\": $why (console: $CONSOLE)"
   fi
