@@ -21,6 +21,9 @@ CONTROLLER_APP = "rmptwin_controller"   # controllers/rmptwin_controller.py, fou
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--port", type=int, default=6653)
+    # Loopback unless the switches run on other servers: then this machine's address towards
+    # them, which for local servers is the project's own underlay bridge.
+    ap.add_argument("--listen-host", default="127.0.0.1")
     ap.add_argument("--wiring", required=True)
     ap.add_argument("--state-dir", required=True)
     args = ap.parse_args()
@@ -29,8 +32,7 @@ def main() -> int:
     os.environ["RMPTWIN_STATE_DIR"] = str(Path(args.state_dir).resolve())
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    # Loopback only: the controller must never listen on a real interface.
-    cfg.CONF(args=["--ofp-listen-host", "127.0.0.1", "--ofp-tcp-listen-port", str(args.port)],
+    cfg.CONF(args=["--ofp-listen-host", args.listen_host, "--ofp-tcp-listen-port", str(args.port)],
              project="os_ken", default_config_files=[])
     AppManager.run_apps([CONTROLLER_APP])
     return 0

@@ -4,6 +4,10 @@
 # make bench) it also installs gcc and a browser and builds the compiled cores; make run never
 # waits for those (the interpreted cores run where they are not built).
 #
+# With --server KEY.pub it prepares a worker for runs spread over several machines
+# (docs/cluster.md): the same packages and venv, then root may log in over SSH with that key
+# only, and sshd lets that key open Ethernet tunnels (Mininet's cluster edition needs both).
+#
 # As root it installs only what is missing: Debian packages, the venv, the locked Python
 # packages. It never stops, disables or removes anything the machine already had.
 # As any other user it only checks. On a provisioned machine it says so and succeeds; on
@@ -12,7 +16,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 COMPILED=
-if [ "${1:-}" = --compiled ]; then COMPILED=yes; fi
+SERVER_KEY=
+case "${1:-}" in
+  --compiled) COMPILED=yes ;;
+  --server)
+    SERVER_KEY=${2:-}
+    if [ -z "$SERVER_KEY" ] || [ ! -f "$SERVER_KEY" ]; then
+      echo "rmptwin: --server needs the public key of the machine that starts runs (scripts/provision.sh --server KEY.pub)" >&2
+      exit 2
+    fi ;;
+esac
 VENV=${VENV:-.venv}
 LOCK=requirements.lock
 STAMP="$VENV/.provisioned"
@@ -27,6 +40,7 @@ APT_PACKAGES=(
   python3-venv python3-dev python3-pip
   openjdk-17-jre-headless               # Spark
   make git sqlite3
+  openssh-server openssh-client sudo    # several servers: Mininet's cluster edition (docs/cluster.md)
 )
 # Only with --compiled (make test, make bench), never for make run: mypyc compiles the cores
 # (scripts/build_compiled.py; python3-dev already brings libc6-dev), the tests screenshot
@@ -44,6 +58,7 @@ declare -A QUIET_UNITS=(
   [docker.io]="docker.service docker.socket"
   [containerd]="containerd.service"
   [etcd-server]="etcd.service"
+  [openssh-server]="ssh.service ssh.socket"   # `servers up --local` runs its own sshd per server
 )
 
 say() { printf '[provision] %s\n' "$*"; }
@@ -90,7 +105,7 @@ hold_quiet_daemons() {
   cat > "$POLICY" <<'EOF'
 #!/bin/sh
 # Written by rmptwin's scripts/provision.sh for one apt-get run, then removed.
-case "${1%.service}" in docker|docker.socket|containerd|etcd) exit 101 ;; esac
+case "${1%.service}" in docker|docker.socket|containerd|etcd|ssh|ssh.socket) exit 101 ;; esac
 exit 0
 EOF
   chmod 755 "$POLICY"
@@ -142,6 +157,26 @@ build_compiled_cores() {
   "$VENV/bin/python" scripts/build_compiled.py | sed -u 's/^/[provision] /' || true
 }
 
+# A worker of a run over several machines: the starting machine's key may log in as root, and
+# sshd allows it the Ethernet tunnels of Mininet's cluster edition. Both in files of their own,
+# so that removing them undoes it; sshd is started (or reloaded) only if it was not running
+# with them already.
+prepare_server() {
+  local key=$1 conf=/etc/ssh/sshd_config.d/rmptwin-cluster.conf
+  install -d -m 700 /root/.ssh
+  touch /root/.ssh/authorized_keys
+  grep -qxF "$(cat "$key")" /root/.ssh/authorized_keys || cat "$key" >> /root/.ssh/authorized_keys
+  printf '%s\n' '# Written by rmptwin scripts/provision.sh --server (docs/cluster.md)' \
+    'PermitRootLogin prohibit-password' 'PermitTunnel ethernet' 'MaxStartups 400:30:800' 'MaxSessions 400' > "$conf"
+  if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
+    systemctl enable --now ssh >/dev/null 2>&1 || true
+    systemctl reload ssh
+  else
+    /usr/sbin/sshd -t && { pkill -HUP -x sshd || /usr/sbin/sshd; }
+  fi
+  say "server ready: root may log in with $(basename "$key") and open Ethernet tunnels ($conf)"
+}
+
 # Files made here as root in a tree that belongs to someone else (`sudo make provision` in a
 # user's clone, the Vagrant VM's /vagrant) are handed to the tree's owner.
 give_back_to_owner() {
@@ -167,4 +202,5 @@ if [ -n "$problem" ]; then
   give_back_to_owner
 fi
 if [ -n "$COMPILED" ]; then build_compiled_cores; fi
+if [ -n "$SERVER_KEY" ]; then prepare_server "$SERVER_KEY"; fi
 say "ready"

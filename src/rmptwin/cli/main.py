@@ -131,6 +131,7 @@ app.add_typer(planning_cli.app)    # plan
 app.add_typer(analysis_cli.app)    # analyze, compare
 app.add_typer(emulation_cli.net_app, name="net")
 app.add_typer(emulation_cli.image_app, name="image")
+app.add_typer(emulation_cli.servers_app, name="servers")
 app.command("env")(emulation_cli.show_env)
 app.add_typer(venue_cli.app, name="venue")
 app.add_typer(taxonomy_cli.app, name="taxonomy")  # compare, measure

@@ -20,16 +20,19 @@ from rmptwin import api, corebuild
 from rmptwin.cli.console import make_console
 from rmptwin.emulation import env
 from rmptwin.emulation.cleanup import cleanup_all
+from rmptwin.emulation.cluster import sweep_servers
 from rmptwin.emulation.dilation import dilated_topology
 from rmptwin.emulation.emulated_network import DEFAULT_STATE_DIR, EmulatedNetwork
 from rmptwin.emulation.image import ensure_image
 from rmptwin.emulation.selftest import selftest
+from rmptwin.emulation.servers import down_local, resolve, up_local
 from rmptwin.errors import UserError
 from rmptwin.model import Topology, read_yaml
 
 console = make_console()
 net_app = typer.Typer(help="the emulated network: Mininet + Open vSwitch + os-ken", no_args_is_help=True)
 image_app = typer.Typer(help="the Docker node image", no_args_is_help=True)
+servers_app = typer.Typer(help="servers for a network spread over several machines", no_args_is_help=True)
 NODES_HELP = "hosts as plain network namespaces (ns, fast) or Docker containers (docker)"
 IMPAIR_HELP = "link impairment: auto (netem where the kernel has it, else relay), netem, relay"
 
@@ -194,6 +197,8 @@ def selftest_cmd(
 def down(
     all_networks: bool = typer.Option(False, "--all", help="also remove networks whose owner process is "
                                                            "still running (another user's run, a `net up`)"),
+    servers: str = typer.Option("", help="also sweep these servers, a,b: every project bridge and interface "
+                                         "left on them (what a crashed run's records no longer name)"),
 ) -> None:
     """Remove every switch, link, namespace, container and process a network left behind.
 
@@ -202,7 +207,30 @@ def down(
     done, kept = cleanup_all(force=all_networks)
     for net in kept:
         console.print(net.kept_line(), highlight=False, soft_wrap=True)
+    if servers:
+        done["servers swept"] = sweep_servers(resolve([n.strip() for n in servers.split(",") if n.strip()]),
+                                              keep=[net.tag for net in kept])
     console.print("removed: " + ", ".join(f"{v} {k}" for k, v in done.items()))
+
+
+@servers_app.command("up")
+def servers_up(local: int = typer.Option(..., "--local", help="make N servers on this machine (1-8)")) -> None:
+    """Make N local servers (network namespaces with their own sshd and Open vSwitch) and print
+    their names, one a line, for --servers."""
+    env.require_root("`rmptwin servers up`")
+    for s in up_local(local):
+        print(s.name)
+
+
+@servers_app.command("down")
+def servers_down(local: bool = typer.Option(False, "--local", help="remove the servers `servers up --local` made")) -> None:
+    """Remove the local servers: their processes, namespaces, links and the underlay bridge."""
+    if not local:
+        raise UserError("servers down removes local servers only: say --local "
+                        "(what a run left on real servers goes with `rmptwin net down --servers a,b`)")
+    env.require_root("`rmptwin servers down`")
+    gone = down_local()
+    console.print(f"removed {len(gone)} local servers" + (f": {', '.join(gone)}" if gone else ""))
 
 
 @image_app.command("build")

@@ -31,6 +31,14 @@ def capture_hosts(loaded: api.LoadedExperiment, capture: str) -> list[str] | Non
     return [c for c in capture.split(",") if c]
 
 
+def server_names(text: str) -> tuple[str, ...]:
+    """--servers a,b,c as names; one server is this machine's own run."""
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    if len(names) == 1:
+        raise UserError(f"--servers {names[0]}: give two or more servers (without --servers the run is on this machine)")
+    return names
+
+
 @app.command("run")
 def run(
     experiment: Path,
@@ -45,6 +53,8 @@ def run(
     node_memory_mb: int = typer.Option(DEFAULTS.memory_mb, help="memory each Docker host may use, MB (0: unlimited)"),
     event_loop: str = typer.Option(DEFAULTS.event_loop, help="the nodes' asyncio event loop: uvloop, or asyncio "
                                                              "(the standard library's)"),
+    servers: str = typer.Option("", help="spread the network over these servers, a,b[,c] (namespace hosts, "
+                                         "relay links; `rmptwin servers up --local N` makes local ones)"),
     strict: bool = typer.Option(False, "--strict", help="warnings (parameters outside the seed's bounds) "
                                                      "are errors: exit 2 before the network comes up"),
     sets: list[str] = typer.Option([], "--set", metavar="KEY=VALUE", help=SET_HELP),
@@ -57,7 +67,8 @@ def run(
     if node_cpus < 0 or node_memory_mb < 0:
         raise UserError("--node-cpus and --node-memory-mb must be >= 0 (0: unlimited)")
     options = api.EmulationOptions(nodes=nodes, impair=impair, capture=capture_hosts(loaded, capture),
-                                  cpus=node_cpus or None, memory_mb=node_memory_mb or None, event_loop=event_loop)
+                                  cpus=node_cpus or None, memory_mb=node_memory_mb or None, event_loop=event_loop,
+                                  servers=server_names(servers))
     with progress_bar(console, loaded, "emulation") as progress:
         result = api.emulate(loaded, seed=seed, out=out, options=options, progress=progress,
                              time_dilation=time_dilation, say=lambda line: console.print(line, highlight=False))

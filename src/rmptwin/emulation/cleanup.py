@@ -326,6 +326,10 @@ def cleanup_state_dir(state_dir: Path, own_pid: int | None = None, live: Sequenc
         "containers": _remove_containers(mine.containers),
         "switches": _del_bridges(mine.bridges),
     }
+    if data.get("servers"):   # a network over several servers: each cleans what it ran, over SSH
+        from rmptwin.emulation.cluster import cleanup_servers
+
+        done["servers"] = cleanup_servers(data["servers"], INTF_RE.pattern)
     for name in ("net.json", "controller.json"):
         (Path(state_dir) / name).unlink(missing_ok=True)
     if data.get("tag") is not None and data["tag"] not in {n.tag for n in live}:
@@ -359,7 +363,7 @@ def cleanup_all(force: bool = False) -> tuple[dict[str, int], list[LiveNetwork]]
     for d in sorted(state_dirs()):
         if str(Path(d).resolve()) not in kept_dirs:
             for k, v in cleanup_state_dir(Path(d), live=live).items():
-                totals[k] += v
+                totals[k] = totals.get(k, 0) + v
     sweep = plan_sweep(live, _project_processes(), _project_containers(), _project_bridges(), [])
     totals["processes"] += _kill(sweep.processes)
     totals["containers"] += _remove_containers(sweep.containers)

@@ -47,6 +47,7 @@ from rmptwin.emulation.flatnet import FlatNetwork
 from rmptwin.emulation.hostload import LoadSampler, overload_verdict, run_lateness
 from rmptwin.emulation.nodeproc import READY_TIMEOUT_S, NodeProc, Spares, read_output, wait_for_line
 from rmptwin.emulation.run_facts import check_arguments, default_capture, emulation_facts
+from rmptwin.emulation.servers import resolve as resolve_servers
 from rmptwin.errors import UserError
 from rmptwin.factories.keys import key_path, load_keys
 from rmptwin.model import LinkParams, LoadedExperiment
@@ -93,8 +94,9 @@ class EmulatedRun:
                  impair: str = "auto", capture: list[str] | None = None,
                  progress: Callable[[float, str], None] | None = None, settle_s: float = SETTLE_S,
                  cpus: float | None = NODE_CPUS, memory_mb: int | None = NODE_MEMORY_MB,
-                 event_loop: str = event_loops.DEFAULT) -> None:
+                 event_loop: str = event_loops.DEFAULT, servers: tuple[str, ...] = ()) -> None:
         self.event_loop = event_loop   # checked by run_facts.check_arguments
+        self.server_names = servers
         self.loaded = loaded
         self.exp = loaded.experiment
         self.dilation = TimeDilation(loaded.time_dilation)   # the nodes dilate their own clocks
@@ -124,6 +126,7 @@ class EmulatedRun:
         self.drain_s = 0.0
         self.outstanding = ""
         self.torn_lines = 0
+        self.cross_server: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ network
 
@@ -152,7 +155,8 @@ class EmulatedRun:
         return EmulatedNetwork(dilated_topology(self.loaded.topology, self.dilation.factor), nodes=self.nodes_mode, impair=self.impair, seed=self.seed,
                                state_dir=state, mounts=mounts, progress=lambda msg: self.progress(0.0, msg),
                                cpus=self.cpus, memory_mb=self.memory_mb, access_in_nodes=self._access_in_nodes(),
-                               authorized=self._authorized() if self.exp.security.enabled else None)
+                               authorized=self._authorized() if self.exp.security.enabled else None,
+                               servers=resolve_servers(list(self.server_names)) if self.server_names else ())
 
     def _authorized(self) -> dict[str, frozenset[str]]:
         """Seed 6: only secure runs restrict senders; edge stripes (seed 4.4) are sent to by the
@@ -189,7 +193,9 @@ class EmulatedRun:
         proc = host.popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=env, cwd="/")
         err.close()
         np = NodeProc(name, self.loaded.topology.host(name).role, incarnation, proc)
-        if np.role in RELEASE_ROLES:
+        if host.remote:
+            pass   # its server's scheduler: proc is the SSH client here
+        elif np.role in RELEASE_ROLES:
             self.boosted[name] = self.priority.boost(proc.pid)  # popen's pid is the node's own (mnexec execs it)
         elif np.role == "source":
             self.boosted[name] = self.priority.favour(proc.pid)  # keeps the ticker's schedule under load
@@ -360,6 +366,7 @@ class EmulatedRun:
                                                     self.dilation.factor)
         drops = rebased(self.net.drops(frames), net_t0, self.t0, self.dilation.factor)
         counts = self.net.link_counts(access_counts)
+        self.cross_server = getattr(self.net, "cross_server_datagrams", dict)()   # before the tunnels go
         return events, drops, counts
 
     def _start_nodes(self) -> None:
@@ -490,14 +497,14 @@ class EmulatedRun:
 def emulate(loaded: LoadedExperiment, seed: int, run_dir: RunDir, nodes: str = "docker", impair: str = "auto",
             capture: list[str] | None = None, progress: Callable[[float, str], None] | None = None,
             cpus: float | None = NODE_CPUS, memory_mb: int | None = NODE_MEMORY_MB,
-            event_loop: str = event_loops.DEFAULT) -> EmulationResult:
+            event_loop: str = event_loops.DEFAULT, servers: tuple[str, ...] = ()) -> EmulationResult:
     """Run ``loaded`` on the emulated network; the nodes leave their logs and captures in ``run_dir``.
     ``cpus`` and ``memory_mb`` limit each Docker host (None: unlimited); ``event_loop`` is the
     nodes' asyncio loop (``node.event_loop``)."""
     check_arguments(loaded, nodes, capture, event_loop)
     wall = time.monotonic()
     r = EmulatedRun(loaded, seed, run_dir, nodes=nodes, impair=impair, capture=capture, progress=progress,
-            cpus=cpus, memory_mb=memory_mb, event_loop=event_loop)
+            cpus=cpus, memory_mb=memory_mb, event_loop=event_loop, servers=servers)
     events, drops, counts = r.execute()
     # `rmptwin rerun` passes nodes, the impairment actually used, capture and limits back here.
     limits = {"cpus": cpus, "memory_mb": memory_mb} if nodes == "docker" else None
@@ -507,12 +514,16 @@ def emulate(loaded: LoadedExperiment, seed: int, run_dir: RunDir, nodes: str = "
                 "time_dilation": r.dilation.factor, "event_loop": event_loop,
                 # delay-only access links shaped by their host's node, not a relay (node.hostlink)
                 "access_links_in_nodes": sorted(getattr(r.net, "access_in_nodes", ()))}
+    if servers:
+        placement = getattr(r.net, "placement", None)
+        manifest.update(servers=list(servers), placement=placement.to_json() if placement else None)
     stats = {"wall_s": round(time.monotonic() - wall, 1), "nodes": nodes, "time_dilation": r.dilation.factor,
              "drain_s": round(r.drain_s, 2), "outstanding": r.outstanding or None,
              "torn_log_lines": r.torn_lines, "missing_joins": r.missing_joins,
              "node_counters": {n: np.done for n, np in r.procs.items()},
              "limits": limits,
              "release_priority": r.boosted,
+             **({"cross_server": r.cross_server} if servers else {}),
              **overload_verdict(r.load.samples, run_lateness(events), cpu_use=r.load.busy_cpus())}
     if r.container_stats is not None and r.container_stats.containers:
         stats["container_stats"] = r.container_stats.figures()   # per Docker host: CPU and memory over the run

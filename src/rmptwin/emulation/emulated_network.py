@@ -30,18 +30,21 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from rmptwin.core.groups import host_ip
+from rmptwin.emulation import cluster
 from rmptwin.emulation import env as envmod
 from rmptwin.emulation.cleanup import claim_tag, cleanup_state_dir, register_state_dir
 from rmptwin.emulation.droplog import DroppedFrame, counts_table, drops_table, read_drop_file
+from rmptwin.emulation.emuhost import EmuHost, configure_host
 from rmptwin.emulation.flows import DEFAULT_METER_PPS, Wiring, authorized_by_ip, known_group_names
 from rmptwin.emulation.image import ensure_image
 from rmptwin.emulation.impair import NetemLink, RelayLink, impair_for_traces
+from rmptwin.emulation.placement import Placement, place
+from rmptwin.emulation.servers import Server
 from rmptwin.errors import UserError
 from rmptwin.model import Bernoulli, LossModel, Topology, load_topology
 
 if TYPE_CHECKING:   # topo subclasses Mininet's classes; mininet is imported only to build
     from mininet.net import Mininet  # Mininet is untyped: Any to mypy
-    from mininet.node import Host
 
     from rmptwin.emulation.topo import ImpairedLink, RmpTopo
 
@@ -65,36 +68,6 @@ def link_aliases(topo: Topology) -> dict[str, str]:
     return aliases
 
 
-# groups one socket of a host may join (the kernel's default is 20)
-IGMP_MAX_MEMBERSHIPS = 4096
-
-
-class EmuHost:
-    """A host of the running network: Mininet's node plus its name and address."""
-
-    def __init__(self, node: Host, ip: str, intf: str) -> None:
-        self.node = node
-        self.name = node.name
-        self.ip = ip
-        self.intf = intf
-
-    def cmd(self, *args: Any, **kwargs: Any) -> str:
-        out: str = self.node.cmd(*args, **kwargs)
-        return out
-
-    def popen(self, *args: Any, **kwargs: Any) -> subprocess.Popen[Any]:
-        proc: subprocess.Popen[Any] = self.node.popen(*args, **kwargs)
-        return proc
-
-    @property
-    def pid(self) -> int:
-        pid: int = self.node.pid
-        return pid
-
-    def __repr__(self) -> str:
-        return f"EmuHost({self.name}, {self.ip})"
-
-
 class EmulatedNetwork:
     def __init__(
         self,
@@ -112,12 +85,21 @@ class EmulatedNetwork:
         mounts: list[tuple[str, str, str]] | None = None,
         progress: Callable[[str], None] | None = None,
         access_in_nodes: frozenset[str] = frozenset(),
+        servers: Sequence[Server] = (),
     ) -> None:
         self.topo = topology if isinstance(topology, Topology) else load_topology(topology)
         if nodes not in ("ns", "docker"):
             raise UserError(f"unknown node mode {nodes!r}; choose ns or docker")
         if impair not in ("auto", *envmod.IMPAIR_BACKENDS):
             raise UserError(f"unknown impairment backend {impair!r}; choose auto, {', '.join(envmod.IMPAIR_BACKENDS)}")
+        # Several servers (emulation.cluster): namespace hosts and relays, the only kinds that
+        # start over SSH and whose impairment crosses a tunnel.
+        self.servers = list(servers)
+        if self.servers and nodes != "ns":
+            raise UserError("a run over several servers has namespace hosts: use --nodes ns with --servers")
+        if self.servers and impair == "netem":
+            raise UserError("netem cannot impair a link that crosses servers: use --impair relay with --servers")
+        self.placement: Placement | None = None
         self.nodes_mode = nodes
         self.impair_requested = impair
         self.seed = seed
@@ -178,6 +160,11 @@ class EmulatedNetwork:
         if not self.env.mininet:
             raise UserError("Mininet is not importable; run `make provision` (apt package mininet)")
         self.impair = envmod.choose_impair(impair_for_traces(self.impair_requested, self.topo), self.env)
+        if self.servers:
+            self.impair = "relay"   # netem's qdiscs sit on veths, and a link between servers is a tunnel
+            self.placement = place(self.topo, [s.name for s in self.servers])
+            for line in self.placement.lines(self.topo):
+                self.progress(line)
         if self.nodes_mode == "docker":
             envmod.ensure_dockerd()   # before touching anything: a missing engine is one clear line
         envmod.ensure_ovs()
@@ -237,6 +224,10 @@ class EmulatedNetwork:
                      switches=sorted(self.sw_name.values()), hosts=[h.name for h in self.topo.hosts],
                      impair=self.impair, containers=[], started_ns=self.t0_ns, tag=self.tag,
                      link_nodes=self.mininet_topo.relay_nodes)
+        if self.placement is not None:
+            cluster.place_nodes(self.mininet_topo, self.placement)
+            self._record(servers={s.name: {"ip": s.ip, "pids": [], "bridges": []} for s in self.servers},
+                         placement=self.placement.to_json())
 
     def _mininet_topo(self) -> RmpTopo:
         from rmptwin.emulation.topo import RmpTopo  # subclasses Mininet's Topo: mininet is imported only to build
@@ -256,18 +247,24 @@ class EmulatedNetwork:
         setLogLevel("error")  # Mininet warns about the controller we start just after
         topo = self.mininet_topo
         assert topo is not None and self.env is not None   # start() made both first
-        switch_cls = partial(OVSSwitch, datapath=self.env.datapath, protocols="OpenFlow13", failMode="secure")
-        self.net = Mininet(topo=topo, switch=switch_cls, host=self._host_class(), controller=None, build=False,
-                           autoSetMacs=False, autoStaticArp=False, waitConnected=False)
-        self.net.addController(RemoteController("c0", ip="127.0.0.1", port=self.port))
+        if self.servers:
+            self.net = cluster.mininet_cluster(topo, self.servers, self.env.datapath)
+        else:
+            switch_cls = partial(OVSSwitch, datapath=self.env.datapath, protocols="OpenFlow13", failMode="secure")
+            self.net = Mininet(topo=topo, switch=switch_cls, host=self._host_class(), controller=None, build=False,
+                               autoSetMacs=False, autoStaticArp=False, waitConnected=False)
+        self.net.addController(RemoteController("c0", ip=self.controller_ip, port=self.port))
         self.progress("building")
         self.net.build()
         self.links = {name: self._impaired_link(lk) for name, lk in topo.impaired.items()}
         for lk in self.links.values():
             if isinstance(lk, NetemLink):
                 lk.apply()
-        self._record(host_pids=[self.net.get(h.name).pid for h in self.topo.hosts],
-                     link_node_pids=[self.net.get(n).pid for n in topo.relay_nodes])
+        if self.servers:
+            self._record(servers=cluster.server_records(self.net, self.servers, self.topo, topo))
+        else:
+            self._record(host_pids=[self.net.get(h.name).pid for h in self.topo.hosts],
+                         link_node_pids=[self.net.get(n).pid for n in topo.relay_nodes])
         self.wiring = Wiring(self.topo, {s: i + 1 for i, s in enumerate(self.topo.switches)}, topo.switch_ports,
                              topo.host_ports, known_group_names(self.topo), self.meter_pps,
                              None if self.authorized is None else authorized_by_ip(self.authorized))
@@ -303,7 +300,7 @@ class EmulatedNetwork:
         src = str(REPO / "src")
         env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
         self.controller_proc = subprocess.Popen(
-            [sys.executable, str(CONTROLLER_LAUNCH), "--port", str(self.port),
+            [sys.executable, str(CONTROLLER_LAUNCH), "--port", str(self.port), "--listen-host", self.controller_ip,
              "--wiring", str(self.state_dir / "wiring.json"), "--state-dir", str(self.state_dir)],
             stdout=log, stderr=log, stdin=subprocess.DEVNULL, env=env, start_new_session=True,
         )
@@ -313,10 +310,16 @@ class EmulatedNetwork:
             if self.controller_proc.poll() is not None:
                 raise UserError(f"the controller exited at start; see {self.state_dir / 'controller.log'}")
             with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", self.port)) == 0:
+                if s.connect_ex((self.controller_ip, self.port)) == 0:
                     return
             time.sleep(0.1)
         raise UserError(f"the controller did not listen within 30 s; see {self.state_dir / 'controller.log'}")
+
+    @property
+    def controller_ip(self) -> str:
+        """Where the controller listens: loopback, or this machine's underlay address when the
+        switches run on servers."""
+        return cluster.controller_ip(self.servers) if self.servers else "127.0.0.1"
 
     def controller_state(self) -> dict[str, Any]:
         try:
@@ -348,21 +351,7 @@ class EmulatedNetwork:
             node = self.net.get(h.name)
             intf = node.defaultIntf().name
             version = self.igmp_version.get(h.name) if isinstance(self.igmp_version, dict) else self.igmp_version
-            node.cmd(f"ethtool -K {intf} tx off >/dev/null 2>&1; ip route replace 224.0.0.0/4 dev {intf}")
-            # Network sysctls are per namespace; a container's /proc/sys is read-only, so
-            # write them from the root mount namespace, entering only the host's netns.
-            # igmp_max_memberships: a socket joins one group per stripe it hears, and with edge
-            # stripes (seed 4.4) a broker or an R_x hears hundreds; Linux allows 20 (ENOBUFS past it)
-            sysctls = {"net/ipv6/conf/all/disable_ipv6": 1, "net/ipv6/conf/default/disable_ipv6": 1,
-                       "net/ipv4/igmp_max_memberships": IGMP_MAX_MEMBERSHIPS}
-            if version:
-                sysctls.update({f"net/ipv4/conf/{c}/force_igmp_version": int(version)
-                                for c in ("all", "default", intf)})
-            script = "; ".join(f"echo {v} > /proc/sys/{k}" for k, v in sysctls.items())
-            r = subprocess.run(["nsenter", f"--net=/proc/{node.pid}/ns/net", "sh", "-c", script],
-                               capture_output=True, text=True)
-            if r.returncode != 0:
-                raise UserError(f"host {h.name}: cannot set sysctls: {r.stderr.strip()}")
+            configure_host(node, h.name, intf, version)
             self.hosts[h.name] = EmuHost(node, host_ip(i), intf)
         # Switch-side veths: the userspace datapath reads them with AF_PACKET too.
         for s in self.sw_name.values():
@@ -430,6 +419,13 @@ class EmulatedNetwork:
         if self.nodes_mode != "docker" or self.net is None:
             return {}
         return {h.name: self.net.get(h.name).container for h in self.topo.hosts}
+
+    def cross_server_datagrams(self) -> dict[str, Any]:
+        """Frames that crossed servers, per tunnel and in all (none on one machine)."""
+        if not self.servers or self.net is None:
+            return {}
+        tunnels = cluster.tunnel_counts(self.net)
+        return {"frames": sum(sum(ends.values()) for ends in tunnels.values()), "tunnels": tunnels}
 
     def link_stats(self) -> dict[str, dict[str, Any]]:
         return {name: lk.stats() for name, lk in self.links.items()}

@@ -30,6 +30,8 @@ def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
 
 
 class FlatHost:
+    remote = False   # always on this machine (EmuHost's may be on a server)
+
     def __init__(self, name: str, ns: str, ip: str) -> None:
         self.name, self.ns, self.ip, self.intf = name, ns, ip, "eth0"
 

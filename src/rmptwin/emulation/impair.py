@@ -14,10 +14,11 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rmptwin.emulation.cluster import is_remote, kill_remote, remote_command
 from rmptwin.errors import UserError
 from rmptwin.model import Bernoulli, GilbertElliott, LinkParams, Topology, Trace
 
@@ -79,6 +80,7 @@ class RelayLink:
     seed: int
     t0_ns: int
     proc: subprocess.Popen[bytes] | None = None
+    _remote_cmd: list[str] = field(default_factory=list)   # how it was started on its server, if remote
     # Set only for the benchmark's floor: the relay forwards with this constant delay and no
     # link model (relay.FixedDelay); None: the link's model, as every run uses.
     fixed_delay_ns: int | None = None
@@ -111,9 +113,15 @@ class RelayLink:
         cfg_path.write_text(json.dumps(cfg, indent=1))
         log = open(self.dir / f"{self.name}.log", "ab")
         src = str(Path(__file__).resolve().parents[2])
+        cmd = [sys.executable, "-m", "rmptwin.emulation.relay", str(cfg_path)]
+        if is_remote(self.node):   # on a server (emulation.cluster): over SSH, its environment spelled out
+            self._remote_cmd = cmd
+            words = remote_command(cmd, {"PYTHONPATH": src, "PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+            self.proc = self.node.popen(words, stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+            return
         env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
         self.proc = subprocess.Popen(
-            ["mnexec", "-a", str(self.node.pid), sys.executable, "-m", "rmptwin.emulation.relay", str(cfg_path)],
+            ["mnexec", "-a", str(self.node.pid), *cmd],
             stdout=log, stderr=log, stdin=subprocess.DEVNULL, env=env, start_new_session=True,
         )
 
@@ -163,13 +171,20 @@ class RelayLink:
     def signal_stop(self) -> None:
         """Ask the relay to stop without waiting (teardown signals all relays, then waits)."""
         if self.proc is not None and self.proc.poll() is None:
+            self._terminate()
+
+    def _terminate(self) -> None:
+        assert self.proc is not None
+        if is_remote(self.node):   # the relay runs on a server; SIGTERM here would reach only SSH
+            kill_remote(self.node, self._remote_cmd, "TERM")
+        else:
             self.proc.send_signal(signal.SIGTERM)
 
     def stop(self) -> None:
         if self.proc is None:
             return
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+            self._terminate()
             try:
                 self.proc.wait(timeout=5)
             except subprocess.TimeoutExpired:

@@ -21,7 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from rmptwin.emulation.dilation import LinkFigures, virtual_figures
-from rmptwin.emulation.emulated_network import EmuHost, EmulatedNetwork
+from rmptwin.emulation.emuhost import EmuHost
+from rmptwin.emulation.emulated_network import EmulatedNetwork
 from rmptwin.emulation.impair import disable_tx_offload, is_impaired
 from rmptwin.emulation.measure import ProbeResult, run_probe
 from rmptwin.model import LinkParams, Topology

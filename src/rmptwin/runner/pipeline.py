@@ -46,6 +46,7 @@ class EmulationOptions:
     cpus: float | None = runner.NODE_CPUS          # per Docker host; None: unlimited
     memory_mb: int | None = runner.NODE_MEMORY_MB  # per Docker host; None: unlimited
     event_loop: str = event_loops.DEFAULT          # the nodes' asyncio loop: uvloop or asyncio (node.event_loop)
+    servers: tuple[str, ...] = ()                  # several servers (emulation.cluster); () : this machine
 
 
 class RunOutcome(NamedTuple):
@@ -113,7 +114,8 @@ def _emulated(loaded: LoadedExperiment, spec: dict[str, Any], seed: int, out: st
     run = RunDir.create(loaded.experiment.name, out)
     result = runner.emulate(loaded, seed, run, nodes=options.nodes, impair=options.impair,
                             capture=options.capture, progress=progress, cpus=options.cpus,
-                            memory_mb=options.memory_mb, event_loop=options.event_loop)
+                            memory_mb=options.memory_mb, event_loop=options.event_loop,
+                            servers=options.servers)
     run.write_events(result.events)
     run.write_drops(result.drops)
     run.write_link_counts(result.link_counts)

@@ -1,0 +1,245 @@
+"""Servers for an emulated network spread over several machines, and local stand-ins for them.
+
+A run with ``--servers a,b`` places its switches and hosts on those machines with Mininet's
+cluster edition (``emulation.cluster``): every server is reached by SSH as root, runs its own
+Open vSwitch, and carries links cut by the placement through SSH Ethernet tunnels
+(``ssh -w``). What a server must offer is what ``scripts/provision.sh --server`` installs.
+
+``rmptwin servers up --local N`` makes N such servers on this machine, each a network
+namespace with its own mount namespace: its own ``/run/openvswitch`` and database (so its
+``ovs-vsctl`` talks to its own switch daemon, on the userspace datapath in its namespace),
+its own sshd on an address of a private underlay bridge, and the cluster's SSH client
+configuration. They share this machine's CPUs, clock and file system, which is what they
+cannot show about real machines (docs/cluster.md). The registry under ``SERVERS_DIR`` names
+them, so ``--servers rts1,rts2`` resolves without touching ``/etc/hosts``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from rmptwin.errors import UserError
+
+SERVERS_DIR = Path("/run/rmptwin/servers")
+BRIDGE = "rtsbr"                 # the underlay: one Linux bridge in this machine's namespace
+SUBNET = "198.18.250"            # RFC 2544's benchmarking range: never routed anywhere
+MASTER_IP = f"{SUBNET}.1"        # this machine on the underlay: the controller listens here
+PREFIX = "rts"                   # local server names: rts1, rts2, ...
+MAX_LOCAL = 8
+SSH_CONFIG = SERVERS_DIR / "ssh_config"
+CLIENT_KEY = SERVERS_DIR / "id_ed25519"
+AUTHORIZED = SERVERS_DIR / "authorized_keys"
+
+
+@dataclass(frozen=True)
+class Server:
+    name: str
+    ip: str
+    local: bool      # a namespace on this machine made by `servers up --local`
+
+
+def local_name(i: int) -> str:
+    return f"{PREFIX}{i}"
+
+
+def local_ip(i: int) -> str:
+    return f"{SUBNET}.{10 + i}"
+
+
+def _run(cmd: list[str], check: bool = True, timeout: float = 30.0) -> subprocess.CompletedProcess[str]:
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if check and r.returncode != 0:
+        said = (r.stderr or r.stdout).strip().splitlines()
+        raise UserError(f"{' '.join(cmd[:4])}: {said[-1] if said else f'exit {r.returncode}'}")
+    return r
+
+
+def ssh_base() -> list[str]:
+    """ssh with the cluster's own configuration (key, no host-key prompts): never the user's."""
+    return ["ssh", "-F", str(SSH_CONFIG)]
+
+
+def _write_client_config() -> None:
+    SERVERS_DIR.mkdir(parents=True, exist_ok=True)
+    if not CLIENT_KEY.exists():
+        _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "rmptwin-servers", "-f", str(CLIENT_KEY)])
+    AUTHORIZED.write_text(Path(f"{CLIENT_KEY}.pub").read_text())
+    # The servers are made and unmade here, with fresh host keys each time: checking them would
+    # only fail. Real servers are named in the user's own ssh configuration (docs/cluster.md).
+    SSH_CONFIG.write_text(
+        "Host *\n"
+        f"  IdentityFile {CLIENT_KEY}\n"
+        "  IdentitiesOnly yes\n"
+        "  User root\n"
+        "  BatchMode yes\n"
+        "  StrictHostKeyChecking no\n"
+        "  UserKnownHostsFile /dev/null\n"
+        "  LogLevel ERROR\n"
+        "  ConnectTimeout 10\n"
+        "  ServerAliveInterval 5\n")
+
+
+def _sshd_config(d: Path, ip: str) -> str:
+    # MaxStartups/MaxSessions: every Mininet node on a server is one SSH session, all opened at
+    # once when the network is built (the default 10 unauthenticated connections drop the rest).
+    return (f"ListenAddress {ip}\n"
+            f"PidFile {d / 'sshd.pid'}\n"
+            f"HostKey {d / 'host_key'}\n"
+            f"AuthorizedKeysFile {AUTHORIZED}\n"
+            "PermitRootLogin prohibit-password\n"
+            "PasswordAuthentication no\n"
+            "KbdInteractiveAuthentication no\n"
+            "PermitTunnel ethernet\n"
+            "UsePAM no\n"
+            "UseDNS no\n"
+            "StrictModes no\n"
+            "MaxStartups 400:30:800\n"
+            "MaxSessions 400\n"
+            "LogLevel ERROR\n")
+
+
+# Run in the server's network namespace, in a mount namespace of its own: the server's own
+# Open vSwitch directories and the cluster's SSH client configuration (the tunnels a server
+# opens to another server read /etc/ssh/ssh_config), then its switch daemons, then sshd.
+KEEPER = """set -e
+d={d}
+for x in ovs-run ovs-etc ovs-log; do mkdir -p "$d/$x"; done
+mount --bind "$d/ovs-run" /run/openvswitch
+mount --bind "$d/ovs-etc" /etc/openvswitch
+mount --bind "$d/ovs-log" /var/log/openvswitch
+mount --bind {ssh_config} /etc/ssh/ssh_config
+ip link set lo up
+/usr/share/openvswitch/scripts/ovs-ctl start --system-id=random >"$d/ovs-ctl.log" 2>&1 || true
+exec /usr/sbin/sshd -D -e -f "$d/sshd_config" 2>>"$d/sshd.log"
+"""
+
+
+def _needs() -> None:
+    for tool, package in (("sshd", "openssh-server"), ("ssh", "openssh-client"), ("sudo", "sudo"),
+                          ("ovs-vsctl", "openvswitch-switch"), ("mnexec", "mininet")):
+        if not shutil.which(tool) and not Path(f"/usr/sbin/{tool}").exists():
+            raise UserError(f"{tool} is missing: run `make provision` (Debian package {package})")
+
+
+def up_local(n: int) -> list[Server]:
+    """Make servers rts1..rtsN on this machine (those already up are kept) and return them."""
+    if not 1 <= n <= MAX_LOCAL:
+        raise UserError(f"servers up --local: N must be 1 to {MAX_LOCAL}, not {n}")
+    _needs()
+    _write_client_config()
+    Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)       # sshd's privilege separation directory
+    Path("/run/openvswitch").mkdir(exist_ok=True)            # a mount point, if this machine's OVS never ran
+    if _run(["ip", "link", "show", BRIDGE], check=False).returncode != 0:
+        _run(["ip", "link", "add", BRIDGE, "type", "bridge"])
+        _run(["ip", "addr", "add", f"{MASTER_IP}/24", "dev", BRIDGE])
+        _run(["ip", "link", "set", BRIDGE, "up"])
+    servers = [_up_one(i) for i in range(1, n + 1)]
+    for s in servers:
+        _wait_ssh(s)
+    return servers
+
+
+def _up_one(i: int) -> Server:
+    name, ip = local_name(i), local_ip(i)
+    d = SERVERS_DIR / name
+    record = d / "server.json"
+    if record.exists() and _alive(json.loads(record.read_text()).get("keeper_pid", 0)):
+        return Server(name, ip, True)
+    d.mkdir(parents=True, exist_ok=True)
+    if not (d / "host_key").exists():
+        _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(d / "host_key")])
+    (d / "sshd_config").write_text(_sshd_config(d, ip))
+    if _run(["ip", "netns", "pids", name], check=False).returncode != 0:
+        _run(["ip", "netns", "add", name])
+    if _run(["ip", "link", "show", f"{name}-u"], check=False).returncode != 0:
+        _run(["ip", "link", "add", f"{name}-u", "type", "veth", "peer", "name", "eth0", "netns", name])
+        _run(["ip", "link", "set", f"{name}-u", "master", BRIDGE, "up"])
+        _run(["ip", "-n", name, "addr", "add", f"{ip}/24", "dev", "eth0"])
+        _run(["ip", "-n", name, "link", "set", "eth0", "up"])
+    script = KEEPER.format(d=d, ssh_config=SSH_CONFIG)
+    log = open(d / "keeper.log", "ab")
+    keeper = subprocess.Popen(["ip", "netns", "exec", name, "unshare", "--mount", "--propagation", "private",
+                               "sh", "-c", script], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                              start_new_session=True)
+    record.write_text(json.dumps({"name": name, "ip": ip, "keeper_pid": keeper.pid}))
+    return Server(name, ip, True)
+
+
+def _alive(pid: int) -> bool:
+    return pid > 0 and Path(f"/proc/{pid}").exists()
+
+
+def _wait_ssh(s: Server, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    last = ""
+    while time.monotonic() < deadline:
+        r = subprocess.run([*ssh_base(), s.ip, "ovs-vsctl --timeout=5 show >/dev/null && echo ok"],
+                           capture_output=True, text=True, timeout=30)
+        if r.stdout.strip() == "ok":
+            return
+        last = (r.stderr or r.stdout).strip()
+        time.sleep(0.3)
+    raise UserError(f"server {s.name} ({s.ip}) did not answer over SSH with a running Open vSwitch "
+                    f"within {timeout:.0f} s: {last or 'no answer'}; see {SERVERS_DIR / s.name}")
+
+
+def local_servers() -> list[Server]:
+    """The local servers that are up, by number."""
+    out = []
+    for rec in sorted(SERVERS_DIR.glob(f"{PREFIX}*/server.json"), key=lambda p: int(p.parent.name[len(PREFIX):])):
+        data = json.loads(rec.read_text())
+        if _alive(data.get("keeper_pid", 0)):
+            out.append(Server(data["name"], data["ip"], True))
+    return out
+
+
+def down_local() -> list[str]:
+    """Remove every local server: its processes, namespace, link and directory; then the bridge."""
+    removed = []
+    for d in sorted(SERVERS_DIR.glob(f"{PREFIX}*")):
+        if not d.is_dir():
+            continue
+        name = d.name
+        pids = _run(["ip", "netns", "pids", name], check=False).stdout.split()
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            for pid in pids:
+                try:
+                    os.kill(int(pid), sig)
+                except (ProcessLookupError, ValueError):
+                    pass
+            if sig == signal.SIGTERM and pids:
+                time.sleep(0.5)
+        _run(["ip", "link", "del", f"{name}-u"], check=False)
+        _run(["ip", "netns", "del", name], check=False)
+        shutil.rmtree(d, ignore_errors=True)
+        removed.append(name)
+    _run(["ip", "link", "del", BRIDGE], check=False)
+    return removed
+
+
+def resolve(names: list[str]) -> list[Server]:
+    """``--servers`` names (local server names, host names or addresses) as servers."""
+    local = {s.name: s for s in local_servers()}
+    out = []
+    for n in names:
+        if n in local:
+            out.append(local[n])
+            continue
+        if n.startswith(PREFIX) and n[len(PREFIX):].isdigit():
+            raise UserError(f"server {n} is not up; run `rmptwin servers up --local {n[len(PREFIX):]}`")
+        r = _run(["getent", "ahostsv4", n], check=False)
+        ip = r.stdout.split()[0] if r.returncode == 0 and r.stdout.split() else ""
+        if not ip:
+            raise UserError(f"server {n}: no such host (give a name that resolves, an address, "
+                            f"or rts1..rts{MAX_LOCAL} after `rmptwin servers up --local N`)")
+        out.append(Server(n, ip, False))
+    if len({s.ip for s in out}) != len(out):
+        raise UserError(f"--servers names one machine twice: {','.join(names)}")
+    return out
