@@ -39,6 +39,14 @@ def server_names(text: str) -> tuple[str, ...]:
     return names
 
 
+def print_placement(loaded: api.LoadedExperiment, servers: tuple[str, ...]) -> None:
+    from rmptwin.emulation.placement import place
+
+    console.print(f"placement over {len(servers)} servers:", highlight=False)
+    for line in place(loaded.topology, list(servers)).lines(loaded.topology):
+        console.print(f"  {line}", highlight=False, soft_wrap=True)
+
+
 @app.command("run")
 def run(
     experiment: Path,
@@ -69,6 +77,8 @@ def run(
     options = api.EmulationOptions(nodes=nodes, impair=impair, capture=capture_hosts(loaded, capture),
                                   cpus=node_cpus or None, memory_mb=node_memory_mb or None, event_loop=event_loop,
                                   servers=server_names(servers))
+    if options.servers:   # before anything starts: where each part will run
+        print_placement(loaded, options.servers)
     with progress_bar(console, loaded, "emulation") as progress:
         result = api.emulate(loaded, seed=seed, out=out, options=options, progress=progress,
                              time_dilation=time_dilation, say=lambda line: console.print(line, highlight=False))

@@ -134,9 +134,21 @@ def server_cleanup_script(pids: Sequence[int], bridges: Sequence[str], intf_patt
             "ns=$(readlink /proc/$p/ns/net); [ \"$ns\" = \"$(readlink /proc/$$/ns/net)\" ] && continue; "
             "for q in /proc/[0-9]*; do [ \"$(readlink $q/ns/net 2>/dev/null)\" = \"$ns\" ] && kill -9 ${q#/proc/} 2>/dev/null; done; "
             "done; "
-            f"{dels or 'true'}; "
-            f"for i in $(ip -o link show | awk -F': ' '{{print $2}}' | cut -d@ -f1 | grep -E {shlex.quote(intf_pattern)}); "
-            "do ip link del $i 2>/dev/null; done; true")
+            f"{dels or 'true'}; {delete_interfaces(intf_pattern)}")
+
+
+def ere(pattern: str) -> str:
+    """A Python pattern of the project's names as ``grep -E`` reads it (no ``\\d`` there)."""
+    return pattern.replace("\\d", "[0-9]")
+
+
+def delete_interfaces(pattern: str, spare: str = "") -> str:
+    """Shell deleting the interfaces whose names match ``pattern`` (``spare``: a further grep).
+    A tunnel's end is a tap device, which the SSH process holding it keeps (and ``ip link del``
+    cannot delete): that process is the one whose open file says ``iff: <name>``."""
+    return (f"for i in $(ip -o link show | awk -F': ' '{{print $2}}' | cut -d@ -f1 | grep -E {shlex.quote(ere(pattern))}{spare}); do "
+            "for f in /proc/[0-9]*/fdinfo/*; do grep -qs \"^iff:[[:space:]]*$i\\$\" $f && kill -9 $(echo $f | cut -d/ -f3); done; "
+            "ip link del $i 2>/dev/null || ip tuntap del dev $i mode tap 2>/dev/null; done; true")
 
 
 def run_on(server_ip: str, script: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
@@ -177,10 +189,9 @@ def sweep_servers(servers: Sequence[srv.Server], keep: Sequence[int | None] = ()
 
     keep_re = "|".join(str(t) for t in keep if t is not None)
     spare = f" | grep -vE '^r({keep_re})[sl]'" if keep_re else ""
-    script = (f"for b in $(ovs-vsctl --timeout=5 list-br | grep -E {shlex.quote(BRIDGE_RE.pattern)}{spare}); "
+    script = (f"for b in $(ovs-vsctl --timeout=5 list-br | grep -E {shlex.quote(ere(BRIDGE_RE.pattern))}{spare}); "
               "do ovs-vsctl --timeout=5 --if-exists del-br $b; done; "
-              f"for i in $(ip -o link show | awk -F': ' '{{print $2}}' | cut -d@ -f1 | grep -E {shlex.quote(INTF_RE.pattern)}{spare}); "
-              "do ip link del $i 2>/dev/null; done; true")
+              + delete_interfaces(INTF_RE.pattern, spare))
     done = 0
     for s in servers:
         try:
