@@ -4,9 +4,11 @@
 # make bench) it also installs gcc and a browser and builds the compiled cores; make run never
 # waits for those (the interpreted cores run where they are not built).
 #
-# With --server KEY.pub it prepares a worker for runs spread over several machines
-# (docs/cluster.md): the same packages and venv, then root may log in over SSH with that key
-# only, and sshd lets that key open Ethernet tunnels (Mininet's cluster edition needs both).
+# With --server KEY it prepares a worker for runs spread over several machines
+# (docs/cluster.md): the same packages and venv; then root may log in over SSH with the
+# cluster's key (KEY.pub, from `rmptwin servers key` on the machine that starts runs), sshd
+# lets it open Ethernet tunnels, and root's ssh uses KEY to open them to the other servers
+# (Mininet's cluster edition opens each tunnel from one server to the other).
 #
 # As root it installs only what is missing: Debian packages, the venv, the locked Python
 # packages. It never stops, disables or removes anything the machine already had.
@@ -21,8 +23,8 @@ case "${1:-}" in
   --compiled) COMPILED=yes ;;
   --server)
     SERVER_KEY=${2:-}
-    if [ -z "$SERVER_KEY" ] || [ ! -f "$SERVER_KEY" ]; then
-      echo "rmptwin: --server needs the public key of the machine that starts runs (scripts/provision.sh --server KEY.pub)" >&2
+    if [ -z "$SERVER_KEY" ] || [ ! -f "$SERVER_KEY" ] || [ ! -f "$SERVER_KEY.pub" ]; then
+      echo "rmptwin: --server needs the cluster key and its .pub (copied from \`rmptwin servers key\` on the machine that starts runs): scripts/provision.sh --server KEY" >&2
       exit 2
     fi ;;
 esac
@@ -165,7 +167,10 @@ prepare_server() {
   local key=$1 conf=/etc/ssh/sshd_config.d/rmptwin-cluster.conf
   install -d -m 700 /root/.ssh
   touch /root/.ssh/authorized_keys
-  grep -qxF "$(cat "$key")" /root/.ssh/authorized_keys || cat "$key" >> /root/.ssh/authorized_keys
+  grep -qxF "$(cat "$key.pub")" /root/.ssh/authorized_keys || cat "$key.pub" >> /root/.ssh/authorized_keys
+  install -m 600 "$key" /root/.ssh/rmptwin_cluster
+  printf '%s\n' '# Written by rmptwin scripts/provision.sh --server (docs/cluster.md)' 'Host *' \
+    '  IdentityFile /root/.ssh/rmptwin_cluster' '  StrictHostKeyChecking accept-new' > /etc/ssh/ssh_config.d/rmptwin-cluster.conf
   printf '%s\n' '# Written by rmptwin scripts/provision.sh --server (docs/cluster.md)' \
     'PermitRootLogin prohibit-password' 'PermitTunnel ethernet' 'MaxStartups 400:30:800' 'MaxSessions 400' > "$conf"
   if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then

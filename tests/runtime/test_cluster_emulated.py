@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from twin_checks import assert_twin_verdict
 
-from rmptwin.emulation.servers import BRIDGE, PREFIX, SERVERS_DIR, local_servers, ssh_base
+from rmptwin.emulation.servers import BRIDGE, PREFIX, SERVERS_DIR, SUBNET, local_servers, ssh_base
 from rmptwin.model import load_experiment
 from rmptwin.runner.pipeline import EmulationOptions, run_experiment
 
@@ -111,6 +111,22 @@ def test_a_killed_run_leaves_nothing_on_the_servers_after_net_down(servers, tmp_
         assert leftovers(name) == "", f"{name} kept: {leftovers(name)}"
     running = subprocess.run(["pgrep", "-af", str(out)], capture_output=True, text=True).stdout.strip()
     assert running == "", f"processes of the killed run are still running:\n{running}"
+    # nor the SSH clients that carried its nodes' shells and its tunnels (in process groups of their own)
+    clients = subprocess.run(["pgrep", "-af", f"ssh .*root@{SUBNET}"], capture_output=True, text=True).stdout.strip()
+    assert clients == "", f"SSH clients of the killed run are still running:\n{clients}"
+
+
+def test_a_run_started_with_hangup_ignored_ends_and_leaves_no_shell(servers, tmp_path):
+    """nohup, and some CI runners, start a run with SIGHUP ignored; Mininet stops a node's shell
+    (over SSH: its SSH client) with SIGHUP. Measured before the fix: the run hung in
+    Mininet.stop, waiting for an SSH client that ignored it."""
+    out = tmp_path / "nohup"
+    r = subprocess.run([*RMPTWIN, "run", "experiments/line3.yaml", "--nodes", "ns", "--capture", "none",
+                        "--servers", ",".join(servers), "--out", str(out)], cwd=REPO, capture_output=True, text=True,
+                       timeout=300, preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    shells = subprocess.run(["pgrep", "-af", "mininet:"], capture_output=True, text=True).stdout.strip()
+    assert shells == "", f"node shells outlived the run:\n{shells}"
 
 
 def test_bad_servers_get_one_line(servers):

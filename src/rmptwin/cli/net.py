@@ -25,7 +25,7 @@ from rmptwin.emulation.dilation import dilated_topology
 from rmptwin.emulation.emulated_network import DEFAULT_STATE_DIR, EmulatedNetwork
 from rmptwin.emulation.image import ensure_image
 from rmptwin.emulation.selftest import selftest
-from rmptwin.emulation.servers import down_local, resolve, up_local
+from rmptwin.emulation.servers import down_local, ensure_client, resolve, up_local
 from rmptwin.errors import UserError
 from rmptwin.model import Topology, read_yaml
 
@@ -220,6 +220,14 @@ def servers_up(local: int = typer.Option(..., "--local", help="make N servers on
     env.require_root("`rmptwin servers up`")
     for s in up_local(local):
         print(s.name)
+
+
+@servers_app.command("key")
+def servers_key() -> None:
+    """Print the path of the cluster's private SSH key (made on first use): copy it and its .pub
+    to each real server and run `scripts/provision.sh --server KEY` there (docs/cluster.md)."""
+    env.require_root("`rmptwin servers key`")
+    print(ensure_client())
 
 
 @servers_app.command("down")

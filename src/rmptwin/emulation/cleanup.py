@@ -330,6 +330,8 @@ def cleanup_state_dir(state_dir: Path, own_pid: int | None = None, live: Sequenc
         from rmptwin.emulation.cluster import cleanup_servers
 
         done["servers"] = cleanup_servers(data["servers"], INTF_RE.pattern)
+        # then the SSH clients here that carried its shells and tunnels (if still SSH clients)
+        done["processes"] += _kill([p for p in data.get("ssh_pids", []) if "ssh" in _cmdline(p)], own_pid=own_pid)
     for name in ("net.json", "controller.json"):
         (Path(state_dir) / name).unlink(missing_ok=True)
     if data.get("tag") is not None and data["tag"] not in {n.tag for n in live}:

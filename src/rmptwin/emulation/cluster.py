@@ -15,11 +15,14 @@ datagrams that crossed servers (the tunnels' tap counters).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 import shlex
+import signal
 import subprocess
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Iterator, Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -90,8 +93,52 @@ def _remote_relay_class() -> Any:
     return _RemoteRelayNode
 
 
+@functools.cache
+def _remote_switch_class() -> Any:
+    from itertools import groupby
+    from operator import attrgetter
+
+    from mininet.examples.cluster import RemoteOVSSwitch
+    from mininet.node import OVSSwitch
+
+    class _RemoteOVSSwitch(RemoteOVSSwitch):   # type: ignore[misc]  # Mininet is untyped
+        """The cluster edition's switch, its start-up commands cut into lines a terminal takes.
+
+        It sends each server's ``ovs-vsctl`` batch through a switch's shell, a terminal over SSH,
+        where a line stops at 4,095 characters: ten switches of the quickstart on one server
+        made a longer one, and the run waited for the switches until it gave up."""
+
+        argmax = 3000
+
+        @classmethod
+        def batchStartup(cls, switches: list[Any], **_kwargs: Any) -> list[Any]:
+            server = attrgetter("server")
+            for _, group in groupby(sorted(switches, key=server), server):
+                batch = tuple(group)
+                OVSSwitch.batchStartup.__func__(cls, batch, run=batch[0].cmd)   # Mininet's own, with cls.argmax
+            return switches
+
+    return _RemoteOVSSwitch
+
+
 def RemoteRelayNode(name: str, **params: Any) -> Any:
     return _remote_relay_class()(name, **params)
+
+
+@contextlib.contextmanager
+def hangup_default() -> Iterator[None]:
+    """SIGHUP's default action while Mininet starts its nodes' shells, which inherit it: Mininet
+    stops a node by a SIGHUP to its shell (here, its SSH client), and from a runner started
+    with SIGHUP ignored (nohup, some CI runners) they would ignore it too. Then every shell
+    outlives its network, and over SSH ``Mininet.stop`` waits forever for one (seen under nohup)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield   # only the main thread may set a handler; a thread's runner keeps what it has
+        return
+    old = signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGHUP, old)
 
 
 def mininet_cluster(topo: RmpTopo, servers: Sequence[srv.Server], datapath: str) -> Any:
@@ -102,7 +149,7 @@ def mininet_cluster(topo: RmpTopo, servers: Sequence[srv.Server], datapath: str)
     # The cluster edition's ssh command lines, with the cluster's configuration file first.
     mc.RemoteMixin.sshbase = [*ssh, "-q", "-o", "BatchMode=yes", "-tt"]
     mc.MininetCluster.sshcmd = [*ssh, "-o", "BatchMode=yes"]
-    switch = partial(mc.RemoteOVSSwitch, datapath=datapath, protocols="OpenFlow13", failMode="secure")
+    switch = partial(_remote_switch_class(), datapath=datapath, protocols="OpenFlow13", failMode="secure")
     return mc.MininetCluster(topo=topo, servers=[s.name for s in servers], serverIP={s.name: s.ip for s in servers},
                              user="root", host=mc.RemoteHost, switch=switch, link=mc.RemoteLink, controller=None,
                              build=False, autoSetMacs=False, autoStaticArp=False, waitConnected=False)
@@ -166,6 +213,13 @@ def server_records(net: Any, servers: Sequence[srv.Server], topology: Any, topo:
         node = net.get(name)
         out[node.server]["bridges"].append(name)
     return out
+
+
+def ssh_client_pids(net: Any) -> list[int]:
+    """The SSH clients the cluster edition runs here: each remote node's shell and each tunnel.
+    In process groups of their own, they outlive a runner that was killed."""
+    shells = [n.shell.pid for n in (*net.hosts, *net.switches) if is_remote(n) and n.shell is not None]
+    return shells + [lk.tunnel.pid for lk in net.links if getattr(lk, "tunnel", None) is not None]
 
 
 def cleanup_servers(record: Mapping[str, Any], intf_pattern: str) -> int:

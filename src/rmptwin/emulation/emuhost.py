@@ -25,11 +25,13 @@ IGMP_MAX_MEMBERSHIPS = 4096
 class EmuHost:
     """A host of the running network: Mininet's node plus its name and address."""
 
-    def __init__(self, node: Host, ip: str, intf: str) -> None:
+    def __init__(self, node: Host, ip: str, intf: str, clock_offset_ns: int = 0) -> None:
         self.node = node
         self.name = node.name
         self.ip = ip
         self.intf = intf
+        # its server's clock minus this machine's (emulation.servers.ServerClock); 0 here
+        self.clock_offset_ns = clock_offset_ns
 
     def cmd(self, *args: Any, **kwargs: Any) -> str:
         out: str = self.node.cmd(*args, **kwargs)

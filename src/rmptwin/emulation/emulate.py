@@ -225,6 +225,11 @@ class EmulatedRun:
             for path in self.run.pcap_files():
                 rewrite_pcap_times(path, self.t0, self.dilation.factor)
 
+    def t0_on(self, node: str) -> int:
+        """The run's start in the clock of the server ``node`` runs on (this machine's: t0)."""
+        assert self.t0 is not None and self.net is not None   # after GO
+        return self.t0 + getattr(self.net.host(node), "clock_offset_ns", 0)
+
     def true_now(self) -> int:
         """Virtual ns since t0 (the nodes' true run time)."""
         assert self.t0 is not None   # after GO
@@ -262,9 +267,9 @@ class EmulatedRun:
         inc = (old.incarnation + 1) if old else 1
         np = self.spares.take(node, inc)
         if np is not None:
-            np.send(f"WAKE {self.t0}")
+            np.send(f"WAKE {self.t0_on(node)}")
         else:
-            path = self._node_config(t0_ns=self.t0).write(self.run.node_config_path(node, inc))
+            path = self._node_config(t0_ns=self.t0_on(node)).write(self.run.node_config_path(node, inc))
             np = self._start_node(node, path, inc)
         self.procs[node] = np
         self.spares.prepare(node, inc + 1)
@@ -340,7 +345,7 @@ class EmulatedRun:
         self._start_captures()
         self.t0 = time.time_ns() + int(self.settle_s * 1e9)
         for np in self.procs.values():
-            np.send(f"GO {self.t0}")
+            np.send(f"GO {self.t0_on(np.name)}")
         self.runner_log = log = EventWriter(self.run.runner_log_path)
         self.load.start()
         self.container_stats = ContainerStatsSampler(getattr(self.net, "containers_by_host", dict)()).start()
@@ -516,7 +521,8 @@ def emulate(loaded: LoadedExperiment, seed: int, run_dir: RunDir, nodes: str = "
                 "access_links_in_nodes": sorted(getattr(r.net, "access_in_nodes", ()))}
     if servers:
         placement = getattr(r.net, "placement", None)
-        manifest.update(servers=list(servers), placement=placement.to_json() if placement else None)
+        manifest.update(servers=list(servers), placement=placement.to_json() if placement else None,
+                        server_clocks={n: c.to_json() for n, c in getattr(r.net, "clocks", {}).items()})
     stats = {"wall_s": round(time.monotonic() - wall, 1), "nodes": nodes, "time_dilation": r.dilation.factor,
              "drain_s": round(r.drain_s, 2), "outstanding": r.outstanding or None,
              "torn_log_lines": r.torn_lines, "missing_joins": r.missing_joins,

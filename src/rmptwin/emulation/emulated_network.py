@@ -39,7 +39,7 @@ from rmptwin.emulation.flows import DEFAULT_METER_PPS, Wiring, authorized_by_ip,
 from rmptwin.emulation.image import ensure_image
 from rmptwin.emulation.impair import NetemLink, RelayLink, impair_for_traces
 from rmptwin.emulation.placement import Placement, place
-from rmptwin.emulation.servers import Server
+from rmptwin.emulation.servers import Server, ServerClock, measure_clock
 from rmptwin.errors import UserError
 from rmptwin.model import Bernoulli, LossModel, Topology, load_topology
 
@@ -100,6 +100,7 @@ class EmulatedNetwork:
         if self.servers and impair == "netem":
             raise UserError("netem cannot impair a link that crosses servers: use --impair relay with --servers")
         self.placement: Placement | None = None
+        self.clocks: dict[str, ServerClock] = {}
         self.nodes_mode = nodes
         self.impair_requested = impair
         self.seed = seed
@@ -165,6 +166,8 @@ class EmulatedNetwork:
             self.placement = place(self.topo, [s.name for s in self.servers])
             for line in self.placement.lines(self.topo):
                 self.progress(line)
+            # Each node is told the run's start in its own server's clock (emulate: GO, WAKE).
+            self.clocks = {s.name: measure_clock(s) for s in self.servers}
         if self.nodes_mode == "docker":
             envmod.ensure_dockerd()   # before touching anything: a missing engine is one clear line
         envmod.ensure_ovs()
@@ -255,13 +258,15 @@ class EmulatedNetwork:
                                autoSetMacs=False, autoStaticArp=False, waitConnected=False)
         self.net.addController(RemoteController("c0", ip=self.controller_ip, port=self.port))
         self.progress("building")
-        self.net.build()
+        with cluster.hangup_default():   # every node's shell (and SSH client) is started here
+            self.net.build()
         self.links = {name: self._impaired_link(lk) for name, lk in topo.impaired.items()}
         for lk in self.links.values():
             if isinstance(lk, NetemLink):
                 lk.apply()
         if self.servers:
-            self._record(servers=cluster.server_records(self.net, self.servers, self.topo, topo))
+            self._record(servers=cluster.server_records(self.net, self.servers, self.topo, topo),
+                         ssh_pids=cluster.ssh_client_pids(self.net))
         else:
             self._record(host_pids=[self.net.get(h.name).pid for h in self.topo.hosts],
                          link_node_pids=[self.net.get(n).pid for n in topo.relay_nodes])
@@ -352,7 +357,8 @@ class EmulatedNetwork:
             intf = node.defaultIntf().name
             version = self.igmp_version.get(h.name) if isinstance(self.igmp_version, dict) else self.igmp_version
             configure_host(node, h.name, intf, version)
-            self.hosts[h.name] = EmuHost(node, host_ip(i), intf)
+            clock = self.clocks.get(getattr(node, "server", ""))
+            self.hosts[h.name] = EmuHost(node, host_ip(i), intf, clock.correction_ns if clock else 0)
         # Switch-side veths: the userspace datapath reads them with AF_PACKET too.
         for s in self.sw_name.values():
             sw = self.net.get(s)

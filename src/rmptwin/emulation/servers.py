@@ -33,8 +33,11 @@ SUBNET = "198.18.250"            # RFC 2544's benchmarking range: never routed a
 MASTER_IP = f"{SUBNET}.1"        # this machine on the underlay: the controller listens here
 PREFIX = "rts"                   # local server names: rts1, rts2, ...
 MAX_LOCAL = 8
-SSH_CONFIG = SERVERS_DIR / "ssh_config"
-CLIENT_KEY = SERVERS_DIR / "id_ed25519"
+# The cluster's own key and SSH client configuration, kept across reboots: real servers
+# authorize this key once (scripts/provision.sh --server, docs/cluster.md).
+CLUSTER_DIR = Path("/var/lib/rmptwin/cluster")
+SSH_CONFIG = CLUSTER_DIR / "ssh_config"
+CLIENT_KEY = CLUSTER_DIR / "id_ed25519"
 AUTHORIZED = SERVERS_DIR / "authorized_keys"
 
 
@@ -66,24 +69,34 @@ def ssh_base() -> list[str]:
     return ["ssh", "-F", str(SSH_CONFIG)]
 
 
-def _write_client_config() -> None:
-    SERVERS_DIR.mkdir(parents=True, exist_ok=True)
+def ensure_client() -> Path:
+    """The cluster's key pair and SSH configuration (made once); returns the private key's path."""
+    CLUSTER_DIR.mkdir(parents=True, exist_ok=True, mode=0o700)
     if not CLIENT_KEY.exists():
-        _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "rmptwin-servers", "-f", str(CLIENT_KEY)])
-    AUTHORIZED.write_text(Path(f"{CLIENT_KEY}.pub").read_text())
-    # The servers are made and unmade here, with fresh host keys each time: checking them would
-    # only fail. Real servers are named in the user's own ssh configuration (docs/cluster.md).
+        _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "rmptwin-cluster", "-f", str(CLIENT_KEY)])
+    # Local servers are made and unmade here with fresh host keys each time: checking them would
+    # only fail. A real server's key is learnt on first contact and held to after (accept-new).
     SSH_CONFIG.write_text(
+        f"Host {SUBNET}.*\n"
+        "  StrictHostKeyChecking no\n"
+        "  UserKnownHostsFile /dev/null\n"
         "Host *\n"
         f"  IdentityFile {CLIENT_KEY}\n"
         "  IdentitiesOnly yes\n"
         "  User root\n"
         "  BatchMode yes\n"
-        "  StrictHostKeyChecking no\n"
-        "  UserKnownHostsFile /dev/null\n"
+        "  StrictHostKeyChecking accept-new\n"
+        f"  UserKnownHostsFile {CLUSTER_DIR / 'known_hosts'}\n"
         "  LogLevel ERROR\n"
         "  ConnectTimeout 10\n"
         "  ServerAliveInterval 5\n")
+    return CLIENT_KEY
+
+
+def _write_client_config() -> None:
+    ensure_client()
+    SERVERS_DIR.mkdir(parents=True, exist_ok=True)
+    AUTHORIZED.write_text(Path(f"{CLIENT_KEY}.pub").read_text())
 
 
 def _sshd_config(d: Path, ip: str) -> str:
@@ -242,4 +255,79 @@ def resolve(names: list[str]) -> list[Server]:
         out.append(Server(n, ip, False))
     if len({s.ip for s in out}) != len(out):
         raise UserError(f"--servers names one machine twice: {','.join(names)}")
+    ensure_client()
+    for s in out:
+        check_server(s)
     return out
+
+
+# What a server must run: Mininet's cluster edition starts nodes with mnexec, switches with
+# ovs-vsctl (its own Open vSwitch running), and opens tunnels with ssh and tap devices.
+SERVER_NEEDS = {"mnexec": "mininet", "ovs-vsctl": "openvswitch-switch", "ssh": "openssh-client", "sudo": "sudo"}
+
+
+def check_server(s: Server) -> None:
+    """One line if ``s`` cannot be used: unreachable as root with the cluster key, a package
+    missing, or its Open vSwitch not running."""
+    script = ("for t in " + " ".join(SERVER_NEEDS) + "; do command -v $t >/dev/null || echo missing $t; done; "
+              "ovs-vsctl --timeout=5 show >/dev/null 2>&1 || echo ovs-down")
+    try:
+        r = subprocess.run([*ssh_base(), s.ip, script], capture_output=True, text=True, timeout=30)
+    except subprocess.TimeoutExpired:
+        raise UserError(f"server {s.name} ({s.ip}) did not answer over SSH within 30 s") from None
+    if r.returncode == 255:
+        said = r.stderr.strip().splitlines()
+        raise UserError(f"server {s.name} ({s.ip}): cannot log in as root with the cluster key "
+                        f"({said[-1] if said else 'ssh failed'}); run scripts/provision.sh --server on it (docs/cluster.md)")
+    missing = [ln.split()[1] for ln in r.stdout.splitlines() if ln.startswith("missing ")]
+    if missing:
+        pkgs = " ".join(SERVER_NEEDS[m] for m in missing)
+        raise UserError(f"server {s.name} ({s.ip}) lacks {', '.join(missing)}: run scripts/provision.sh --server "
+                        f"on it (Debian packages {pkgs})")
+    if "ovs-down" in r.stdout:
+        raise UserError(f"server {s.name} ({s.ip}): Open vSwitch is not running there; start it "
+                        "(/usr/share/openvswitch/scripts/ovs-ctl start)")
+
+
+@dataclass(frozen=True)
+class ServerClock:
+    """A server's wall clock against this machine's, NTP's way: the server's time read between
+    two of ours, offset = theirs - the midpoint, known to within half the round trip."""
+
+    offset_ns: int
+    uncertainty_ns: int
+
+    @property
+    def correction_ns(self) -> int:
+        """What to add to this machine's time to get the server's: the offset where it is
+        larger than what the measure can tell, else 0 (servers on one machine share a clock)."""
+        return self.offset_ns if abs(self.offset_ns) > self.uncertainty_ns else 0
+
+    def to_json(self) -> dict[str, float]:
+        return {"offset_ms": round(self.offset_ns / 1e6, 3), "uncertainty_ms": round(self.uncertainty_ns / 1e6, 3),
+                "applied_ms": round(self.correction_ns / 1e6, 3)}
+
+
+def measure_clock(s: Server, samples: int = 9) -> ServerClock:
+    """The best (shortest round trip) of ``samples`` reads of the server's clock over one SSH session."""
+    proc = subprocess.Popen([*ssh_base(), s.ip, "while read x; do date +%s%N; done"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert proc.stdin is not None and proc.stdout is not None   # both piped
+    best: tuple[int, int] | None = None
+    try:
+        for _ in range(samples):
+            t0 = time.time_ns()
+            proc.stdin.write("\n")
+            proc.stdin.flush()
+            line = proc.stdout.readline().strip()
+            t1 = time.time_ns()
+            if not line.isdigit():
+                raise UserError(f"server {s.name} ({s.ip}) did not tell its time over SSH")
+            rtt, offset = t1 - t0, int(line) - (t0 + t1) // 2
+            if best is None or rtt < best[0]:
+                best = (rtt, offset)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert best is not None   # samples >= 1
+    return ServerClock(best[1], best[0] // 2)
