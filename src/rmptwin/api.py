@@ -55,7 +55,7 @@ if TYPE_CHECKING:
 
 __all__ = ["UserError", "EmulationOptions", "ProgressFn", "LoadedExperiment", "Topology", "Run", "Comparison",
            "SweepResult", "load", "load_experiment", "load_topology", "parse_sets", "with_overrides", "simulate",
-           "emulate", "replay_of", "rerun", "open_run", "spark_session", "analyze", "compare", "sweep"]
+           "emulate", "placement", "replay_of", "rerun", "open_run", "spark_session", "analyze", "compare", "sweep"]
 
 
 # ----------------------------------------------------------------------------- loading
@@ -290,6 +290,16 @@ class Plan:
         from rmptwin.planning.plan import predict
 
         return predict(self.demand, self.calibration, factor)
+
+
+def placement(experiment: LoadedExperiment | str | Path, servers: Sequence[str]) -> list[str]:
+    """Where a run over ``servers`` puts each switch (its hosts and relays beside it), a server
+    a line, then the links cut between servers: what `rmptwin run --servers` prints first and
+    the manifest's ``placement`` records (docs/cluster.md)."""
+    from rmptwin.emulation.placement import place
+
+    loaded = _experiment(experiment, None)
+    return place(loaded.topology, list(servers)).lines(loaded.topology)
 
 
 def plan(experiment: LoadedExperiment | str | Path, overrides: dict[str, Any] | None = None,

@@ -111,9 +111,12 @@ def test_a_killed_run_leaves_nothing_on_the_servers_after_net_down(servers, tmp_
         assert leftovers(name) == "", f"{name} kept: {leftovers(name)}"
     running = subprocess.run(["pgrep", "-af", str(out)], capture_output=True, text=True).stdout.strip()
     assert running == "", f"processes of the killed run are still running:\n{running}"
-    # nor the SSH clients that carried its nodes' shells and its tunnels (in process groups of their own)
+    # nor the SSH clients that carried its nodes' shells and its tunnels (in process groups of their
+    # own), nor a Mininet shell here (the controller node's)
     clients = subprocess.run(["pgrep", "-af", f"ssh .*root@{SUBNET}"], capture_output=True, text=True).stdout.strip()
     assert clients == "", f"SSH clients of the killed run are still running:\n{clients}"
+    shells = subprocess.run(["pgrep", "-af", "mininet:"], capture_output=True, text=True).stdout.strip()
+    assert shells == "", f"Mininet shells of the killed run are still running:\n{shells}"
 
 
 def test_a_run_started_with_hangup_ignored_ends_and_leaves_no_shell(servers, tmp_path):

@@ -40,10 +40,8 @@ def server_names(text: str) -> tuple[str, ...]:
 
 
 def print_placement(loaded: api.LoadedExperiment, servers: tuple[str, ...]) -> None:
-    from rmptwin.emulation.placement import place
-
     console.print(f"placement over {len(servers)} servers:", highlight=False)
-    for line in place(loaded.topology, list(servers)).lines(loaded.topology):
+    for line in api.placement(loaded, servers):
         console.print(f"  {line}", highlight=False, soft_wrap=True)
 
 

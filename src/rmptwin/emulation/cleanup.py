@@ -316,7 +316,7 @@ def cleanup_state_dir(state_dir: Path, own_pid: int | None = None, live: Sequenc
     except (OSError, ValueError):
         return {}
     pids = list(data.get("relay_pids", [])) + [data.get("controller_pid") or 0]
-    pids += list(data.get("link_node_pids", [])) + list(data.get("host_pids", []))
+    pids += list(data.get("link_node_pids", [])) + list(data.get("host_pids", [])) + list(data.get("shell_pids", []))
     # A pid may have been reused since a crash: only kill what still looks like ours.
     pids = [p for p in pids if p and any(m in _cmdline(p) for m in PROCESS_MARKS + ("mininet:",))]
     mine = plan_sweep(live, [(p, _parent(p), _cmdline(p)) for p in pids],

@@ -57,7 +57,7 @@ class EmuHost:
             cluster.kill_remote(self.node, cmd)   # env execs cmd: its command line is cmd's
             ssh_kill()
 
-        proc.kill = kill  # type: ignore[method-assign]
+        proc.kill = kill  # type: ignore[method-assign]  # this Popen is the SSH client: its kill must reach the server
         return proc
 
     @property

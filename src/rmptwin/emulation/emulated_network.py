@@ -270,6 +270,10 @@ class EmulatedNetwork:
         else:
             self._record(host_pids=[self.net.get(h.name).pid for h in self.topo.hosts],
                          link_node_pids=[self.net.get(n).pid for n in topo.relay_nodes])
+        # The shells Mininet keeps here for the controller node and local switches: after a crash
+        # nothing else names them (a switch's bridge goes with net down, its shell did not).
+        self._record(shell_pids=[n.pid for n in (*self.net.controllers, *self.net.switches)
+                                 if not cluster.is_remote(n) and n.pid])
         self.wiring = Wiring(self.topo, {s: i + 1 for i, s in enumerate(self.topo.switches)}, topo.switch_ports,
                              topo.host_ports, known_group_names(self.topo), self.meter_pps,
                              None if self.authorized is None else authorized_by_ip(self.authorized))
