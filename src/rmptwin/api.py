@@ -292,14 +292,14 @@ class Plan:
         return predict(self.demand, self.calibration, factor)
 
 
-def placement(experiment: LoadedExperiment | str | Path, servers: Sequence[str]) -> list[str]:
+def placement(experiment: LoadedExperiment | str | Path, servers: Sequence[str], how: str = "regions") -> list[str]:
     """Where a run over ``servers`` puts each switch (its hosts and relays beside it), a server
     a line, then the links cut between servers: what `rmptwin run --servers` prints first and
     the manifest's ``placement`` records (docs/cluster.md)."""
     from rmptwin.emulation.placement import place
 
     loaded = _experiment(experiment, None)
-    return place(loaded.topology, list(servers)).lines(loaded.topology)
+    return place(loaded.topology, list(servers), how).lines(loaded.topology)
 
 
 def plan(experiment: LoadedExperiment | str | Path, overrides: dict[str, Any] | None = None,

@@ -145,6 +145,14 @@ def test_an_emulated_run_is_replayed_with_its_node_mode_impairment_and_capture()
         replay_from_manifest(_emulated_manifest(nodes="vm"), "m.json")
 
 
+def test_a_run_over_servers_is_replayed_over_the_same_servers_and_placer():
+    manifest = _emulated_manifest(servers=["rts1", "rts2"], placement={"how": "bins", "cut_links": []})
+    replay = replay_from_manifest(manifest, "m.json")
+    assert (replay.servers, replay.placement) == (("rts1", "rts2"), "bins")
+    with pytest.raises(UserError, match="servers: expected a list of server names"):
+        replay_from_manifest(_emulated_manifest(servers="rts1,rts2"), "m.json")
+
+
 def test_rerun_of_an_emulated_run_calls_the_runtime_runner_with_the_recorded_arguments(tmp_path, monkeypatch):
     from rmptwin.emulation import emulate as runner
     from rmptwin.emulation import run_facts
@@ -158,9 +166,10 @@ def test_rerun_of_an_emulated_run_calls_the_runtime_runner_with_the_recorded_arg
     calls = []
 
     def fake_emulate(loaded, seed, run_dir, nodes="docker", impair="auto", capture=None, progress=None,
-                     cpus=None, memory_mb=None, event_loop="uvloop"):
+                     cpus=None, memory_mb=None, event_loop="uvloop", servers=(), placement="regions"):
         calls.append(dict(loaded=loaded, seed=seed, out=run_dir.path, nodes=nodes, impair=impair, capture=capture,
-                          limits={"cpus": cpus, "memory_mb": memory_mb}, event_loop=event_loop))
+                          limits={"cpus": cpus, "memory_mb": memory_mb}, event_loop=event_loop, servers=servers,
+                          placement=placement))
         return runner.EmulationResult(
             events, DROP_SCHEMA.empty_table(), LINK_COUNT_SCHEMA.empty_table(),
             manifest={"nodes": nodes, "impair": impair, "capture": capture},
@@ -179,6 +188,7 @@ def test_rerun_of_an_emulated_run_calls_the_runtime_runner_with_the_recorded_arg
         (7, new, "docker", "relay", ["cu1", "cu2"])
     assert call["limits"] == {"cpus": 1.5, "memory_mb": 256}  # the recorded limits, not today's defaults
     assert call["event_loop"] == "asyncio"                     # and the recorded event loop
+    assert (call["servers"], call["placement"]) == ((), "regions")   # recorded on one machine: on this one
     assert call["loaded"].to_manifest()["experiment"] == _emulated_manifest()["experiment"]
     out = " ".join(res.output.split())
     # runtime.wall_s differs and does not count; the edited figure does.

@@ -76,7 +76,7 @@ def test_a_placement_that_cannot_fit_is_one_line():
         place(topo, [])
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=200, deadline=None, derandomize=True)
 @given(seed=st.integers(1, 10_000), switches=st.integers(3, 24), regions=st.integers(1, 3),
        mesh=st.sampled_from([0.0, 0.5]), n=st.integers(2, 3))
 def test_generated_topologies_place_within_the_balance(seed, switches, regions, mesh, n):
@@ -102,3 +102,23 @@ def test_one_server_is_a_typo_not_a_cluster():
     assert server_names("") == ()
     with pytest.raises(UserError, match="two or more"):
         server_names("rts1")
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+@pytest.mark.parametrize("n", [2, 3])
+def test_bins_is_mininet_s_own_switch_bin_placer(name, n):
+    from mininet.examples.cluster import SwitchBinPlacer
+
+    topo = load_topology(REPO / "topologies" / f"{name}.yaml")
+    if n > len(topo.switches):
+        pytest.skip("fewer switches than servers")
+    assert place(topo, servers(n), "bins").switch_server == SwitchBinPlacer.bin(topo.switches, servers(n))
+
+
+def test_regions_cut_fewer_links_than_mininet_s_bins_on_the_quickstart():
+    topo = load_topology(REPO / "topologies" / "global.yaml")
+    regions, bins = (place(topo, servers(3), how) for how in ("regions", "bins"))
+    assert len(regions.cut_links) < len(bins.cut_links)
+    assert max(regions.load(topo).values()) < max(bins.load(topo).values())
+    with pytest.raises(UserError, match="unknown placement"):
+        place(topo, servers(3), "random")

@@ -39,9 +39,9 @@ def server_names(text: str) -> tuple[str, ...]:
     return names
 
 
-def print_placement(loaded: api.LoadedExperiment, servers: tuple[str, ...]) -> None:
-    console.print(f"placement over {len(servers)} servers:", highlight=False)
-    for line in api.placement(loaded, servers):
+def print_placement(loaded: api.LoadedExperiment, servers: tuple[str, ...], how: str) -> None:
+    console.print(f"placement ({how}) over {len(servers)} servers:", highlight=False)
+    for line in api.placement(loaded, servers, how):
         console.print(f"  {line}", highlight=False, soft_wrap=True)
 
 
@@ -61,6 +61,8 @@ def run(
                                                              "(the standard library's)"),
     servers: str = typer.Option("", help="spread the network over these servers, a,b[,c] (namespace hosts, "
                                          "relay links; `rmptwin servers up --local N` makes local ones)"),
+    placement: str = typer.Option("regions", help="how switches go over --servers: regions (whole where the "
+                                                  "balance allows, few cut links) or bins (Mininet's SwitchBinPlacer)"),
     strict: bool = typer.Option(False, "--strict", help="warnings (parameters outside the seed's bounds) "
                                                      "are errors: exit 2 before the network comes up"),
     sets: list[str] = typer.Option([], "--set", metavar="KEY=VALUE", help=SET_HELP),
@@ -74,9 +76,9 @@ def run(
         raise UserError("--node-cpus and --node-memory-mb must be >= 0 (0: unlimited)")
     options = api.EmulationOptions(nodes=nodes, impair=impair, capture=capture_hosts(loaded, capture),
                                   cpus=node_cpus or None, memory_mb=node_memory_mb or None, event_loop=event_loop,
-                                  servers=server_names(servers))
+                                  servers=server_names(servers), placement=placement)
     if options.servers:   # before anything starts: where each part will run
-        print_placement(loaded, options.servers)
+        print_placement(loaded, options.servers, placement)
     with progress_bar(console, loaded, "emulation") as progress:
         result = api.emulate(loaded, seed=seed, out=out, options=options, progress=progress,
                              time_dilation=time_dilation, say=lambda line: console.print(line, highlight=False))

@@ -9,8 +9,8 @@ controller runs here and every server's switches connect to it over the underlay
 
 What this module adds to the cluster edition: the cluster's own SSH options (never the
 user's keys or known hosts), the placement put into the topology before Mininet reads it,
-commands that cross SSH with their environment and quoting intact, and the count of
-datagrams that crossed servers (the tunnels' tap counters).
+commands that cross SSH with their environment and quoting intact, the count of frames
+that crossed servers (the tunnels' tap counters), and the cleanup of each server.
 """
 
 from __future__ import annotations

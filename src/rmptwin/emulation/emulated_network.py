@@ -86,6 +86,7 @@ class EmulatedNetwork:
         progress: Callable[[str], None] | None = None,
         access_in_nodes: frozenset[str] = frozenset(),
         servers: Sequence[Server] = (),
+        placement: str = "regions",
     ) -> None:
         self.topo = topology if isinstance(topology, Topology) else load_topology(topology)
         if nodes not in ("ns", "docker"):
@@ -99,6 +100,7 @@ class EmulatedNetwork:
             raise UserError("a run over several servers has namespace hosts: use --nodes ns with --servers")
         if self.servers and impair == "netem":
             raise UserError("netem cannot impair a link that crosses servers: use --impair relay with --servers")
+        self.placement_how = placement
         self.placement: Placement | None = None
         self.clocks: dict[str, ServerClock] = {}
         self.nodes_mode = nodes
@@ -163,7 +165,7 @@ class EmulatedNetwork:
         self.impair = envmod.choose_impair(impair_for_traces(self.impair_requested, self.topo), self.env)
         if self.servers:
             self.impair = "relay"   # netem's qdiscs sit on veths, and a link between servers is a tunnel
-            self.placement = place(self.topo, [s.name for s in self.servers])
+            self.placement = place(self.topo, [s.name for s in self.servers], self.placement_how)
             for line in self.placement.lines(self.topo):
                 self.progress(line)
             # Each node is told the run's start in its own server's clock (emulate: GO, WAKE).

@@ -174,7 +174,7 @@ class RelayLink:
             self._terminate()
 
     def _terminate(self) -> None:
-        assert self.proc is not None
+        assert self.proc is not None   # both callers checked it runs
         if is_remote(self.node):   # the relay runs on a server; SIGTERM here would reach only SSH
             kill_remote(self.node, self._remote_cmd, "TERM")
         else:

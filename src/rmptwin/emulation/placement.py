@@ -32,6 +32,7 @@ class Placement:
     servers: tuple[str, ...]
     switch_server: dict[str, str]          # spec switch name -> server
     cut_links: tuple[str, ...]             # switch links whose ends are on different servers
+    how: str = "regions"                   # the placer: one of PLACEMENTS
 
     def host_server(self, topo: Topology) -> dict[str, str]:
         return {h.name: self.switch_server[h.switch] for h in topo.hosts}
@@ -56,7 +57,8 @@ class Placement:
         return out
 
     def to_json(self) -> dict[str, object]:
-        return {"servers": list(self.servers), "switch_server": self.switch_server, "cut_links": list(self.cut_links)}
+        return {"how": self.how, "servers": list(self.servers), "switch_server": self.switch_server,
+                "cut_links": list(self.cut_links)}
 
 
 def _weights(topo: Topology) -> dict[str, int]:
@@ -86,21 +88,31 @@ def _blocks(topo: Topology) -> list[list[str]]:
     return [*by_region.values(), *alone]
 
 
-def place(topo: Topology, servers: Sequence[str]) -> Placement:
-    """The better of two starts, each refined: regions whole (largest first onto the least
-    loaded server) and the switches in breadth-first order cut into consecutive runs of about
-    equal work (a tree splits into subtrees). A start within the balance beats one that is not,
-    then fewer cut links wins, then the lighter busiest server."""
+PLACEMENTS = ("regions", "bins")
+
+
+def place(topo: Topology, servers: Sequence[str], how: str = "regions") -> Placement:
+    """``regions`` (the default): the best of three starts, each refined: regions whole
+    (largest first onto the least loaded server), the switches in breadth-first order cut into
+    consecutive runs of about equal work (a tree splits into subtrees), and single switches
+    heaviest first (balance alone). A start within the balance beats one that is not, then
+    fewer cut links wins, then the lighter busiest server. ``bins``: Mininet's own ``SwitchBinPlacer``, for comparison: the switches in the
+    topology's order, in even bins."""
+    if how not in PLACEMENTS:
+        raise UserError(f"unknown placement {how!r}; choose {' or '.join(PLACEMENTS)}")
     if not servers:
         raise UserError("a placement needs at least one server")
     if len(servers) > len(topo.switches):
         raise UserError(f"{len(servers)} servers for {len(topo.switches)} switches: a placement cannot fit "
                         f"(give at most {len(topo.switches)} servers)")
     servers = list(servers)
+    if how == "bins":
+        where = _even_bins(topo.switches, servers)
+        return Placement(tuple(servers), where, _cut(topo, where), how)
     w = _weights(topo)
     cap = max(SLACK * sum(w.values()) / len(servers), max(w.values()))   # a switch and its hosts stay together
     best: tuple[bool, int, int, dict[str, str]] | None = None
-    for start in (_by_regions, _by_breadth):
+    for start in (_by_regions, _by_breadth, _by_weight):
         where = start(topo, servers, w, cap)
         load = {sv: sum(w[s] for s in where if where[s] == sv) for sv in servers}
         _refine(topo, servers, where, load, w, cap)
@@ -113,6 +125,14 @@ def place(topo: Topology, servers: Sequence[str]) -> Placement:
         raise UserError(f"the topology is too small to spread over {len(servers)} servers "
                         "(some server would get no switch)")
     return Placement(tuple(servers), best[3], _cut(topo, best[3]))
+
+
+def _even_bins(switches: list[str], servers: list[str]) -> dict[str, str]:
+    """Mininet's ``SwitchBinPlacer.bin``: len // n switches a server, the first len % n one
+    more, in order."""
+    q, r = divmod(len(switches), len(servers))
+    tickets = [sv for i, sv in enumerate(servers) for _ in range(q + (i < r))]
+    return dict(zip(switches, tickets, strict=True))
 
 
 def _by_regions(topo: Topology, servers: list[str], w: dict[str, int], cap: float) -> dict[str, str]:
@@ -135,6 +155,16 @@ def _by_regions(topo: Topology, servers: list[str], w: dict[str, int], cap: floa
         for s in block:
             where[s] = target
         load[target] += weight
+    return where
+
+
+def _by_weight(topo: Topology, servers: list[str], w: dict[str, int], cap: float) -> dict[str, str]:
+    """Balance first: single switches, heaviest first, onto the least loaded server (LPT)."""
+    load = dict.fromkeys(servers, 0)
+    where: dict[str, str] = {}
+    for s in sorted(topo.switches, key=lambda s: (-w[s], topo.switches.index(s))):
+        where[s] = min(servers, key=lambda sv: (load[sv], servers.index(sv)))
+        load[where[s]] += w[s]
     return where
 
 

@@ -177,10 +177,10 @@ def _up_one(i: int) -> Server:
         _run(["ip", "-n", name, "addr", "add", f"{ip}/24", "dev", "eth0"])
         _run(["ip", "-n", name, "link", "set", "eth0", "up"])
     script = KEEPER.format(d=d, ssh_config=SSH_CONFIG)
-    log = open(d / "keeper.log", "ab")
-    keeper = subprocess.Popen(["ip", "netns", "exec", name, "unshare", "--mount", "--propagation", "private",
-                               "sh", "-c", script], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                              start_new_session=True)
+    with open(d / "keeper.log", "ab") as log:   # the keeper writes on; this process need not hold it
+        keeper = subprocess.Popen(["ip", "netns", "exec", name, "unshare", "--mount", "--propagation", "private",
+                                   "sh", "-c", script], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                  start_new_session=True)
     record.write_text(json.dumps({"name": name, "ip": ip, "keeper_pid": keeper.pid}))
     return Server(name, ip, True)
 

@@ -47,6 +47,7 @@ class EmulationOptions:
     memory_mb: int | None = runner.NODE_MEMORY_MB  # per Docker host; None: unlimited
     event_loop: str = event_loops.DEFAULT          # the nodes' asyncio loop: uvloop or asyncio (node.event_loop)
     servers: tuple[str, ...] = ()                  # several servers (emulation.cluster); () : this machine
+    placement: str = "regions"                     # how switches go over servers: regions or bins (emulation.placement)
 
 
 class RunOutcome(NamedTuple):
@@ -115,7 +116,7 @@ def _emulated(loaded: LoadedExperiment, spec: dict[str, Any], seed: int, out: st
     result = runner.emulate(loaded, seed, run, nodes=options.nodes, impair=options.impair,
                             capture=options.capture, progress=progress, cpus=options.cpus,
                             memory_mb=options.memory_mb, event_loop=options.event_loop,
-                            servers=options.servers)
+                            servers=options.servers, placement=options.placement)
     run.write_events(result.events)
     run.write_drops(result.drops)
     run.write_link_counts(result.link_counts)

@@ -44,6 +44,8 @@ class Replay:
     limits: dict[str, Any] | None = None   # emulation: {cpus, memory_mb} per Docker host, as recorded
     pcap: bool = False                  # sim: every host's capture (`rmptwin sim --pcap`)
     event_loop: str | None = None       # emulation: the nodes' event loop (None: recorded before it was)
+    servers: tuple[str, ...] = ()       # emulation: the servers it was spread over (docs/cluster.md)
+    placement: str = "regions"          # emulation over servers: the placer it used
 
 
 def _first_error(key: str, err: ValidationError) -> str:
@@ -97,8 +99,13 @@ def replay_from_manifest(manifest: dict[str, Any], where: str) -> Replay:
     event_loop = manifest.get("event_loop")
     if event_loop is not None and event_loop not in EVENT_LOOPS:
         raise UserError(f"{where}: event_loop: expected one of {', '.join(EVENT_LOOPS)}, got {event_loop!r}")
+    servers = manifest.get("servers") or []
+    if not (isinstance(servers, list) and all(isinstance(s, str) for s in servers)):
+        raise UserError(f"{where}: servers: expected a list of server names")
+    placed = manifest.get("placement") or {}
+    how = placed.get("how", "regions") if isinstance(placed, dict) else "regions"
     return Replay(loaded, seed, "emulation", nodes=nodes, impair=impair, capture=capture, limits=limits,
-                  event_loop=event_loop)
+                  event_loop=event_loop, servers=tuple(servers), placement=how)
 
 
 def read_replay(original: RunDir) -> tuple[dict[str, Any], Replay]:
@@ -119,7 +126,7 @@ def repeat(replay: Replay, original: RunDir, out: str | Path | None, progress: P
         raise UserError(f"{original.manifest_path}: the run's links were impaired with netem, which this kernel "
                         f"lacks (no sch_netem); rerun it where netem exists")
     options = EmulationOptions(nodes=replay.nodes or "docker", impair=replay.impair or "auto",
-                               capture=replay.capture)
+                               capture=replay.capture, servers=replay.servers, placement=replay.placement)
     if replay.limits is not None:  # runs from before limits were recorded keep today's defaults
         options = replace(options, cpus=replay.limits.get("cpus"), memory_mb=replay.limits.get("memory_mb"))
     if replay.event_loop is not None:
