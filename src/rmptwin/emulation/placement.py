@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from rmptwin.errors import UserError
 from rmptwin.model import Topology
+from rmptwin.model.tree import adjacency
 
 SLACK = 1.25   # a server may carry up to 1.25 x an even share of the work
 
@@ -171,7 +172,7 @@ def _by_weight(topo: Topology, servers: list[str], w: dict[str, int], cap: float
 def _by_breadth(topo: Topology, servers: list[str], w: dict[str, int], cap: float) -> dict[str, str]:
     """Switches in breadth-first order from the first one, cut into consecutive runs of about
     an even share of the work each."""
-    nbrs = _neighbours(topo)
+    nbrs = adjacency(topo)
     order: list[str] = []
     for root in topo.switches:
         if root in order:
@@ -196,19 +197,11 @@ def _by_breadth(topo: Topology, servers: list[str], w: dict[str, int], cap: floa
     return where
 
 
-def _neighbours(topo: Topology) -> dict[str, list[str]]:
-    nbrs: dict[str, list[str]] = {s: [] for s in topo.switches}
-    for lk in topo.links:
-        nbrs[lk.a].append(lk.b)
-        nbrs[lk.b].append(lk.a)
-    return nbrs
-
-
 def _refine(topo: Topology, servers: list[str], where: dict[str, str], load: dict[str, int],
             w: dict[str, int], cap: float) -> None:
     """Move single switches to the server most of their links lead to, while that cuts fewer
     links and keeps every server within ``cap`` and non-empty."""
-    nbrs = _neighbours(topo)
+    nbrs = adjacency(topo)
     for _ in range(len(topo.switches)):
         moved = False
         for s in topo.switches:
