@@ -57,8 +57,9 @@ vm-image:
 vm-boot-check: vm-image
 	@bash scripts/vm/boot-check.sh
 
-# The link self-test on netem links and the kernel OVS datapath, in that image (see docs/vm.md):
-# the checkout goes in on a read-only second disk, the result comes back on the serial console.
-# RMPTWIN_VM_TDF (8) sets the time dilation factor. CI runs it after `make test` (.ci/run).
+# The netem / kernel OVS datapath path in that image (see docs/vm.md), in one boot: the link
+# self-test, the controller and Mininet tests, and the quickstart emulated, brought back into
+# results/ and judged against the simulator. The checkout goes in on a read-only second disk,
+# results come back on the serial console and a raw third disk. CI runs it after `make test`.
 test-vm: vm-image
 	@bash scripts/vm/test-vm.sh

@@ -3,7 +3,10 @@
 All decisions live in ``rmptwin.emulation.flows.Policy``; this module only translates
 switch connections and IGMP packet-ins into policy calls, and the policy's desired state
 into flow, group and meter messages. It writes the installed trees to
-``$RMPTWIN_STATE_DIR/controller.json`` for `rmptwin net trees`.
+``$RMPTWIN_STATE_DIR/controller.json`` for `rmptwin net trees`. It is also the network's
+IGMP querier (``flows.igmp_general_query``): it asks every host port of a switch when the
+switch connects, and every host port of every switch when the runner asks by creating
+``$RMPTWIN_STATE_DIR/igmp-query`` (joins still missing: a report was lost).
 
 Environment: RMPTWIN_WIRING (wiring.json written by EmulatedNetwork), RMPTWIN_STATE_DIR.
 """
@@ -19,9 +22,13 @@ from pathlib import Path
 from os_ken.base import app_manager
 from os_ken.controller import ofp_event
 from os_ken.controller.handler import CONFIG_DISPATCHER, MAIN_DISPATCHER, set_ev_cls
+from os_ken.lib import hub
 from os_ken.ofproto import ofproto_v1_3
 
-from rmptwin.emulation.flows import Diff, Policy, SwitchState, Wiring, diff
+from rmptwin.emulation.flows import Diff, Policy, SwitchState, Wiring, diff, igmp_general_query
+
+QUERY_REQUEST = "igmp-query"     # created by the runner (EmulatedNetwork.request_igmp_query)
+QUERY_POLL_S = 0.5
 
 
 def apply_diff(dp, d: Diff, old: SwitchState) -> None:
@@ -59,6 +66,15 @@ def apply_diff(dp, d: Diff, old: SwitchState) -> None:
         dp.send_msg(parser.OFPGroupMod(dp, ofp.OFPGC_DELETE, ofp.OFPGT_ALL, gid, []))
 
 
+def send_query(dp, ports: list[int]) -> None:
+    """The general query out of each of ``ports`` (packet-outs from the controller)."""
+    ofp, parser = dp.ofproto, dp.ofproto_parser
+    frame = igmp_general_query()
+    for port in ports:
+        dp.send_msg(parser.OFPPacketOut(dp, buffer_id=ofp.OFP_NO_BUFFER, in_port=ofp.OFPP_CONTROLLER,
+                                        actions=[parser.OFPActionOutput(port)], data=frame))
+
+
 def clear_switch(dp) -> None:
     """Start from nothing: a reconnecting switch may hold a previous run's entries."""
     ofp, parser = dp.ofproto, dp.ofproto_parser
@@ -80,8 +96,28 @@ class RmptwinController(app_manager.OSKenApp):
         self.datapaths: dict[str, object] = {}
         self.installed: dict[str, SwitchState] = {}
         self.igmp_seen = 0
+        self.queries = 0           # general queries sent, one per host port
         self.lock = threading.Lock()
         self.write_state()
+        hub.spawn(self.query_requests)
+
+    def query(self, switch: str) -> None:
+        ports = self.wiring.host_ports(switch)
+        send_query(self.datapaths[switch], ports)
+        self.queries += len(ports)
+
+    def query_requests(self) -> None:
+        """Each time the runner creates the request file: a query on every connected switch."""
+        request = self.state_dir / QUERY_REQUEST
+        while True:
+            hub.sleep(QUERY_POLL_S)
+            if not request.exists():
+                continue
+            request.unlink(missing_ok=True)
+            with self.lock:
+                for switch in sorted(self.datapaths):
+                    self.query(switch)
+                self.write_state()
 
     def sync(self, switch: str) -> None:
         dp = self.datapaths[switch]
@@ -100,6 +136,7 @@ class RmptwinController(app_manager.OSKenApp):
             "switches": sorted(self.datapaths),
             "expected_switches": sorted(self.wiring.dpids),
             "igmp_seen": self.igmp_seen,
+            "igmp_queries": self.queries,
             "groups": self.policy.trees(),
         }
         tmp = self.state_dir / "controller.json.tmp"
@@ -118,6 +155,9 @@ class RmptwinController(app_manager.OSKenApp):
             self.datapaths[switch] = dp
             self.installed[switch] = SwitchState()
             self.sync(switch)
+            # After its flows (the barrier in sync orders them first): a switch that reconnects
+            # may have missed reports while it was away.
+            self.query(switch)
             self.write_state()
 
     @set_ev_cls(ofp_event.EventOFPPacketIn, MAIN_DISPATCHER)

@@ -6,9 +6,8 @@
 # the console first, so the host names the step a failure or a hang stopped in; the last line
 # is one JSON object the host parses. The guest has no network; nothing leaves it.
 set -u
-SRC=/mnt/rmptwin
-VENV=/opt/rmptwin-venv
-topology=tests/emulation/tdf_link.yaml tdf=8 count=1600 bwcount=500
+source "$(dirname "$0")/guest-env.sh"
+topology=tests/emulation/vm_links.yaml tdf=8 count=1600 bwcount=500
 for arg in $(cat /proc/cmdline); do
   case $arg in
     rmptwin.topology=*) topology=${arg#*=} ;;
@@ -17,13 +16,6 @@ for arg in $(cat /proc/cmdline); do
     rmptwin.bwcount=*) bwcount=${arg#*=} ;;
   esac
 done
-step() { echo "RMPTWIN-VM-STEP $*"; }
-up() { cut -d' ' -f1 /proc/uptime; }
-# The checkout is read-only: no bytecode is written next to it. (PYTHONPYCACHEPREFIX would
-# keep the checkout's bytecode in /run, but it also hides the venv's own compiled bytecode:
-# the venv step took 65 s with it under TCG, 36 s without.)
-export PYTHONPATH=$SRC/src PYTHONDONTWRITEBYTECODE=1 COLUMNS=160 HOME=/root
-PY=$VENV/bin/python
 
 step venv
 t_venv=$(up)

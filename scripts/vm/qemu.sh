@@ -15,11 +15,13 @@ QEMU_PID=
 # start_qemu ACCEL LOGFILE APPEND [QEMU ARGS...]: the image booted in the background, no network
 # device (-nic none: nothing the guest does leaves the VM), -snapshot (the image never changes),
 # its console (stdout) to LOGFILE, APPEND added to the kernel command line.
+# RMPTWIN_VM_MEMORY_MB (6144): the guest's memory. The quickstart's 31 node processes, Open
+# vSwitch and the controller outgrew 2048: the kernel's OOM killer took the runner after 6 min.
 start_qemu() {
   local accel=$1 log=$2 append=$3 cpu=max
   shift 3
   [ "$accel" = kvm ] && cpu=host
-  qemu-system-x86_64 -accel "$accel" -cpu "$cpu" -m 2048 -smp 2 \
+  qemu-system-x86_64 -accel "$accel" -cpu "$cpu" -m "${RMPTWIN_VM_MEMORY_MB:-6144}" -smp 2 \
     -nographic -no-reboot -nic none -snapshot \
     -drive "file=$IMAGE,format=raw,if=virtio" "$@" \
     -kernel "$OUT/vmlinuz" -initrd "$OUT/initrd.img" \

@@ -4,6 +4,8 @@ the runtime runner and ``rmptwin.api`` print nothing themselves."""
 
 from __future__ import annotations
 
+import re
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -23,8 +25,12 @@ VENUE_KEYS = ("ev_agreement", "trades_lost", "sync_ms", "max_gap", "latency_ms")
 @contextmanager
 def progress_bar(console: Console, loaded: api.LoadedExperiment, backend: str) -> Iterator[api.ProgressFn]:
     """A transient bar over the experiment's duration; yields the ``progress(fraction, what)``
-    callback ``api.simulate``, ``api.emulate`` and ``api.rerun`` take."""
+    callback ``api.simulate``, ``api.emulate`` and ``api.rerun`` take. Where the console is not
+    a terminal (CI's log, a pipe, the VM's serial console), plain lines instead (``_progress_lines``)."""
     duration = loaded.duration_s
+    if not console.is_terminal:
+        yield _progress_lines(console, loaded.experiment.name, duration, backend)
+        return
     if backend == "sim":
         columns = (TextColumn("[bold]simulating[/] {task.description}"), BarColumn(),
                    TextColumn("{task.completed:.2f}/{task.total:.2f} s simulated"), TimeElapsedColumn())
@@ -39,6 +45,28 @@ def progress_bar(console: Console, loaded: api.LoadedExperiment, backend: str) -
             bar.update(task, completed=fraction * duration, what=shown)
 
         yield progress
+
+
+def _progress_lines(console: Console, name: str, duration: float, backend: str) -> api.ProgressFn:
+    """Progress as lines, for a console no bar can redraw: a line when a phase of an emulated
+    run begins (bringing the network up, nodes ready, running, draining, ...), for each tenth of
+    the duration, and at most every 10 s within a phase whose count moves (nodes ready 7/31),
+    each with the wall seconds since the start. A transient bar there would show nothing for
+    minutes."""
+    verb = "simulating" if backend == "sim" else "emulating"
+    t0 = time.monotonic()
+    last: dict[str, Any] = {"phase": None, "tenth": -1, "at": t0}
+
+    def progress(fraction: float, what: str) -> None:
+        now, tenth = time.monotonic(), int(fraction * 10)
+        phase = re.sub(r"[\d.]+", "#", what.split(":")[0])
+        if phase == last["phase"] and tenth == last["tenth"] and now - last["at"] < 10:
+            return
+        last.update(phase=phase, tenth=tenth, at=now)
+        shown = f"{fraction * duration:.1f}/{duration:.1f} s" if what in ("running", "") else what
+        console.print(f"{verb} {name}: {shown} ({now - t0:.0f} s)", highlight=False)
+
+    return progress
 
 
 def _shown(val: object) -> str:

@@ -66,6 +66,7 @@ if TYPE_CHECKING:
 REPO = Path(__file__).resolve().parents[3]
 SETTLE_S = 1.0           # after the controller saw every join: its flow mods land before t0
 TREES_TIMEOUT_S = 60.0
+QUERY_AFTER_S = 2.0      # no join for this long (times the dilation) while some are missing: ask the hosts
 CAPTURE_PORTS = "udp"    # everything UDP: RMP, remulticast and re-requests
 # Per Docker host. A node is one busy Python thread: one CPU never throttles it, yet a
 # runaway node cannot take both CPUs from the release path; 512 MB is ~10x a node's use.
@@ -124,6 +125,7 @@ class EmulatedRun:
         self.runner_log: EventWriter | None = None   # the runner's own events (faults), from t0 on
         self.hosts: dict[str, str] = {}   # host name -> IP, once the network is up
         self.missing_joins: list[str] = []
+        self.igmp_queries = 0     # general queries the runner asked the controller for (_wait_trees)
         self.drain_s = 0.0
         self.outstanding = ""
         self.torn_lines = 0
@@ -474,21 +476,30 @@ class EmulatedRun:
             host.cmd("; ".join(cmds))
 
     def _wait_trees(self, timeout_s: float = TREES_TIMEOUT_S) -> None:
-        """Until the controller has seen every node's IGMP join (its trees then include them)."""
+        """Until the controller has seen every node's IGMP join (its trees then include them).
+        When no join has come for ``QUERY_AFTER_S`` while some are missing, a report was lost:
+        the controller, as the network's querier, asks every host again (at most that often)."""
         state_of = getattr(self.net, "controller_state", None)
-        if state_of is None:
+        ask_hosts = getattr(self.net, "request_igmp_query", None)
+        if state_of is None or ask_hosts is None:
             return
         want = {(group_ip(g), np.name) for np in self.procs.values() for g in np.groups}
         deadline = time.monotonic() + timeout_s
         missing = want
+        quiet_since = time.monotonic()
         while time.monotonic() < deadline:
             groups = state_of().get("groups", {})
-            missing = {(ip, n) for ip, n in want if n not in groups.get(ip, {}).get("members", ())}
+            now_missing = {(ip, n) for ip, n in want if n not in groups.get(ip, {}).get("members", ())}
+            if now_missing != missing:
+                missing, quiet_since = now_missing, time.monotonic()
             self.progress(0.0, f"multicast trees: {len(want) - len(missing)}/{len(want)} joins")
             if not missing:
                 return
+            if time.monotonic() - quiet_since > QUERY_AFTER_S * self.dilation.factor:
+                ask_hosts()
+                self.igmp_queries += 1
+                quiet_since = time.monotonic()
             time.sleep(0.2)
-        # Go on: a join whose reports were all lost is repeated by the kernel on the next query.
         self.missing_joins = sorted(f"{n}:{ip}" for ip, n in missing)
 
     def _teardown_nodes(self) -> None:
@@ -532,7 +543,7 @@ def emulate(loaded: LoadedExperiment, seed: int, run_dir: RunDir, nodes: str = "
                         server_clocks={n: c.to_json() for n, c in getattr(r.net, "clocks", {}).items()})
     stats = {"wall_s": round(time.monotonic() - wall, 1), "nodes": nodes, "time_dilation": r.dilation.factor,
              "drain_s": round(r.drain_s, 2), "outstanding": r.outstanding or None,
-             "torn_log_lines": r.torn_lines, "missing_joins": r.missing_joins,
+             "torn_log_lines": r.torn_lines, "missing_joins": r.missing_joins, "igmp_queries": r.igmp_queries,
              "node_counters": {n: np.done for n, np in r.procs.items()},
              "limits": limits,
              "release_priority": r.boosted,

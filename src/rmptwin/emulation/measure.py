@@ -86,7 +86,7 @@ def run_probe(sender: Host, receivers: list[Host], dst: str, *, count: int, rate
     Receivers join ``group``; ``watchers`` capture it at their interface without joining.
     ``settle`` seconds pass between the receivers joining and the first datagram (time for
     IGMP reports to reach the controller and trees to be installed). ``leave_after``:
-    host -> seconds after its start at which it leaves the group.
+    host -> seconds after its first datagram at which it leaves the group.
     """
     leave_after = leave_after or {}
     send_s = count / rate if rate else 1.0
