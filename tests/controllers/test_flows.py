@@ -26,6 +26,7 @@ from rmptwin.emulation.flows import (
     Wiring,
     diff,
     igmp_changes,
+    igmp_general_query,
     known_group_names,
 )
 from rmptwin.model import Topology
@@ -328,3 +329,24 @@ def test_any_join_leave_sequence_reaches_exactly_the_current_members(changes):
             expected = set() if w.hosts[sender].switch not in allowed else \
                 {m for m in members[g] if m != sender and w.hosts[m].switch in allowed}
             assert sorted(reached) == sorted(expected), (g, sender)
+
+
+def test_the_querier_sends_a_well_formed_igmpv3_general_query():
+    import socket as _socket
+    import struct as _struct
+
+    def folded(b: bytes) -> int:
+        t = sum(_struct.unpack(f"!{len(b) // 2}H", b))
+        while t >> 16:
+            t = (t & 0xFFFF) + (t >> 16)
+        return t
+
+    f = igmp_general_query()
+    assert f[:6] == bytes.fromhex("01005e000001") and _struct.unpack_from("!H", f, 12)[0] == ETH_IP
+    ihl = (f[14] & 0x0F) * 4
+    ip, igmp = f[14:14 + ihl], f[14 + ihl:]
+    assert ihl == 24 and ip[8] == 1 and ip[9] == 2                  # TTL 1, IGMP, Router Alert option
+    assert _socket.inet_ntoa(ip[16:20]) == "224.0.0.1" and folded(ip) == 0xFFFF
+    assert len(igmp) == 12 and igmp[0] == 0x11 and igmp[4:8] == bytes(4)   # v3 length, general
+    assert folded(igmp) == 0xFFFF
+    assert igmp_changes(f) == []                                     # a query changes no membership

@@ -74,9 +74,6 @@ FAIRNESS_P99_MAX_MS = 5.0
 LINK_LOSS_TOLERANCE = 0.01    # one percentage point
 PATH_SLACK_MS = 1.0           # data delay or timer lateness beyond this makes B's re-sends the machine's
 RECEIVING_ROLES = ("primary", "secondary")
-# Control frames a lost first copy causes: the receiver's NACK, the RETX that answers it, a
-# source's DATA re-sent when its ack is late. Tokens, acks and reports flow lossless or not.
-LOSS_DRIVEN = frozenset({"NACK", "RETX", "DATA"})
 
 Direction = tuple[str, str]                 # (from_node, to_node)
 Delivered = tuple[str, int]                 # (src, src_seq) within a stripe
@@ -127,38 +124,26 @@ def _equal(metric: str, a: dict[str, Any], b: dict[str, Any]) -> Rule:
     return Rule(metric, _num(va), _num(vb), "equal", _status(va is not None and va == vb))
 
 
-def _expected_control(a: TwinInputs, b: TwinInputs) -> tuple[float | None, str]:
-    """A's control per data, as B's losses would make it, and how it was found.
-
-    Where both runs drop the same first copies (one link model, one seeded draw: the relay), B
-    must match A's figure. Where B's losses are drawn by someone else (netem, the kernel), B
-    lost other first copies and a different number of them, and every loss costs re-sends: A's
-    loss-driven frames (``LOSS_DRIVEN``) are scaled by B's repaired first copies over A's,
-    the rest (tokens, acks) kept."""
-    va = a.summary.get("control_per_data")
-    if va is None or (a.link_loss is not None and b.link_loss is not None) or not a.repaired_first:
-        return va, ""
-    total = sum(a.control_types.values())
-    driven = sum(n for t, n in a.control_types.items() if t in LOSS_DRIVEN)
-    if not total:
-        return va, ""
-    scale = b.repaired_first / a.repaired_first
-    expected = va * (total - driven + driven * scale) / total
-    return expected, (f"B's losses are its own draw: A's {'/'.join(sorted(LOSS_DRIVEN))} frames scaled by "
-                      f"B's {b.repaired_first} repaired first copies over A's {a.repaired_first} (A as B's "
-                      f"losses would make it: {expected:.4g})")
-
-
 def _control(a: TwinInputs, b: TwinInputs) -> Rule:
     va, vb = a.summary.get("control_per_data"), b.summary.get("control_per_data")
-    expected, how = _expected_control(a, b)
-    ok = expected is not None and vb is not None and abs(vb - expected) <= RELATIVE_TOLERANCE * expected + 1e-12
+    if a.link_loss is None or b.link_loss is None:
+        # Where one run's losses are another process's draw (netem: the kernel), the runs lose
+        # other first copies and a different number of them, and every loss costs re-sends.
+        # Scaling A's loss-driven frames by the repaired first copies does not hold either: one
+        # multicast RETX repairs a whole region (the quickstart under netem: 193 repaired against
+        # the simulator's 133, control per data 1.29 against 1.13, and 1.49 scaled). Judging it
+        # needs the simulator's spread over seeds, which the verdict does not run.
+        which = " and ".join(n for n, x in (("A", a), ("B", b)) if x.link_loss is None)
+        return Rule("control_per_data", _num(va), _num(vb), "within 10 %", NOT_COMPARABLE,
+                    f"{which}: losses are its own draw (netem keeps no drop log); first copies repaired: "
+                    f"A {a.repaired_first}, B {b.repaired_first}")
+    ok = va is not None and vb is not None and abs(vb - va) <= RELATIVE_TOLERANCE * va + 1e-12
     types = sorted(set(a.control_types) | set(b.control_types))
     diff = {t: b.control_types.get(t, 0) - a.control_types.get(t, 0) for t in types}
     parts = [", ".join(f"{t} {d:+d}" for t, d in diff.items() if d) or "no type differs"]
     if a.data_delay_ms is not None and b.data_delay_ms is not None:
         parts.append(f"first-copy data delay p50 {a.data_delay_ms:.3g} vs {b.data_delay_ms:.3g} ms")
-    note = "by type, B - A: " + "; ".join(parts) + (f"; {how}" if how else "")
+    note = "by type, B - A: " + "; ".join(parts)
     if not ok:
         slower = (b.data_delay_ms - a.data_delay_ms) if a.data_delay_ms is not None and b.data_delay_ms is not None else None
         late = timer_lateness_ms(b.summary)
