@@ -25,10 +25,9 @@ from os_ken.controller.handler import CONFIG_DISPATCHER, MAIN_DISPATCHER, set_ev
 from os_ken.lib import hub
 from os_ken.ofproto import ofproto_v1_3
 
-from rmptwin.emulation.flows import Diff, Policy, SwitchState, Wiring, diff, igmp_general_query
+from rmptwin.emulation.flows import QUERY_REQUEST, Diff, Policy, SwitchState, Wiring, diff, igmp_general_query
 
-QUERY_REQUEST = "igmp-query"     # created by the runner (EmulatedNetwork.request_igmp_query)
-QUERY_POLL_S = 0.5
+QUERY_POLL_S = 0.5               # how often the request file (EmulatedNetwork.request_igmp_query) is looked for
 
 
 def apply_diff(dp, d: Diff, old: SwitchState) -> None:

@@ -440,28 +440,28 @@ def _detail_type(detail: str | dict[str, Any] | None) -> str:
         return "?"
 
 
-def data_delay_ms(events: pa.Table) -> float | None:
-    """p50 over (message, receiver) of the first RECV's time minus the message's first SEND, in ms.
-    A message is (stripe, src, src_seq): a striped source numbers each stripe from 1."""
-    sent = message_times(events)
-    ev = events.filter(pc.equal(events["kind"], Kind.RECV)).to_pydict()
-    first: dict[tuple[str, Message], int] = {}
-    for t, node, src, seq, det in zip(ev["t_ns"], ev["node"], ev["src"], ev["src_seq"], ev["detail"]):
-        key = (node, (_stripe(det), src, int(seq)))
-        first[key] = min(first.get(key, int(t)), int(t))
-    delays = sorted(t - sent[msg] for (_, msg), t in first.items() if msg in sent)
-    return delays[len(delays) // 2] / 1e6 if delays else None
-
-
-def repaired_first_copies(events: pa.Table) -> int:
-    """(receiver, message) pairs whose first RECV was a repair: one per first copy lost on the way."""
+def _first_recvs(events: pa.Table) -> dict[tuple[str, Message], tuple[int, bool]]:
+    """Per (receiver, message): the first RECV's time and whether it was a repair. A message is
+    (stripe, src, src_seq): a striped source numbers each stripe from 1."""
     ev = events.filter(pc.equal(events["kind"], Kind.RECV)).select(["t_ns", "node", "src", "src_seq", "detail", "d_repair"]).to_pydict()
     first: dict[tuple[str, Message], tuple[int, bool]] = {}
     for t, node, src, seq, det, rep in zip(ev["t_ns"], ev["node"], ev["src"], ev["src_seq"], ev["detail"], ev["d_repair"]):
         key = (node, (_stripe(det), src, int(seq)))
         if key not in first or int(t) < first[key][0]:
             first[key] = (int(t), bool(rep))
-    return sum(rep for _, rep in first.values())
+    return first
+
+
+def data_delay_ms(events: pa.Table) -> float | None:
+    """p50 over (message, receiver) of the first RECV's time minus the message's first SEND, in ms."""
+    sent = message_times(events)
+    delays = sorted(t - sent[msg] for (_, msg), (t, _) in _first_recvs(events).items() if msg in sent)
+    return delays[len(delays) // 2] / 1e6 if delays else None
+
+
+def repaired_first_copies(events: pa.Table) -> int:
+    """(receiver, message) pairs whose first RECV was a repair: one per first copy lost on the way."""
+    return sum(rep for _, rep in _first_recvs(events).values())
 
 
 def inputs_of(run: RunDir) -> TwinInputs:

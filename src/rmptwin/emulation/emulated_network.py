@@ -35,7 +35,7 @@ from rmptwin.emulation import env as envmod
 from rmptwin.emulation.cleanup import claim_tag, cleanup_state_dir, register_state_dir
 from rmptwin.emulation.droplog import DroppedFrame, counts_table, drops_table, read_drop_file
 from rmptwin.emulation.emuhost import EmuHost, configure_host
-from rmptwin.emulation.flows import DEFAULT_METER_PPS, Wiring, authorized_by_ip, known_group_names
+from rmptwin.emulation.flows import DEFAULT_METER_PPS, QUERY_REQUEST, Wiring, authorized_by_ip, known_group_names
 from rmptwin.emulation.image import ensure_image
 from rmptwin.emulation.impair import NetemLink, RelayLink, impair_for_traces
 from rmptwin.emulation.placement import Placement, place
@@ -346,7 +346,7 @@ class EmulatedNetwork:
         """Ask the controller, the network's IGMP querier, for a general query on every host
         port: each host answers with every group it holds, so a membership whose reports were
         lost comes back (the controller polls for this file, ``controllers/rmptwin_controller.py``)."""
-        (self.state_dir / "igmp-query").touch()
+        (self.state_dir / QUERY_REQUEST).touch()
 
     def _wait_controller(self, timeout: float = 60.0) -> None:
         assert self.controller_proc is not None   # started first

@@ -262,6 +262,7 @@ def igmp_changes(frame: bytes) -> list[tuple[str, bool]]:
 # quickstart never joined its data groups, and one of them delivered nothing.
 QUERY_MAC = "02:00:00:00:00:fe"        # the querier's (locally administered) source MAC
 QUERY_MAX_RESP_DS = 10                 # hosts answer within 1 s (tenths of a second)
+QUERY_REQUEST = "igmp-query"           # in the state dir: the runner asks the controller for a query
 
 
 def _checksum(data: bytes) -> int:
