@@ -45,6 +45,7 @@ from rmptwin.emulation.droplog import read_access_reports, rebased
 from rmptwin.emulation.edge_drops import log_edge_drops
 from rmptwin.emulation.flatnet import FlatNetwork
 from rmptwin.emulation.hostload import LoadSampler, overload_verdict, run_lateness
+from rmptwin.emulation.joins import wait_for_joins
 from rmptwin.emulation.nodeproc import READY_TIMEOUT_S, NodeProc, Spares, read_output, wait_for_line
 from rmptwin.emulation.run_facts import check_arguments, default_capture, emulation_facts
 from rmptwin.emulation.servers import resolve as resolve_servers
@@ -476,31 +477,18 @@ class EmulatedRun:
             host.cmd("; ".join(cmds))
 
     def _wait_trees(self, timeout_s: float = TREES_TIMEOUT_S) -> None:
-        """Until the controller has seen every node's IGMP join (its trees then include them).
-        When no join has come for ``QUERY_AFTER_S`` while some are missing, a report was lost:
-        the controller, as the network's querier, asks every host again (at most that often)."""
+        """Until the controller has seen every node's IGMP join (its trees then include them);
+        lost reports are asked for again (``joins.wait_for_joins``)."""
         state_of = getattr(self.net, "controller_state", None)
         ask_hosts = getattr(self.net, "request_igmp_query", None)
         if state_of is None or ask_hosts is None:
             return
         want = {(group_ip(g), np.name) for np in self.procs.values() for g in np.groups}
-        deadline = time.monotonic() + timeout_s
-        missing = want
-        quiet_since = time.monotonic()
-        while time.monotonic() < deadline:
-            groups = state_of().get("groups", {})
-            now_missing = {(ip, n) for ip, n in want if n not in groups.get(ip, {}).get("members", ())}
-            if now_missing != missing:
-                missing, quiet_since = now_missing, time.monotonic()
-            self.progress(0.0, f"multicast trees: {len(want) - len(missing)}/{len(want)} joins")
-            if not missing:
-                return
-            if time.monotonic() - quiet_since > QUERY_AFTER_S * self.dilation.factor:
-                ask_hosts()
-                self.igmp_queries += 1
-                quiet_since = time.monotonic()
-            time.sleep(0.2)
-        self.missing_joins = sorted(f"{n}:{ip}" for ip, n in missing)
+        found = wait_for_joins(state_of, ask_hosts, want, timeout_s=timeout_s,
+                               query_after_s=QUERY_AFTER_S * self.dilation.factor,
+                               on_progress=lambda n, of: self.progress(0.0, f"multicast trees: {n}/{of} joins"))
+        self.igmp_queries += found.queries
+        self.missing_joins = sorted(f"{n}:{ip}" for ip, n in found.missing)
 
     def _teardown_nodes(self) -> None:
         self.spares.close()

@@ -10,10 +10,14 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from rmptwin.emulation.joins import Membership, wait_for_joins
+
 if TYPE_CHECKING:
     from mininet.node import Host
 
 PROBE = [sys.executable, "-m", "rmptwin.emulation.probe"]
+JOIN_TIMEOUT_S = 60.0
+QUERY_AFTER_S = 2.0     # no join for this long while some are missing: the controller queries the hosts
 
 
 @dataclass
@@ -52,14 +56,31 @@ class ProbeResult:
         per = self.bytes / self.received
         return (self.received - 1) * per * 8 / ((self.last_ns - self.first_ns) / 1e9) / 1e6
 
+    @property
+    def longest_gap(self) -> tuple[int, int]:
+        """(first seq, length) of the longest run of consecutive missing datagrams: a link's
+        random loss leaves short runs, a receiver the tree did not reach yet one long run."""
+        best, start, prev = (0, 0), None, None
+        for s in sorted(self.missing):
+            if prev is None or s != prev + 1:
+                start = s
+            prev = s
+            assert start is not None
+            if s - start + 1 > best[1]:
+                best = (start, s - start + 1)
+        return best
+
     def summary(self) -> dict[str, Any]:
+        gap_start, gap = self.longest_gap
         return {"host": self.host, "sent": self.sent, "received": self.received, "loss": round(self.loss, 4),
-                "median_delay_ms": round(self.median_delay_ms, 3), "throughput_mbps": round(self.throughput_mbps, 3)}
+                "median_delay_ms": round(self.median_delay_ms, 3), "throughput_mbps": round(self.throughput_mbps, 3),
+                "longest_gap": gap, "gap_from_seq": gap_start - self.start_seq}
 
 
 def _start_receiver(host: Host, port: int, group: str | None, raw: bool, duration: float, idle: float,
                     leave_after: float | None, join: bool = True) -> subprocess.Popen[str]:
-    cmd = PROBE + ["recv", "--port", str(port), "--duration", str(duration), "--idle", str(idle)]
+    cmd = PROBE + ["recv", "--port", str(port), "--duration", str(duration), "--idle", str(idle),
+                   "--stop-on-stdin"]
     if group:
         cmd += ["--group", group, "--intf-ip", host.ip]
     if raw or not join:
@@ -68,7 +89,8 @@ def _start_receiver(host: Host, port: int, group: str | None, raw: bool, duratio
         cmd += ["--no-join"]
     if leave_after is not None:
         cmd += ["--leave-after", str(leave_after)]
-    p: subprocess.Popen[str] = host.popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p: subprocess.Popen[str] = host.popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                          text=True)
     assert p.stdout is not None and p.stderr is not None   # both piped
     line = p.stdout.readline()
     if not line.strip().startswith("{"):
@@ -77,20 +99,33 @@ def _start_receiver(host: Host, port: int, group: str | None, raw: bool, duratio
     return p
 
 
+def _stop(p: subprocess.Popen[str]) -> None:
+    """Ask a receiver to read what is queued and report (a dead one is left to communicate)."""
+    try:
+        assert p.stdin is not None   # piped
+        p.stdin.write("stop\n")
+        p.stdin.flush()
+    except (BrokenPipeError, OSError):
+        pass
+
+
 def run_probe(sender: Host, receivers: list[Host], dst: str, *, count: int, rate: float, size: int = 64,
               port: int = 9000, group: str | None = None, raw: bool = False, idle: float = 1.0, settle: float = 0.0,
               leave_after: dict[str, float] | None = None, duration: float | None = None,
-              watchers: list[Host] | None = None, start_seq: int = 0) -> dict[str, ProbeResult]:
+              watchers: list[Host] | None = None, start_seq: int = 0,
+              net: Membership | None = None) -> dict[str, ProbeResult]:
     """Start receivers, send ``count`` datagrams at ``rate`` from ``sender`` to ``dst``, collect.
 
     Receivers join ``group``; ``watchers`` capture it at their interface without joining.
-    ``settle`` seconds pass between the receivers joining and the first datagram (time for
-    IGMP reports to reach the controller and trees to be installed). ``leave_after``:
+    With ``net`` and a ``group``, the first datagram waits until ``net``'s controller has seen
+    every receiver's join, however slow the machine; ``settle`` seconds then pass (time for
+    the trees' flow mods to land; without ``net``, for the joins too). ``leave_after``:
     host -> seconds after its first datagram at which it leaves the group.
     """
     leave_after = leave_after or {}
     send_s = count / rate if rate else 1.0
-    duration = duration or settle + send_s + idle + 3.0
+    # A cap only: receivers are stopped ``idle`` s after the sender ends, then read their backlog.
+    duration = duration or settle + send_s + idle + 3.0 + (JOIN_TIMEOUT_S if net is not None else 0.0)
     procs: dict[str, subprocess.Popen[str]] = {}
     for r in receivers:
         la = leave_after.get(r.name)
@@ -98,6 +133,13 @@ def run_probe(sender: Host, receivers: list[Host], dst: str, *, count: int, rate
     for r in watchers or []:
         procs[r.name] = _start_receiver(r, port, group, True, duration, duration, None, join=False)
     try:
+        if net is not None and group is not None and receivers:
+            waited = wait_for_joins(net.controller_state, net.request_igmp_query,
+                                    {(group, r.name) for r in receivers}, timeout_s=JOIN_TIMEOUT_S,
+                                    query_after_s=QUERY_AFTER_S)
+            if waited.missing:
+                raise RuntimeError(f"the controller saw no join from {sorted(n for _, n in waited.missing)} "
+                                   f"to {group} in {JOIN_TIMEOUT_S:.0f} s ({waited.queries} general queries)")
         if settle:
             time.sleep(settle)
         cmd = PROBE + ["send", "--dst", dst, "--port", str(port), "--count", str(count), "--rate", str(rate),
@@ -109,6 +151,9 @@ def run_probe(sender: Host, receivers: list[Host], dst: str, *, count: int, rate
         if sp.returncode != 0:
             raise RuntimeError(f"probe sender on {sender.name} failed: {err[-500:]}")
         sent = json.loads(out.strip().splitlines()[-1])["sent"]
+        time.sleep(idle)     # the last datagrams' way through the network
+        for p in procs.values():
+            _stop(p)
         results = {}
         for name, p in procs.items():
             out, err = p.communicate(timeout=duration + 30)

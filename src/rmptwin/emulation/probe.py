@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import select
 import socket
 import struct
 import sys
@@ -106,34 +107,59 @@ def _kernel_time(ancillary: list[tuple[int, int, bytes]], default_ns: int) -> in
     return default_ns
 
 
+def _stop_requested(stdin_fd: int | None) -> tuple[bool, bool]:
+    """(stop asked for, stdin still open): a "stop" line on stdin ends the receiver."""
+    if stdin_fd is None or not select.select([stdin_fd], [], [], 0)[0]:
+        return False, stdin_fd is not None
+    line = sys.stdin.readline()
+    return line.strip() == "stop", bool(line)   # EOF: the caller gave no pipe, stop watching
+
+
 def recv(port: int, group: str | None, intf: str | None, intf_ip: str | None, raw: bool, duration: float,
-         idle: float, leave_after: float | None, join: bool = True) -> dict[str, Any]:
+         idle: float, leave_after: float | None, join: bool = True, stop_on_stdin: bool = False) -> dict[str, Any]:
+    """Count probe datagrams until ``duration`` s have passed, ``idle`` s went by with nothing
+    to read, or (``stop_on_stdin``) a "stop" line arrives; on "stop" what is queued is read first.
+
+    Idle time is this process's own, since its last read: a receiver behind a slow CPU (a VM's
+    emulated one) reads a backlog whose kernel arrival times are long past, and must not take
+    that for silence (it did, and left seconds of datagrams unread)."""
     sock, member = _open_sockets(port, group, intf, intf_ip, raw, join)
     seqs: list[int] = []
     delays: list[int] = []
     arrivals: list[int] = []
-    t_start = time.time_ns()
+    t_start = time.monotonic()
     left_at = None
-    last = None
+    last = None            # kernel arrival time of the last datagram (reported)
+    last_read = None       # this process's time of its last read of one (idle)
     nbytes = 0
+    stdin_fd = sys.stdin.fileno() if stop_on_stdin else None
+    draining = False
     print(json.dumps({"ready": True}), flush=True)
     data: bytes | None
     while True:
-        now = time.time_ns()
-        if (now - t_start) / 1e9 > duration:
+        now = time.monotonic()
+        if now - t_start > duration:
             break
-        if last is not None and (now - last) / 1e9 > idle and left_at is None and leave_after is None:
+        if last_read is not None and now - last_read > idle and left_at is None and leave_after is None:
             break
+        if not draining and stdin_fd is not None:
+            stop, still_open = _stop_requested(stdin_fd)
+            stdin_fd = stdin_fd if still_open else None
+            if stop:
+                draining = True
+                sock.settimeout(0)
         # leave_after counts from the first datagram, not from the start: the leave is then
         # measured against a tree that exists, however long the join took (seconds under a
         # VM's emulated CPU, where a count from the start left before the first datagram).
-        if leave_after is not None and left_at is None and arrivals and (now - arrivals[0]) / 1e9 >= leave_after:
+        if leave_after is not None and left_at is None and arrivals and (time.time_ns() - arrivals[0]) / 1e9 >= leave_after:
             assert member is not None and group is not None   # leave_after: a joined group's receiver
             member.setsockopt(socket.IPPROTO_IP, socket.IP_DROP_MEMBERSHIP, _membership(group, intf_ip))
             left_at = time.time_ns()
         try:
             data, anc, _, _ = sock.recvmsg(65535, 64)
-        except TimeoutError:
+        except (TimeoutError, BlockingIOError):
+            if draining:
+                break      # everything queued before the stop is read
             continue
         t = _kernel_time(anc, time.time_ns())
         if raw:
@@ -148,6 +174,7 @@ def recv(port: int, group: str | None, intf: str | None, intf_ip: str | None, ra
         arrivals.append(t)
         nbytes += len(data)
         last = t
+        last_read = time.monotonic()
     return {"received": len(seqs), "seqs": seqs, "delays_ns": delays, "bytes": nbytes,
             "first_ns": arrivals[0] if arrivals else None, "last_ns": last, "left_ns": left_at,
             "arrivals_ns": arrivals}
@@ -174,13 +201,15 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--duration", type=float, default=10.0)
     r.add_argument("--idle", type=float, default=1.0, help="stop this long after the last packet")
     r.add_argument("--leave-after", type=float, help="leave the group this many seconds after the first datagram")
+    r.add_argument("--stop-on-stdin", action="store_true",
+                   help='end when a "stop" line arrives on stdin, after reading what is queued')
     r.add_argument("--out")
     a = ap.parse_args(argv)
     if a.cmd == "send":
         result = send(a.dst, a.port, a.count, a.rate, a.size, a.intf_ip, a.start_seq)
     else:
         result = recv(a.port, a.group, a.intf, a.intf_ip, a.raw or a.no_join, a.duration, a.idle, a.leave_after,
-                      join=not a.no_join)
+                      join=not a.no_join, stop_on_stdin=a.stop_on_stdin)
     text = json.dumps(result)
     if getattr(a, "out", None):
         with open(a.out, "w") as f:
