@@ -75,12 +75,16 @@ missing_packages() {
   done
 }
 
+dependency_hash() { cat pyproject.toml "$LOCK" | sha256sum | cut -d' ' -f1; }
+
 # Why the venv is not ready (empty when it is): missing, older than the project's
 # dependency files, or not what requirements.lock pins.
 venv_problem() {
   if [ ! -x "$VENV/bin/python" ]; then echo "$VENV does not exist"; return; fi
   if [ ! -f "$STAMP" ]; then echo "$VENV was never fully provisioned"; return; fi
-  if [ pyproject.toml -nt "$STAMP" ] || [ "$LOCK" -nt "$STAMP" ]; then
+  # By content, not by date: a copy of the tree (a fresh clone, the Vagrant VM's rsync) is
+  # newer than a venv made from the same files, and must not make an offline VM reinstall.
+  if [ "$(cat "$STAMP")" != "$(dependency_hash)" ]; then
     echo "pyproject.toml or $LOCK changed since $VENV was provisioned"; return
   fi
   "$VENV/bin/python" "$LOCKCHECK" "$LOCK" --quiet 2>&1 >/dev/null | sed 's/^rmptwin: //' || true
@@ -148,7 +152,7 @@ install_python() {
   "$VENV/bin/python" -m pip install -q --require-hashes --no-deps --force-reinstall -r "$LOCK"
   "$VENV/bin/python" -m pip install -q --no-deps -e .
   "$VENV/bin/python" "$LOCKCHECK" "$LOCK" --pip-check
-  touch "$STAMP"
+  dependency_hash >"$STAMP"
 }
 
 # The cores compiled by mypyc into build/compiled (rmptwin.corebuild loads them), rebuilt when

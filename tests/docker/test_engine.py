@@ -196,3 +196,29 @@ def test_the_node_images_dockerfile_builds_through_the_sdk_on_the_cached_base(lo
         assert layers(tag) == layers(local_image)
     finally:
         engine.remove_images([tag])
+
+
+def test_a_saved_node_image_is_loaded_where_it_cannot_be_built(local_image, tmp_path, monkeypatch):
+    """`rmptwin image save` on one machine, `ensure_image` on another (the Vagrant box has no
+    Debian mirror): the saved archive brings back the exact image, and nothing is built."""
+    from rmptwin.emulation import image
+
+    archive = tmp_path / "node-images.tar"
+    before = engine.image_id(local_image)
+    assert image.save_image(archive) == local_image
+    assert archive.stat().st_size > 10_000_000
+    engine.remove_images([local_image])
+    assert engine.image_id(local_image) is None
+
+    def no_build(*a, **k):
+        raise AssertionError("built instead of loaded")
+
+    monkeypatch.setattr(image, "SAVED_IMAGES", archive)
+    monkeypatch.setattr(engine, "build_image", no_build)
+    monkeypatch.setattr(image, "build_base", no_build)
+    try:
+        assert image.ensure_image() == local_image
+    finally:
+        monkeypatch.undo()
+        image.ensure_image()    # never leave the machine without the node image
+    assert engine.image_id(local_image) == before

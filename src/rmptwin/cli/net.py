@@ -23,7 +23,7 @@ from rmptwin.emulation.cleanup import cleanup_all
 from rmptwin.emulation.cluster import sweep_servers
 from rmptwin.emulation.dilation import dilated_topology
 from rmptwin.emulation.emulated_network import DEFAULT_STATE_DIR, EmulatedNetwork
-from rmptwin.emulation.image import ensure_image
+from rmptwin.emulation.image import ensure_image, save_image
 from rmptwin.emulation.selftest import selftest
 from rmptwin.emulation.servers import down_local, ensure_client, resolve, up_local
 from rmptwin.errors import UserError
@@ -248,6 +248,18 @@ def image_build(force: bool = typer.Option(False, help="rebuild even when cached
     env.ensure_dockerd()
     tag = ensure_image(force=force, progress=_progress_printer())
     console.print(f"node image: [bold]{tag}[/]")
+
+
+@image_app.command("save")
+def image_save(path: Path = typer.Argument(..., help="the archive to write (a `docker save` tar)")) -> None:
+    """Save the node image (built first if missing) for a machine that cannot build it: `rmptwin run`
+    there loads it from /var/lib/rmptwin/node-images.tar (or $RMPTWIN_NODE_IMAGES)."""
+    env.require_root("`rmptwin image save`")
+    env.ensure_dockerd()
+    if not path.parent.is_dir():
+        raise UserError(f"{path.parent} is not a directory: give a path in an existing one")
+    tag = save_image(path, progress=_progress_printer())
+    console.print(f"saved {tag} to [bold]{path}[/] ({path.stat().st_size / 1e6:.0f} MB)")
 
 
 def _print_network(net: EmulatedNetwork) -> None:

@@ -254,6 +254,19 @@ def import_image(tar: Path, tag: str) -> str:
         return image
 
 
+def save_image(tag: str, tar: Path) -> None:
+    """``docker save tag -o tar``: the image with every layer below it, for a machine that cannot build it."""
+    with engine_call(f"saving {tag} to {tar}"), open(tar, "wb") as f:
+        for chunk in client().api.get_image(tag):
+            f.write(chunk)
+
+
+def load_images(tar: Path) -> None:
+    """``docker load -i tar``."""
+    with engine_call(f"loading images from {tar}"), open(tar, "rb") as f:
+        client().api.load_image(f)
+
+
 def build_image(context: Path, tag: str, buildargs: dict[str, str], log: IO[bytes]) -> str:
     """``docker build --network none --build-arg ... -t tag context`` with the classic builder;
     the engine's output goes to ``log``. Returns the image id."""

@@ -36,6 +36,9 @@ NODES = REPO / "nodes"
 SUITE = "bookworm"
 MIRROR = os.environ.get("RMPTWIN_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 BUILD_LOG = Path("/var/log/rmptwin-image-build.log")
+# Where a machine that may not reach a Debian mirror finds the images saved elsewhere
+# (`rmptwin image save`; the Vagrant box made here carries one, scripts/vm/build-box.sh).
+SAVED_IMAGES = Path(os.environ.get("RMPTWIN_NODE_IMAGES", "/var/lib/rmptwin/node-images.tar"))
 
 
 def _packages() -> list[str]:
@@ -79,6 +82,14 @@ def _run_logged(cmd: list[str], what: str, **kw: Any) -> None:
         raise UserError(f"{what} failed (exit {r.returncode}); see {BUILD_LOG}")
 
 
+def save_image(tar: Path, progress: Callable[[str], None] | None = None) -> str:
+    """The node image (its base's layers with it), built if missing, saved to ``tar`` for
+    ``ensure_image`` on another machine (at ``SAVED_IMAGES`` there)."""
+    tag = ensure_image(progress=progress)
+    engine.save_image(tag, tar)
+    return tag
+
+
 def build_base(progress: Callable[[str], None]) -> str:
     tag = base_tag()
     if image_exists(tag):
@@ -108,6 +119,12 @@ def ensure_image(force: bool = False, progress: Callable[[str], None] | None = N
     tag = node_tag()
     if not force and image_exists(tag):
         return tag
+    if not force and SAVED_IMAGES.is_file():
+        progress(f"loading the node image from {SAVED_IMAGES}")
+        engine.load_images(SAVED_IMAGES)
+        if image_exists(tag):
+            return tag
+        progress(f"{SAVED_IMAGES} holds another definition's image; building {tag}")
     if force:
         engine.remove_images([tag, base_tag()])
     base = build_base(progress)
