@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 EXPERIMENT ?= experiments/quickstart.yaml
 
-.PHONY: provision compiled run test bench docs clean vm-run vm-results vm-image vm-boot-check test-vm
+.PHONY: provision compiled run test bench docs clean vm-run vm-results vm-image vm-box vm-boot-check test-vm
 
 provision:
 	@bash scripts/provision.sh
@@ -37,12 +37,11 @@ clean:
 	@$(VENV)/bin/rmptwin net down 2>/dev/null || true
 	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache site build
 
-# On a Vagrant host (see docs/vagrant.md): the emulated run in the VM, then its
-# results copied back here. The VM's /vagrant is a one-way rsync copy of this tree.
+# On a Vagrant host (see docs/vagrant.md): vagrant up, the emulated run in the VM, its results
+# copied back here, the VM destroyed (RMPTWIN_VM_KEEP=1 keeps it). The VM's /vagrant is a
+# one-way rsync copy of this tree.
 vm-run:
-	vagrant up
-	vagrant ssh -c 'cd /vagrant && sudo make run EXPERIMENT=$(EXPERIMENT)'
-	@$(MAKE) --no-print-directory vm-results
+	@bash scripts/vm/vagrant-run.sh $(EXPERIMENT)
 
 vm-results:
 	@set -o pipefail; vagrant ssh --no-tty -c 'sudo tar -C /vagrant -c results' | tar -x
@@ -53,6 +52,11 @@ vm-results:
 # that checks a netem qdisc and an OVS bridge on the kernel datapath, and powers off.
 vm-image:
 	@bash scripts/vm/build-image.sh
+
+# A Vagrant box (libvirt) made from that image, provisioned, with the node image saved in, and
+# added to Vagrant as rmptwin/bookworm; `make vm-run` then boots it with no network past the host.
+vm-box: vm-image
+	@bash scripts/vm/build-box.sh
 
 vm-boot-check: vm-image
 	@bash scripts/vm/boot-check.sh

@@ -36,6 +36,8 @@ LOCKCHECK=src/rmptwin/lockcheck.py
 APT_PACKAGES=(
   mininet openvswitch-switch            # emulated network (Mininet 2.3 for /usr/bin/python3)
   docker.io debootstrap                 # container nodes; base image without a registry
+  apparmor                              # dockerd loads its container profile with apparmor_parser
+                                        # where the kernel has AppArmor on (Debian's default)
   etcd-server etcd-client               # fault-tolerant CAS sequencer for the venues
   tshark tcpdump                        # captures and MoldUDP64 decoding
   iproute2 iputils-ping ethtool net-tools nftables

@@ -15,6 +15,8 @@
 # The probe's answer is kept in build/vm/accel-probe for this host kernel, qemu and guest
 # kernel, so it runs once.
 # RMPTWIN_VM_TIMEOUT (600 s) bounds the whole boot; TCG is the slow case it is sized for.
+# --probe-only: print the accelerator (kvm or tcg) the probe finds, and boot nothing more
+# (scripts/vm/vagrant-run.sh picks libvirt's domain type with it).
 set -eEuo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -70,6 +72,10 @@ probe_kvm() {
   echo "$result"
 }
 
+if [ "${1:-}" = --probe-only ]; then
+  probe_kvm
+  exit 0
+fi
 if [ "$ACCEL" = auto ]; then
   ACCEL=$(probe_kvm)
   say "accelerator: $ACCEL$( [ "$ACCEL" = tcg ] && echo ' (KVM missing or its probe boot did not reach /init)')"

@@ -43,9 +43,9 @@ HOST_PACKAGES=(debootstrap qemu-system-x86 qemu-utils e2fsprogs)
 
 say() { printf '[vm-image] %s\n' "$*"; }
 die() { printf 'vm-image: %s\n' "$1" >&2; exit "${2:-1}"; }
-installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+source scripts/vm/build-lib.sh
 
-inputs_hash() { cat scripts/vm/build-image.sh "$PACKAGES" "$CHECK" "$RUN" "$PYLIST" "$LOCK" | sha256sum | cut -d' ' -f1; }
+inputs_hash() { cat scripts/vm/build-image.sh scripts/vm/build-lib.sh "$PACKAGES" "$CHECK" "$RUN" "$PYLIST" "$LOCK" | sha256sum | cut -d' ' -f1; }
 
 if [ -f "$HASHFILE" ] && [ -f "$IMAGE" ] && [ -f "$OUT/vmlinuz" ] && [ -f "$OUT/initrd.img" ] \
    && [ "$(cat "$HASHFILE")" = "$(inputs_hash)" ]; then
@@ -54,11 +54,7 @@ if [ -f "$HASHFILE" ] && [ -f "$IMAGE" ] && [ -f "$OUT/vmlinuz" ] && [ -f "$OUT/
 fi
 
 [ "$(id -u)" = 0 ] || die "building the VM image needs root (debootstrap, chroot): run \`sudo make vm-image\`" 2
-mkdir -p "$OUT"
-free_kb=$(df --output=avail -k "$OUT" | tail -n1 | tr -d ' ')
-if [ "$free_kb" -lt $((NEED_GB * 1024 * 1024)) ]; then
-  die "needs ${NEED_GB} GB free in $OUT to build the image, has $((free_kb / 1024 / 1024)) GB: free some disk" 2
-fi
+need_free_gb "$NEED_GB" "the image"
 
 # From here every failure is one line naming the step and the log, never a bash trace.
 STEP=start
@@ -66,15 +62,7 @@ trap 'die "step \"$STEP\" failed; its output is in $LOG"' ERR
 
 : >"$LOG"
 STEP="install host packages"
-mapfile -t missing < <(for p in "${HOST_PACKAGES[@]}"; do installed "$p" || echo "$p"; done)
-if [ ${#missing[@]} -gt 0 ]; then
-  say "installing Debian packages: ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  if ! { apt-get update -qq && apt-get install -y -qq --no-install-recommends --no-remove "${missing[@]}"; } \
-       >>"$LOG" 2>&1; then
-    die "could not install ${missing[*]} (see $LOG): install them with apt-get and run this again"
-  fi
-fi
+install_host_packages "${HOST_PACKAGES[@]}"
 
 # Every child of the chroot directory that is a mount point is unmounted (deepest first)
 # before anything is removed, and rm stays on this file system, so a failed unmount can
@@ -105,20 +93,6 @@ done
 ROOT=$(mktemp -d "$OUT/rootfs.tree.XXXXXX")
 chmod 755 "$ROOT"
 rm -f "$HASHFILE"
-
-elapsed() { echo $(( $(date +%s) - $1 )); }
-declare -A TIMES=()
-ORDER=()
-timed() { # timed NAME COMMAND...: runs it, output to the log, and records its seconds
-  local t0
-  STEP=$1; shift
-  say "$STEP ..."
-  t0=$(date +%s)
-  "$@" >>"$LOG" 2>&1
-  TIMES[$STEP]=$(elapsed "$t0")
-  ORDER+=("$STEP")
-  say "$STEP: ${TIMES[$STEP]} s"
-}
 
 in_root() { chroot "$ROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
   DEBIAN_FRONTEND=noninteractive LC_ALL=C.UTF-8 "$@"; }
@@ -238,5 +212,4 @@ timed "image file" make_image
 inputs_hash >"$HASHFILE"
 
 say "built $IMAGE ($(du -h --apparent-size "$IMAGE" | cut -f1) apparent, $(du -h "$IMAGE" | cut -f1) on disk), kernel $(cat "$OUT/kernel-release")"
-for s in "${ORDER[@]}"; do printf '[vm-image]   %-18s %5s s\n' "$s" "${TIMES[$s]}"; done
-printf '[vm-image]   %-18s %5s s\n' total "$(elapsed "$T0")"
+print_times "[vm-image]" 18 "$T0"

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from docker import DockerClient  # untyped (no stubs locked): Any to mypy
 
 TIMEOUT_S = 60.0        # per API call (``docker rm -f`` of a busy container fits)
+LOAD_TIMEOUT_S = 1800.0  # one `docker load` of a saved image: seconds here, minutes under an emulated CPU
 PING_TIMEOUT_S = 5.0    # "is the engine up?" must not hang a status line
 DEFAULT_HOST = "unix:///var/run/docker.sock"
 REMOVE_THREADS = 8      # removals at once (the SDK's connection pool keeps 10)
@@ -262,9 +263,11 @@ def save_image(tag: str, tar: Path) -> None:
 
 
 def load_images(tar: Path) -> None:
-    """``docker load -i tar``."""
+    """``docker load -i tar``, on a client of its own that waits as long as a load takes: the
+    engine answers only when every layer is in (over 60 s for the node image in a VM under TCG,
+    beyond the usual request timeout)."""
     with engine_call(f"loading images from {tar}"), open(tar, "rb") as f:
-        client().api.load_image(f)
+        _connect(LOAD_TIMEOUT_S).api.load_image(f)
 
 
 def build_image(context: Path, tag: str, buildargs: dict[str, str], log: IO[bytes]) -> str:
