@@ -14,6 +14,7 @@ from rmptwin import api
 from rmptwin.analysis.summary import MESSAGE_WORK
 from rmptwin.checkers import SHORT, VIOLATION
 from rmptwin.checkers.suite import DRAIN, check_run
+from rmptwin.factories.keys import generate, key_path, write_keys
 from rmptwin.model import Experiment
 from rmptwin.model.drain import auto_duration_s, workload_end_s
 from rmptwin.rundir.run import RunDir
@@ -88,6 +89,9 @@ def test_every_shipped_experiment_ends_with_nothing_open(path, tmp_path):
     """Simulated, seed as shipped: agreement, nothing open, and the last message work (a send,
     an ack, a release, a customer's receipt) comes before the run's end."""
     loaded = api.load_experiment(path)
+    security = getattr(loaded.experiment, "security", None)
+    if security is not None and security.enabled and not key_path(loaded).exists():
+        write_keys(generate(loaded), key_path(loaded))   # a fresh machine has none yet
     run = api.simulate(loaded, out=tmp_path / "run")
     s = run.summary
     assert "ended_before_drain" not in s, s.get("ended_before_drain")
