@@ -189,7 +189,7 @@ def test_the_node_images_dockerfile_builds_through_the_sdk_on_the_cached_base(lo
     tag = f"rmptwin-test-node:{uuid.uuid4().hex[:8]}"
     try:
         with open(tmp_path / "build.log", "wb") as log:
-            built = engine.build_image(image.NODES, tag, {"BASE": image.base_tag()}, log)
+            built = engine.build_image(image.build_context(tmp_path), tag, {"BASE": image.base_tag()}, log)
         assert built == engine.image_id(tag)
         # the same definition as the cached node image: the same layers on the same base
         layers = lambda t: engine.client().api.inspect_image(t)["RootFS"]["Layers"]

@@ -58,9 +58,22 @@ def base_tag() -> str:
     return f"rmptwin-base:{_hash(SUITE.encode(), ' '.join(_packages()).encode())}"
 
 
+CONTEXT_MTIME = 0   # every file of the build context: a layer's digest holds its files' times
+
+
 def node_tag() -> str:
     files = sorted(p for p in NODES.iterdir() if p.is_file())
-    return f"rmptwin-node:{_hash(base_tag().encode(), *(p.name.encode() + p.read_bytes() for p in files))}"
+    return f"rmptwin-node:{_hash(base_tag().encode(), f'mtime {CONTEXT_MTIME}'.encode(), *(p.name.encode() + p.read_bytes() for p in files))}"
+
+
+def build_context(into: Path) -> Path:
+    """A copy of nodes/ whose files all have one time, so two checkouts (a clone, CI's clone)
+    build the node image with the same layer digests: COPY keeps a file's mtime."""
+    ctx = into / "nodes"
+    shutil.copytree(NODES, ctx)
+    for p in [ctx, *ctx.rglob("*")]:
+        os.utime(p, (CONTEXT_MTIME, CONTEXT_MTIME), follow_symlinks=False)
+    return ctx
 
 
 def image_exists(tag: str) -> bool:
@@ -133,7 +146,8 @@ def ensure_image(force: bool = False, progress: Callable[[str], None] | None = N
     with open(BUILD_LOG, "ab") as log:
         log.write(f"\n(engine) build {NODES} -t {tag} --build-arg BASE={base} --network none\n".encode())
         try:
-            engine.build_image(NODES, tag, {"BASE": base}, log)
+            with tempfile.TemporaryDirectory(prefix="rmptwin-context-") as tmp:
+                engine.build_image(build_context(Path(tmp)), tag, {"BASE": base}, log)
         except UserError as e:
             raise UserError(f"{e}; see {BUILD_LOG}") from None
     return tag
