@@ -72,12 +72,11 @@ INSECURE_KEY=$(find /usr/share /usr/lib -path '*vagrant*/keys/vagrant.pub' 2>/de
 # device with it; the work directory goes too.
 MNT=
 cleanup() {
-  local rc=$? m
+  local rc=$?
   trap - ERR
   if [ -n "$MNT" ] && [ -d "$MNT" ]; then
-    for m in $(findmnt -rn -o TARGET | grep -F "$(realpath "$MNT")" | sort -r); do
-      umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
-    done
+    unmount_below "$MNT"
+    umount "$MNT" 2>/dev/null || umount -l "$MNT" 2>/dev/null || true
     rmdir "$MNT" 2>/dev/null || true
   fi
   rm -rf "$WORK" "$BOX.tmp"

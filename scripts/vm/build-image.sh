@@ -69,12 +69,10 @@ install_host_packages "${HOST_PACKAGES[@]}"
 # never make rm reach into the host's /proc or /sys.
 ROOT=
 cleanup() {
-  local rc=$? m
+  local rc=$?
   trap - ERR
   if [ -n "$ROOT" ] && [ -d "$ROOT" ]; then
-    for m in $(findmnt -rn -o TARGET | grep -F "$(realpath "$ROOT")/" | sort -r); do
-      umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
-    done
+    unmount_below "$ROOT"
     if findmnt -rn -o TARGET | grep -qF "$(realpath "$ROOT")/"; then
       printf 'vm-image: could not unmount everything under %s: unmount it by hand, then remove it\n' "$ROOT" >&2
     else

@@ -26,6 +26,15 @@ install_host_packages() {
   fi
 }
 
+# unmount_below DIR: every mount point under DIR, deepest first, lazily where one is busy;
+# for clean-up on exit, so it never fails.
+unmount_below() {
+  local m
+  for m in $(findmnt -rn -o TARGET | grep -F "$(realpath "$1")/" | sort -r); do
+    umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
+  done
+}
+
 elapsed() { echo $(( $(date +%s) - $1 )); }
 declare -A TIMES=()
 ORDER=()
