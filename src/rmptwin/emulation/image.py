@@ -67,8 +67,9 @@ def node_tag() -> str:
 
 
 def build_context(into: Path) -> Path:
-    """A copy of nodes/ whose files all have one time, so two checkouts (a clone, CI's clone)
-    build the node image with the same layer digests: COPY keeps a file's mtime."""
+    """A copy of nodes/ whose files all have one time: COPY keeps a file's mtime, so the node's
+    files read the same in images built from any checkout (the directories COPY writes into
+    still take the build's time, so builds that miss the cache differ in the top digest)."""
     ctx = into / "nodes"
     shutil.copytree(NODES, ctx)
     for p in [ctx, *ctx.rglob("*")]:
