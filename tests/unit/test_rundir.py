@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import re
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -110,6 +111,27 @@ def test_a_failed_run_leaves_no_empty_directory(tmp_path):
     kept.write_link_counts(pa.table({"n": [1]}))
     kept.remove_if_empty()
     assert kept.counts_path.exists() and not kept.events_dir.exists()
+    # an emulated run stopped before its nodes wrote: its nodes/ (venue-state/ in it) and pcaps/ go too
+    emulated = RunDir.create("x", out=tmp_path / "emulated")
+    emulated.make_node_dirs()
+    emulated.venue_state_dir.mkdir()
+    emulated.remove_if_empty()
+    assert not emulated.path.exists()
+    # one node wrote a line: that file and its directories stay
+    logged = RunDir.create("x", out=tmp_path / "logged")
+    logged.make_node_dirs()
+    (logged.nodes_dir / "h1.0.jsonl").write_text("{}\n")
+    logged.remove_if_empty()
+    assert (logged.nodes_dir / "h1.0.jsonl").exists() and not logged.pcaps_dir.exists()
+
+
+def test_two_runs_in_one_second_get_two_directories(tmp_path, monkeypatch):
+    monkeypatch.setattr("time.gmtime", lambda *a: time.struct_time((2026, 11, 30, 2, 23, 0, 0, 334, 0)))
+    first = RunDir.create("line3", base=tmp_path)
+    first.write_link_counts(pa.table({"n": [1]}))
+    second = RunDir.create("line3", base=tmp_path)
+    assert (first.path.name, second.path.name) == ("20261130T022300Z", "20261130T022300Z-2")
+    assert RunDir.create("line3", base=tmp_path).path.name == "20261130T022300Z-3"
 
 
 @pytest.mark.parametrize("make, expected", [

@@ -76,8 +76,16 @@ class RunDir:
 
     @classmethod
     def create(cls, experiment: str, out: str | Path | None = None, base: str | Path = "results") -> RunDir:
-        """``out`` if given, else results/<experiment>/<UTC timestamp>; created, must be empty."""
-        path = Path(out) if out else Path(base) / experiment / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        """``out`` if given, else results/<experiment>/<UTC timestamp> (with -2, -3, ... after it
+        where a run of the same second has it); created, must be empty."""
+        if out:
+            path = Path(out)
+        else:
+            stamp = Path(base) / experiment / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+            path, n = stamp, 1
+            while path.exists() and any(path.iterdir()):
+                n += 1
+                path = stamp.with_name(f"{stamp.name}-{n}")
         if path.exists() and any(path.iterdir()):
             raise UserError(f"{path}: run directory exists and is not empty; choose another --out")
         run = cls(path)
@@ -86,11 +94,16 @@ class RunDir:
         return run
 
     def remove_if_empty(self) -> None:
-        """Undo ``create`` when the run failed before writing anything."""
-        for sub in (self.events_dir, self.links_dir):
-            if sub.is_dir() and not any(sub.iterdir()):
+        """Undo ``create`` when the run failed before writing anything: every directory in it
+        that holds no file (events/, links/, an emulated run's nodes/ and pcaps/), and then the
+        run directory itself if nothing is left. A file is never removed."""
+        if not self.path.is_dir():
+            return
+        for sub in sorted((p for p in self.path.rglob("*") if p.is_dir() and not p.is_symlink()),
+                          key=lambda p: len(p.parts), reverse=True):
+            if not any(sub.iterdir()):
                 sub.rmdir()
-        if self.path.is_dir() and not any(self.path.iterdir()):
+        if not any(self.path.iterdir()):
             self.path.rmdir()
 
     # ------------------------------------------------------------------ paths

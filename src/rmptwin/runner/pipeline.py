@@ -113,10 +113,14 @@ def _emulated(loaded: LoadedExperiment, spec: dict[str, Any], seed: int, out: st
     if plan is not None:
         spec["time_dilation_plan"] = plan
     run = RunDir.create(loaded.experiment.name, out)
-    result = runner.emulate(loaded, seed, run, nodes=options.nodes, impair=options.impair,
-                            capture=options.capture, progress=progress, cpus=options.cpus,
-                            memory_mb=options.memory_mb, event_loop=options.event_loop,
-                            servers=options.servers, placement=options.placement)
+    try:
+        result = runner.emulate(loaded, seed, run, nodes=options.nodes, impair=options.impair,
+                                capture=options.capture, progress=progress, cpus=options.cpus,
+                                memory_mb=options.memory_mb, event_loop=options.event_loop,
+                                servers=options.servers, placement=options.placement)
+    except BaseException:
+        run.remove_if_empty()   # a run stopped before its nodes wrote anything leaves no directory
+        raise
     run.write_events(result.events)
     run.write_drops(result.drops)
     run.write_link_counts(result.link_counts)
