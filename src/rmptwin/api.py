@@ -55,7 +55,7 @@ if TYPE_CHECKING:
 
 __all__ = ["UserError", "EmulationOptions", "ProgressFn", "LoadedExperiment", "Topology", "Run", "Comparison",
            "SweepResult", "load", "load_experiment", "load_topology", "parse_sets", "with_overrides", "simulate",
-           "emulate", "placement", "replay_of", "rerun", "open_run", "spark_session", "analyze", "compare", "sweep"]
+           "emulate", "servers", "placement", "replay_of", "rerun", "open_run", "spark_session", "analyze", "compare", "sweep"]
 
 
 # ----------------------------------------------------------------------------- loading
@@ -292,6 +292,21 @@ class Plan:
         return predict(self.demand, self.calibration, factor)
 
 
+def servers(text: str) -> tuple[tuple[str, ...], str | None]:
+    """``--servers`` as given: a,b[,c] or a servers file (``model.servers_file``: FILE.yaml
+    with ``servers:`` and optionally ``placement:``); the names and the file's placement (None
+    for a list). Fewer than two servers is one UserError line: one server is this machine."""
+    from rmptwin.model.servers_file import is_servers_file, load_servers
+
+    if is_servers_file(text):
+        listed = load_servers(text.strip())
+        return tuple(listed.servers), listed.placement
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    if len(names) == 1:
+        raise UserError(f"--servers {names[0]}: give two or more servers (without --servers the run is on this machine)")
+    return names, None
+
+
 def placement(experiment: LoadedExperiment | str | Path, servers: Sequence[str], how: str = "regions") -> list[str]:
     """Where a run over ``servers`` puts each switch (its hosts and relays beside it), a server
     a line, then the links cut between servers: what `rmptwin run --servers` prints first and
@@ -406,10 +421,14 @@ class Comparison:
 
 def compare(sim_run: Run | str | Path, emu_run: Run | str | Path, html: str | Path | None = None,
             verdict: bool = True, analyze_missing: bool = True, master: str | None = None,
-            console: Console | None = None) -> Comparison:
+            console: Console | None = None, spread_seeds: int | None = None,
+            progress: Callable[[int, int], None] | None = None) -> Comparison:
     """`rmptwin compare`: two runs side by side (analysing either first if it has no metrics)
     and the twin verdict of B against A. ``console``: a rich Console to print on as the command
-    does, the analyses' progress bars included (the command line's); ``text`` is then empty."""
+    does, the analyses' progress bars included (the command line's); ``text`` is then empty.
+    ``spread_seeds``: where B keeps no drop log (netem), how many other seeds of A's experiment
+    are simulated for the control-per-data rule (default ``SPREAD_SEEDS``; 0: not judged);
+    ``progress(done, total)`` after each."""
     import pandas as pd
 
     from rmptwin.analysis.compare import compare as compare_runs
@@ -419,7 +438,12 @@ def compare(sim_run: Run | str | Path, emu_run: Run | str | Path, html: str | Pa
     if not analyze_missing and not verdict:
         raise UserError("analyze_missing=False with verdict=False leaves nothing to compare")
     out = console or _quiet()
-    rules = verdict_rules(a.path, b.path) if verdict else None
+    from rmptwin.analysis.seed_spread import SPREAD_SEEDS
+
+    seeds = SPREAD_SEEDS if spread_seeds is None else spread_seeds
+    if seeds < 0:
+        raise UserError(f"spread_seeds: expected 0 or more, got {seeds}")
+    rules = verdict_rules(a.path, b.path, seeds, progress) if verdict else None
     page = None
     if analyze_missing:
         todo = [r for r in (a, b) if not r.analysed]
@@ -464,7 +488,7 @@ def sweep(experiment: LoadedExperiment | str | Path, sets: dict[str, list[Any]],
           master: str | None = None, out: str | Path | None = None, probes: list[str] | None = None,
           keep_runs: bool = False, backend: str = "sim", in_process: bool = False,
           report: bool = True, progress: Callable[[int, int], None] | None = None,
-          time_dilation: float | Literal["auto"] | None = None) -> SweepResult:
+          time_dilation: float | Literal["auto"] | None = None, options: EmulationOptions | None = None) -> SweepResult:
     """`rmptwin sweep`: every combination of ``sets`` (key -> values), ``seeds`` seeds each
     (the experiment's seed, +1, ...); resumes in ``out`` like the command. ``in_process``: the
     simulated runs one after another in this process instead of as Spark tasks (no JVM to
@@ -472,7 +496,9 @@ def sweep(experiment: LoadedExperiment | str | Path, sets: dict[str, list[Any]],
     skips sweep.html (a plot per metric: seconds) for a caller that draws its own.
     ``progress(done, total)``: called as runs finish (the command's bar). ``time_dilation``
     (`--tdf`): every emulated run's time dilation factor, a number >= 1 or "auto"; None: the
-    experiment's own (the simulator ignores it; ``sets`` may sweep ``time_dilation`` instead)."""
+    experiment's own (the simulator ignores it; ``sets`` may sweep ``time_dilation`` instead).
+    ``options``: how each emulated run runs (e.g. ``EmulationOptions(nodes="ns", servers=...)``
+    for a sweep over several servers); the defaults where None."""
     from rmptwin.sweeps.sweep_loop import SweepPlan, describe, run_loop, run_sweep
     from rmptwin.sweeps.sweep_report import write_outcome_report
 
@@ -488,8 +514,10 @@ def sweep(experiment: LoadedExperiment | str | Path, sets: dict[str, list[Any]],
     if backend == "emulation":
         loaded = dilated(loaded, time_dilation)
     base_seed = loaded.experiment.seed
+    if options is not None and backend != "emulation":
+        raise UserError("options are for emulated runs; give backend='emulation' or drop them")
     plan = SweepPlan(loaded, {k: list(v) for k, v in sets.items()}, [base_seed + i for i in range(seeds)],
-                     backend, list(probes or []), keep_runs)
+                     backend, list(probes or []), keep_runs, options)
     if in_process and backend != "sim":
         raise UserError("in_process=True runs simulated sweeps only; drop it for backend='emulation'")
     outcome = run_sweep(plan, out=out, master=master, progress=progress, runner=run_loop if in_process else None)

@@ -15,16 +15,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rmptwin.analysis.twin_verdict import NOT_DETERMINISTIC, PASS, Rule, inputs_of, twin_verdict
+from rmptwin.analysis.compare import verdict_rules
+from rmptwin.analysis.twin_verdict import NOT_DETERMINISTIC, PASS, Rule
 from rmptwin.rundir.run import RunDir
 
 ORDER_RULE = "delivered_order_across_sources"
 
 
 def twin_rules(sim_run: RunDir | Path, emu_run: RunDir | Path) -> dict[str, Rule]:
-    """The verdict's rules by metric name, run A simulated and run B emulated."""
-    a, b = (r if isinstance(r, RunDir) else RunDir(r) for r in (sim_run, emu_run))
-    return {r.metric: r for r in twin_verdict(inputs_of(a), inputs_of(b))}
+    """The verdict's rules by metric name, run A simulated and run B emulated, as `rmptwin
+    compare` judges them (under netem, control per data by the simulator's seed spread)."""
+    a, b = (r.path if isinstance(r, RunDir) else Path(r) for r in (sim_run, emu_run))
+    return {r.metric: r for r in verdict_rules(a, b)}
 
 
 def _shown(r: Rule) -> str:

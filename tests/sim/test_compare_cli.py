@@ -1,6 +1,7 @@
 """`rmptwin compare SIM_RUN EMU_RUN` on real simulated line3 runs: the twin verdict passes on
 two runs of one seed (they are identical) and fails, with a non-zero exit code, on the
-per-link loss rule when the second run's links lose more."""
+per-link loss rule when the second run's links lose more; a run that reads as netem's (its
+own loss draw) is judged on control per data by the simulator's spread over other seeds."""
 
 from __future__ import annotations
 
@@ -85,3 +86,40 @@ def test_the_compare_page_carries_the_twin_verdict(runs, tmp_path):
     assert page.count("<tr>") >= len(rules) + 2
     for name in ("a", "lossier"):
         RunDir(runs[name]).metrics_path.unlink()
+
+
+def _as_netem(run: Path) -> Path:
+    """The run as an emulated run under netem reads to the verdict: the kernel drew its losses
+    and kept no drop log (the manifest's ``impair``), so only the seed spread can judge it."""
+    import json
+
+    manifest = json.loads((run / "manifest.json").read_text())
+    (run / "manifest.json").write_text(json.dumps({**manifest, "impair": "netem"}))
+    return run
+
+
+@pytest.fixture(scope="module")
+def netem_like(tmp_path_factory) -> dict[str, Path]:
+    """Simulated runs at a seed outside the spread's (A's seed 1: seeds 2 to 13), made to read
+    as netem runs: one of the same experiment (another draw of the same losses) and a lossier one."""
+    base = tmp_path_factory.mktemp("netem")
+    return {name: _as_netem(run_experiment(_line3(loss), "sim", seed=40, out=base / name).run_dir.path)
+            for name, loss in (("same", None), ("lossier", 0.08))}
+
+
+def test_under_netem_control_per_data_is_judged_by_the_simulators_seed_spread(runs, netem_like):
+    """Another draw of the same losses falls inside the simulator's spread over seeds and passes;
+    the lossier links' re-sends fall outside it and fail, saying so. `--spread-seeds 0` leaves
+    the rule not judged."""
+    from rmptwin.analysis.compare import verdict_rules
+
+    same = {r.metric: r for r in verdict_rules(runs["a"], netem_like["same"])}
+    assert same["control_per_data"].status == PASS, same["control_per_data"]
+    assert "13 seeds" in same["control_per_data"].note
+    assert same["first_copy_loss_per_link"].status == "not comparable"
+    lossier = {r.metric: r for r in verdict_rules(runs["a"], netem_like["lossier"])}
+    assert lossier["control_per_data"].status == FAIL
+    assert "more re-sends than any seed" in lossier["control_per_data"].note
+    res = CliRunner().invoke(app, ["compare", str(runs["a"]), str(netem_like["same"]), "--no-analyze",
+                                   "--spread-seeds", "0"], catch_exceptions=False)
+    assert res.exit_code == 0 and "not judged" in res.output and "control_per_data" in res.output, res.output

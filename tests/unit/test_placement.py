@@ -98,10 +98,38 @@ def test_server_cleanup_never_touches_the_servers_own_namespace():
 
 
 def test_one_server_is_a_typo_not_a_cluster():
-    assert server_names("rts1, rts2") == ("rts1", "rts2")
-    assert server_names("") == ()
+    assert server_names("rts1, rts2") == (("rts1", "rts2"), "regions")
+    assert server_names("rts1,rts2", "bins") == (("rts1", "rts2"), "bins")
+    assert server_names("") == ((), "regions")
     with pytest.raises(UserError, match="two or more"):
         server_names("rts1")
+
+
+def test_a_servers_file_lists_the_servers_and_may_set_the_placement(tmp_path):
+    f = tmp_path / "servers.yaml"
+    f.write_text("# two workers\nservers: [w1, w2]\nplacement: bins\n")
+    assert server_names(str(f)) == (("w1", "w2"), "bins")
+    assert server_names(str(f), "regions") == (("w1", "w2"), "regions")   # --placement wins
+    f.write_text("servers:\n  - w1\n  - w2\n")
+    assert server_names(str(f)) == (("w1", "w2"), "regions")
+
+
+@pytest.mark.parametrize("text, said", [
+    ("servers: [w1]\n", ":1: servers: List should have at least 2 items"),
+    ("servers: [w1, w2]\nplacment: bins\n", ":2: placment: unknown field (check its spelling)"),
+    ("servers: [w1, w2]\nplacement: random\n", ":2: placement: Input should be 'regions' or 'bins'"),
+    ("servers: [w1, w1]\n", "'w1' is listed twice"),
+    ("servers: ['w1 w2', w3]\n", "without spaces or commas"),
+    ("servers: [w1, w2\n", "not valid YAML"),
+])
+def test_a_bad_servers_file_is_one_line_naming_what_to_fix(tmp_path, text, said):
+    f = tmp_path / "servers.yaml"
+    f.write_text(text)
+    with pytest.raises(UserError) as e:
+        server_names(str(f))
+    assert said in str(e.value) and str(f) in str(e.value) and "\n" not in str(e.value)
+    with pytest.raises(UserError, match="no such file"):
+        server_names(str(tmp_path / "missing.yml"))
 
 
 @pytest.mark.parametrize("name", SHIPPED)

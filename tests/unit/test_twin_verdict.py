@@ -296,3 +296,19 @@ def test_control_per_data_is_not_judged_where_the_losses_are_another_backends_dr
     # the same draw (a relay, both with drop logs) is judged: 1.29 against 1.13 fails
     relay = TwinInputs(summary=summary(control_per_data=1.29), link_loss=LOSS, control_types=types, repaired_first=133)
     assert rule(a, relay, "control_per_data").status == FAIL
+
+
+@pytest.mark.parametrize("b_value, status, said", [
+    (1.29, PASS, ""), (1.05 * 0.9, PASS, ""), (1.2 * 1.1, PASS, ""),
+    (1.2 * 1.1 + 0.01, FAIL, "more re-sends than any seed"), (1.05 * 0.9 - 0.01, FAIL, "fewer re-sends than any seed")])
+def test_control_per_data_under_netem_is_judged_by_the_simulators_spread_over_seeds(b_value, status, said):
+    """With the simulator's other seeds (A's value among them) B must fall in their range
+    widened by 10 % on each side: the seed-to-seed spread is the yardstick, not A's one draw."""
+    a = TwinInputs(summary=summary(control_per_data=1.13), link_loss=LOSS, control_spread=(1.05, 1.2, 1.1),
+                   repaired_first=133)
+    netem = TwinInputs(summary=summary(control_per_data=b_value), link_loss=None, repaired_first=160)
+    r = rule(a, netem, "control_per_data")
+    assert r.status == status, r
+    assert "4 seeds: 1.05 to 1.2 (median 1.115)" in r.note and said in r.note
+    # the spread is for other draws only: where both runs keep a drop log, A's own value rules
+    assert rule(a, TwinInputs(summary=summary(control_per_data=1.3), link_loss=LOSS), "control_per_data").status == FAIL

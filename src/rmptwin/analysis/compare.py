@@ -5,6 +5,8 @@ tolerance) with one final PASS/FAIL line."""
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from rmptwin.analysis.report import CSS, fmt
+from rmptwin.analysis.seed_spread import SPREAD_SEEDS, control_spread
 from rmptwin.analysis.twin_verdict import FAIL, PASS, Rule, inputs_of, passed, twin_verdict
 from rmptwin.errors import UserError
 from rmptwin.rundir.run import RunDir
@@ -50,9 +53,17 @@ def _name(m: dict[str, Any], run: Path) -> str:
 STYLE = {PASS: "green", FAIL: "bold red"}
 
 
-def verdict_rules(run_a: Path, run_b: Path) -> list[Rule]:
-    """The twin verdict of B (emulated) against A (simulated), one rule per metric."""
-    return twin_verdict(inputs_of(RunDir(run_a)), inputs_of(RunDir(run_b)))
+def verdict_rules(run_a: Path, run_b: Path, seeds: int = SPREAD_SEEDS,
+                  progress: Callable[[int, int], None] | None = None) -> list[Rule]:
+    """The twin verdict of B (emulated) against A (simulated), one rule per metric. Where a run
+    keeps no drop log (netem), A's experiment is simulated at ``seeds`` other seeds first: the
+    spread control per data is judged by (``progress(done, total)`` after each; 0: none)."""
+    dir_a = RunDir(run_a)
+    a, b = inputs_of(dir_a), inputs_of(RunDir(run_b))
+    simulated = dir_a.read_manifest().get("backend") == "sim"
+    if seeds > 0 and simulated and (a.link_loss is None or b.link_loss is None):
+        a = replace(a, control_spread=control_spread(dir_a, seeds, progress))
+    return twin_verdict(a, b)
 
 
 def verdict_line(rules: list[Rule]) -> str:

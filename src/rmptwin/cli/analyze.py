@@ -14,6 +14,7 @@ import typer
 
 from rmptwin import api
 from rmptwin.cli.console import make_console
+from rmptwin.cli.display import counted_progress
 from rmptwin.errors import UserError
 
 app = typer.Typer(add_completion=False, help="analysis of run directories with PySpark")
@@ -44,12 +45,18 @@ def compare(
     analyze: bool = typer.Option(True, "--analyze/--no-analyze",
                                  help="analyse runs without metrics with Spark for the side-by-side table; "
                                       "--no-analyze: the verdict alone (summary.json and links/, no Spark)"),
+    spread_seeds: int | None = typer.Option(None, "--spread-seeds", min=0,
+                                            help="where B's losses are not the simulator's draw (netem): other "
+                                                 "seeds of A's experiment to simulate, the spread its control per "
+                                                 "data is judged by (default 12; 0: not judged)"),
 ) -> None:
     """Two runs' metrics side by side and the twin verdict: per metric its tolerance and pass or
     fail, then one PASS/FAIL line; exit code 1 if a rule failed."""
     a, b = api.open_run(run_a), api.open_run(run_b)
     if not analyze and not verdict:
         raise UserError("--no-analyze --no-verdict leaves nothing to show; drop one of them")
-    result = api.compare(a, b, html, verdict=verdict, analyze_missing=analyze, master=master, console=console)
+    with counted_progress(console, "compare", "simulating other seeds", "seeds") as progress:
+        result = api.compare(a, b, html, verdict=verdict, analyze_missing=analyze, master=master, console=console,
+                             spread_seeds=spread_seeds, progress=progress)
     if result.passed is False:
         raise typer.Exit(1)

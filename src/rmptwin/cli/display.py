@@ -6,17 +6,41 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from rmptwin import api, corebuild
 from rmptwin.analysis.sections import headline_sections
 from rmptwin.core.groups import REGION_PORT, REREQUEST_PORT
+
+
+@contextmanager
+def counted_progress(console: Console, label: str, title: str, unit: str) -> Iterator[Callable[[int, int], None]]:
+    """A rich bar over ``total`` steps of one kind (``unit``: runs, seeds); yields ``progress(done,
+    total)``. The bar shows from the first call until done reaches total, so the work around it
+    (the analysis's own bars in `rmptwin compare`) may show its own: rich runs one at a time."""
+    columns = (TextColumn(f"[bold]{label}[/] {{task.description}}"), BarColumn(), MofNCompleteColumn(),
+               TextColumn(unit), TimeElapsedColumn())
+    bar = Progress(*columns, console=console, transient=True)
+    task = bar.add_task(title, total=None)
+
+    def progress(done: int, total: int) -> None:
+        if not bar.live.is_started:
+            bar.start()
+        bar.update(task, completed=min(done, total), total=total)
+        if done >= total:
+            bar.stop()
+
+    try:
+        yield progress
+    finally:
+        bar.stop()
+
 
 HEADLINE_KEYS = ("receivers", "agreement", "messages_sent", "messages_delivered_min", "messages_lost",
                  "control_per_data", "delivery_latency_ms", "fairness_spread_ms", "reformation_ms", "customers")

@@ -17,6 +17,10 @@ from rmptwin.errors import UserError
 app = typer.Typer(add_completion=False, help="emulated runs: every role its own process in its own host")
 console = make_console()
 DEFAULTS = api.EmulationOptions()   # the Docker hosts' CPU and memory limits
+SERVERS_HELP = ("spread the network over these servers: a,b[,c], or a servers file (FILE.yaml: 'servers: [a, b]', "
+                "optionally 'placement:'); namespace hosts, relay links; `rmptwin servers up --local N` makes local ones")
+PLACEMENT_HELP = ("how switches go over --servers: regions (whole where the balance allows, few cut links; the "
+                  "default) or bins (Mininet's SwitchBinPlacer); overrides a servers file's")
 
 
 def capture_hosts(loaded: api.LoadedExperiment, capture: str) -> list[str] | None:
@@ -31,12 +35,11 @@ def capture_hosts(loaded: api.LoadedExperiment, capture: str) -> list[str] | Non
     return [c for c in capture.split(",") if c]
 
 
-def server_names(text: str) -> tuple[str, ...]:
-    """--servers a,b,c as names; one server is this machine's own run."""
-    names = tuple(n.strip() for n in text.split(",") if n.strip())
-    if len(names) == 1:
-        raise UserError(f"--servers {names[0]}: give two or more servers (without --servers the run is on this machine)")
-    return names
+def server_names(text: str, placement: str | None = None) -> tuple[tuple[str, ...], str]:
+    """--servers a,b,c (or a servers file, FILE.yaml) as names, and the placement: --placement
+    if given, else the file's, else regions."""
+    names, listed = api.servers(text)
+    return names, placement or listed or "regions"
 
 
 def print_placement(loaded: api.LoadedExperiment, servers: tuple[str, ...], how: str) -> None:
@@ -59,10 +62,8 @@ def run(
     node_memory_mb: int = typer.Option(DEFAULTS.memory_mb, help="memory each Docker host may use, MB (0: unlimited)"),
     event_loop: str = typer.Option(DEFAULTS.event_loop, help="the nodes' asyncio event loop: uvloop, or asyncio "
                                                              "(the standard library's)"),
-    servers: str = typer.Option("", help="spread the network over these servers, a,b[,c] (namespace hosts, "
-                                         "relay links; `rmptwin servers up --local N` makes local ones)"),
-    placement: str = typer.Option("regions", help="how switches go over --servers: regions (whole where the "
-                                                  "balance allows, few cut links) or bins (Mininet's SwitchBinPlacer)"),
+    servers: str = typer.Option("", help=SERVERS_HELP),
+    placement: str | None = typer.Option(None, help=PLACEMENT_HELP),
     strict: bool = typer.Option(False, "--strict", help="warnings (parameters outside the seed's bounds) "
                                                      "are errors: exit 2 before the network comes up"),
     sets: list[str] = typer.Option([], "--set", metavar="KEY=VALUE", help=SET_HELP),
@@ -70,15 +71,16 @@ def run(
 ) -> None:
     """Run an experiment on the emulated network: every role its own process in its own host."""
     time_dilation = parse_tdf(tdf, sets)
+    names, how = server_names(servers, placement)
     loaded = apply_set_options(api.load_experiment(experiment), sets)
     print_bound_warnings(loaded, experiment, strict=strict)
     if node_cpus < 0 or node_memory_mb < 0:
         raise UserError("--node-cpus and --node-memory-mb must be >= 0 (0: unlimited)")
     options = api.EmulationOptions(nodes=nodes, impair=impair, capture=capture_hosts(loaded, capture),
                                   cpus=node_cpus or None, memory_mb=node_memory_mb or None, event_loop=event_loop,
-                                  servers=server_names(servers), placement=placement)
+                                  servers=names, placement=how)
     if options.servers:   # before anything starts: where each part will run
-        print_placement(loaded, options.servers, placement)
+        print_placement(loaded, options.servers, how)
     with progress_bar(console, loaded, "emulation") as progress:
         result = api.emulate(loaded, seed=seed, out=out, options=options, progress=progress,
                              time_dilation=time_dilation, say=lambda line: console.print(line, highlight=False))

@@ -3,16 +3,16 @@ rmptwin.cli.main): ``rmptwin.api.sweep`` with a progress bar."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from rmptwin import api
 from rmptwin.cli.bound_warnings import print_sweep_run_length_warnings
 from rmptwin.cli.console import make_console
+from rmptwin.cli.display import counted_progress
 from rmptwin.cli.overrides import parse_tdf, tdf_option
 from rmptwin.errors import UserError
 
@@ -20,18 +20,9 @@ app = typer.Typer(add_completion=False)
 console = make_console()
 
 
-@contextmanager
-def sweep_progress(title: str) -> Iterator[Callable[[int, int], None]]:
+def sweep_progress(title: str) -> AbstractContextManager[Callable[[int, int], None]]:
     """A rich bar over the sweep's runs; yields ``progress(done, total)``."""
-    columns = (TextColumn("[bold]sweep[/] {task.description}"), BarColumn(), MofNCompleteColumn(),
-               TextColumn("runs"), TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=True) as bar:
-        task = bar.add_task(title, total=None)
-
-        def progress(done: int, total: int) -> None:
-            bar.update(task, completed=min(done, total), total=total)
-
-        yield progress
+    return counted_progress(console, "sweep", title, "runs")
 
 
 @app.command()
@@ -48,6 +39,9 @@ def sweep(
     backend: str = typer.Option("sim", "--backend", help="sim (Spark tasks) or emulation (one point after "
                                 "another on the local network, as root)"),
     probes: list[str] = typer.Option([], "--probe", help="extra figures per run: rmp, ring, minc, venue_gap_sampled:MS"),
+    servers: str = typer.Option("", "--servers", help="emulated runs over these servers: a,b[,c] or a servers "
+                                "file (FILE.yaml); namespace hosts and relay links, as `rmptwin run --nodes ns "
+                                "--impair relay --servers`"),
     tdf: str | None = tdf_option(),
 ) -> None:
     """Run an experiment at every combination of parameter values, several seeds each: one Parquet
@@ -58,12 +52,19 @@ def sweep(
     if not sets:
         raise UserError("give at least one --set KEY=V1,V2,... (e.g. --set protocol.delta_a_ms=100,200)")
     time_dilation = parse_tdf(tdf, sets)
+    options = None
+    if servers:
+        if backend != "emulation":
+            raise UserError("--servers spreads emulated runs; add --backend emulation")
+        names, how = api.servers(servers)
+        options = api.EmulationOptions(nodes="ns", impair="relay", servers=names, placement=how or "regions")
     loaded = api.load_experiment(experiment)
     values = api.parse_sets(sets)
     print_sweep_run_length_warnings(loaded, values, experiment)
     with sweep_progress(loaded.experiment.name) as progress:
         # sweep.html after the summary line, as before the API: its plots take seconds
         result = api.sweep(loaded, values, seeds, master=master, out=out, probes=list(probes), keep_runs=keep_runs,
-                          backend=backend, report=False, progress=progress, time_dilation=time_dilation)
+                          backend=backend, report=False, progress=progress, time_dilation=time_dilation,
+                          options=options)
     console.print(result.text, highlight=False, soft_wrap=True)
     console.print(f"report: {result.write_report()}", highlight=False, soft_wrap=True)

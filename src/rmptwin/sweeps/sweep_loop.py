@@ -14,8 +14,9 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import pyarrow as pa
 
@@ -24,6 +25,9 @@ from rmptwin.model.overrides import Point, make_points
 from rmptwin.rundir.sweep import SweepDir
 from rmptwin.sweeps import probes as probe_mod
 from rmptwin.sweeps.task import POINT, SEED, payload, run_simulated
+
+if TYPE_CHECKING:
+    from rmptwin.runner.pipeline import EmulationOptions
 
 Progress = Callable[[int, int], None]   # (runs done, runs to do)
 Task = dict[str, Any]                   # a run's payload (``sweeps.task.payload``)
@@ -45,13 +49,17 @@ class SweepPlan:
     backend: str = "sim"
     probes: list[str] = field(default_factory=list)
     keep_runs: bool = False
+    options: EmulationOptions | None = None   # emulated runs: how (servers, hosts); None: the defaults
 
     def spec(self) -> dict[str, Any]:
         # The resolved experiment's hash: editing the YAML starts a new sweep instead of mixing rows.
         resolved = {k: v for k, v in self.base.to_manifest().items() if k != "experiment_file"}
         digest = hashlib.sha256(json.dumps(resolved, sort_keys=True).encode()).hexdigest()[:16]
-        return {"experiment": self.base.experiment.name, "experiment_file": str(self.base.path), "base": digest,
+        spec = {"experiment": self.base.experiment.name, "experiment_file": str(self.base.path), "base": digest,
                 "parameters": self.sets, "seeds": self.seeds, "backend": self.backend, "probes": self.probes}
+        if self.options is not None and self.options.servers:   # only then: older sweeps resume as before
+            spec["servers"] = {"names": list(self.options.servers), "placement": self.options.placement}
+        return spec
 
 
 @dataclass
@@ -124,7 +132,8 @@ def run_sweep(plan: SweepPlan, out: str | Path | None = None, master: str | None
     t0 = time.perf_counter()
     if tasks:
         if runner is None:
-            runner = run_emulated if plan.backend == "emulation" else _spark_runner(master, progress, state, total)
+            runner = (partial(run_emulated, options=plan.options) if plan.backend == "emulation"
+                      else _spark_runner(master, progress, state, total))
         runner(tasks, on_rows)
     wall = time.perf_counter() - t0
     return SweepOutcome(sweep, state["table"] if state["table"] is not None else pa.table({}), len(tasks),
@@ -137,8 +146,9 @@ def run_loop(tasks: list[Task], on_rows: OnRows) -> None:
         on_rows([run_simulated(task)])
 
 
-def run_emulated(tasks: list[Task], on_rows: OnRows) -> None:
-    """Emulated points one after another on the local network (one network at a time)."""
+def run_emulated(tasks: list[Task], on_rows: OnRows, options: EmulationOptions | None = None) -> None:
+    """Emulated points one after another (one network at a time), on this machine or over the
+    servers ``options`` names."""
     from rmptwin.runner.pipeline import run_experiment
     from rmptwin.sweeps.probes import measure
     from rmptwin.sweeps.task import clear_run_dir, loaded_from, make_row
@@ -147,7 +157,7 @@ def run_emulated(tasks: list[Task], on_rows: OnRows) -> None:
         loaded = loaded_from(task["manifest"])
         clear_run_dir(task["run_dir"])
         t0 = time.perf_counter()
-        outcome = run_experiment(loaded, "emulation", seed=task["seed"], out=task["run_dir"])
+        outcome = run_experiment(loaded, "emulation", seed=task["seed"], out=task["run_dir"], options=options)
         extra = measure(task["probes"], outcome.run_dir.read_events(), loaded)
         on_rows([make_row(task, outcome.summary, extra, time.perf_counter() - t0)])
 
