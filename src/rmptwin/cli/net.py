@@ -214,11 +214,14 @@ def down(
 
 
 @servers_app.command("up")
-def servers_up(local: int = typer.Option(..., "--local", help="make N servers on this machine (1-8)")) -> None:
+def servers_up(local: int = typer.Option(..., "--local", help="make N servers on this machine (1-8)"),
+               isolated: bool = typer.Option(False, "--isolated", help="each server with an empty /run/rmptwin "
+                                             "and /var/tmp of its own: a run directory under /var/tmp then travels "
+                                             "to and from the servers over SSH, as with real machines")) -> None:
     """Make N local servers (network namespaces with their own sshd and Open vSwitch) and print
     their names, one a line, for --servers."""
     env.require_root("`rmptwin servers up`")
-    for s in up_local(local):
+    for s in up_local(local, isolated):
         print(s.name)
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 import subprocess
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from rmptwin.core.events import Event, Kind
 from rmptwin.emulation.flows import PRIO_UNAUTH_DROP
@@ -32,10 +33,18 @@ def edge_drop_packets(dump_flows: str) -> int:
     return total
 
 
-def read_edge_drops(bridges: dict[str, str]) -> dict[str, int]:
-    """Logical switch -> its edge-drop packet count, from its OVS bridge (name in ``bridges``)."""
+def read_edge_drops(bridges: dict[str, str], on: Callable[[str], Any] | None = None) -> dict[str, int]:
+    """Logical switch -> its edge-drop packet count, from its OVS bridge (name in ``bridges``).
+    ``on(bridge)``: the Mininet switch, where it runs on a server: asked through its own shell
+    there (this machine's Open vSwitch does not have it)."""
     out = {}
     for switch, bridge in sorted(bridges.items()):
+        node = on(bridge) if on is not None else None
+        if node is not None and getattr(node, "isRemote", False):
+            text = node.cmd(f"ovs-ofctl -O OpenFlow13 dump-flows {bridge} && echo dump-done")
+            if text.rstrip().endswith("dump-done"):
+                out[switch] = edge_drop_packets(text)
+            continue
         r = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", "dump-flows", bridge],
                            capture_output=True, text=True, timeout=30)
         if r.returncode == 0:
@@ -50,5 +59,6 @@ def log_edge_drops(net: object, log: EventWriter, t_ns: int) -> None:
     bridges = getattr(net, "sw_name", None)
     if wiring is None or wiring.authorized is None or not bridges:
         return
-    for switch, packets in read_edge_drops(bridges).items():
+    mininet = getattr(net, "net", None)
+    for switch, packets in read_edge_drops(bridges, mininet.get if mininet is not None else None).items():
         log.add(t_ns, switch, "switch", Event(Kind.EDGE_DROPS, detail={"packets": packets}))

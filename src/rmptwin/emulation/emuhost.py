@@ -8,6 +8,7 @@ server.
 
 from __future__ import annotations
 
+import signal
 import subprocess
 from typing import TYPE_CHECKING, Any
 
@@ -44,7 +45,8 @@ class EmuHost:
 
     def popen(self, cmd: list[str], **kwargs: Any) -> subprocess.Popen[Any]:
         """``cmd`` in the host's namespace. On a server, over SSH: the environment given is set
-        on the command line, and ``kill()`` kills the process there, not only the SSH client."""
+        on the command line, and ``kill()``, ``terminate()`` and ``send_signal()`` signal the
+        process there (a tcpdump stopped, a node paused), not only the SSH client here."""
         if not self.remote:
             proc: subprocess.Popen[Any] = self.node.popen(cmd, **kwargs)
             return proc
@@ -53,11 +55,16 @@ class EmuHost:
         proc = self.node.popen(words, **kwargs)
         ssh_kill = proc.kill
 
+        def send_signal(sig: int) -> None:   # env execs cmd: its command line is cmd's
+            cluster.kill_remote(self.node, cmd, signal.Signals(sig).name.removeprefix("SIG"))
+
         def kill() -> None:
-            cluster.kill_remote(self.node, cmd)   # env execs cmd: its command line is cmd's
+            send_signal(signal.SIGKILL)
             ssh_kill()
 
-        proc.kill = kill  # type: ignore[method-assign]  # this Popen is the SSH client: its kill must reach the server
+        proc.kill = kill  # type: ignore[method-assign]  # this Popen is the SSH client: a kill must reach the server
+        proc.terminate = lambda: send_signal(signal.SIGTERM)  # type: ignore[method-assign]  # as kill
+        proc.send_signal = send_signal  # type: ignore[method-assign]  # as kill: SIGSTOP pauses the node there
         return proc
 
     @property

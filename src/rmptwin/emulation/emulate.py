@@ -17,6 +17,7 @@ Node control (``GO``, ``STOP``, what a node prints back): ``emulation.nodeproc``
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -38,6 +39,7 @@ from rmptwin.core.events import Event, Kind
 from rmptwin.core.groups import group_ip
 from rmptwin.core.host import RELEASE_ROLES, TimeDilation
 from rmptwin.core.nemesis import FaultInterpreter, Step
+from rmptwin.emulation import server_files
 from rmptwin.emulation.authorized import authorized_senders
 from rmptwin.emulation.containerstats import ContainerStatsSampler
 from rmptwin.emulation.dilation import dilated_link, dilated_topology, rewrite_pcap_times
@@ -131,6 +133,7 @@ class EmulatedRun:
         self.outstanding = ""
         self.torn_lines = 0
         self.cross_server: dict[str, Any] = {}
+        self.collected = False   # the files of servers that have their own (server_files) are here
 
     # ------------------------------------------------------------------ network
 
@@ -226,9 +229,21 @@ class EmulatedRun:
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
+        self._collect()   # servers' captures and logs, now complete, here
         if self.captures and self.t0 is not None:   # the kernel stamped them on the wall clock
             for path in self.run.pcap_files():
                 rewrite_pcap_times(path, self.t0, self.dilation.factor)
+
+    def _stage(self, config: Path) -> None:
+        """The node config (and a secure run's key file) on servers with files of their own."""
+        files = [config, *([key_path(self.loaded)] if self.exp.security.enabled else [])]
+        for server in server_files.apart(getattr(self.net, "servers", ())):
+            server_files.push(server, files, [self.run.nodes_dir, self.run.pcaps_dir, self.run.venue_state_dir])
+
+    def _collect(self) -> None:
+        if self.net is not None and not isinstance(self.net, FlatNetwork):   # flat: all on this machine
+            self.net.collect([self.run.nodes_dir, self.run.pcaps_dir])
+        self.collected = True
 
     def t0_on(self, node: str) -> int:
         """The run's start in the clock of the server ``node`` runs on (this machine's: t0)."""
@@ -275,6 +290,7 @@ class EmulatedRun:
             np.send(f"WAKE {self.t0_on(node)}")
         else:
             path = self._node_config(t0_ns=self.t0_on(node)).write(self.run.node_config_path(node, inc))
+            self._stage(path)
             np = self._start_node(node, path, inc)
         self.procs[node] = np
         self.spares.prepare(node, inc + 1)
@@ -336,6 +352,11 @@ class EmulatedRun:
         finally:
             try:
                 self._teardown_nodes()
+                if not self.collected:   # a failed run keeps what its servers wrote
+                    with contextlib.suppress(UserError):
+                        self._collect()
+                for server in server_files.apart(getattr(self.net, "servers", ())):
+                    server_files.remove(server, [self.run.path])
             finally:
                 self.priority.restore()
                 self.net.__exit__(None, None, None)
@@ -385,6 +406,7 @@ class EmulatedRun:
         assert self.net is not None   # up
         self.hosts = {h.name: self.net.host(h.name).ip for h in topo.hosts}
         path = self._node_config().write(self.run.node_config_path())
+        self._stage(path)
         self._static_neighbours()
         self.progress(0.0, f"starting {len(topo.hosts)} nodes")
         for h in topo.hosts:

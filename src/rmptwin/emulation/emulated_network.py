@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from rmptwin.core.groups import host_ip
-from rmptwin.emulation import cluster
+from rmptwin.emulation import cluster, server_files
 from rmptwin.emulation import env as envmod
 from rmptwin.emulation.cleanup import claim_tag, cleanup_state_dir, register_state_dir
 from rmptwin.emulation.droplog import DroppedFrame, counts_table, drops_table, read_drop_file
@@ -473,6 +473,15 @@ class EmulatedNetwork:
                 frames.extend(read_drop_file(lk.drop_path, lk.name, lk.a, lk.b))
         return frames
 
+    def collect(self, run_dirs: Sequence[Path]) -> None:
+        """Flush every relay, then copy back what servers with files of their own wrote there
+        (``server_files``): ``run_dirs`` (the nodes' logs, the captures) and the relays' logs in
+        links/. ``drops`` and ``link_counts`` then read them here, as on one machine."""
+        for lk in self.links.values():
+            lk.flush()
+        for s in server_files.apart(self.servers):
+            server_files.pull(s, [*run_dirs, self.state_dir / "links"])
+
     def link_counts(self, extra: Sequence[dict[str, Any]] = ()) -> pa.Table:
         for lk in self.links.values():
             lk.flush()
@@ -510,5 +519,7 @@ class EmulatedNetwork:
                 self.controller_proc.kill()
         if self.state_dir.exists() and (self.state_dir / "net.json").exists():
             cleanup_state_dir(self.state_dir, own_pid=os.getpid())
+        for server in server_files.apart(self.servers):   # the relays' logs there, copied back by collect
+            server_files.remove(server, [self.state_dir])
         if errors:
             raise UserError(f"teardown of {self.topo.name} was incomplete ({errors[0]}); run `rmptwin net down`")

@@ -7,12 +7,15 @@ veths; ``NetemLink`` rewrites the netem qdisc of both interfaces with ``tc``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import select
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,6 +84,8 @@ class RelayLink:
     t0_ns: int
     proc: subprocess.Popen[bytes] | None = None
     _remote_cmd: list[str] = field(default_factory=list)   # how it was started on its server, if remote
+    _replies: bytes = b""                                   # a remote relay's stdout not yet read
+    _lock: threading.Lock = field(default_factory=threading.Lock)   # one command at a time on its stdin
     # Set only for the benchmark's floor: the relay forwards with this constant delay and no
     # link model (relay.FixedDelay); None: the link's model, as every run uses.
     fixed_delay_ns: int | None = None
@@ -109,34 +114,85 @@ class RelayLink:
         }
         if self.fixed_delay_ns is not None:
             cfg["fixed_delay_ns"] = self.fixed_delay_ns
-        cfg_path = self.dir / f"{self.name}.json"
-        cfg_path.write_text(json.dumps(cfg, indent=1))
         log = open(self.dir / f"{self.name}.log", "ab")
         src = str(Path(__file__).resolve().parents[2])
-        cmd = [sys.executable, "-m", "rmptwin.emulation.relay", str(cfg_path)]
-        if is_remote(self.node):   # on a server (emulation.cluster): over SSH, its environment spelled out
-            self._remote_cmd = cmd
-            words = remote_command(cmd, {"PYTHONPATH": src, "PATH": os.environ.get("PATH", "/usr/bin:/bin")})
-            self.proc = self.node.popen(words, stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+        if is_remote(self.node):
+            # On a server (emulation.cluster), over SSH with its environment spelled out. Its files
+            # may not be ours (server_files), so it takes its config, commands and readiness over
+            # the SSH session's stdin and stdout, and the end of stdin stops it.
+            self._remote_cmd = [sys.executable, "-m", "rmptwin.emulation.relay", "-", f"{self.name}.relay"]
+            words = remote_command(self._remote_cmd, {"PYTHONPATH": src, "PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+            self.proc = self.node.popen(words, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.PIPE)
+            self._write_line(cfg)
             return
+        cfg_path = self.dir / f"{self.name}.json"
+        cfg_path.write_text(json.dumps(cfg, indent=1))
+        cmd = [sys.executable, "-m", "rmptwin.emulation.relay", str(cfg_path)]
         env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
         self.proc = subprocess.Popen(
             ["mnexec", "-a", str(self.node.pid), *cmd],
             stdout=log, stderr=log, stdin=subprocess.DEVNULL, env=env, start_new_session=True,
         )
 
+    def _write_line(self, msg: dict[str, Any]) -> None:
+        assert self.proc is not None and self.proc.stdin is not None   # started with stdin piped
+        self.proc.stdin.write(json.dumps(msg).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def _read_line(self, timeout: float) -> bytes:
+        """The remote relay's next line on stdout; b"" if it ended or said nothing in time."""
+        assert self.proc is not None and self.proc.stdout is not None   # started with stdout piped
+        fd, deadline = self.proc.stdout.fileno(), time.monotonic() + timeout
+        while b"\n" not in self._replies:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                return b""
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return b""
+            self._replies += chunk
+        line, self._replies = self._replies.split(b"\n", 1)
+        return line
+
+    def _relay_exited(self) -> UserError:
+        tail = (self.dir / f"{self.name}.log").read_text()[-300:].strip().splitlines()
+        return UserError(f"link {self.name}: impairment relay exited: {tail[-1] if tail else '?'}")
+
     def wait_ready(self, timeout: float = 20.0) -> None:
+        if self._remote_cmd:
+            if not self._read_line(timeout).startswith(b"READY"):
+                if self.proc is not None and self.proc.poll() is not None:
+                    raise self._relay_exited()
+                raise UserError(f"link {self.name}: impairment relay did not start within {timeout:.0f} s")
+            return
         ready = self.dir / f"{self.name}.ready"
         deadline = time.monotonic() + timeout
         while not ready.exists():
             if self.proc is not None and self.proc.poll() is not None:
-                tail = (self.dir / f"{self.name}.log").read_text()[-300:].strip().splitlines()
-                raise UserError(f"link {self.name}: impairment relay exited: {tail[-1] if tail else '?'}")
+                raise self._relay_exited()
             if time.monotonic() > deadline:
                 raise UserError(f"link {self.name}: impairment relay did not start within {timeout:.0f} s")
             time.sleep(0.02)
 
     def command(self, msg: dict[str, Any]) -> dict[str, Any]:
+        reply = self._remote_command(msg) if self._remote_cmd else self._socket_command(msg)
+        if not reply.get("ok"):
+            raise UserError(f"link {self.name}: {reply.get('error')}")
+        return reply
+
+    def _remote_command(self, msg: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            try:
+                self._write_line(msg)
+            except (BrokenPipeError, ValueError):   # ValueError: its stdin is closed (stopping)
+                return {"ok": False, "error": "the relay has stopped"}
+            line = self._read_line(5.0)
+        if not line:
+            return {"ok": False, "error": "the relay did not answer within 5 s"}
+        reply: dict[str, Any] = json.loads(line)
+        return reply
+
+    def _socket_command(self, msg: dict[str, Any]) -> dict[str, Any]:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
             s.settimeout(5.0)
             s.connect(str(self.control_path))
@@ -148,8 +204,6 @@ class RelayLink:
                     break
                 data += chunk
         reply: dict[str, Any] = json.loads(data)
-        if not reply.get("ok"):
-            raise UserError(f"link {self.name}: {reply.get('error')}")
         return reply
 
     def set(self, **changes: Any) -> None:
@@ -165,7 +219,7 @@ class RelayLink:
         if self.proc is not None and self.proc.poll() is None:
             try:
                 self.command({"op": "flush"})
-            except (OSError, ValueError):
+            except (OSError, ValueError, UserError):
                 pass
 
     def signal_stop(self) -> None:
@@ -176,6 +230,9 @@ class RelayLink:
     def _terminate(self) -> None:
         assert self.proc is not None   # both callers checked it runs
         if is_remote(self.node):   # the relay runs on a server; SIGTERM here would reach only SSH
+            with contextlib.suppress(OSError, ValueError):
+                assert self.proc.stdin is not None   # piped
+                self.proc.stdin.close()   # the end of its stdin stops it, flushed
             kill_remote(self.node, self._remote_cmd, "TERM")
         else:
             self.proc.send_signal(signal.SIGTERM)

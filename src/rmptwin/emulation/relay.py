@@ -176,15 +176,20 @@ class Relay:
         self.wall_offset = time.time_ns() - time.monotonic_ns()
         for direction in self.dirs:   # interval loss traces run on run time: t0 on the monotonic clock
             direction.model.trace_origin_ns = self.t0 - self.wall_offset
+        os.makedirs(os.path.dirname(cfg["droplog"]), exist_ok=True)   # on a server: made here
         self.droplog = open(cfg["droplog"], "ab", buffering=1 << 16)
         self.counts_path = cfg["counts"]
-        self.ctrl = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            os.unlink(cfg["control"])
-        except FileNotFoundError:
-            pass
-        self.ctrl.bind(cfg["control"])
-        self.ctrl.listen(8)
+        # Controlled through a unix socket, or (on a server, ``main`` given "-") its stdin and stdout.
+        self.ctrl: socket.socket | None = None
+        self.stdin_buf = b""
+        if cfg.get("control"):
+            self.ctrl = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                os.unlink(cfg["control"])
+            except FileNotFoundError:
+                pass
+            self.ctrl.bind(cfg["control"])
+            self.ctrl.listen(8)
         self.running = True
 
     @staticmethod
@@ -246,6 +251,7 @@ class Relay:
         return nxt
 
     def _control(self) -> None:
+        assert self.ctrl is not None   # watched only when made
         conn, _ = self.ctrl.accept()
         with conn:
             conn.settimeout(2.0)
@@ -263,6 +269,25 @@ class Relay:
                 conn.sendall(json.dumps(reply).encode() + b"\n")
             except OSError:
                 pass
+
+    def _stdin_control(self) -> None:
+        """Commands on stdin, one JSON line each, each answered by one line on stdout. The end
+        of stdin (the runner, or its SSH session, went away) stops the relay."""
+        data = os.read(0, 65536)
+        if not data:
+            self.running = False
+            return
+        self.stdin_buf += data
+        self._answer_lines()
+
+    def _answer_lines(self) -> None:
+        while b"\n" in self.stdin_buf:
+            line, self.stdin_buf = self.stdin_buf.split(b"\n", 1)
+            try:
+                reply = self.command(json.loads(line or b"{}"))
+            except Exception as e:
+                reply = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+            os.write(1, json.dumps(reply).encode() + b"\n")
 
     def command(self, msg: dict[str, Any]) -> dict[str, Any]:
         op = msg.get("op")
@@ -310,9 +335,10 @@ class Relay:
         # whole milliseconds, which would add up to 1 ms to every configured delay).
         socks = list(self.socks)
         index = {s: i for i, s in enumerate(socks)}
-        watch = socks + [self.ctrl]
+        watch: list[Any] = socks + ([self.ctrl] if self.ctrl is not None else [0])
         last_flush = time.monotonic_ns()
         nxt = None
+        self._answer_lines()   # commands sent with the config, before select sees any
         while self.running:
             now = time.monotonic_ns()
             timeout = 0.2 if nxt is None else min(0.2, max(0.0, (nxt - now) / 1e9))
@@ -320,6 +346,8 @@ class Relay:
             for s in readable:
                 if s is self.ctrl:
                     self._control()
+                elif s == 0:
+                    self._stdin_control()
                 else:
                     self._drain(index[s])
             now = time.monotonic_ns()
@@ -352,9 +380,21 @@ def boost_priority(pid: int = 0) -> str:
 
 
 def main(argv: list[str]) -> int:
-    with open(argv[1]) as f:
-        cfg = json.load(f)
+    """``relay CONFIG.json``: controlled on the config's unix socket, ready when its ``ready``
+    file exists. ``relay - NAME``: on a server, the config the first line of stdin, commands
+    the next lines, "READY" the first line of stdout (NAME only tells its processes apart)."""
+    rest = b""
+    if argv[1] == "-":
+        first = b""
+        while b"\n" not in first and (chunk := os.read(0, 65536)):
+            first += chunk
+        line, _, rest = first.partition(b"\n")   # a command sent early stays for the loop
+        cfg = {**json.loads(line), "control": None, "ready": None}
+    else:
+        with open(argv[1]) as f:
+            cfg = json.load(f)
     relay = Relay(cfg)
+    relay.stdin_buf = rest
     boost_priority()
 
     def stop(*_: object) -> None:
@@ -362,8 +402,11 @@ def main(argv: list[str]) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    with open(cfg["ready"], "w") as f:
-        f.write(str(os.getpid()))
+    if cfg["ready"]:
+        with open(cfg["ready"], "w") as f:
+            f.write(str(os.getpid()))
+    else:
+        os.write(1, f"READY {os.getpid()}\n".encode())
     relay.run()
     return 0
 

@@ -10,17 +10,24 @@ namespace with its own mount namespace: its own ``/run/openvswitch`` and databas
 ``ovs-vsctl`` talks to its own switch daemon, on the userspace datapath in its namespace),
 its own sshd on an address of a private underlay bridge, and the cluster's SSH client
 configuration. They share this machine's CPUs, clock and file system, which is what they
-cannot show about real machines (docs/cluster.md). The registry under ``SERVERS_DIR`` names
-them, so ``--servers rts1,rts2`` resolves without touching ``/etc/hosts``.
+cannot show about real machines (docs/cluster.md); ``--isolated`` takes the file system away
+from that list: each server then sees an empty ``/run/rmptwin`` (but its own registry entry)
+and an empty ``/var/tmp`` of its own, so a run whose directory is under ``/var/tmp`` must carry
+its files to and from the servers over SSH as it must with real machines
+(``emulation.server_files``). The registry under ``SERVERS_DIR`` names them, so ``--servers
+rts1,rts2`` resolves without touching ``/etc/hosts``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,11 +48,22 @@ CLIENT_KEY = CLUSTER_DIR / "id_ed25519"
 AUTHORIZED = SERVERS_DIR / "authorized_keys"
 
 
+ISOLATED_DIRS = ("/run/rmptwin", "/var/tmp")   # what an --isolated local server sees empty, as its own
+KEEP = Path("/run/rmptwin-keep")             # where an isolated server's keeper holds SERVERS_DIR meanwhile
+
+
 @dataclass(frozen=True)
 class Server:
     name: str
     ip: str
-    local: bool      # a namespace on this machine made by `servers up --local`
+    local: bool              # a namespace on this machine made by `servers up --local`
+    isolated: bool = False   # a local server with directories of its own (``ISOLATED_DIRS``)
+
+    @property
+    def shares_files(self) -> bool:
+        """Whether a path here names the same file there: only on a local server that is not
+        isolated. Elsewhere the run's files go to and from it over SSH (``server_files``)."""
+        return self.local and not self.isolated
 
 
 def local_name(i: int) -> str:
@@ -133,6 +151,15 @@ ip link set lo up
 exec /usr/sbin/sshd -D -e -f "$d/sshd_config" 2>>"$d/sshd.log"
 """
 
+# An isolated server's own directories, mounted before sshd starts: an empty tmpfs over each of
+# ISOLATED_DIRS, with the registry (sshd's keys and configuration) moved back in under the first.
+ISOLATE = """mkdir -p {keep}
+mount --bind {servers} {keep}
+for x in {dirs}; do mount -t tmpfs -o mode=0755 rmptwin-own "$x"; done
+mkdir -p {servers}
+mount --move {keep} {servers}
+"""
+
 
 def _needs() -> None:
     for tool, package in (("sshd", "openssh-server"), ("ssh", "openssh-client"), ("sudo", "sudo"),
@@ -141,8 +168,9 @@ def _needs() -> None:
             raise UserError(f"{tool} is missing: run `make provision` (Debian package {package})")
 
 
-def up_local(n: int) -> list[Server]:
-    """Make servers rts1..rtsN on this machine (those already up are kept) and return them."""
+def up_local(n: int, isolated: bool = False) -> list[Server]:
+    """Make servers rts1..rtsN on this machine (those already up are kept) and return them;
+    ``isolated``: each with directories of its own (``ISOLATED_DIRS``)."""
     if not 1 <= n <= MAX_LOCAL:
         raise UserError(f"servers up --local: N must be 1 to {MAX_LOCAL}, not {n}")
     _needs()
@@ -153,18 +181,21 @@ def up_local(n: int) -> list[Server]:
         _run(["ip", "link", "add", BRIDGE, "type", "bridge"])
         _run(["ip", "addr", "add", f"{MASTER_IP}/24", "dev", BRIDGE])
         _run(["ip", "link", "set", BRIDGE, "up"])
-    servers = [_up_one(i) for i in range(1, n + 1)]
+    servers = [_up_one(i, isolated) for i in range(1, n + 1)]
     for s in servers:
         _wait_ssh(s)
     return servers
 
 
-def _up_one(i: int) -> Server:
+def _up_one(i: int, isolated: bool) -> Server:
     name, ip = local_name(i), local_ip(i)
     d = SERVERS_DIR / name
     record = d / "server.json"
-    if record.exists() and _alive(json.loads(record.read_text()).get("keeper_pid", 0)):
-        return Server(name, ip, True)
+    if record.exists() and _alive((old := json.loads(record.read_text())).get("keeper_pid", 0)):
+        if bool(old.get("isolated")) != isolated:
+            raise UserError(f"server {name} is up {'with' if old.get('isolated') else 'without'} --isolated; "
+                            "run `rmptwin servers down --local` first")
+        return Server(name, ip, True, isolated)
     d.mkdir(parents=True, exist_ok=True)
     if not (d / "host_key").exists():
         _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(d / "host_key")])
@@ -177,12 +208,15 @@ def _up_one(i: int) -> Server:
         _run(["ip", "-n", name, "addr", "add", f"{ip}/24", "dev", "eth0"])
         _run(["ip", "-n", name, "link", "set", "eth0", "up"])
     script = KEEPER.format(d=d, ssh_config=SSH_CONFIG)
+    if isolated:
+        script = script.replace("ip link set lo up\n", ISOLATE.format(keep=KEEP, servers=SERVERS_DIR,
+                                                                      dirs=" ".join(ISOLATED_DIRS)) + "ip link set lo up\n")
     with open(d / "keeper.log", "ab") as log:   # the keeper writes on; this process need not hold it
         keeper = subprocess.Popen(["ip", "netns", "exec", name, "unshare", "--mount", "--propagation", "private",
                                    "sh", "-c", script], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                   start_new_session=True)
-    record.write_text(json.dumps({"name": name, "ip": ip, "keeper_pid": keeper.pid}))
-    return Server(name, ip, True)
+    record.write_text(json.dumps({"name": name, "ip": ip, "keeper_pid": keeper.pid, "isolated": isolated}))
+    return Server(name, ip, True, isolated)
 
 
 def _alive(pid: int) -> bool:
@@ -209,7 +243,7 @@ def local_servers() -> list[Server]:
     for rec in sorted(SERVERS_DIR.glob(f"{PREFIX}*/server.json"), key=lambda p: int(p.parent.name[len(PREFIX):])):
         data = json.loads(rec.read_text())
         if _alive(data.get("keeper_pid", 0)):
-            out.append(Server(data["name"], data["ip"], True))
+            out.append(Server(data["name"], data["ip"], True, bool(data.get("isolated"))))
     return out
 
 
@@ -234,6 +268,8 @@ def down_local() -> list[str]:
         shutil.rmtree(d, ignore_errors=True)
         removed.append(name)
     _run(["ip", "link", "del", BRIDGE], check=False)
+    with contextlib.suppress(OSError):
+        KEEP.rmdir()   # an isolated server's mount point, empty here
     return removed
 
 
@@ -263,14 +299,19 @@ def resolve(names: list[str]) -> list[Server]:
 
 # What a server must run: Mininet's cluster edition starts nodes with mnexec, switches with
 # ovs-vsctl (its own Open vSwitch running), and opens tunnels with ssh and tap devices.
-SERVER_NEEDS = {"mnexec": "mininet", "ovs-vsctl": "openvswitch-switch", "ssh": "openssh-client", "sudo": "sudo"}
+SERVER_NEEDS = {"mnexec": "mininet", "ovs-vsctl": "openvswitch-switch", "ssh": "openssh-client", "sudo": "sudo",
+                "tcpdump": "tcpdump", "tar": "tar"}
+# Nodes and relays run there as here: this interpreter, this checkout's sources, at the same paths.
+SOURCES = Path(__file__).resolve().parents[1]   # src/rmptwin
 
 
 def check_server(s: Server) -> None:
     """One line if ``s`` cannot be used: unreachable as root with the cluster key, a package
     missing, or its Open vSwitch not running."""
     script = ("for t in " + " ".join(SERVER_NEEDS) + "; do command -v $t >/dev/null || echo missing $t; done; "
-              "ovs-vsctl --timeout=5 show >/dev/null 2>&1 || echo ovs-down")
+              "ovs-vsctl --timeout=5 show >/dev/null 2>&1 || echo ovs-down; "
+              f"[ -x {shlex.quote(sys.executable)} ] && [ -f {shlex.quote(str(SOURCES / '__init__.py'))} ] "
+              "|| echo no-checkout")
     try:
         r = subprocess.run([*ssh_base(), s.ip, script], capture_output=True, text=True, timeout=30)
     except subprocess.TimeoutExpired:
@@ -284,6 +325,9 @@ def check_server(s: Server) -> None:
         pkgs = " ".join(SERVER_NEEDS[m] for m in missing)
         raise UserError(f"server {s.name} ({s.ip}) lacks {', '.join(missing)}: run scripts/provision.sh --server "
                         f"on it (Debian packages {pkgs})")
+    if "no-checkout" in r.stdout:
+        raise UserError(f"server {s.name} ({s.ip}) has no {sys.executable} or {SOURCES}: put this checkout at the "
+                        "same path there and run scripts/provision.sh --server in it (docs/cluster.md)")
     if "ovs-down" in r.stdout:
         raise UserError(f"server {s.name} ({s.ip}): Open vSwitch is not running there; start it "
                         "(/usr/share/openvswitch/scripts/ovs-ctl start)")
