@@ -82,6 +82,14 @@ def test_quickstart_over_isolated_servers_brings_every_file_back(isolated):
     wanted = {h.name for h in loaded.topology.hosts if h.role == "customer"}
     assert wanted <= captured, f"no capture came back from {sorted(wanted - captured)}"
     assert emu.run_dir.drops_path.exists() and emu.run_dir.counts_path.exists()
+    manifest = emu.run_dir.read_manifest()
+    placement = manifest["placement"]
+    assert manifest["servers"] == names and set(placement["switch_server"].values()) == set(names)
+    assert placement["cut_links"], "the quickstart over two servers must cut links"
+    crossed = s["runtime"]["cross_server"]
+    # every cut link is a tunnel that carried frames both ways
+    assert len(crossed["tunnels"]) == len(placement["cut_links"]), crossed
+    assert all(n > 0 for ends in crossed["tunnels"].values() for n in ends.values()), crossed
     rules = assert_twin_verdict(sim.run_dir, emu.run_dir)
     assert rules["first_copy_loss_per_link"].status == "pass"   # the relays' drop logs came back
     for name in names:
