@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import threading
@@ -35,16 +34,16 @@ import pyarrow as pa
 
 from rmptwin import corebuild
 from rmptwin.core import nemesis
-from rmptwin.core.events import Event, Kind
 from rmptwin.core.groups import group_ip
 from rmptwin.core.host import RELEASE_ROLES, TimeDilation
 from rmptwin.core.nemesis import FaultInterpreter, Step
 from rmptwin.emulation import server_files
 from rmptwin.emulation.authorized import authorized_senders
 from rmptwin.emulation.containerstats import ContainerStatsSampler
-from rmptwin.emulation.dilation import dilated_link, dilated_topology, rewrite_pcap_times
+from rmptwin.emulation.dilation import dilated_topology, rewrite_pcap_times
 from rmptwin.emulation.droplog import read_access_reports, rebased
 from rmptwin.emulation.edge_drops import log_edge_drops
+from rmptwin.emulation.emulated_faults import EmulatedFaults
 from rmptwin.emulation.flatnet import FlatNetwork
 from rmptwin.emulation.hostload import LoadSampler, overload_verdict, run_lateness
 from rmptwin.emulation.joins import wait_for_joins
@@ -53,7 +52,7 @@ from rmptwin.emulation.run_facts import check_arguments, default_capture, emulat
 from rmptwin.emulation.servers import resolve as resolve_servers
 from rmptwin.errors import UserError
 from rmptwin.factories.keys import key_path, load_keys
-from rmptwin.model import LinkParams, LoadedExperiment
+from rmptwin.model import LoadedExperiment
 from rmptwin.model.queries import edge_plan, stripe_count
 from rmptwin.node import event_loop as event_loops
 from rmptwin.node.drain import DRAIN_MAX_S, owed_stripes, quiescent
@@ -91,8 +90,9 @@ class EmulationResult:
     stats: dict[str, Any]         # summary.json's "runtime": wall time, drain, torn log lines, node counters
 
 
-class EmulatedRun:
-    """One emulated run; ``execute()`` does everything and returns the tables."""
+class EmulatedRun(EmulatedFaults):
+    """One emulated run; ``execute()`` does everything and returns the tables. Its faults
+    reach the nodes and links through ``EmulatedFaults`` (core.nemesis's FaultTarget)."""
 
     def __init__(self, loaded: LoadedExperiment, seed: int, run_dir: RunDir, nodes: str = "docker",
                  impair: str = "auto", capture: list[str] | None = None,
@@ -262,83 +262,6 @@ class EmulatedRun:
         t = self.true_now()
         self.faults.apply(t, step)
         self.faults_applied.append({"t_ns": t, "action": step.action, "node": step.node, "link": step.link})
-
-    # ------------------------------------------------------------------ the FaultTarget of core.nemesis
-
-    def _live(self, node: str) -> NodeProc | None:
-        np = self.procs.get(node)
-        return np if np is not None and np.proc.poll() is None else None
-
-    def crash(self, t: int, node: str) -> None:
-        np = self._live(node)
-        if np is None:
-            return
-        np.proc.kill()
-        assert self.runner_log is not None   # faults come after t0
-        self.runner_log.add(t, node, np.role, Event(Kind.CRASH))
-
-    def recover(self, t: int, node: str) -> None:
-        old = self.procs.get(node)
-        if old is not None and old.proc.poll() is None:
-            try:
-                old.proc.wait(timeout=2)
-            except subprocess.TimeoutExpired:
-                return  # never crashed: nothing to recover
-        inc = (old.incarnation + 1) if old else 1
-        np = self.spares.take(node, inc)
-        if np is not None:
-            np.send(f"WAKE {self.t0_on(node)}")
-        else:
-            path = self._node_config(t0_ns=self.t0_on(node)).write(self.run.node_config_path(node, inc))
-            self._stage(path)
-            np = self._start_node(node, path, inc)
-        self.procs[node] = np
-        self.spares.prepare(node, inc + 1)
-        assert self.runner_log is not None   # faults come after t0
-        self.runner_log.add(t, node, np.role, Event(Kind.RECOVER, detail={"incarnation": inc}))
-
-    def set_link(self, t: int, link: str, up: bool) -> None:
-        assert self.net is not None   # faults come after the network is up
-        self.net.set_link(link, up)
-
-    def set_loss(self, t: int, link: str, loss: Any) -> None:
-        assert self.net is not None   # faults come after the network is up
-        self.net.set_loss(link, dilated_link(LinkParams(loss=loss), self.dilation.factor).loss)
-
-    def set_chaos(self, t: int, link: str, duplicate: float, reorder: float, reorder_ns: int) -> None:
-        # _network refuses dup_reorder on the flat network
-        cast("EmulatedNetwork", self.net).set_chaos(link, duplicate=duplicate, reorder=reorder,
-                                                    reorder_ns=self.dilation.wall(reorder_ns))
-
-    def pause(self, t: int, node: str, member: int | None) -> None:
-        self._pause_or_resume(t, node, member, "pause")
-
-    def resume(self, t: int, node: str, member: int | None) -> None:
-        self._pause_or_resume(t, node, member, "resume")
-
-    def _pause_or_resume(self, t: int, node: str, member: int | None, a: str) -> None:
-        np = self._live(node)
-        if np is None:
-            return
-        assert self.runner_log is not None   # faults come after t0
-        if member is not None:   # one etcd member of the sequencer host: the node stops it
-            np.send(f"ETCD {a} {member}")
-            log_kind = Kind.PAUSE if a == "pause" else Kind.RESUME
-            self.runner_log.add(t, node, np.role, Event(log_kind, detail={"member": member}))
-        elif a == "pause":   # the process stops with its state; datagrams wait in its socket buffers
-            np.proc.send_signal(signal.SIGSTOP)
-            self.paused[node] = t
-            self.runner_log.add(t, node, np.role, Event(Kind.PAUSE))
-        elif node in self.paused:
-            np.proc.send_signal(signal.SIGCONT)
-            self.runner_log.add(t, node, np.role, Event(Kind.RESUME, detail={"paused_ns": t - self.paused.pop(node)}))
-
-    def clock(self, t: int, node: str, jump_ns: int | None, drift_ppm: float | None) -> None:
-        np = self._live(node)
-        if np is not None:
-            jump = "-" if jump_ns is None else str(jump_ns)
-            drift = "-" if drift_ppm is None else repr(float(drift_ppm))
-            np.send(f"CLOCK {jump} {drift}")   # the node logs CLOCK itself
 
     # ------------------------------------------------------------------ run
 
