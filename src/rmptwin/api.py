@@ -55,7 +55,7 @@ if TYPE_CHECKING:
 
 __all__ = ["UserError", "EmulationOptions", "ProgressFn", "LoadedExperiment", "Topology", "Run", "Comparison",
            "SweepResult", "load", "load_experiment", "load_topology", "parse_sets", "with_overrides", "simulate",
-           "emulate", "servers", "placement", "replay_of", "rerun", "open_run", "spark_session", "analyze", "compare", "sweep"]
+           "emulate", "servers", "check_servers", "placement", "replay_of", "rerun", "open_run", "spark_session", "analyze", "compare", "sweep"]
 
 
 # ----------------------------------------------------------------------------- loading
@@ -305,6 +305,15 @@ def servers(text: str) -> tuple[tuple[str, ...], str | None]:
     if len(names) == 1:
         raise UserError(f"--servers {names[0]}: give two or more servers (without --servers the run is on this machine)")
     return names, None
+
+
+def check_servers(names: Sequence[str]) -> None:
+    """That each of ``names`` is a server a run can use (up, reachable as root with the
+    cluster key, its packages and this checkout there), or one UserError line saying what to
+    fix: what `rmptwin run --servers` checks before it prints a placement over them."""
+    from rmptwin.emulation.servers import resolve
+
+    resolve(list(names))
 
 
 def placement(experiment: LoadedExperiment | str | Path, servers: Sequence[str], how: str = "regions") -> list[str]:

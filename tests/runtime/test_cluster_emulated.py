@@ -115,6 +115,7 @@ def test_bad_servers_get_one_line(servers):
         assert r.returncode != 0
         lines = [ln for ln in (r.stdout + r.stderr).splitlines() if ln.strip()]
         assert any(said in ln for ln in lines) and "Traceback" not in r.stderr, r.stdout + r.stderr
+        assert "placement" not in r.stdout, r.stdout   # no placement over a server that cannot run it
     r = cli("run", "experiments/line3.yaml", "--servers", ",".join(servers), check=False, timeout=120)
     assert r.returncode != 0 and "--nodes ns" in r.stdout + r.stderr, r.stdout + r.stderr
 

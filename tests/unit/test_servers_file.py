@@ -48,10 +48,13 @@ def _invoke(args: list) -> object:
     return CliRunner().invoke(app, [str(a) for a in args])
 
 
-def test_run_takes_its_servers_and_placement_from_the_file(handed, servers_yaml, tmp_path):
+def test_run_takes_its_servers_and_placement_from_the_file(handed, servers_yaml, tmp_path, monkeypatch):
+    checked: list = []
+    monkeypatch.setattr("rmptwin.api.check_servers", checked.append)   # w1..w3 are no machines here
     result = _invoke(["run", LINE3, "--nodes", "ns", "--impair", "relay", "--servers", servers_yaml,
                       "--out", tmp_path / "run"])
     assert isinstance(result.exception, NetworkWouldStart), result.output
+    assert checked == [("w1", "w2", "w3")]   # checked before the placement is printed
     assert "placement (bins) over 3 servers" in result.output
     assert [(o.servers, o.placement) for o in handed] == [(("w1", "w2", "w3"), "bins")]
 

@@ -79,7 +79,8 @@ def run(
     options = api.EmulationOptions(nodes=nodes, impair=impair, capture=capture_hosts(loaded, capture),
                                   cpus=node_cpus or None, memory_mb=node_memory_mb or None, event_loop=event_loop,
                                   servers=names, placement=how)
-    if options.servers:   # before anything starts: where each part will run
+    if options.servers:   # before anything starts: that they can run it, then where each part will run
+        api.check_servers(options.servers)
         print_placement(loaded, options.servers, how)
     with progress_bar(console, loaded, "emulation") as progress:
         result = api.emulate(loaded, seed=seed, out=out, options=options, progress=progress,
