@@ -477,9 +477,12 @@ class EmulatedNetwork:
         """Flush every relay, then copy back what servers with files of their own wrote there
         (``server_files``): ``run_dirs`` (the nodes' logs, the captures) and the relays' logs in
         links/. ``drops`` and ``link_counts`` then read them here, as on one machine."""
+        apart = server_files.apart(self.servers)
+        if not apart:   # one machine, or servers sharing its files: the logs are here already
+            return
         for lk in self.links.values():
             lk.flush()
-        for s in server_files.apart(self.servers):
+        for s in apart:
             server_files.pull(s, [*run_dirs, self.state_dir / "links"])
 
     def link_counts(self, extra: Sequence[dict[str, Any]] = ()) -> pa.Table:

@@ -159,6 +159,10 @@ class Direction:
         return -1
 
 
+def _error_line(e: Exception) -> bytes:
+    return json.dumps({"ok": False, "error": f"{type(e).__name__}: {e}"}).encode() + b"\n"
+
+
 class Relay:
     def __init__(self, cfg: dict[str, Any]) -> None:
         self.cfg = cfg
@@ -262,13 +266,22 @@ class Relay:
                     if not chunk:
                         break
                     data += chunk
-                reply = self.command(json.loads(data or b"{}"))
-            except Exception as e:
-                reply = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+            except OSError as e:
+                answer = _error_line(e)
+            else:
+                answer = self._answer(data)
             try:
-                conn.sendall(json.dumps(reply).encode() + b"\n")
+                conn.sendall(answer)
             except OSError:
                 pass
+
+    def _answer(self, line: bytes) -> bytes:
+        """The reply line to one command line, on either channel; a bad line or a failed
+        command gets an error reply, never an exception."""
+        try:
+            return json.dumps(self.command(json.loads(line or b"{}"))).encode() + b"\n"
+        except Exception as e:
+            return _error_line(e)
 
     def _stdin_control(self) -> None:
         """Commands on stdin, one JSON line each, each answered by one line on stdout. The end
@@ -283,11 +296,7 @@ class Relay:
     def _answer_lines(self) -> None:
         while b"\n" in self.stdin_buf:
             line, self.stdin_buf = self.stdin_buf.split(b"\n", 1)
-            try:
-                reply = self.command(json.loads(line or b"{}"))
-            except Exception as e:
-                reply = {"ok": False, "error": f"{type(e).__name__}: {e}"}
-            os.write(1, json.dumps(reply).encode() + b"\n")
+            os.write(1, self._answer(line))
 
     def command(self, msg: dict[str, Any]) -> dict[str, Any]:
         op = msg.get("op")
