@@ -225,3 +225,32 @@ def test_the_calibration_keeps_the_paths_latency_per_link_in_wall_time():
     # 4 links: 2 ms of wall latency per path, so 1.0 virtual ms at factor 2 and 0.25 at 8
     samples = [replace(s, path_excess_ms=2.0 / s.tdf, path_hops=4.0) for s in base]
     assert fit(samples, IDENTITY).path_excess_ms_per_hop == pytest.approx(0.5)
+
+
+def test_a_noisy_high_factor_sample_does_not_cancel_the_paths_latency():
+    """This host's calibration (2026-11-30, namespace hosts): the path's excess was 0.55 ms at
+    factor 3 over 4 links and -0.11, -0.07 ms at 8 (smaller than the p50's noise). A mean of
+    excess x factor / links gave 0.007 ms per link and planned factor 1 for a generated tree whose
+    emulated path then ran 0.8 ms slow; the fit through the origin keeps the signal."""
+    from dataclasses import replace
+
+    base = [_sample(t, {"p": 0.01}, {"p": 50.0}, 0.1, 20.0, {"p": 3}, {"p": 900.0}, 100.0) for t in (3.0, 8.0, 8.0)]
+    measured = [(0.546, 4.0), (-0.105, 4.0), (-0.067, 3.0)]
+    samples = [replace(s, path_excess_ms=e, path_hops=h) for s, (e, h) in zip(base, measured)]
+    per_hop = fit(samples, IDENTITY).path_excess_ms_per_hop
+    assert 0.25 < per_hop < 0.35
+    only_noise = [replace(s, path_excess_ms=-0.1, path_hops=4.0) for s in base]
+    assert fit(only_noise, IDENTITY).path_excess_ms_per_hop == 0.0
+
+
+def test_a_cached_calibration_is_refitted_from_its_samples(tmp_path, monkeypatch):
+    """The samples are what was measured; a calibration saved by an older fit plans with the
+    current one, without running the calibration again."""
+    from dataclasses import replace
+
+    monkeypatch.setenv("RMPTWIN_CALIBRATION_DIR", str(tmp_path))
+    base = [_sample(t, {"p": 0.01}, {"p": 50.0}, 0.1, 20.0, {"p": 3}, {"p": 900.0}, 100.0) for t in (2.0, 8.0)]
+    samples = [replace(s, path_excess_ms=2.0 / s.tdf, path_hops=4.0) for s in base]
+    stale = replace(fit(samples, IDENTITY), path_excess_ms_per_hop=0.007)
+    cal_mod.save(stale)
+    assert cal_mod.cached(IDENTITY).path_excess_ms_per_hop == pytest.approx(0.5)
