@@ -30,6 +30,7 @@ DIR_NAMES = {rundir.EVENTS, rundir.LINKS, rundir.PCAPS, rundir.ANALYSIS, rundir.
 # Other directories that happen to share a name with one of the run directory's.
 NOT_THE_RUN_DIRECTORY = {
     ("emulation/emulated_network.py", "links"),   # the relays' own state directory under /run/rmptwin
+    ("emulation/network_links.py", "links"),      # ... whose counts it reads back
     ("emulation/droplog.py", "links"),   # ... read back for the drop log
     ("emulation/image.py", "nodes"),     # the repository's nodes/ (the node image's Dockerfile)
 }

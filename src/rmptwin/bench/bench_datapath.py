@@ -6,7 +6,7 @@ CPU and memory limits of a run's Docker hosts, the repository bind-mounted read-
 three processes on its loopback: a paced Python sender (100-byte datagrams to 127.0.0.1:9000),
 the loop under test (each datagram received is sent on to 127.0.0.1:9001) and a counting sink.
 Every process is started from the host with ``nsenter --net`` into the container's network
-namespace and moved into its cgroups (``dockerhost.join_cgroups``, as ``DockerHost.popen``
+namespace and moved into its cgroups (``cgroups.join_cgroups``, as ``DockerHost.popen``
 does), so the engine's CPU limit applies. Only the network namespace is entered: the host's
 binaries run (socat is not in the node image), the same ones for every variant.
 
@@ -238,7 +238,8 @@ def container() -> Iterator[tuple[int, float | None, int | None]]:
 
 def _spawn(cpid: int, argv: list[str], **kw: Any) -> subprocess.Popen[bytes]:
     """``argv`` in the container's network namespace and cgroups (nsenter execs it: same pid)."""
-    from rmptwin.emulation.dockerhost import REPO, join_cgroups
+    from rmptwin.emulation.cgroups import join_cgroups
+    from rmptwin.emulation.dockerhost import REPO
 
     kw.setdefault("stdout", subprocess.DEVNULL)
     p = subprocess.Popen(["nsenter", f"--net=/proc/{cpid}/ns/net", "--", *argv], cwd=REPO, **kw)

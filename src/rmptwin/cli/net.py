@@ -25,6 +25,7 @@ from rmptwin.emulation.dilation import dilated_topology
 from rmptwin.emulation.emulated_network import DEFAULT_STATE_DIR, EmulatedNetwork
 from rmptwin.emulation.image import ensure_image, save_image
 from rmptwin.emulation.selftest import selftest
+from rmptwin.emulation.server_engines import sweep_server_containers
 from rmptwin.emulation.servers import down_local, ensure_client, resolve, up_local
 from rmptwin.errors import UserError
 from rmptwin.model import Topology, read_yaml
@@ -197,8 +198,8 @@ def selftest_cmd(
 def down(
     all_networks: bool = typer.Option(False, "--all", help="also remove networks whose owner process is "
                                                            "still running (another user's run, a `net up`)"),
-    servers: str = typer.Option("", help="also sweep these servers, a,b: every project bridge and interface "
-                                         "left on them (what a crashed run's records no longer name)"),
+    servers: str = typer.Option("", help="also sweep these servers, a,b: every project bridge, interface "
+                                         "and container left on them (what a crashed run's records no longer name)"),
 ) -> None:
     """Remove every switch, link, namespace, container and process a network left behind.
 
@@ -208,8 +209,9 @@ def down(
     for net in kept:
         console.print(net.kept_line(), highlight=False, soft_wrap=True)
     if servers:
-        done["servers swept"] = sweep_servers(resolve([n.strip() for n in servers.split(",") if n.strip()]),
-                                              keep=[net.tag for net in kept])
+        swept = resolve([n.strip() for n in servers.split(",") if n.strip()])
+        done["servers swept"] = sweep_servers(swept, keep=[net.tag for net in kept])
+        done["containers on servers"] = sweep_server_containers(swept, [n.state_dir for n in kept if n.state_dir])
     console.print("removed: " + ", ".join(f"{v} {k}" for k, v in done.items()))
 
 

@@ -9,7 +9,9 @@ cgroup layout:
 
 The parsers are pure functions of the kernel's text (``/proc/self/mountinfo``,
 ``/proc/<pid>/cgroup``, the limit files) so both layouts are unit-tested on any machine;
-``process_cgroup`` is the thin reader.
+``process_cgroup`` is the thin reader. ``join_cgroups`` moves a process into another's cgroups
+(a Docker host's processes into its container's); on a server it runs there as
+``python -m rmptwin.emulation.cgroups PID OF_PID`` (``cluster``'s remote Docker host).
 """
 
 from __future__ import annotations
@@ -140,3 +142,30 @@ def process_cgroup(pid: int, mountinfo: str | None = None) -> ProcessCgroup:
     if mounts.version == "v2":
         return ProcessCgroup("v2", cgroups.get("", "/"), cgroups.get("", "/"), limits)
     return ProcessCgroup(mounts.version, cgroups.get("memory", "/"), cgroups.get("cpu", "/"), limits)
+
+
+def join_cgroups(pid: int, of_pid: int) -> None:
+    """Move ``pid`` into every cgroup (v1 or v2) that ``of_pid`` is in."""
+    try:
+        lines = Path(f"/proc/{of_pid}/cgroup").read_text().splitlines()
+    except OSError:
+        return
+    for line in lines:
+        _, ctrls, path = line.split(":", 2)
+        if path == "/":
+            continue
+        dirs = ([Path("/sys/fs/cgroup/unified") / path.lstrip("/"), Path("/sys/fs/cgroup") / path.lstrip("/")]
+                if not ctrls else
+                [Path("/sys/fs/cgroup") / c.removeprefix("name=") / path.lstrip("/") for c in ctrls.split(",")])
+        for d in dirs:
+            try:
+                (d / "cgroup.procs").write_text(str(pid))
+                break
+            except OSError:
+                continue
+
+
+if __name__ == "__main__":   # on a server, where the process and the container are that kernel's
+    import sys
+
+    join_cgroups(int(sys.argv[1]), int(sys.argv[2]))

@@ -319,8 +319,13 @@ def cleanup_state_dir(state_dir: Path, own_pid: int | None = None, live: Sequenc
     pids += list(data.get("link_node_pids", [])) + list(data.get("host_pids", [])) + list(data.get("shell_pids", []))
     # A pid may have been reused since a crash: only kill what still looks like ours.
     pids = [p for p in pids if p and any(m in _cmdline(p) for m in PROCESS_MARKS + ("mininet:",))]
+    # Containers in servers' engines: the owner removes them through its engines' tunnels (by
+    # name, docker_engine knows each one's engine); after its crash, tunnels opened anew do.
+    on_servers = {n for names in (data.get("server_containers") or {}).values() for n in names}
+    crashed = data.get("owner_pid") != own_pid
+    here = [c for c in data.get("containers", []) if not (crashed and c in on_servers)]
     mine = plan_sweep(live, [(p, _parent(p), _cmdline(p)) for p in pids],
-                      [(c, c, "") for c in data.get("containers", [])], data.get("switches", []), [])
+                      [(c, c, "") for c in here], data.get("switches", []), [])
     done = {
         "processes": _kill(mine.processes, own_pid=own_pid),
         "containers": _remove_containers(mine.containers),
@@ -330,8 +335,16 @@ def cleanup_state_dir(state_dir: Path, own_pid: int | None = None, live: Sequenc
         from rmptwin.emulation.cluster import cleanup_servers
 
         done["servers"] = cleanup_servers(data["servers"], INTF_RE.pattern)
+        if on_servers and crashed:
+            from rmptwin.emulation.server_engines import remove_server_containers
+
+            done["containers on servers"] = remove_server_containers(data["servers"], data["server_containers"],
+                                                                     Path(state_dir) / "engines")
+            for sock in (Path(state_dir) / "engines").glob("*.sock"):   # the crashed run's forwards
+                sock.unlink(missing_ok=True)
+        ssh_pids = list(data.get("ssh_pids", [])) + list(data.get("engine_tunnel_pids", []))
         # then the SSH clients here that carried its shells and tunnels (if still SSH clients)
-        done["processes"] += _kill([p for p in data.get("ssh_pids", []) if "ssh" in _cmdline(p)], own_pid=own_pid)
+        done["processes"] += _kill([p for p in ssh_pids if "ssh" in _cmdline(p)], own_pid=own_pid)
     for name in ("net.json", "controller.json"):
         (Path(state_dir) / name).unlink(missing_ok=True)
     if data.get("tag") is not None and data["tag"] not in {n.tag for n in live}:

@@ -2,7 +2,8 @@
 several servers.
 
 One ``MininetCluster`` builds the whole topology: each node is started on its server over
-SSH (``RemoteHost``, ``RemoteOVSSwitch``, and ``RemoteRelayNode`` for a relay), each link
+SSH (``RemoteHost`` or ``RemoteDockerHost``, ``RemoteOVSSwitch``, and ``RemoteRelayNode`` for
+a relay), each link
 whose ends are on one server is a veth there, and each link between servers is
 ``RemoteLink``'s SSH Ethernet tunnel (``ssh -w``, tap devices at both ends). The one
 controller runs here and every server's switches connect to it over the underlay.
@@ -21,6 +22,7 @@ import re
 import shlex
 import signal
 import subprocess
+import sys
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from functools import partial
@@ -50,6 +52,11 @@ def kill_remote(node: Any, cmd: Sequence[str], signal: str = "KILL") -> None:
     ``node``'s server: killing the SSH client here would only close its channel, and the
     process would run on."""
     pattern = re.escape(" ".join(cmd))
+    if getattr(node, "container", None):
+        # A Docker host's shell sees its container's /proc, where the processes mnexec attached
+        # to it from the server's own namespaces are not: pkill runs in those namespaces instead.
+        node.rcmd(["sh", "-c", shlex.quote(f"pkill -{signal} -f -- {shlex.quote(pattern)}")])
+        return
     node.cmd(f"pkill -{signal} -f -- {shlex.quote(pattern)}")
 
 
@@ -64,11 +71,13 @@ def controller_ip(servers: Sequence[srv.Server]) -> str:
     return m.group(1)
 
 
-def place_nodes(topo: RmpTopo, placement: Placement) -> None:
+def place_nodes(topo: RmpTopo, placement: Placement, host_cls: Any = None) -> None:
     """Write each Mininet node's server into the topology (MininetCluster keeps a given
     ``server``): switches as placed, hosts beside their switch, a relay beside the switch at
-    its link's first end, and relay nodes made remote."""
+    its link's first end, and relay nodes made remote. ``host_cls``: the hosts' class where it
+    is not the cluster's ``RemoteHost`` (``RemoteDockerHost`` with its options bound)."""
     where = {topo.switch_names[s]: sv for s, sv in placement.switch_server.items()}
+    hosts = {h.name for h in topo.topology.hosts}
     for h in topo.topology.hosts:
         where[h.name] = placement.switch_server[h.switch]
     for lk in topo.impaired.values():
@@ -79,6 +88,8 @@ def place_nodes(topo: RmpTopo, placement: Placement) -> None:
         info["server"] = where[node]
         if node in topo.relay_nodes:
             info["cls"] = RemoteRelayNode
+        elif host_cls is not None and node in hosts:
+            info["cls"] = host_cls
 
 
 @functools.cache
@@ -123,6 +134,52 @@ def _remote_switch_class() -> Any:
 
 def RemoteRelayNode(name: str, **params: Any) -> Any:
     return _remote_relay_class()(name, **params)
+
+
+def join_cgroups_command(pid: str, container_pid: int) -> str:
+    """Shell, run on a server in its root namespaces: ``pid`` (a number or ``$$``) into the
+    cgroups of the container whose init is ``container_pid`` there (``cgroups.join_cgroups``,
+    with this checkout's interpreter and sources, which a server has at the same paths)."""
+    src = str(srv.SOURCES.parent)
+    return (f"env PYTHONPATH={shlex.quote(src)} {shlex.quote(sys.executable)} -m rmptwin.emulation.cgroups "
+            f"{pid} {int(container_pid)}")
+
+
+@functools.cache
+def _remote_docker_host_class() -> Any:
+    from mininet.examples.cluster import RemoteMixin
+    from mininet.node import Node
+
+    from rmptwin.emulation.dockerhost import DockerHost
+
+    class _RemoteDockerHost(RemoteMixin, DockerHost):   # type: ignore[misc]  # Mininet is untyped
+        """A Docker host on a server: its container started in that server's engine (the Docker
+        SDK over SSH, ``server_engines``), its shell and processes attached to the container
+        over SSH with mnexec there, and moved into the container's cgroups there."""
+
+        def __init__(self, name: str, engines: Mapping[str, str], server: str, **params: Any) -> None:
+            super().__init__(name, server=server, engine=engines[server], **params)
+
+        def startShell(self, *args: Any, **kwargs: Any) -> None:
+            super().startShell(*args, **kwargs)   # the container, the shell over SSH, its pid there
+            assert self.container_pid is not None   # or the container's start raised
+            self.rcmd(["sh", "-c", shlex.quote(join_cgroups_command(str(self.pid), self.container_pid))])
+
+        def _join_shell(self) -> None:
+            """DockerHost's, called before the shell's pid on the server is known: startShell does it."""
+
+        def popen(self, *args: Any, **kwargs: Any) -> Any:
+            # Node's popen over SSH, its process moving itself into the container's cgroups on the
+            # server before it attaches to the container (DockerHost.popen would move the SSH client).
+            assert self.container_pid is not None   # the shell, which starts the container, came first
+            script = f'{join_cgroups_command("$$", self.container_pid)}; exec mnexec -da {int(self.pid)} "$@"'
+            return Node.popen(self, *args, tt=False, mncmd=["sh", "-c", shlex.quote(script), "sh"], **kwargs)
+
+    return _RemoteDockerHost
+
+
+def RemoteDockerHost(name: str, **params: Any) -> Any:
+    return _remote_docker_host_class()(name, **params)
 
 
 @contextlib.contextmanager

@@ -116,24 +116,29 @@ class ContainerStatsSampler:
         self.samples: dict[str, list[StatsSample]] = {n: [] for n in self.containers}
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
-        self._client: DockerClient | None = None
+        self._clients: dict[str | None, DockerClient] = {}   # per engine (a server's, or this machine's)
 
     def start(self) -> ContainerStatsSampler:
-        if not self.containers:
-            return self
-        try:
-            self._client = engine.stats_client(len(self.containers))
-        except UserError:
-            return self    # the run goes on unsampled: its figures say samples 0
+        by_engine: dict[str | None, list[str]] = {}
+        for name in self.containers.values():
+            by_engine.setdefault(engine.engine_of(name), []).append(name)
+        for url, names in by_engine.items():
+            try:
+                self._clients[url] = engine.stats_client(len(names), url)
+            except UserError:
+                continue    # those containers go unsampled: their figures say samples 0
         for node, name in self.containers.items():
-            t = threading.Thread(target=self._follow, args=(node, name), daemon=True, name=f"stats-{node}")
+            cl = self._clients.get(engine.engine_of(name))
+            if cl is None:
+                continue
+            t = threading.Thread(target=self._follow, args=(cl, node, name), daemon=True, name=f"stats-{node}")
             t.start()
             self._threads.append(t)
         return self
 
-    def _follow(self, node: str, name: str) -> None:
+    def _follow(self, cl: DockerClient, node: str, name: str) -> None:
         try:
-            for record in engine.stream_stats(self._client, name):
+            for record in engine.stream_stats(cl, name):
                 if self._stop.is_set():
                     return
                 sample = sample_of(record)
@@ -148,9 +153,9 @@ class ContainerStatsSampler:
         deadline = time.monotonic() + 2.0
         for t in self._threads:
             t.join(timeout=max(0.0, deadline - time.monotonic()))
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        for cl in self._clients.values():
+            cl.close()
+        self._clients.clear()
 
     def figures(self) -> dict[str, dict[str, Any]]:
         return {node: node_figures(list(samples)) for node, samples in sorted(self.samples.items())}

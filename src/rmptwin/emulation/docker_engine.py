@@ -38,6 +38,9 @@ REMOVE_THREADS = 8      # removals at once (the SDK's connection pool keeps 10)
 DOCKERD_LOG = Path("/var/log/rmptwin-dockerd.log")   # where a dockerd that rmptwin started writes (env)
 
 _clients: dict[str, DockerClient] = {}
+# container name -> the base URL of the engine it runs in, where that is not ``host()``: a
+# server's engine (``emulation.server_engines``) for the Docker hosts of a run over servers
+_engine_of: dict[str, str] = {}
 
 
 def host() -> str:
@@ -96,31 +99,49 @@ def engine_call(what: str) -> Iterator[None]:
         raise UserError(f"{what} failed: {_first_line(str(e))}") from None
 
 
-def _connect(timeout: float, pool: int | None = None) -> DockerClient:
+def _connect(timeout: float, pool: int | None = None, base_url: str | None = None) -> DockerClient:
     import docker
 
     kw = {"max_pool_size": pool} if pool else {}
-    with engine_call("connecting to the Docker engine"):
+    with engine_call(f"connecting to the Docker engine{f' at {base_url}' if base_url else ''}"):
+        if base_url:
+            return docker.DockerClient(base_url=base_url, timeout=timeout, **kw)
         return docker.from_env(timeout=timeout, **kw)
 
 
-def client() -> DockerClient:
-    """The process's client of the engine ``DOCKER_HOST`` names (a new one if it changed)."""
-    key = host()
+def client(base_url: str | None = None) -> DockerClient:
+    """The process's client of the engine at ``base_url``, by default the one ``DOCKER_HOST``
+    names (a new one if it changed)."""
+    key = base_url or host()
     if key not in _clients:
-        _clients[key] = _connect(TIMEOUT_S)
+        _clients[key] = _connect(TIMEOUT_S, base_url=base_url)
     return _clients[key]
 
 
-def stats_client(containers: int) -> DockerClient:
+def engine_of(container: str) -> str | None:
+    """The base URL of the engine ``container`` was started in by ``start_container``; None: ``host()``'s."""
+    return _engine_of.get(container)
+
+
+def forget_engine(base_url: str) -> None:
+    """Drop the client of an engine that is going away (a server's forwarded socket being closed)
+    and what was known about its containers."""
+    c = _clients.pop(base_url, None)
+    if c is not None:
+        c.close()
+    for name in [n for n, url in _engine_of.items() if url == base_url]:
+        del _engine_of[name]
+
+
+def stats_client(containers: int, base_url: str | None = None) -> DockerClient:
     """A client of its own for ``containers`` stats streams at once (each holds a connection)."""
-    return _connect(TIMEOUT_S, pool=containers + 2)
+    return _connect(TIMEOUT_S, pool=containers + 2, base_url=base_url)
 
 
-def running() -> bool:
-    """Does an engine answer (within ``PING_TIMEOUT_S``)? Never raises."""
+def running(base_url: str | None = None) -> bool:
+    """Does the engine (default ``host()``'s) answer within ``PING_TIMEOUT_S``? Never raises."""
     try:
-        c = _connect(PING_TIMEOUT_S)
+        c = _connect(PING_TIMEOUT_S, base_url=base_url)
     except UserError:
         return False
     try:
@@ -136,8 +157,9 @@ def running() -> bool:
 
 def start_container(name: str, image: str, command: list[str], *, hostname: str, labels: dict[str, str],
                     mounts: Sequence[tuple[str, str, str]] = (), cap_add: Sequence[str] = (), network: str = "none",
-                    cpus: float | None = None, memory_mb: int | None = None) -> int:
-    """Create and start a detached container (``docker run -d``); returns its init's pid.
+                    cpus: float | None = None, memory_mb: int | None = None, engine: str | None = None) -> int:
+    """Create and start a detached container (``docker run -d``) in the engine at ``engine``
+    (default ``host()``'s); returns its init's pid, as that engine's machine numbers it.
     ``mounts`` are (source, target, mode) as ``-v source:target:mode``; ``cpus`` is ``--cpus``
     (NanoCpus), ``memory_mb`` is ``--memory <n>m`` (swap left to the engine's default, as the CLI does)."""
     kw: dict[str, Any] = {}
@@ -146,7 +168,9 @@ def start_container(name: str, image: str, command: list[str], *, hostname: str,
     if memory_mb:
         kw["mem_limit"] = f"{int(memory_mb)}m"
     with engine_call(f"starting container {name} from {image}"):
-        c = client().containers.create(image, command, name=name, hostname=hostname, labels=labels,
+        if engine:
+            _engine_of[name] = engine
+        c = client(engine).containers.create(image, command, name=name, hostname=hostname, labels=labels,
                                        network_mode=network, cap_add=list(cap_add),
                                        volumes=[f"{s}:{d}:{m}" for s, d, m in mounts], detach=True, **kw)
         c.start()
@@ -156,26 +180,26 @@ def start_container(name: str, image: str, command: list[str], *, hostname: str,
 
 def container_pid(name: str) -> int:
     with engine_call(f"inspecting container {name}"):
-        return int(client().api.inspect_container(name)["State"]["Pid"] or 0)
+        return int(client(engine_of(name)).api.inspect_container(name)["State"]["Pid"] or 0)
 
 
 def exec_in(name: str, command: list[str]) -> tuple[int, str]:
     """``docker exec``: the exit code and the output (stdout and stderr together)."""
     with engine_call(f"exec in container {name}"):
-        r = client().containers.get(name).exec_run(command)
+        r = client(engine_of(name)).containers.get(name).exec_run(command)
     return r.exit_code, r.output.decode(errors="replace")
 
 
 def logs(name: str) -> str:
     with engine_call(f"reading the logs of container {name}"):
-        text: str = client().api.logs(name, stdout=True, stderr=True).decode(errors="replace")
+        text: str = client(engine_of(name)).api.logs(name, stdout=True, stderr=True).decode(errors="replace")
         return text
 
 
 def stats_once(name: str) -> dict[str, Any]:
     """One stats record of a running container (``one_shot``: no second sample awaited)."""
     with engine_call(f"reading the stats of container {name}"):
-        record: dict[str, Any] = client().api.stats(name, stream=False, one_shot=True)
+        record: dict[str, Any] = client(engine_of(name)).api.stats(name, stream=False, one_shot=True)
         return record
 
 
@@ -185,17 +209,23 @@ def stream_stats(cl: DockerClient, name: str) -> Iterator[dict[str, Any]]:
     yield from cl.api.stats(name, stream=True, decode=True)
 
 
-def remove_containers(names: list[str]) -> int:
-    """``docker rm -f`` of all ``names`` at once (concurrently, as the CLI does); returns how many
-    were removed. Never raises: it runs in teardown and cleanup, which go on regardless."""
+def remove_containers(names: list[str], engine: str | None = None) -> int:
+    """``docker rm -f`` of all ``names`` at once (concurrently, as the CLI does), each in the
+    engine it was started in (else ``engine``'s, else ``host()``'s); returns how many were
+    removed. Never raises: it runs in teardown and cleanup, which go on regardless."""
     if not names:
         return 0
-    try:
-        api = client().api
-    except UserError:
-        return 0
+    apis: dict[str | None, Any] = {}
+    for url in {engine_of(n) or engine for n in names}:
+        try:
+            apis[url] = client(url).api
+        except UserError:
+            pass
 
     def remove(n: str) -> bool:
+        api = apis.get(engine_of(n) or engine)
+        if api is None:   # its engine does not answer
+            return False
         try:
             api.remove_container(n, force=True)
             return True
@@ -206,13 +236,14 @@ def remove_containers(names: list[str]) -> int:
         return sum(pool.map(remove, names))
 
 
-def labelled_containers(label: str) -> list[tuple[str, str, dict[str, str]]]:
-    """(short id, name, labels) of every container, running or not, carrying ``label``; none
-    when no engine answers (nothing of ours can be left in an engine that is not running)."""
-    if not running():
+def labelled_containers(label: str, engine: str | None = None) -> list[tuple[str, str, dict[str, str]]]:
+    """(short id, name, labels) of every container, running or not, carrying ``label`` in the
+    engine at ``engine`` (default ``host()``'s); none when no engine answers (nothing of ours
+    can be left in an engine that is not running)."""
+    if not running(engine):
         return []
     with engine_call(f"listing containers labelled {label}"):
-        rows = client().api.containers(all=True, filters={"label": label})
+        rows = client(engine).api.containers(all=True, filters={"label": label})
     return [(r["Id"][:12], (r.get("Names") or ["/"])[0].lstrip("/"), r.get("Labels") or {}) for r in rows]
 
 
@@ -223,13 +254,14 @@ def image_exists(tag: str) -> bool:
     return image_id(tag) is not None
 
 
-def image_id(tag: str | None) -> str | None:
-    """The image's content id (sha256:...), None when there is no such image (or no engine)."""
+def image_id(tag: str | None, engine: str | None = None) -> str | None:
+    """The image's content id (sha256:...) in the engine at ``engine`` (default ``host()``'s),
+    None when there is no such image (or no engine)."""
     if not tag:
         return None
     try:
         with engine_call(f"inspecting image {tag}"):
-            image: str = client().api.inspect_image(tag)["Id"]
+            image: str = client(engine).api.inspect_image(tag)["Id"]
             return image
     except UserError:   # no such image, or no engine
         return None

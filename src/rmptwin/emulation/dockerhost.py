@@ -11,7 +11,9 @@ CPU and memory limits apply to them.
 The repository is bind-mounted read-only at its own path: ``<repo>/.venv/bin/python``
 works inside with the project's pinned dependencies.
 
-The engine is driven through the Docker SDK (``engine``), not the docker CLI.
+The engine is driven through the Docker SDK (``engine``), not the docker CLI: this machine's,
+or a server's reached over SSH (``server_engines``; ``cluster.RemoteDockerHost`` is the host
+on a server).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any
 from mininet.node import Host
 
 from rmptwin.emulation import docker_engine as engine
+from rmptwin.emulation.cgroups import join_cgroups
 from rmptwin.emulation.cleanup import CONTAINER_LABEL
 from rmptwin.errors import UserError
 
@@ -34,36 +37,17 @@ REPO = Path(__file__).resolve().parents[3]
 CAPABILITIES = ("NET_ADMIN", "NET_RAW", "SYS_NICE")
 
 
-def join_cgroups(pid: int, of_pid: int) -> None:
-    """Move ``pid`` into every cgroup (v1 or v2) that ``of_pid`` is in."""
-    try:
-        lines = Path(f"/proc/{of_pid}/cgroup").read_text().splitlines()
-    except OSError:
-        return
-    for line in lines:
-        _, ctrls, path = line.split(":", 2)
-        if path == "/":
-            continue
-        dirs = ([Path("/sys/fs/cgroup/unified") / path.lstrip("/"), Path("/sys/fs/cgroup") / path.lstrip("/")]
-                if not ctrls else
-                [Path("/sys/fs/cgroup") / c.removeprefix("name=") / path.lstrip("/") for c in ctrls.split(",")])
-        for d in dirs:
-            try:
-                (d / "cgroup.procs").write_text(str(pid))
-                break
-            except OSError:
-                continue
-
-
 class DockerHost(Host):   # type: ignore[misc]  # Mininet is untyped: its Host is Any
     """A Mininet host whose namespaces are a Docker container's."""
 
     inNamespace: bool   # Mininet's Node sets it
 
     def __init__(self, name: str, image: str, cpus: float | None = None, memory_mb: int | None = None,
-                 mounts: Sequence[tuple[str, str, str]] | None = (), on_container: Callable[[str], None] | None = None,
-                 state_dir: str = "", remove_on_terminate: bool = True, **params: Any) -> None:
+                 mounts: Sequence[tuple[str, str, str]] | None = (),
+                 on_container: Callable[[str, str | None], None] | None = None, state_dir: str = "",
+                 remove_on_terminate: bool = True, engine: str | None = None, **params: Any) -> None:
         self.image = image
+        self.engine = engine   # the Docker engine's base URL (a server's); None: this machine's
         self.cpus = cpus
         self.memory_mb = memory_mb
         self.mounts = list(mounts or [])
@@ -80,11 +64,12 @@ class DockerHost(Host):   # type: ignore[misc]  # Mininet is untyped: its Host i
         if not any(Path(dst) == REPO for _, dst, _ in mounts):
             mounts.insert(0, (str(REPO), str(REPO), "ro"))
         if self.on_container:
-            self.on_container(self.container)
+            self.on_container(self.container, self.engine)
         self.container_pid = engine.start_container(
             self.container, self.image, ["sleep", "infinity"], hostname=self.name,
             labels={CONTAINER_LABEL: "1", "rmptwin.state": self.state_dir}, mounts=mounts,
-            cap_add=list(CAPABILITIES), network="none", cpus=self.cpus, memory_mb=self.memory_mb)
+            cap_add=list(CAPABILITIES), network="none", cpus=self.cpus, memory_mb=self.memory_mb,
+            engine=self.engine)
         if not self.container_pid:
             raise UserError(f"container {self.container} for host {self.name} is not running")
 
@@ -93,13 +78,19 @@ class DockerHost(Host):   # type: ignore[misc]  # Mininet is untyped: its Host i
         assert self.container_pid is not None   # or _start_container raised
         # Mininet appends 'n' (new namespaces) for namespaced hosts; here the shell must
         # join the container's instead, so start it as a "root namespace" node whose
-        # mnexec options attach to the container (-a<pid>).
+        # mnexec options attach to the container (-a<pid>). Over SSH the cluster edition
+        # asks for -c alone: a shell detached from its terminal (-d) never answers through it.
         was = self.inNamespace
         self.inNamespace = False
         try:
-            super().startShell(mnopts=f"-cda{self.container_pid}")
+            super().startShell(mnopts=f"{mnopts or '-cd'}a{self.container_pid}")
         finally:
             self.inNamespace = was
+        self._join_shell()
+
+    def _join_shell(self) -> None:
+        """The shell into the container's cgroups (on a server: ``cluster``'s remote host does it there)."""
+        assert self.container_pid is not None
         join_cgroups(self.pid, self.container_pid)
 
     def popen(self, *args: Any, **kwargs: Any) -> subprocess.Popen[Any]:
@@ -113,4 +104,4 @@ class DockerHost(Host):   # type: ignore[misc]  # Mininet is untyped: its Host i
             super().terminate()
         finally:
             if self.remove_on_terminate:
-                engine.remove_containers([self.container])
+                engine.remove_containers([self.container], self.engine)

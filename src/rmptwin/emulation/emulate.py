@@ -474,6 +474,9 @@ def emulate(loaded: LoadedExperiment, seed: int, run_dir: RunDir, nodes: str = "
         placed = getattr(r.net, "placement", None)
         manifest.update(servers=list(servers), placement=placed.to_json() if placed else None,
                         server_clocks={n: c.to_json() for n, c in getattr(r.net, "clocks", {}).items()})
+        on_servers: dict[str, list[str]] = getattr(r.net, "server_containers", {})
+        if on_servers:   # Docker hosts: the containers each server's engine (over SSH) ran
+            manifest["server_containers"] = {n: sorted(c) for n, c in on_servers.items()}
     stats = {"wall_s": round(time.monotonic() - wall, 1), "nodes": nodes, "time_dilation": r.dilation.factor,
              "drain_s": round(r.drain_s, 2), "outstanding": r.outstanding or None,
              "torn_log_lines": r.torn_lines, "missing_joins": r.missing_joins, "igmp_queries": r.igmp_queries,

@@ -27,21 +27,20 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-
 from rmptwin.core.groups import host_ip
 from rmptwin.emulation import cluster, server_files
 from rmptwin.emulation import env as envmod
 from rmptwin.emulation.cleanup import claim_tag, cleanup_state_dir, register_state_dir
-from rmptwin.emulation.droplog import DroppedFrame, counts_table, drops_table, read_drop_file
 from rmptwin.emulation.emuhost import EmuHost, configure_host
 from rmptwin.emulation.flows import DEFAULT_METER_PPS, QUERY_REQUEST, Wiring, authorized_by_ip, known_group_names
 from rmptwin.emulation.image import ensure_image
 from rmptwin.emulation.impair import NetemLink, RelayLink, impair_for_traces
+from rmptwin.emulation.network_links import LinkControl
 from rmptwin.emulation.placement import Placement, place
+from rmptwin.emulation.server_engines import EngineTunnels
 from rmptwin.emulation.servers import Server, ServerClock, measure_clock
 from rmptwin.errors import UserError
-from rmptwin.model import Bernoulli, LossModel, Topology, load_topology
+from rmptwin.model import Topology, load_topology
 
 if TYPE_CHECKING:   # topo subclasses Mininet's classes; mininet is imported only to build
     from mininet.net import Mininet  # Mininet is untyped: Any to mypy
@@ -68,7 +67,7 @@ def link_aliases(topo: Topology) -> dict[str, str]:
     return aliases
 
 
-class EmulatedNetwork:
+class EmulatedNetwork(LinkControl):
     def __init__(
         self,
         topology: Topology | str | Path,
@@ -93,11 +92,14 @@ class EmulatedNetwork:
             raise UserError(f"unknown node mode {nodes!r}; choose ns or docker")
         if impair not in ("auto", *envmod.IMPAIR_BACKENDS):
             raise UserError(f"unknown impairment backend {impair!r}; choose auto, {', '.join(envmod.IMPAIR_BACKENDS)}")
-        # Several servers (emulation.cluster): namespace hosts and relays, the only kinds that
-        # start over SSH and whose impairment crosses a tunnel.
+        # Several servers (emulation.cluster): hosts (namespaces, or containers in each server's
+        # engine) and relays start over SSH; the relay's impairment crosses a tunnel, netem's cannot.
         self.servers = list(servers)
-        if self.servers and nodes != "ns":
-            raise UserError("a run over several servers has namespace hosts: use --nodes ns with --servers")
+        self.engines: EngineTunnels | None = None   # each server's Docker engine, for Docker hosts there
+        if nodes == "docker" and any(s.isolated for s in self.servers):
+            raise UserError("Docker hosts on isolated local servers would mount this machine's files, not the "
+                            "server's (they share this machine's Docker engine): use local servers without "
+                            "--isolated, or real servers")
         if self.servers and impair == "netem":
             raise UserError("netem cannot impair a link that crosses servers: use --impair relay with --servers")
         self.placement_how = placement
@@ -125,6 +127,7 @@ class EmulatedNetwork:
         self.hosts: dict[str, EmuHost] = {}
         self.controller_proc: subprocess.Popen[bytes] | None = None
         self.containers: list[str] = []
+        self.server_containers: dict[str, list[str]] = {}   # server -> the containers in its engine
         self.t0_ns = time.time_ns()
         self._stopped = False
         self.tag: int | None = None
@@ -182,6 +185,8 @@ class EmulatedNetwork:
         self._record_state_dir()
         if self.nodes_mode == "docker":
             self.image = ensure_image(progress=self.progress)
+        if self.placement is not None:
+            self._place()
         self.progress(f"building {self.topo.name}: {len(self.topo.switches)} switches, "
                       f"{len(self.topo.hosts)} hosts ({self.nodes_mode}), impairment {self.impair}, "
                       f"datapath {self.env.datapath}")
@@ -235,10 +240,22 @@ class EmulatedNetwork:
                      switches=sorted(self.sw_name.values()), hosts=[h.name for h in self.topo.hosts],
                      impair=self.impair, containers=[], started_ns=self.t0_ns, tag=self.tag,
                      link_nodes=self.mininet_topo.relay_nodes)
-        if self.placement is not None:
-            cluster.place_nodes(self.mininet_topo, self.placement)
-            self._record(servers={s.name: {"ip": s.ip, "pids": [], "bridges": []} for s in self.servers},
-                         placement=self.placement.to_json())
+
+    def _place(self) -> None:
+        """Each node's server into the topology; Docker hosts get their server's engine, reached
+        over SSH (``server_engines``), which must answer and hold the node image."""
+        assert self.mininet_topo is not None and self.placement is not None
+        host_cls = None
+        if self.nodes_mode == "docker":
+            self.engines = EngineTunnels(self.servers, self.state_dir / "engines")
+            try:
+                self.engines.open(self.image)
+            finally:   # cleanup after a crash stops them: they are SSH clients here
+                self._record(engine_tunnel_pids=self.engines.pids)
+            host_cls = partial(cluster.RemoteDockerHost, engines=dict(self.engines.base_url), **self._docker_options())
+        cluster.place_nodes(self.mininet_topo, self.placement, host_cls)
+        self._record(servers={s.name: {"ip": s.ip, "pids": [], "bridges": []} for s in self.servers},
+                     placement=self.placement.to_json())
 
     def _mininet_topo(self) -> RmpTopo:
         from rmptwin.emulation.topo import RmpTopo  # subclasses Mininet's Topo: mininet is imported only to build
@@ -291,9 +308,13 @@ class EmulatedNetwork:
             return Host
         from rmptwin.emulation.dockerhost import DockerHost
 
-        return partial(DockerHost, image=self.image, cpus=self.cpus, memory_mb=self.memory_mb, mounts=self.mounts,
-                       on_container=self._on_container, state_dir=str(self.state_dir.resolve()),
-                       remove_on_terminate=False)
+        return partial(DockerHost, **self._docker_options())
+
+    def _docker_options(self) -> dict[str, Any]:
+        """What every Docker host is made with, here or on a server."""
+        return {"image": self.image, "cpus": self.cpus, "memory_mb": self.memory_mb, "mounts": self.mounts,
+                "on_container": self._on_container, "state_dir": str(self.state_dir.resolve()),
+                "remove_on_terminate": False}
 
     def _impaired_link(self, lk: ImpairedLink) -> RelayLink | NetemLink:
         """The handle that changes a built link's impairment: its relay, or its TCLink's qdiscs."""
@@ -303,9 +324,16 @@ class EmulatedNetwork:
                              self.state_dir / "links", self.seed, self.t0_ns)
         return NetemLink(lk.name, lk.a, lk.b, self.net.get(lk.switch).intfs[lk.port].link, lk.params)
 
-    def _on_container(self, name: str) -> None:
+    def _on_container(self, name: str, engine: str | None = None) -> None:
+        """Record a container before it starts; one in a server's engine also under that server,
+        for a cleanup after a crash, which reaches that engine anew."""
         self.containers.append(name)
-        self._record(containers=self.containers)
+        fields: dict[str, Any] = {"containers": self.containers}
+        if engine is not None and self.engines is not None:
+            server = next(s for s, url in self.engines.base_url.items() if url == engine)
+            self.server_containers.setdefault(server, []).append(name)
+            fields["server_containers"] = self.server_containers
+        self._record(**fields)
 
     def _start_controller(self) -> None:
         self.progress("starting controller")
@@ -389,52 +417,6 @@ class EmulatedNetwork:
         except KeyError:
             raise UserError(f"no host {name!r} in topology {self.topo.name}") from None
 
-    def _link(self, link: str) -> RelayLink | NetemLink:
-        name = self._aliases.get(link, link)
-        if name not in self.links:
-            if self.impair == "netem" and name in {lk.name for lk in self.topo.links} | set(self._aliases.values()):
-                raise UserError(f"link {link} has no impairment installed (netem links are made only where configured)")
-            raise UserError(f"no impaired link {link!r}; links: {', '.join(sorted(self.links))}")
-        return self.links[name]
-
-    def set_loss(self, link: str, model: LossModel | float) -> None:
-        if isinstance(model, (int, float)):
-            model = Bernoulli(p=float(model))
-        self._link(link).set(loss=model)
-
-    def set_delay(self, link: str, ms: float, jitter_ms: float | None = None) -> None:
-        changes = {"delay_ms": float(ms)}
-        if jitter_ms is not None:
-            changes["jitter_ms"] = float(jitter_ms)
-        self._link(link).set(**changes)
-
-    def set_link(self, link: str, up: bool) -> None:
-        self._link(link).set(up=bool(up))
-
-    def set_chaos(self, link: str, duplicate: float = 0.0, reorder: float = 0.0, reorder_ns: int = 0) -> None:
-        """The dup_reorder nemesis: the shared link model duplicates and reorders, so only a relay link can."""
-        lk = self._link(link)
-        if not isinstance(lk, RelayLink):
-            raise UserError(f"link {link}: duplicates and reordering need the relay (run with --impair relay)")
-        lk.command({"op": "set", "duplicate": float(duplicate), "reorder": float(reorder),
-                    "reorder_ns": int(reorder_ns)})
-
-    def restart_relay(self, link: str, *, fixed_delay: bool = False) -> RelayLink:
-        """Stop a relay link's process and start a new one (counters from zero, changes made with
-        ``set_*`` forgotten). ``fixed_delay``: it forwards with the link's configured delay and no
-        link model, the floor ``bench.emulated_floors`` holds the relay's CPU to, in the same
-        namespace between the same veths, so that only the model differs."""
-        lk = self._link(link)
-        if not isinstance(lk, RelayLink):
-            raise UserError(f"link {link}: no relay process to restart ({self.impair} backend)")
-        lk.stop()
-        lk.fixed_delay_ns = round(lk.params.delay_ms * 1e6) if fixed_delay else None
-        lk.start()
-        lk.wait_ready()
-        # cleanup after a crash kills what net.json names: the new pid, not the old one
-        self._record(relay_pids=[r.proc.pid for r in self.links.values() if isinstance(r, RelayLink) and r.proc])
-        return lk
-
     def containers_by_host(self) -> dict[str, str]:
         """host name -> its container's name (Docker hosts; namespace hosts have none)."""
         if self.nodes_mode != "docker" or self.net is None:
@@ -448,31 +430,6 @@ class EmulatedNetwork:
         tunnels = cluster.tunnel_counts(self.net)
         return {"frames": sum(sum(ends.values()) for ends in tunnels.values()), "tunnels": tunnels}
 
-    def link_stats(self) -> dict[str, dict[str, Any]]:
-        return {name: lk.stats() for name, lk in self.links.items()}
-
-    def _ip_names(self) -> dict[str, str]:
-        return {host_ip(i): h.name for i, h in enumerate(self.topo.hosts)}
-
-    def drops(self, extra: Sequence[DroppedFrame] = ()) -> pa.Table:
-        """Ground truth: one ``DROP_SCHEMA`` row per frame a relay dropped so far, plus the
-        ``extra`` frames (``droplog.DroppedFrame``, on the relays' clock) nodes dropped."""
-        frames = list(extra)
-        for lk in self.links.values():
-            if isinstance(lk, RelayLink):
-                lk.flush()
-                frames.extend(read_drop_file(lk.drop_path, lk.name, lk.a, lk.b))
-        return drops_table(frames, self._ip_names(), self.wiring.group_names if hasattr(self, "wiring") else {})
-
-    def dropped_frames(self) -> list[DroppedFrame]:
-        """The raw dropped frames (addresses and UDP payload prefixes), for tests and tools."""
-        frames: list[DroppedFrame] = []
-        for lk in self.links.values():
-            if isinstance(lk, RelayLink):
-                lk.flush()
-                frames.extend(read_drop_file(lk.drop_path, lk.name, lk.a, lk.b))
-        return frames
-
     def collect(self, run_dirs: Sequence[Path]) -> None:
         """Flush every relay, then copy back what servers with files of their own wrote there
         (``server_files``): ``run_dirs`` (the nodes' logs, the captures) and the relays' logs in
@@ -484,11 +441,6 @@ class EmulatedNetwork:
             lk.flush()
         for s in apart:
             server_files.pull(s, [*run_dirs, self.state_dir / "links"])
-
-    def link_counts(self, extra: Sequence[dict[str, Any]] = ()) -> pa.Table:
-        for lk in self.links.values():
-            lk.flush()
-        return counts_table(list((self.state_dir / "links").glob("*.counts.json")), extra)
 
     # ------------------------------------------------------------------ teardown
 
@@ -521,7 +473,9 @@ class EmulatedNetwork:
             except subprocess.TimeoutExpired:
                 self.controller_proc.kill()
         if self.state_dir.exists() and (self.state_dir / "net.json").exists():
-            cleanup_state_dir(self.state_dir, own_pid=os.getpid())
+            cleanup_state_dir(self.state_dir, own_pid=os.getpid())   # the containers through the engines' tunnels
+        if self.engines is not None:
+            self.engines.close()
         for server in server_files.apart(self.servers):   # the relays' logs there, copied back by collect
             server_files.remove(server, [self.state_dir])
         if errors:

@@ -138,7 +138,9 @@ def _sshd_config(d: Path, ip: str) -> str:
 
 # Run in the server's network namespace, in a mount namespace of its own: the server's own
 # Open vSwitch directories and the cluster's SSH client configuration (the tunnels a server
-# opens to another server read /etc/ssh/ssh_config), then its switch daemons, then sshd.
+# opens to another server read /etc/ssh/ssh_config), then its switch daemons, then sshd. And
+# the machine's cgroup hierarchies: `ip netns exec` mounts a sysfs of the namespace's own over
+# /sys, without them, and a Docker host's processes join their container's cgroups there.
 KEEPER = """set -e
 d={d}
 for x in ovs-run ovs-etc ovs-log; do mkdir -p "$d/$x"; done
@@ -146,6 +148,7 @@ mount --bind "$d/ovs-run" /run/openvswitch
 mount --bind "$d/ovs-etc" /etc/openvswitch
 mount --bind "$d/ovs-log" /var/log/openvswitch
 mount --bind {ssh_config} /etc/ssh/ssh_config
+{cgroups}
 ip link set lo up
 /usr/share/openvswitch/scripts/ovs-ctl start --system-id=random >"$d/ovs-ctl.log" 2>&1 || true
 exec /usr/sbin/sshd -D -e -f "$d/sshd_config" 2>>"$d/sshd.log"
@@ -159,6 +162,32 @@ for x in {dirs}; do mount -t tmpfs -o mode=0755 rmptwin-own "$x"; done
 mkdir -p {servers}
 mount --move {keep} {servers}
 """
+
+
+def cgroup_mounts_script(mountinfo: str) -> str:
+    """Shell mounting again, under the keeper's /sys, the cgroup hierarchies ``mountinfo`` (this
+    machine's) shows under /sys/fs/cgroup: v2's one, or v1's one per controller set (with the
+    tmpfs above them). A v1 hierarchy mounted with the same controllers (or name) is the same
+    hierarchy, so paths in /proc/PID/cgroup name the same groups there as here."""
+    from rmptwin.emulation.cgroups import V1_CONTROLLERS
+
+    out = []
+    for line in mountinfo.splitlines():
+        left, _, right = line.partition(" - ")
+        fields, kinds = left.split(), right.split()
+        if len(fields) < 5 or len(kinds) < 3 or not fields[4].startswith("/sys/fs/cgroup"):
+            continue
+        point, (fstype, opts) = shlex.quote(fields[4]), (kinds[0], kinds[2])
+        if fstype == "tmpfs" and fields[4] == "/sys/fs/cgroup":
+            out.append(f"mount -t tmpfs -o mode=755 cgroup {point}")
+        elif fstype == "cgroup2":
+            out.append(f"mkdir -p {point} && mount -t cgroup2 cgroup2 {point}")
+        elif fstype == "cgroup":
+            keep = [o for o in opts.split(",") if o in V1_CONTROLLERS or o.startswith("name=")]
+            if not any(o in V1_CONTROLLERS for o in keep):
+                keep.insert(0, "none")
+            out.append(f"mkdir -p {point} && mount -t cgroup -o {shlex.quote(','.join(keep))} cgroup {point}")
+    return "\n".join(f"{cmd} || true" for cmd in out)
 
 
 def _needs() -> None:
@@ -207,7 +236,8 @@ def _up_one(i: int, isolated: bool) -> Server:
         _run(["ip", "link", "set", f"{name}-u", "master", BRIDGE, "up"])
         _run(["ip", "-n", name, "addr", "add", f"{ip}/24", "dev", "eth0"])
         _run(["ip", "-n", name, "link", "set", "eth0", "up"])
-    script = KEEPER.format(d=d, ssh_config=SSH_CONFIG)
+    script = KEEPER.format(d=d, ssh_config=SSH_CONFIG,
+                           cgroups=cgroup_mounts_script(Path("/proc/self/mountinfo").read_text()))
     if isolated:
         script = script.replace("ip link set lo up\n", ISOLATE.format(keep=KEEP, servers=SERVERS_DIR,
                                                                       dirs=" ".join(ISOLATED_DIRS)) + "ip link set lo up\n")
