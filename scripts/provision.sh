@@ -8,7 +8,8 @@
 # (docs/cluster.md): the same packages and venv; then root may log in over SSH with the
 # cluster's key (KEY.pub, from `rmptwin servers key` on the machine that starts runs), sshd
 # lets it open Ethernet tunnels, and root's ssh uses KEY to open them to the other servers
-# (Mininet's cluster edition opens each tunnel from one server to the other).
+# (Mininet's cluster edition opens each tunnel from one server to the other); and the node
+# image is built in its Docker engine, for Docker hosts placed there.
 #
 # As root it installs only what is missing: Debian packages, the venv, the locked Python
 # packages. It never stops, disables or removes anything the machine already had.
@@ -186,6 +187,15 @@ prepare_server() {
     /usr/sbin/sshd -t && { pkill -HUP -x sshd || /usr/sbin/sshd; }
   fi
   say "server ready: root may log in with $(basename "$key") and open Ethernet tunnels ($conf)"
+  # Docker hosts placed here run the node image from this server's own engine (docs/cluster.md);
+  # its tag is its definition's hash, so this checkout builds the one the starting machine asks
+  # for. A server for namespace hosts only can do without it: a failed build is one line, not a
+  # failed set-up.
+  if "$VENV/bin/python" -m rmptwin.cli.main image build 2>&1 | sed -u 's/^/[provision] /'; then
+    say "node image ready in this server's Docker engine"
+  else
+    say "the node image was not built (see above); Docker hosts cannot run here until \`rmptwin image build\` succeeds"
+  fi
 }
 
 # Files made here as root in a tree that belongs to someone else (`sudo make provision` in a
