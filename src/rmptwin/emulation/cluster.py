@@ -3,9 +3,8 @@ several servers.
 
 One ``MininetCluster`` builds the whole topology: each node is started on its server over
 SSH (``RemoteHost`` or ``RemoteDockerHost``, ``RemoteOVSSwitch``, and ``RemoteRelayNode`` for
-a relay), each link
-whose ends are on one server is a veth there, and each link between servers is
-``RemoteLink``'s SSH Ethernet tunnel (``ssh -w``, tap devices at both ends). The one
+a relay), each link whose ends are on one server is a veth there, and each link between
+servers is ``RemoteLink``'s SSH Ethernet tunnel (``ssh -w``, tap devices at both ends). The one
 controller runs here and every server's switches connect to it over the underlay.
 
 What this module adds to the cluster edition: the cluster's own SSH options (never the
