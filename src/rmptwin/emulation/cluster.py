@@ -51,12 +51,20 @@ def kill_remote(node: Any, cmd: Sequence[str], signal: str = "KILL") -> None:
     ``node``'s server: killing the SSH client here would only close its channel, and the
     process would run on."""
     pattern = re.escape(" ".join(cmd))
+    on_server(node, f"pkill -{signal} -f -- {shlex.quote(pattern)}")
+
+
+def on_server(node: Any, script: str) -> str:
+    """``script`` run in a remote node's network namespace, with its server's own mounts and
+    /proc; its output. A namespace host's shell is just that. A Docker host's shell sees its
+    container's /proc (without the processes mnexec attached from outside) and a read-only
+    /proc/sys, so for it the server's root shell enters the host's network namespace instead."""
     if getattr(node, "container", None):
-        # A Docker host's shell sees its container's /proc, where the processes mnexec attached
-        # to it from the server's own namespaces are not: pkill runs in those namespaces instead.
-        node.rcmd(["sh", "-c", shlex.quote(f"pkill -{signal} -f -- {shlex.quote(pattern)}")])
-        return
-    node.cmd(f"pkill -{signal} -f -- {shlex.quote(pattern)}")
+        entered = f"nsenter --net=/proc/{int(node.pid)}/ns/net sh -c {shlex.quote(script)}"
+        out: str = node.rcmd(["sh", "-c", shlex.quote(entered)])
+    else:
+        out = node.cmd(script)
+    return out
 
 
 def controller_ip(servers: Sequence[srv.Server]) -> str:

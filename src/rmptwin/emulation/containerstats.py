@@ -119,21 +119,18 @@ class ContainerStatsSampler:
         self._clients: dict[str | None, DockerClient] = {}   # per engine (a server's, or this machine's)
 
     def start(self) -> ContainerStatsSampler:
-        by_engine: dict[str | None, list[str]] = {}
-        for name in self.containers.values():
-            by_engine.setdefault(engine.engine_of(name), []).append(name)
-        for url, names in by_engine.items():
+        by_engine: dict[str | None, list[tuple[str, str]]] = {}
+        for node, name in self.containers.items():
+            by_engine.setdefault(engine.engine_of(name), []).append((node, name))
+        for url, members in by_engine.items():
             try:
-                self._clients[url] = engine.stats_client(len(names), url)
+                cl = self._clients[url] = engine.stats_client(len(members), url)
             except UserError:
                 continue    # those containers go unsampled: their figures say samples 0
-        for node, name in self.containers.items():
-            cl = self._clients.get(engine.engine_of(name))
-            if cl is None:
-                continue
-            t = threading.Thread(target=self._follow, args=(cl, node, name), daemon=True, name=f"stats-{node}")
-            t.start()
-            self._threads.append(t)
+            for node, name in members:
+                t = threading.Thread(target=self._follow, args=(cl, node, name), daemon=True, name=f"stats-{node}")
+                t.start()
+                self._threads.append(t)
         return self
 
     def _follow(self, cl: DockerClient, node: str, name: str) -> None:

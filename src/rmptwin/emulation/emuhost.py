@@ -8,7 +8,6 @@ server.
 
 from __future__ import annotations
 
-import shlex
 import signal
 import subprocess
 from typing import TYPE_CHECKING, Any
@@ -90,12 +89,8 @@ def configure_host(node: Any, name: str, intf: str, version: int | None) -> None
         sysctls.update({f"net/ipv4/conf/{c}/force_igmp_version": int(version)
                         for c in ("all", "default", intf)})
     script = "; ".join(f"echo {v} > /proc/sys/{k}" for k, v in sysctls.items())
-    if cluster.is_remote(node):   # a namespace host on its server: its own shell writes them
-        if getattr(node, "container", None):   # a Docker host's: from its server's root mount namespace
-            entered = f"nsenter --net=/proc/{int(node.pid)}/ns/net sh -c {shlex.quote(script)}"
-            said = node.rcmd(["sh", "-c", shlex.quote(f"{entered} && echo sysctls-set")]).strip()
-        else:
-            said = node.cmd(f"{script} && echo sysctls-set").strip()
+    if cluster.is_remote(node):   # a host on its server: written in its netns there
+        said = cluster.on_server(node, f"{script} && echo sysctls-set").strip()
         if not said.endswith("sysctls-set"):
             raise UserError(f"host {name}: cannot set sysctls on its server: {said}")
     else:

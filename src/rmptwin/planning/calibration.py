@@ -183,13 +183,13 @@ def path_excess_per_hop(samples: Sequence[RunSample]) -> float:
     """The emulated path's own latency per link, in wall ms, from the samples' virtual excess.
 
     That latency is wall time (switch, relay, wake-ups), so a run at factor t over h links shows
-    c * h / t of it in virtual time: c is fitted by least squares through the origin. A plain
+    c * h / t of it in virtual time: c is fitted by least squares through the origin, kept
+    non-negative (``_nonnegative_fit`` with one term). A plain
     mean of each sample's excess x t / h is not used: at a high factor the excess is smaller than
     the p50's own noise (it was negative, -0.11 ms at 8), and x 8 that noise cancelled the one
     clear signal (0.55 ms at factor 3), planning factor 1 for a tree that then raced (CI, 2026-11-30)."""
     rows = [(s.path_hops / s.tdf, s.path_excess_ms) for s in samples if s.path_excess_ms is not None and s.path_hops]
-    denominator = sum(x * x for x, _ in rows)
-    return max(0.0, sum(x * y for x, y in rows) / denominator) if denominator else 0.0
+    return _nonnegative_fit(rows)[0] if rows else 0.0
 
 
 # ---------------------------------------------------------------------- the host and its cache
