@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from rmptwin.bench.role_replay import RMP_ROLES, replay_host, role_costs, simulated_arrivals
+from rmptwin.bench.role_replay import RMP_ROLES, replay_gathered, replay_host, role_costs, simulated_arrivals
 from rmptwin.core.events import Kind
 from rmptwin.model import load_experiment
 from rmptwin.node.eventlog import read_jsonl
@@ -37,3 +37,14 @@ def test_role_costs_cover_every_rmp_role_of_the_experiment():
     costs = role_costs(loaded)
     assert set(costs) == {h.role for h in loaded.topology.hosts if h.role in RMP_ROLES}
     assert all(c.datagrams > 0 and c.us_per_datagram > 0 for c in costs.values())
+
+
+def test_the_hosts_interleaved_in_one_process_do_the_same_work_as_one_at_a_time():
+    """bench_crowd's gathered process: every host's steps in true time on one heap handles the
+    datagrams each host handles replayed alone, no more and no fewer."""
+    loaded = load_experiment(REPO / "experiments" / "line3.yaml")
+    apart = role_costs(loaded)
+    gathered = replay_gathered(loaded)
+    assert gathered.hosts == sum(c.hosts for c in apart.values()) > 0
+    assert gathered.datagrams == sum(c.datagrams for c in apart.values()) > 0
+    assert gathered.cpu_s > 0

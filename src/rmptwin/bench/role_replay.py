@@ -15,6 +15,7 @@ an etcd cluster.
 
 from __future__ import annotations
 
+import heapq
 import random
 import tempfile
 import time
@@ -71,46 +72,91 @@ class _Replayed(NodeDriver):
         self.sent += 1
 
 
-def replay_host(loaded: LoadedExperiment, name: str, arrivals: list[Arrival], log_dir: Path) -> tuple[int, float]:
-    """(datagrams received + sent, CPU s) of host ``name`` replaying ``arrivals``."""
-    host = loaded.topology.host(name)
-    seed = loaded.experiment.seed
-    core = build_core(host, loaded, random.Random(f"{seed}:host:{name}:start"))   # node.main's seed string
-    hosts = {n.name: host_ip(i) for i, n in enumerate(loaded.topology.hosts)}
-    log = EventWriter(log_dir / f"{name}.jsonl")
-    d = _Replayed(core, name, host.role, hosts, 0, log, guaranteed=host.role == "customer" and host.grade == "guaranteed")
-    end = round(loaded.duration_s * 1e9)   # the run's length, auto resolved (as the simulator's end_ns)
-    # A source's publications at their times, as node.main schedules them: (t, stripe, payload).
-    pubs = [(p.t_ns, p.stripe, p.payload) for p in schedule(loaded, seed) if p.source == name]
-    publish = getattr(core, "publish", None)
-    cpu0 = time.process_time()
-    d.after(0)
-    i = j = 0
-    while True:
-        # the earliest of: the core's timer, the next arrival, the next publication
+class _HostReplay:
+    """One host's replay, a step at a time: the earliest of its core's timer, its next arrival and
+    its next publication (a source's, at its time, as node.main schedules them)."""
+
+    def __init__(self, loaded: LoadedExperiment, name: str, arrivals: list[Arrival], log_dir: Path) -> None:
+        host = loaded.topology.host(name)
+        seed = loaded.experiment.seed
+        self.core = core = build_core(host, loaded, random.Random(f"{seed}:host:{name}:start"))   # node.main's seed
+        hosts = {n.name: host_ip(i) for i, n in enumerate(loaded.topology.hosts)}
+        self.log = EventWriter(log_dir / f"{name}.jsonl")
+        self.d = _Replayed(core, name, host.role, hosts, 0, self.log,
+                           guaranteed=host.role == "customer" and host.grade == "guaranteed")
+        self.end = round(loaded.duration_s * 1e9)   # the run's length, auto resolved (as the simulator's end_ns)
+        self.arrivals, self.i, self.j = arrivals, 0, 0
+        self.publish = getattr(core, "publish", None)
+        self.pubs = [(p.t_ns, p.stripe, p.payload) for p in schedule(loaded, seed) if p.source == name] \
+            if self.publish is not None else []
+        self.d.after(0)
+
+    def next_t(self) -> int | None:
+        """True time of this host's next step; None when it has nothing left."""
+        due = self.core.get_timer()
+        times = [t for t in (due if due is not None and due <= self.end else None,
+                             self.arrivals[self.i][0] if self.i < len(self.arrivals) else None,
+                             self.pubs[self.j][0] if self.j < len(self.pubs) else None) if t is not None]
+        return min(times) if times else None
+
+    def step(self) -> None:
+        core, d = self.core, self.d
         due = core.get_timer()
-        t_in = arrivals[i][0] if i < len(arrivals) else None
-        t_pub = pubs[j][0] if j < len(pubs) and publish is not None else None
-        if due is not None and due <= end and (t_in is None or due <= t_in) and (t_pub is None or due <= t_pub):
+        t_in = self.arrivals[self.i][0] if self.i < len(self.arrivals) else None
+        t_pub = self.pubs[self.j][0] if self.j < len(self.pubs) else None
+        if due is not None and due <= self.end and (t_in is None or due <= t_in) and (t_pub is None or due <= t_pub):
             core.handle_timer(due)
             d.after(due, due)
-        elif publish is not None and t_pub is not None and (t_in is None or t_pub <= t_in):
-            t, stripe, payload = pubs[j]
-            j += 1
-            publish(stripe, payload, t)
+        elif t_pub is not None and self.publish is not None and (t_in is None or t_pub <= t_in):
+            t, stripe, payload = self.pubs[self.j]
+            self.j += 1
+            self.publish(stripe, payload, t)
             d.after(t)
         elif t_in is not None:
-            t, data, src = arrivals[i]
-            i += 1
+            t, data, src = self.arrivals[self.i]
+            self.i += 1
             d.received += 1
             core.receive_datagram(data, src, t)
             d._log_events(t)
             d.after(t)
-        else:
-            break
+
+    @property
+    def datagrams(self) -> int:
+        return self.d.received + self.d.sent
+
+
+def replay_host(loaded: LoadedExperiment, name: str, arrivals: list[Arrival], log_dir: Path) -> tuple[int, float]:
+    """(datagrams received + sent, CPU s) of host ``name`` replaying ``arrivals``."""
+    r = _HostReplay(loaded, name, arrivals, log_dir)
+    cpu0 = time.process_time()
+    while r.next_t() is not None:
+        r.step()
     cpu = time.process_time() - cpu0
-    log.close()
-    return d.received + d.sent, cpu
+    r.log.close()
+    return r.datagrams, cpu
+
+
+def replay_gathered(loaded: LoadedExperiment) -> RoleCost:
+    """Every RMP host of the experiment replayed in one process, their steps interleaved in true
+    time as one event loop serving all of them would take them: the work of a node process that
+    gathers hosts (``bench_crowd``), with the real cores, over all its datagrams."""
+    arrivals = simulated_arrivals(loaded)
+    with tempfile.TemporaryDirectory(prefix="rmptwin-replay-") as tmp:
+        hosts = [_HostReplay(loaded, h.name, arrivals.get(h.name, []), Path(tmp))
+                 for h in loaded.topology.hosts if h.role in RMP_ROLES]
+        cpu0 = time.process_time()
+        ready = [(t, k) for k, h in enumerate(hosts) if (t := h.next_t()) is not None]
+        heapq.heapify(ready)
+        while ready:
+            _, k = heapq.heappop(ready)
+            hosts[k].step()
+            t = hosts[k].next_t()
+            if t is not None:
+                heapq.heappush(ready, (t, k))
+        cpu = time.process_time() - cpu0
+        for h in hosts:
+            h.log.close()
+    return RoleCost(len(hosts), sum(h.datagrams for h in hosts), cpu)
 
 
 def role_costs(loaded: LoadedExperiment) -> dict[str, RoleCost]:

@@ -5,6 +5,7 @@ sink, and the UDP loops under test (stdlib asyncio, uvloop, the node driver).
     python -m rmptwin.bench.udp_loops sink IP PORT
     python -m rmptwin.bench.udp_loops loop {asyncio,uvloop,driver} IN_IP IN_PORT OUT_IP OUT_PORT
         [--event-loop {asyncio,uvloop}] [--access-delay-us N]   (the driver's options)
+    python -m rmptwin.bench.udp_loops fan IP SOCKETS OUT_IP OUT_PORT   (uvloop; ``bench_crowd``)
 
 The sender and the sink print one JSON line when they end (the sink on SIGTERM); a loop prints
 nothing: what it received and sent is read from the kernel's socket counters by the caller, the
@@ -103,6 +104,23 @@ class Forward(asyncio.DatagramProtocol):
         self.transport.sendto(data, self.out)
 
 
+async def _fan(ip: str, sockets: int, out: tuple[str, int]) -> None:
+    """``sockets`` forwarding loops in one process: each socket bound to a port of the
+    kernel's choosing (printed as one JSON list first), every datagram sent on to ``out``."""
+    loop = asyncio.get_running_loop()
+    ports = []
+    for _ in range(sockets):
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        set_buffers(sock)
+        sock.bind((ip, 0))
+        ports.append(sock.getsockname()[1])
+        await loop.create_datagram_endpoint(lambda: Forward(out), sock=sock)
+    print(json.dumps(ports), flush=True)
+    done = asyncio.Event()
+    loop.add_signal_handler(signal.SIGTERM, done.set)
+    await done.wait()
+
+
 async def _forward(inp: tuple[str, int], out: tuple[str, int]) -> None:
     loop = asyncio.get_running_loop()
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -191,11 +209,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sender-ip", default="127.0.0.2"), p.add_argument("--log", default="/dev/null")
     p.add_argument("--event-loop", choices=event_loop.EVENT_LOOPS, default="asyncio")
     p.add_argument("--access-delay-us", type=float, default=0.0)
+    p = sub.add_parser("fan")
+    p.add_argument("ip"), p.add_argument("sockets", type=int)
+    p.add_argument("out_ip"), p.add_argument("out_port", type=int)
     a = ap.parse_args(argv)
     if a.role == "send":
         print(json.dumps(send(a.host, a.port, a.rate, a.seconds, a.size, a.bind)), flush=True)
     elif a.role == "sink":
         print(json.dumps(sink(a.ip, a.port)), flush=True)
+    elif a.role == "fan":
+        event_loop.install("uvloop")   # the nodes' loop
+        asyncio.run(_fan(a.ip, a.sockets, (a.out_ip, a.out_port)))
     elif a.kind == "driver":
         event_loop.install(a.event_loop)   # the node's own choice (node.main), the same way
         # The driver binds its well-known ports itself; in_port and out_port are the caller's to know.

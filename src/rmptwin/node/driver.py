@@ -16,7 +16,7 @@ Timers: the core's deadline is mapped to the loop's clock when it is armed (``ca
 absolute time, recomputed from the wall clock at each arming so nothing accumulates). The
 selector rounds its timeout up to the millisecond and a loaded machine wakes a process late,
 so a release deadline (a receiver releasing at ack ts + Delta_A: what fairness is made of) is
-armed ``EARLY_WAKE_NS`` early and finished by yielding the CPU until the wall clock reaches it.
+armed ``EARLY_WAKE_NS`` early and finished by sleeping until ``SPIN_WALL_S`` before it and spinning the rest.
 On uvloop (``node.event_loop``) a timer may also fire early by itself: libuv keeps timers in
 whole milliseconds from a loop time cached at the top of each iteration (measured: half of 300
 timers early, by up to 1.35 ms); it is finished the same way. No timer is handed to the core
@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import asyncio
 import errno
-import os
 import socket
 import struct
 import time
@@ -55,6 +54,11 @@ if TYPE_CHECKING:
 
 MAX_READS_PER_WAKEUP = 256
 EARLY_WAKE_NS = 2_000_000  # > the selector's 1 ms rounding plus a typical wake-up delay
+# The last stretch before a deadline is spun, the rest slept: a wake-up from a sleep comes
+# 50-100 us late on an idle machine (the kernel's timer slack and a wake-up). Spinning the whole
+# early wake on sched_yield, which gives way only to real-time peers (a release role runs
+# SCHED_RR), took 58 ms of a primary's 232 ms of run CPU in the quickstart (cProfile).
+SPIN_WALL_S = 200e-6
 # Events on disk before the datagrams of the same call go out: a CAS proposal's invocation is
 # history (checkers.linearizable) only if it survives a kill -9 of its EV, as a Jepsen client
 # records an operation before invoking it. (Measured emulated: a killed EV's last proposals,
@@ -318,9 +322,10 @@ class NodeDriver:
         if due - t > 2 * EARLY_WAKE_NS + 1_000_000:  # the wall clock stepped back: wait again
             self._arm(fired)
             return
-        while t < due:  # woken early on purpose (or by the selector's rounding): finish precisely
-            if self._timer_precise and due - t > 50_000:
-                os.sched_yield()
+        while t < due:  # woken early on purpose (or by the timer wheel's rounding): finish precisely
+            wall_left = self.wall_s(due - t)
+            if wall_left > SPIN_WALL_S:   # sleep (a high-resolution timer) up to the last stretch
+                time.sleep(wall_left - SPIN_WALL_S)
             t = self.true_now()
         local = self.clock.local(t)
         # Late from when the timer could first fire: a deadline the core asks for when it has
