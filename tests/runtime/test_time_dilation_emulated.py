@@ -83,7 +83,7 @@ def test_captures_carry_virtual_timestamps(dilated):
 
 def test_auto_plans_its_factor_runs_on_time_and_puts_the_plan_beside_the_measure(tmp_path):
     """``time_dilation: auto`` with Docker hosts, as `make run` does: the factor comes from this
-    host's calibration (made first if the host has none: four runs, ~6 min) and the
+    host's calibration (made first if the host has none: five runs, ~7 min) and the
     simulator's count of the run's work; the run is on time at it, and its summary holds the
     plan beside what the machine measured."""
     from rmptwin.planning.plan import HEADROOM, LADDER

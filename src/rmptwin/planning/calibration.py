@@ -46,7 +46,8 @@ import numpy as np
 # A change of what a calibration holds, or of what the nodes it measured cost, makes every cached
 # one stale. 4: a release deadline's early wake is slept, not spun (node.driver.SPIN_WALL_S): a
 # calibration of the spinning nodes over-predicted line3 at factor 1.5 2.1-fold.
-FORMAT = 4
+# 5: a run of line3 at factor 1 (runner.calibrate.CALIBRATION_RUNS) measures the path's latency.
+FORMAT = 5
 
 
 def network_elements(nodes: dict[str, int], switches: int) -> int:
