@@ -330,8 +330,8 @@ def plan(experiment: LoadedExperiment | str | Path, overrides: dict[str, Any] | 
          options: EmulationOptions | None = None, recalibrate: bool = False,
          say: Callable[[str], None] | None = None) -> Plan:
     """`rmptwin plan`: the time dilation factor ``experiment`` needs on this host, without running
-    it. Calibrates the host first when it has no calibration for ``options`` (four emulated runs:
-    the quickstart at two factors, line3 and the venue at one; about six minutes; as root) or when ``recalibrate``."""
+    it. Calibrates the host first when it has no calibration for ``options`` (five emulated runs:
+    the quickstart and line3 at two factors each, the venue at one; about seven minutes; as root) or when ``recalibrate``."""
     from rmptwin.planning.calibration import cache_path
     from rmptwin.planning.demand import simulated_demand
     from rmptwin.planning.plan import choose

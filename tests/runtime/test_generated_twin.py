@@ -4,8 +4,8 @@ run simulated and emulated with the same seed, and the twin verdict (`rmptwin co
 must pass on each, every rule, reformations included. And trace-driven loss (item 5) under the
 relay: line3-trace's s1-s2 drops in the same bursts emulated as simulated.
 
-Needs root and Mininet (namespace hosts, relay impairment). The emulated run is at
-``time_dilation: auto`` (docs/virtual-time.md). At TDF 1 (2026-11-26) seed 2 failed control per
+Needs root and Mininet (namespace hosts, relay impairment). The emulated run is in virtual
+time (docs/virtual-time.md). At TDF 1 (2026-11-26) seed 2 failed control per
 data, 0.633 simulated against 0.725 emulated: a repair from src1 reached the token site 0.34 ms
 before its tick simulated and 0.9 ms after it emulated, because the emulated path through the
 switches and relays was ~4 ms slower than the modelled links (first-copy data delay p50 10.1
@@ -14,6 +14,14 @@ time: the plan raises the factor until it is under 3 % of the median path's dela
 at 0.39 ms per link), 8 for both seeds on this 2-CPU machine (2026-11-29), where both passed
 every rule in each of two runs (seed 2: 0.679 against 0.633, data delay 10.5 against 10.1 ms).
 At factor 3 seed 2 failed once in two runs (0.706).
+
+So this test runs at factor 8, not ``auto``: the plan's latency per link comes from its
+calibration's trees (quickstart, line3), whose paths measured 0.07-0.30 ms a link on this
+machine (2026-11-30, three calibrations), against 0.35-0.39 ms on these generated trees, and
+with those figures ``auto`` chose factor 1 or 2 for seed 2, which failed the same way (0.706,
+CI rehearsals). ``auto`` underestimating the path of a tree unlike its calibration's is a known
+limit (docs/virtual-time.md); what this test holds is the twin on a topology nobody here wrote,
+at a factor where the emulated path is faithful.
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ pytestmark = [pytest.mark.root, pytest.mark.emulation]
 REPO = Path(__file__).resolve().parents[2]
 SHIFT = 3   # data messages a trace entry may move by, between backends
 BURST_GAP_S = 0.1      # drops closer than this belong to one burst of the trace (its bursts are >= 0.6 s apart)
+FACTOR = 8.0          # the generated trees' time dilation (module docstring)
 BURST_SHIFT_S = 0.15   # a burst may start this much earlier or later emulated (measured: up to 0.04 s)
 
 
@@ -47,8 +56,8 @@ def test_generated_topology_twin_verdict_passes(seed, tmp_path):
     assert len(loaded.topology.switches) >= 10 and len(loaded.topology.regions) >= 2
     assert sum(lk.loss.mean > 0 for lk in loaded.topology.links) >= 5
     sim = run_experiment(loaded, "sim", seed=seed, out=tmp_path / "sim")
-    at_auto = loaded.model_copy(update={"experiment": loaded.experiment.model_copy(update={"time_dilation": "auto"})})
-    emu = run_experiment(at_auto, "emulation", seed=seed, out=tmp_path / "emu",
+    at_8 = loaded.model_copy(update={"experiment": loaded.experiment.model_copy(update={"time_dilation": FACTOR})})
+    emu = run_experiment(at_8, "emulation", seed=seed, out=tmp_path / "emu",
                          options=EmulationOptions(nodes="ns", impair="relay", capture=[]))
     assert not emu.summary["runtime"]["overloaded"], emu.summary["runtime"]["load"]
     for outcome in (sim, emu):

@@ -30,8 +30,8 @@ def plan(
     nodes: str = typer.Option("docker", help="host kind the run would use: docker or ns"),
     impair: str = typer.Option("auto", help="link impairment backend: auto, netem or relay"),
     sets: list[str] = typer.Option([], "--set", metavar="KEY=VALUE", help=SET_HELP),
-    recalibrate: bool = typer.Option(False, "--recalibrate", help="measure this host again (~6 min: four "
-                                     "emulated runs, the quickstart at two factors, line3 and the venue at one), even if a "
+    recalibrate: bool = typer.Option(False, "--recalibrate", help="measure this host again (~7 min: five "
+                                     "emulated runs, the quickstart and line3 at two factors each, the venue at one), even if a "
                                      "calibration is cached"),
     at: float = typer.Option(0.0, "--at", help="also show the prediction at this factor"),
     measure: str = typer.Option("", "--measure", metavar="N,N,auto", help="then run it: simulated once and "
