@@ -169,6 +169,7 @@ def build_rows(got: dict[str, list[Measurement]], seconds: float, crowd: int = C
 def emulated_node_us() -> tuple[float, str] | None:
     """This host's emulated quickstart (its Docker calibration's run at the lowest factor):
     every node's CPU over every node's datagrams, and when it was measured; None without one."""
+    from rmptwin.bench.bench_datapath import calibrated_at
     from rmptwin.planning import calibration as cal_mod
     from rmptwin.runner.calibrate import identity_for
     from rmptwin.runner.pipeline import EmulationOptions
@@ -178,9 +179,8 @@ def emulated_node_us() -> tuple[float, str] | None:
     if not runs:
         return None
     s = min(runs, key=lambda r: r.tdf)
-    made = cal_mod.cache_path(cal.identity) if cal else None
-    when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(made.stat().st_mtime)) if made and made.exists() else "cached"
-    return 1e6 * sum(s.node_cpu_s.values()) / sum(s.datagrams.values()), f"factor {s.tdf:g}, calibrated {when}"
+    return (1e6 * sum(s.node_cpu_s.values()) / sum(s.datagrams.values()),
+            f"factor {s.tdf:g}, calibrated {calibrated_at(cal)}")
 
 
 def gathered_rows(loop_us: float, crowd_us: float) -> list[dict[str, Any]]:

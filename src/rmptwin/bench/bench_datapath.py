@@ -388,6 +388,14 @@ def role_rows(roles: dict[str, float], loop_us: float, work_us: dict[str, float]
     return rows
 
 
+def calibrated_at(cal: Any) -> str:
+    """When this host's cached calibration ``cal`` was made (its file's time, UTC), or "cached"."""
+    from rmptwin.planning import calibration as cal_mod
+
+    made = cal_mod.cache_path(cal.identity)
+    return time.strftime("%Y-%m-%d %H:%M", time.gmtime(made.stat().st_mtime)) if made.exists() else "cached"
+
+
 def _calibration_rows(low: dict[str, list[Measurement] | str], quick: bool) -> list[dict[str, Any]]:
     """The roles' figures beside their floors: this host's calibration for Docker hosts (made
     now in full mode when none is cached; quick mode only reads a cached one), the loops at
@@ -408,8 +416,7 @@ def _calibration_rows(low: dict[str, list[Measurement] | str], quick: bool) -> l
         return [{"metric": "CPU per datagram handled: node roles (calibration)", "value": "skipped", "ok": None,
                  "note": "no calibration of this host for Docker hosts (rmptwin plan makes one)" if cal is None
                  else "no Python loop measured"}]
-    made = cal_mod.cache_path(cal.identity)
-    when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(made.stat().st_mtime)) if made.exists() else "cached"
+    when = calibrated_at(cal)
     quickstart = load_experiment(Path(__file__).resolve().parents[3] / "experiments" / "quickstart.yaml")
     work = {role: c.us_per_datagram for role, c in role_costs(quickstart).items()}
     return role_rows({r: c.cpu_us_per_datagram for r, c in cal.roles.items()}, min(loops), work, when)
