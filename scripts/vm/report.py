@@ -63,7 +63,19 @@ def experiment(r: dict) -> bool:
     verdict = e.get("VERDICT_RC", "")
     if verdict != "":
         say(f"  twin verdict against the simulator: {'PASS' if verdict == '0' else 'FAIL'}")
+        for text in failed_rules(e.get("COMPARE_LOG", "")):
+            say(f"    {text}")
     return r.get("rc") == 0 and bool(e.get("VMRUN")) and verdict == "0"
+
+
+def failed_rules(log: str) -> list[str]:
+    """The compare log's lines naming each failed rule (analysis.compare.failed_lines), so the
+    closing table, which is all a CI log's tail shows, says which rule failed and by how much."""
+    try:
+        with open(log, encoding="utf-8") as f:
+            return [ln.strip() for ln in f if ln.startswith("failed: ")]
+    except OSError:
+        return []
 
 
 def step_seconds() -> list[tuple[str, str]]:

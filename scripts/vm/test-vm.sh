@@ -188,6 +188,6 @@ T_JUDGED=$(now)
 VM_ACCEL=$ACCEL DISK_S=$(secs "$T0" "$T_DISK") BOOT_S=$(secs "$T_DISK" "${AT[mount]:-$T_LINE}") \
 T_DISK=$T_DISK T_LINE=$T_LINE AT_STEPS="$(for s in "${STEPS[@]}"; do printf '%s=%s ' "$s" "${AT[$s]:-}"; done)" \
 OFF_S=$(secs "$T_LINE" "$T_END") JUDGE_S=$(secs "$T_END" "$T_JUDGED") TOTAL_S=$(secs "$T0" "$T_JUDGED") \
-PARTS=$PARTS VMRUN=$VMRUN VERDICT_RC=$VERDICT_RC \
+PARTS=$PARTS VMRUN=$VMRUN VERDICT_RC=$VERDICT_RC COMPARE_LOG=$OUT/test-compare.log \
 SELFTEST="$(result_line SELFTEST)" PYTEST="$(result_line PYTEST)" EXPERIMENT_LINE="$(result_line EXPERIMENT)" \
 "$PY" scripts/vm/report.py || exit 1   # its one line already said what failed

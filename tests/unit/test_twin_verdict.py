@@ -10,6 +10,7 @@ import pyarrow as pa
 import pytest
 
 from rmptwin.analysis.first_copy import first_copy_slack_ms
+from rmptwin.analysis.seed_spread import prediction_interval
 from rmptwin.analysis.twin_verdict import (
     FAIL,
     NOT_COMPARABLE,
@@ -298,17 +299,23 @@ def test_control_per_data_is_not_judged_where_the_losses_are_another_backends_dr
     assert rule(a, relay, "control_per_data").status == FAIL
 
 
+SPREAD = (0.92, 0.95, 1.0, 1.02, 1.05, 1.08, 1.1, 1.12, 1.15, 1.2, 1.25, 1.3)   # A's other seeds
+LO, HI = prediction_interval([1.13, *SPREAD], at_least=0.10)
+
+
 @pytest.mark.parametrize("b_value, status, said", [
-    (1.29, PASS, ""), (1.05 * 0.9, PASS, ""), (1.2 * 1.1, PASS, ""),
-    (1.2 * 1.1 + 0.01, FAIL, "more re-sends than any seed"), (1.05 * 0.9 - 0.01, FAIL, "fewer re-sends than any seed")])
+    (1.29, PASS, ""), (0.92 * 0.9, PASS, ""), (1.3 * 1.1, PASS, ""),   # the old range ±10 % failed these two
+    (HI * 1.01, FAIL, "more re-sends than one seed in 1,000"), (LO * 0.99, FAIL, "fewer re-sends than one seed in 1,000")])
 def test_control_per_data_under_netem_is_judged_by_the_simulators_spread_over_seeds(b_value, status, said):
-    """With the simulator's other seeds (A's value among them) B must fall in their range
-    widened by 10 % on each side: the seed-to-seed spread is the yardstick, not A's one draw."""
-    a = TwinInputs(summary=summary(control_per_data=1.13), link_loss=LOSS, control_spread=(1.05, 1.2, 1.1),
-                   repaired_first=133)
+    """With the simulator's other seeds (A's value among them) B must fall where one more seed
+    would, but for 1 draw in 1,000: the seed-to-seed spread is the yardstick, not A's one draw."""
+    a = TwinInputs(summary=summary(control_per_data=1.13), link_loss=LOSS, control_spread=SPREAD, repaired_first=133)
     netem = TwinInputs(summary=summary(control_per_data=b_value), link_loss=None, repaired_first=160)
     r = rule(a, netem, "control_per_data")
     assert r.status == status, r
-    assert "4 seeds: 1.05 to 1.2 (median 1.115)" in r.note and said in r.note
-    # the spread is for other draws only: where both runs keep a drop log, A's own value rules
+    assert "13 seeds: 0.92 to 1.3 (median 1.1)" in r.note and said in r.note
+    assert r.tolerance == f"{LO:.3g} to {HI:.3g} (13 seeds, 1 in 1,000)"
+    # too few seeds to fit a spread to: not judged, and the note says why
+    few = TwinInputs(summary=summary(control_per_data=1.13), link_loss=LOSS, control_spread=(1.05, 1.2))
+    assert rule(few, netem, "control_per_data").status == NOT_COMPARABLE
     assert rule(a, TwinInputs(summary=summary(control_per_data=1.3), link_loss=LOSS), "control_per_data").status == FAIL

@@ -79,8 +79,18 @@ def print_verdict(rules: list[Rule], console: Console) -> bool:
     Returns whether no rule failed."""
     console.print(verdict_table(rules))
     ok = passed(rules)
-    console.print(f"[{STYLE[PASS if ok else FAIL]}]{verdict_line(rules)}[/]", highlight=False)
+    # Unwrapped lines: a log's tail (CI shows only that) names what failed, whatever the width.
+    console.print(f"[{STYLE[PASS if ok else FAIL]}]{verdict_line(rules)}[/]", highlight=False, soft_wrap=True)
+    for line in failed_lines(rules):
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
     return ok
+
+
+def failed_lines(rules: list[Rule]) -> list[str]:
+    """One line per failed rule, after the final line: its metric, both values, its tolerance
+    and its note (the table's cells, which a narrow terminal wraps)."""
+    return [f"failed: {r.metric}: A {r.a}, B {r.b}, tolerance {r.tolerance}" + (f"; {r.note}" if r.note else "")
+            for r in rules if r.status == FAIL]
 
 
 def verdict_html(rules: list[Rule]) -> str:

@@ -11,7 +11,8 @@
   Where a run has no drop log (netem: the kernel draws the losses), the runs lose other first
   copies, so B is judged against the simulator's spread instead: A's value and the same
   experiment's over other seeds (``control_spread``, made by ``analysis.seed_spread``), B
-  within their range widened by 10 % on each side; without a spread, 'not comparable'.
+  inside the interval where one more seed falls but for 1 draw in 1,000 (a log-normal fitted
+  to them; at least 10 % each side); without a spread, 'not comparable'.
 - delivery latency p50 (summary.json ``delivery_latency_ms``): |B - A| <= 10 % of A plus
   B's measured timer lateness: the largest p99 of ``timer_lateness_ms`` over the receiving
   roles (primary, secondary; every role if those are absent). A release fires on a timer, so
@@ -65,6 +66,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rmptwin.analysis.seed_spread import MIN_DRAWS, prediction_interval
 from rmptwin.analysis.summary import control_window_end_ns
 from rmptwin.core.events import Kind
 from rmptwin.model import Topology
@@ -165,18 +167,23 @@ def _control(a: TwinInputs, b: TwinInputs) -> Rule:
 
 def _control_within_spread(a: TwinInputs, b: TwinInputs, which: str, va: float) -> Rule:
     """Where the runs lose other first copies, B is judged against the simulator's own seed to
-    seed spread: A's value and the other seeds' (``TwinInputs.control_spread``), their range
-    widened by the rule's 10 % on each side."""
+    seed spread: A's value and the other seeds' (``TwinInputs.control_spread``), B inside the
+    interval where one more seed falls but for 1 draw in 1,000 (``seed_spread.prediction_interval``,
+    never narrower than the rule's 10 %)."""
     vb = b.summary.get("control_per_data")
     values = sorted([va, *a.control_spread])
-    lo, hi = values[0] * (1 - RELATIVE_TOLERANCE), values[-1] * (1 + RELATIVE_TOLERANCE)
-    ok = vb is not None and lo - 1e-12 <= vb <= hi + 1e-12
     note = (f"{which}: losses are its own draw (netem keeps no drop log), so B is judged against A's "
             f"{len(values)} seeds: {values[0]:.4g} to {values[-1]:.4g} (median {statistics.median(values):.4g}); first copies "
             f"repaired: A {a.repaired_first}, B {b.repaired_first}")
+    bounds = prediction_interval(values, at_least=RELATIVE_TOLERANCE)
+    if bounds is None:
+        return Rule("control_per_data", _num(va), _num(vb), "in A's seed spread", NOT_COMPARABLE,
+                    note + f"; fewer than {MIN_DRAWS} seeds to judge by")
+    lo, hi = bounds
+    ok = vb is not None and lo - 1e-12 <= vb <= hi + 1e-12
     if not ok and vb is not None:
-        note += "; B has more re-sends than any seed" if vb > hi else "; B has fewer re-sends than any seed"
-    return Rule("control_per_data", _num(va), _num(vb), f"in A's {len(values)}-seed range ± 10 %",
+        note += "; B has more re-sends than one seed in 1,000" if vb > hi else "; B has fewer re-sends than one seed in 1,000"
+    return Rule("control_per_data", _num(va), _num(vb), f"{lo:.3g} to {hi:.3g} ({len(values)} seeds, 1 in 1,000)",
                 _status(ok), note)
 
 

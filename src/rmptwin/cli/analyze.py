@@ -48,7 +48,7 @@ def compare(
     spread_seeds: int | None = typer.Option(None, "--spread-seeds", min=0,
                                             help="where B's losses are not the simulator's draw (netem): other "
                                                  "seeds of A's experiment to simulate, the spread its control per "
-                                                 "data is judged by (default 12; 0: not judged)"),
+                                                 "data is judged by (default 12; fewer than 4 or 0: not judged)"),
 ) -> None:
     """Two runs' metrics side by side and the twin verdict: per metric its tolerance and pass or
     fail, then one PASS/FAIL line; exit code 1 if a rule failed."""
