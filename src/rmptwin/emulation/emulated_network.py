@@ -41,6 +41,7 @@ from rmptwin.emulation.server_engines import EngineTunnels
 from rmptwin.emulation.servers import Server, ServerClock, measure_clock
 from rmptwin.errors import UserError
 from rmptwin.model import Topology, load_topology
+from rmptwin.node.local_ports import free_local_ports
 
 if TYPE_CHECKING:   # topo subclasses Mininet's classes; mininet is imported only to build
     from mininet.net import Mininet  # Mininet is untyped: Any to mypy
@@ -50,13 +51,6 @@ if TYPE_CHECKING:   # topo subclasses Mininet's classes; mininet is imported onl
 REPO = Path(__file__).resolve().parents[3]
 CONTROLLER_LAUNCH = REPO / "controllers" / "launch.py"
 DEFAULT_STATE_DIR = Path("/run/rmptwin/net")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def link_aliases(topo: Topology) -> dict[str, str]:
@@ -271,7 +265,7 @@ class EmulatedNetwork(LinkControl):
         from mininet.net import Mininet
         from mininet.node import OVSSwitch, RemoteController
 
-        self.port = _free_port()
+        self.port = free_local_ports(1, "controller")[0]
         setLogLevel("error")  # Mininet warns about the controller we start just after
         topo = self.mininet_topo
         assert topo is not None and self.env is not None   # start() made both first

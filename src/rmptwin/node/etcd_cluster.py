@@ -13,10 +13,8 @@ from __future__ import annotations
 import ctypes
 import json
 import os
-import random
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -24,11 +22,11 @@ import urllib.request
 from pathlib import Path
 
 from rmptwin.errors import UserError
+from rmptwin.node.local_ports import free_local_ports
 
 ETCD = "etcd"
 HEARTBEAT_MS = 50
 ELECTION_MS = 500
-EPHEMERAL_FLOOR = 20_000   # members' ports come from here up to the kernel's ephemeral range
 # etcd refuses an election timeout of 50 s or more: past a factor of 99 the timers stop
 # growing and a dilated run's raft is that much quicker than the undilated one.
 MAX_ELECTION_MS = 49_999
@@ -50,36 +48,6 @@ def _die_with_parent() -> None:
         pass
 
 
-def _ephemeral_start() -> int:
-    """The first port the kernel hands out as a connection's source (this namespace's range)."""
-    try:
-        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 32768
-
-
-def _free_ports(n: int) -> list[int]:
-    """``n`` distinct free 127.0.0.1 ports below the kernel's ephemeral range. A port the kernel
-    chose itself (bind to 0) is an ephemeral one, which the first members' connections to their
-    peers may take as a source port before a later member binds it (seen in CI: "listen tcp
-    127.0.0.1:45663: bind: address already in use")."""
-    rng, top, ports = random.SystemRandom(), _ephemeral_start(), []
-    low = EPHEMERAL_FLOOR if top > EPHEMERAL_FLOOR else 1024   # a range set unusually low leaves the rest
-    for _ in range(50 * n):
-        port = rng.randrange(low, top)
-        if port in ports:
-            continue
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        ports.append(port)
-        if len(ports) == n:
-            return ports
-    raise UserError(f"etcd: no {n} free 127.0.0.1 ports in {low}-{top - 1}")
-
-
 class EtcdCluster:
     def __init__(self, members: int = 3, *, data_root: str | Path | None = None,
                  heartbeat_ms: int = HEARTBEAT_MS, election_ms: int = ELECTION_MS) -> None:
@@ -90,7 +58,7 @@ class EtcdCluster:
         self.election_ms = election_ms
         base = data_root or ("/dev/shm" if os.path.isdir("/dev/shm") else None)
         self.root = Path(tempfile.mkdtemp(prefix="rmptwin-etcd-", dir=base))
-        ports = _free_ports(2 * members)
+        ports = free_local_ports(2 * members, "etcd")
         self.client_ports, self.peer_ports = ports[:members], ports[members:]
         self.procs: list[subprocess.Popen[bytes] | None] = [None] * members
         self.token = f"rmptwin-{os.getpid()}-{self.root.name}"
