@@ -66,7 +66,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rmptwin.analysis.seed_spread import MIN_DRAWS, prediction_interval
+from rmptwin.analysis.seed_spread import FALSE_FAIL, MIN_DRAWS, prediction_interval
 from rmptwin.analysis.summary import control_window_end_ns
 from rmptwin.core.events import Kind
 from rmptwin.model import Topology
@@ -181,9 +181,10 @@ def _control_within_spread(a: TwinInputs, b: TwinInputs, which: str, va: float) 
                     note + f"; fewer than {MIN_DRAWS} seeds to judge by")
     lo, hi = bounds
     ok = vb is not None and lo - 1e-12 <= vb <= hi + 1e-12
+    draws = f"{round(1 / FALSE_FAIL):,}"   # one draw in this many misses the interval
     if not ok and vb is not None:
-        note += "; B has more re-sends than one seed in 1,000" if vb > hi else "; B has fewer re-sends than one seed in 1,000"
-    return Rule("control_per_data", _num(va), _num(vb), f"{lo:.3g} to {hi:.3g} ({len(values)} seeds, 1 in 1,000)",
+        note += f"; B has {'more' if vb > hi else 'fewer'} re-sends than one seed in {draws}"
+    return Rule("control_per_data", _num(va), _num(vb), f"{lo:.3g} to {hi:.3g} ({len(values)} seeds, 1 in {draws})",
                 _status(ok), note)
 
 
