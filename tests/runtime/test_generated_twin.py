@@ -56,8 +56,8 @@ def test_generated_topology_twin_verdict_passes(seed, tmp_path):
     assert len(loaded.topology.switches) >= 10 and len(loaded.topology.regions) >= 2
     assert sum(lk.loss.mean > 0 for lk in loaded.topology.links) >= 5
     sim = run_experiment(loaded, "sim", seed=seed, out=tmp_path / "sim")
-    at_8 = loaded.model_copy(update={"experiment": loaded.experiment.model_copy(update={"time_dilation": FACTOR})})
-    emu = run_experiment(at_8, "emulation", seed=seed, out=tmp_path / "emu",
+    dilated = loaded.model_copy(update={"experiment": loaded.experiment.model_copy(update={"time_dilation": FACTOR})})
+    emu = run_experiment(dilated, "emulation", seed=seed, out=tmp_path / "emu",
                          options=EmulationOptions(nodes="ns", impair="relay", capture=[]))
     assert not emu.summary["runtime"]["overloaded"], emu.summary["runtime"]["load"]
     for outcome in (sim, emu):
